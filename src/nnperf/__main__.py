@@ -1,0 +1,3 @@
+from nnperf.cli._main import entry_point
+
+entry_point()

@@ -1,0 +1,57 @@
+"""Entry point: parses arguments, dispatches, turns errors into one-line messages."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from collections.abc import Sequence
+
+from nnperf import __version__
+from nnperf.cli import export_cmd, inspect_cmd, zoo_cmd
+from nnperf.errors import NnperfError
+
+EXIT_ERROR = 1
+EXIT_INTERNAL = 3
+EXIT_INTERRUPTED = 130
+
+COMMANDS = (zoo_cmd, inspect_cmd, export_cmd)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="nnperf",
+        description="Predict and improve how a neural network performs on a device.",
+    )
+    parser.add_argument("--version", action="version", version=f"nnperf {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show the full traceback on errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for command in COMMANDS:
+        command.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs the CLI; returns the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.run(args) or 0)
+    except NnperfError as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"nnperf: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("nnperf: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # the last line of defence: never a bare traceback
+        if args.debug:
+            traceback.print_exc()
+        print(f"nnperf: internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)",
+              file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+def entry_point() -> None:
+    sys.exit(main())

@@ -1,0 +1,28 @@
+"""``nnperf export NAME OUT.onnx``: write a zoo network as ONNX."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("export", help="write a zoo network to an ONNX file",
+                       description="Export a zoo network (random weights, canonical input size) to ONNX. "
+                                   "Batch normalisation is kept as its own node.")
+    p.add_argument("name", metavar="NAME", help="zoo name (see `nnperf zoo`)")
+    p.add_argument("out", metavar="OUT.onnx", help="path of the ONNX file to write")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random weights (default: 0)")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from nnperf import zoo
+    from nnperf.errors import NnperfError
+    from nnperf.ir._export import export_onnx
+
+    if not args.out.lower().endswith(".onnx"):
+        raise NnperfError(f"{args.out}: the output file must end in .onnx")
+    entry = zoo.get(args.name)
+    path = export_onnx(entry.build(args.seed), entry.example_input(args.seed), args.out)
+    print(f"wrote {path} ({entry.name}, input {'x'.join(map(str, entry.input_shape))})")
+    return 0

@@ -1,0 +1,41 @@
+"""``nnperf inspect MODEL``: the per-layer metrics table of a network."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from nnperf.cli._shapes import parse_input_shape
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("inspect", help="per-layer MACs, parameters and memory operations of a network",
+                       description="Print the per-layer table (name, type, shapes, MACs, ops, params, memOPs) "
+                                   "and totals of a zoo network, an ONNX file or an nnperf IR JSON file.")
+    p.add_argument("model", metavar="MODEL", help="zoo name (see `nnperf zoo`), .onnx file or IR .json file")
+    p.add_argument("--json", action="store_true", help="print machine-readable JSON instead of the table")
+    p.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16", "int8"],
+                   help="element type for the byte counts (default: float32)")
+    p.add_argument("--input-shape", action="append", type=parse_input_shape, default=[], metavar="[NAME=]SHAPE",
+                   help="fix an ONNX input's shape, e.g. 1x3x224x224 or input=1x3x224x224 (repeatable)")
+    p.add_argument("--save-ir", metavar="FILE.json", help="also write the network's IR as versioned JSON")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from nnperf._load import load_model
+    from nnperf.ir import save_network
+    from nnperf.ir.metrics import DType, network_metrics
+    from nnperf.report._format import console
+    from nnperf.report.tables import metrics_document, metrics_table
+
+    network = load_model(args.model, dict(args.input_shape) or None)
+    metrics = network_metrics(network)
+    dtype = DType(args.dtype)
+    if args.save_ir:
+        save_network(network, args.save_ir)
+    if args.json:
+        print(json.dumps(metrics_document(network, metrics, dtype), indent=1))
+    else:
+        console().print(metrics_table(network, metrics, dtype))
+    return 0

@@ -1,0 +1,35 @@
+"""The network IR: layers, their shapes and attributes, metrics and versioned JSON.
+
+Heavy importers (torch, onnx) live in :mod:`nnperf.ir.importers` and are not
+imported here.
+"""
+
+from nnperf.ir._json import load_network_json, network_from_dict, network_to_dict, save_network
+from nnperf.ir._network import Layer, Network, Shape, TensorSpec, conv_output_size, numel, pool_output_size
+from nnperf.ir._ops import (
+    ACTIVATIONS,
+    ELTWISE,
+    NOOPS,
+    Attributes,
+    AxisAttrs,
+    BatchNormAttrs,
+    ConvAttrs,
+    ConvKind,
+    LeakyReluAttrs,
+    LinearAttrs,
+    LrnAttrs,
+    NoAttrs,
+    OpType,
+    PadAttrs,
+    PoolAttrs,
+    ScaleAttrs,
+    UpsampleAttrs,
+)
+from nnperf.ir._transforms import remove_noops
+
+__all__ = [
+    "ACTIVATIONS", "ELTWISE", "NOOPS", "Attributes", "AxisAttrs", "BatchNormAttrs", "ConvAttrs", "ConvKind",
+    "Layer", "LeakyReluAttrs", "LinearAttrs", "LrnAttrs", "Network", "NoAttrs", "OpType", "PadAttrs",
+    "PoolAttrs", "ScaleAttrs", "Shape", "TensorSpec", "UpsampleAttrs", "conv_output_size", "load_network_json",
+    "network_from_dict", "network_to_dict", "numel", "pool_output_size", "remove_noops", "save_network",
+]

@@ -1,0 +1,307 @@
+"""The network IR: a DAG of layers with static tensor shapes.
+
+Shapes include the batch dimension; 4-D activations are NCHW. A layer has one
+output tensor, named after the layer; its ``inputs`` name the layers (or the
+network inputs) that produce what it reads, in operand order.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from nnperf.errors import InvalidNetworkError
+from nnperf.ir._ops import (
+    ACTIVATIONS,
+    ELTWISE,
+    NOOPS,
+    Attributes,
+    AxisAttrs,
+    ConvAttrs,
+    ConvKind,
+    NoAttrs,
+    OpType,
+    PoolAttrs,
+    attributes_class,
+)
+
+Shape = tuple[int, ...]
+
+
+def numel(shape: Shape) -> int:
+    """Number of elements of a tensor of this shape."""
+    return math.prod(shape)
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """A network input: its name, shape (batch first) and element type."""
+
+    name: str
+    shape: Shape
+    dtype: str = "float32"
+
+    def __post_init__(self) -> None:
+        _check_shape(self.shape, f"input {self.name!r}")
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One operator of the network.
+
+    ``inputs`` are the names of the producers (layers or network inputs), one
+    per operand; ``input_shapes`` gives each operand's shape in the same order.
+    """
+
+    name: str
+    op: OpType
+    inputs: tuple[str, ...]
+    input_shapes: tuple[Shape, ...]
+    output_shape: Shape
+    attrs: Attributes = field(default_factory=NoAttrs)
+
+    def __post_init__(self) -> None:
+        where = f"layer {self.name!r} ({self.op.value})"
+        if not self.name:
+            raise InvalidNetworkError(f"a {self.op.value} layer has an empty name")
+        if not isinstance(self.op, OpType):
+            raise InvalidNetworkError(f"layer {self.name!r}: op must be an OpType, got {self.op!r}")
+        expected = attributes_class(self.op)
+        if not isinstance(self.attrs, expected):
+            raise InvalidNetworkError(
+                f"{where}: attributes must be {expected.__name__}, got {type(self.attrs).__name__}"
+            )
+        if len(self.inputs) != len(self.input_shapes):
+            raise InvalidNetworkError(
+                f"{where}: {len(self.inputs)} inputs but {len(self.input_shapes)} input shapes"
+            )
+        if not self.inputs:
+            raise InvalidNetworkError(f"{where}: has no inputs")
+        for i, shape in enumerate(self.input_shapes):
+            _check_shape(shape, f"{where}, input {i}")
+        _check_shape(self.output_shape, f"{where}, output")
+        _check_layer_shapes(self, where)
+
+    @property
+    def input_shape(self) -> Shape:
+        """Shape of the first operand (the only one for most layers)."""
+        return self.input_shapes[0]
+
+    @property
+    def conv_kind(self) -> ConvKind | None:
+        """Standard, pointwise, depthwise or grouped, for convolutions; else None."""
+        if self.op is not OpType.CONV:
+            return None
+        assert isinstance(self.attrs, ConvAttrs)
+        c_in, c_out, groups = self.input_shape[1], self.output_shape[1], self.attrs.groups
+        if groups == 1:
+            return ConvKind.POINTWISE if self.attrs.kernel == (1, 1) else ConvKind.STANDARD
+        if groups == c_in and c_out % c_in == 0:
+            return ConvKind.DEPTHWISE
+        return ConvKind.GROUPED
+
+
+@dataclass(frozen=True)
+class Network:
+    """A DAG of layers in topological order, with named inputs and outputs."""
+
+    name: str
+    inputs: tuple[TensorSpec, ...]
+    layers: tuple[Layer, ...]
+    outputs: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if not self.inputs:
+            raise InvalidNetworkError(f"network {self.name!r} has no inputs")
+        if not self.layers:
+            raise InvalidNetworkError(f"network {self.name!r} has no layers")
+        shapes: dict[str, Shape] = {}
+        for spec in self.inputs:
+            if spec.name in shapes:
+                raise InvalidNetworkError(f"network {self.name!r}: duplicate input name {spec.name!r}")
+            shapes[spec.name] = spec.shape
+        for layer in self.layers:
+            if layer.name in shapes:
+                raise InvalidNetworkError(f"network {self.name!r}: duplicate name {layer.name!r}")
+            for producer, shape in zip(layer.inputs, layer.input_shapes):
+                if producer not in shapes:
+                    raise InvalidNetworkError(
+                        f"layer {layer.name!r} reads {producer!r}, which is not a network input "
+                        "or an earlier layer (layers must be in topological order)"
+                    )
+                if shapes[producer] != shape:
+                    raise InvalidNetworkError(
+                        f"layer {layer.name!r} expects {producer!r} of shape {_fmt(shape)}, "
+                        f"but it has shape {_fmt(shapes[producer])}"
+                    )
+            shapes[layer.name] = layer.output_shape
+        if not self.outputs:
+            raise InvalidNetworkError(f"network {self.name!r} has no outputs")
+        for out in self.outputs:
+            if out not in shapes:
+                raise InvalidNetworkError(f"network {self.name!r}: output {out!r} is not a layer or input")
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self.layers)
+
+    def __len__(self) -> int:
+        return len(self.layers)
+
+    @cached_property
+    def _by_name(self) -> dict[str, Layer]:
+        return {layer.name: layer for layer in self.layers}
+
+    @cached_property
+    def _consumers(self) -> dict[str, tuple[str, ...]]:
+        found: dict[str, list[str]] = {spec.name: [] for spec in self.inputs}
+        for layer in self.layers:
+            found[layer.name] = []
+            for producer in dict.fromkeys(layer.inputs):
+                found[producer].append(layer.name)
+        return {name: tuple(users) for name, users in found.items()}
+
+    def layer(self, name: str) -> Layer:
+        """The layer called ``name``; KeyError naming it if there is none."""
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise KeyError(f"network {self.name!r} has no layer {name!r}") from None
+
+    def producers(self, name: str) -> tuple[str, ...]:
+        """Names of the layers or inputs that ``name`` reads."""
+        return self.layer(name).inputs
+
+    def consumers(self, name: str) -> tuple[str, ...]:
+        """Names of the layers that read the output of ``name`` (a layer or an input)."""
+        try:
+            return self._consumers[name]
+        except KeyError:
+            raise KeyError(f"network {self.name!r} has no layer or input {name!r}") from None
+
+    def op_counts(self) -> dict[OpType, int]:
+        """How many layers of each op type the network has."""
+        counts: dict[OpType, int] = {}
+        for layer in self.layers:
+            counts[layer.op] = counts.get(layer.op, 0) + 1
+        return counts
+
+
+def _fmt(shape: Shape) -> str:
+    return "x".join(str(d) for d in shape)
+
+
+def _check_shape(shape: Shape, where: str) -> None:
+    if not isinstance(shape, tuple) or not shape:
+        raise InvalidNetworkError(f"{where}: shape must be a non-empty tuple of ints, got {shape!r}")
+    for d in shape:
+        if not isinstance(d, int) or isinstance(d, bool) or d <= 0:
+            raise InvalidNetworkError(f"{where}: every dimension must be a positive int, got shape {shape!r}")
+
+
+def conv_output_size(size: int, kernel: int, stride: int, pad_begin: int, pad_end: int, dilation: int = 1) -> int:
+    """Output length of a convolution along one spatial axis (floor rule)."""
+    return (size + pad_begin + pad_end - dilation * (kernel - 1) - 1) // stride + 1
+
+
+def pool_output_size(size: int, kernel: int, stride: int, pad_begin: int, pad_end: int, ceil_mode: bool) -> int:
+    """Output length of a pooling window along one axis, with PyTorch/ONNX's ceil rule.
+
+    In ceil mode the last window must start inside the input or its left padding.
+    """
+    span = size + pad_begin + pad_end - kernel
+    if not ceil_mode:
+        return span // stride + 1
+    out = -(-span // stride) + 1
+    if (out - 1) * stride >= size + pad_begin:
+        out -= 1
+    return out
+
+
+def _check_layer_shapes(layer: Layer, where: str) -> None:
+    """Checks that the output shape follows from the inputs and attributes."""
+    op, ins, out = layer.op, layer.input_shapes, layer.output_shape
+    single_input = op not in ELTWISE and op is not OpType.CONCAT
+    if single_input and len(ins) != 1:
+        raise InvalidNetworkError(f"{where}: takes one input, got {len(ins)}")
+    x = ins[0]
+
+    def fail(msg: str) -> None:
+        raise InvalidNetworkError(f"{where}: {msg} (input {', '.join(map(_fmt, ins))}, output {_fmt(out)})")
+
+    if op in (OpType.CONV, OpType.MAX_POOL, OpType.AVG_POOL):
+        if len(x) != 4 or len(out) != 4 or x[0] != out[0]:
+            fail("needs 4-D NCHW input and output with the same batch")
+        attrs = layer.attrs
+        assert isinstance(attrs, (ConvAttrs, PoolAttrs))
+        if min(attrs.kernel + attrs.stride) <= 0 or min(attrs.padding) < 0:
+            fail(f"kernel and stride must be positive and padding non-negative, got {attrs}")
+        if isinstance(attrs, ConvAttrs):
+            if attrs.groups <= 0 or x[1] % attrs.groups or out[1] % attrs.groups:
+                fail(f"channels must divide by groups={attrs.groups}")
+            expected = tuple(
+                conv_output_size(x[2 + i], attrs.kernel[i], attrs.stride[i], attrs.padding[i], attrs.padding[2 + i],
+                                 attrs.dilation[i])
+                for i in range(2)
+            )
+        else:
+            if x[1] != out[1]:
+                fail("pooling must keep the channel count")
+            expected = tuple(
+                pool_output_size(x[2 + i], attrs.kernel[i], attrs.stride[i], attrs.padding[i], attrs.padding[2 + i],
+                                 attrs.ceil_mode)
+                for i in range(2)
+            )
+        if expected != out[2:]:
+            fail(f"spatial output should be {_fmt(expected)} for kernel {attrs.kernel}, stride {attrs.stride}, "
+                 f"padding {attrs.padding}")
+    elif op in (OpType.GLOBAL_AVG_POOL, OpType.GLOBAL_MAX_POOL):
+        if len(x) != 4 or out not in ((x[0], x[1], 1, 1), (x[0], x[1])):
+            fail("global pooling maps NxCxHxW to NxCx1x1 (or NxC)")
+    elif op is OpType.LINEAR:
+        if x[:-1] != out[:-1]:
+            fail("a fully connected layer keeps every dimension but the last")
+    elif op in ACTIVATIONS or op in NOOPS or op in (OpType.BATCH_NORM, OpType.SCALE, OpType.SOFTMAX, OpType.LRN):
+        if x != out:
+            fail("must keep the input shape")
+        if op in (OpType.BATCH_NORM, OpType.LRN) and len(x) < 2:
+            fail("needs a channel dimension")
+    elif op in ELTWISE:
+        if len(ins) < 2:
+            fail("an element-wise layer needs at least two inputs")
+        try:
+            broadcast = _broadcast(ins)
+        except ValueError:
+            fail("inputs do not broadcast")
+        if broadcast != out:
+            fail(f"output should be the broadcast shape {_fmt(broadcast)}")
+    elif op is OpType.CONCAT:
+        assert isinstance(layer.attrs, AxisAttrs)
+        axis = layer.attrs.axis % len(out) if -len(out) <= layer.attrs.axis < len(out) else None
+        if axis is None or any(len(s) != len(out) for s in ins):
+            fail(f"axis {layer.attrs.axis} and ranks do not agree")
+        assert axis is not None
+        if any(s[:axis] + s[axis + 1:] != out[:axis] + out[axis + 1:] for s in ins) or sum(
+            s[axis] for s in ins
+        ) != out[axis]:
+            fail(f"inputs must match except along axis {axis}, whose sizes add up to the output's")
+    elif op in (OpType.FLATTEN, OpType.RESHAPE):
+        if numel(x) != numel(out):
+            fail("must keep the number of elements")
+    elif op is OpType.UPSAMPLE:
+        if len(x) != len(out) or x[:2] != out[:2]:
+            fail("must keep batch and channels")
+    elif op is OpType.PAD:
+        if len(x) != len(out) or any(o < i for i, o in zip(x, out)):
+            fail("padding cannot shrink a dimension")
+
+
+def _broadcast(shapes: tuple[Shape, ...]) -> Shape:
+    rank = max(len(s) for s in shapes)
+    result = []
+    for i in range(rank):
+        dims = {s[len(s) - rank + i] for s in shapes if len(s) - rank + i >= 0} - {1}
+        if len(dims) > 1:
+            raise ValueError("not broadcastable")
+        result.append(dims.pop() if dims else 1)
+    return tuple(result)

@@ -1,0 +1,176 @@
+"""Operator types of the IR and their typed attributes.
+
+Each op type has one attribute class; ``ATTRIBUTES_OF`` maps the op to it so a
+layer can never carry attributes of another op. Spatial tuples are (height,
+width); padding is (top, left, bottom, right), as ONNX orders begins then ends.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class OpType(str, enum.Enum):
+    """What a layer computes. The value is the stable name used in JSON."""
+
+    CONV = "conv"
+    LINEAR = "linear"
+    MAX_POOL = "max_pool"
+    AVG_POOL = "avg_pool"
+    GLOBAL_AVG_POOL = "global_avg_pool"
+    GLOBAL_MAX_POOL = "global_max_pool"
+    BATCH_NORM = "batch_norm"
+    SCALE = "scale"
+    RELU = "relu"
+    RELU6 = "relu6"
+    LEAKY_RELU = "leaky_relu"
+    SIGMOID = "sigmoid"
+    TANH = "tanh"
+    HARDSWISH = "hardswish"
+    SILU = "silu"
+    ADD = "add"
+    MUL = "mul"
+    MAX = "max"
+    CONCAT = "concat"
+    SOFTMAX = "softmax"
+    LRN = "lrn"
+    FLATTEN = "flatten"
+    RESHAPE = "reshape"
+    UPSAMPLE = "upsample"
+    PAD = "pad"
+    IDENTITY = "identity"
+    DROPOUT = "dropout"
+
+
+ACTIVATIONS = frozenset(
+    {OpType.RELU, OpType.RELU6, OpType.LEAKY_RELU, OpType.SIGMOID, OpType.TANH, OpType.HARDSWISH, OpType.SILU}
+)
+ELTWISE = frozenset({OpType.ADD, OpType.MUL, OpType.MAX})
+NOOPS = frozenset({OpType.IDENTITY, OpType.DROPOUT})
+"""Layers that do nothing at inference; importers drop them unless asked to keep them."""
+
+
+class ConvKind(str, enum.Enum):
+    """The flavour of a convolution, derived from its attributes and shapes."""
+
+    STANDARD = "standard"
+    POINTWISE = "pointwise"
+    DEPTHWISE = "depthwise"
+    GROUPED = "grouped"
+
+
+@dataclass(frozen=True)
+class NoAttrs:
+    """Attributes of ops that have none."""
+
+
+@dataclass(frozen=True)
+class ConvAttrs:
+    kernel: tuple[int, int]
+    stride: tuple[int, int] = (1, 1)
+    padding: tuple[int, int, int, int] = (0, 0, 0, 0)
+    dilation: tuple[int, int] = (1, 1)
+    groups: int = 1
+    bias: bool = True
+
+
+@dataclass(frozen=True)
+class LinearAttrs:
+    bias: bool = True
+
+
+@dataclass(frozen=True)
+class PoolAttrs:
+    kernel: tuple[int, int]
+    stride: tuple[int, int]
+    padding: tuple[int, int, int, int] = (0, 0, 0, 0)
+    ceil_mode: bool = False
+    count_include_pad: bool = True
+
+
+@dataclass(frozen=True)
+class BatchNormAttrs:
+    eps: float = 1e-5
+    affine: bool = True
+    """Whether the layer learns a scale and a shift (two parameters per channel)."""
+
+
+@dataclass(frozen=True)
+class ScaleAttrs:
+    """A per-channel (or scalar) multiply, optionally followed by a bias add."""
+
+    bias: bool = False
+    per_channel: bool = True
+
+
+@dataclass(frozen=True)
+class LeakyReluAttrs:
+    negative_slope: float = 0.01
+
+
+@dataclass(frozen=True)
+class AxisAttrs:
+    """Concat, softmax and flatten act along one axis."""
+
+    axis: int = 1
+
+
+@dataclass(frozen=True)
+class LrnAttrs:
+    size: int = 5
+    alpha: float = 1e-4
+    beta: float = 0.75
+    k: float = 1.0
+
+
+@dataclass(frozen=True)
+class UpsampleAttrs:
+    mode: str = "nearest"
+    """'nearest' or 'linear' (bilinear for 4-D tensors)."""
+
+
+@dataclass(frozen=True)
+class PadAttrs:
+    mode: str = "constant"
+    value: float = 0.0
+
+
+Attributes = (
+    NoAttrs
+    | ConvAttrs
+    | LinearAttrs
+    | PoolAttrs
+    | BatchNormAttrs
+    | ScaleAttrs
+    | LeakyReluAttrs
+    | AxisAttrs
+    | LrnAttrs
+    | UpsampleAttrs
+    | PadAttrs
+)
+
+ATTRIBUTES_OF: dict[OpType, type] = {
+    OpType.CONV: ConvAttrs,
+    OpType.LINEAR: LinearAttrs,
+    OpType.MAX_POOL: PoolAttrs,
+    OpType.AVG_POOL: PoolAttrs,
+    OpType.BATCH_NORM: BatchNormAttrs,
+    OpType.SCALE: ScaleAttrs,
+    OpType.LEAKY_RELU: LeakyReluAttrs,
+    OpType.CONCAT: AxisAttrs,
+    OpType.SOFTMAX: AxisAttrs,
+    OpType.FLATTEN: AxisAttrs,
+    OpType.LRN: LrnAttrs,
+    OpType.UPSAMPLE: UpsampleAttrs,
+    OpType.PAD: PadAttrs,
+}
+
+
+def attributes_class(op: OpType) -> type:
+    """The attribute class a layer of type ``op`` must carry."""
+    return ATTRIBUTES_OF.get(op, NoAttrs)
+
+
+UPSAMPLE_MODES = ("nearest", "linear")
+PAD_MODES = ("constant", "reflect", "replicate")

@@ -1,0 +1,61 @@
+"""Pieces shared by the importers: naming, shape-based op choices, error collection."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from nnperf.errors import UnsupportedOperatorError
+from nnperf.ir._network import Shape, numel
+from nnperf.ir._ops import Attributes, AxisAttrs, NoAttrs, OpType, PoolAttrs
+
+
+def reshape_op(in_shape: Shape, out_shape: Shape) -> tuple[OpType, Attributes]:
+    """FLATTEN when the reshape keeps the batch and folds the rest into one axis, else RESHAPE.
+
+    ``torch.flatten(x, 1)``, ``x.view(n, -1)``, ONNX Flatten, and the Reshape or
+    Squeeze that exporters write for them all become the same IR layer.
+    """
+    if len(in_shape) > 2 and out_shape == (in_shape[0], numel(in_shape[1:])):
+        return OpType.FLATTEN, AxisAttrs(axis=1)
+    return OpType.RESHAPE, NoAttrs()
+
+
+def adaptive_pool(in_hw: tuple[int, int], out_hw: tuple[int, int], is_max: bool) -> tuple[OpType, Attributes] | None:
+    """An adaptive pool as a global or a fixed-window pool; None when windows would overlap unevenly."""
+    if out_hw == (1, 1):
+        return (OpType.GLOBAL_MAX_POOL if is_max else OpType.GLOBAL_AVG_POOL), NoAttrs()
+    if in_hw[0] % out_hw[0] or in_hw[1] % out_hw[1]:
+        return None
+    stride = (in_hw[0] // out_hw[0], in_hw[1] // out_hw[1])
+    return (OpType.MAX_POOL if is_max else OpType.AVG_POOL), PoolAttrs(kernel=stride, stride=stride)
+
+
+@dataclass
+class Unsupported:
+    """Collects every unsupported operator so one error can list them all."""
+
+    source: str
+    found: dict[str, list[str]] = field(default_factory=dict)
+
+    def add(self, operator: str, node: str) -> None:
+        self.found.setdefault(operator, []).append(node)
+
+    def raise_if_any(self) -> None:
+        if self.found:
+            raise UnsupportedOperatorError(self.source, self.found)
+
+
+class NameTable:
+    """Gives each layer a unique, readable name."""
+
+    def __init__(self, taken: set[str] | None = None) -> None:
+        self._taken = set(taken or ())
+
+    def unique(self, wanted: str) -> str:
+        name = wanted.replace("/", ".").strip(".") or "layer"
+        candidate, n = name, 1
+        while candidate in self._taken:
+            candidate = f"{name}_{n}"
+            n += 1
+        self._taken.add(candidate)
+        return candidate

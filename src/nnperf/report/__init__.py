@@ -1,0 +1,1 @@
+"""Reporting: terminal tables, JSON documents, (later) figures and HTML."""

@@ -1,0 +1,28 @@
+"""Number and shape formatting for display (SI inside the code, prefixes only here)."""
+
+from __future__ import annotations
+
+import sys
+
+from rich.console import Console
+
+from nnperf.ir import Shape
+
+
+def si(count: float, unit: str = "") -> str:
+    """A count with an SI prefix: 1.81 G, 11.7 M, 832 k, 64."""
+    for factor, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(count) >= factor:
+            return f"{count / factor:.3g} {prefix}{unit}"
+    text = f"{int(count)}" if float(count).is_integer() else f"{count:.3g}"
+    return f"{text} {unit}".rstrip()
+
+
+def shape_text(shape: Shape) -> str:
+    """(1, 3, 224, 224) -> '1x3x224x224'."""
+    return "x".join(str(d) for d in shape)
+
+
+def console() -> Console:
+    """A console for stdout; wide when piped, so tables do not wrap in logs."""
+    return Console(width=None if sys.stdout.isatty() else 200, soft_wrap=False)

@@ -1,0 +1,128 @@
+"""The zoo registry: every built-in network, its canonical input and provenance."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+import torch.nn as nn
+
+from nnperf.errors import UnknownModelError
+from nnperf.zoo import alexnet, allcnn, googlenet, mobilenet, resnet, simplenet, squeezenet, tinyyolo, vgg
+
+
+@dataclass(frozen=True)
+class ZooEntry:
+    """One built-in network.
+
+    ``name`` is the lower-case CLI name, ``input_shape`` the canonical NCHW
+    input with batch 1, ``variant`` says which variant of the architecture is
+    built and where its layout comes from, ``factory`` builds it with random
+    weights.
+    """
+
+    name: str
+    description: str
+    input_shape: tuple[int, ...]
+    variant: str
+    factory: Callable[[], nn.Module]
+
+    def build(self, seed: int = 0) -> nn.Module:
+        """The network in eval mode, its random weights fixed by ``seed``.
+
+        The global RNG state is left as it was.
+        """
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            module = self.factory()
+        return module.eval()
+
+    def example_input(self, seed: int = 0) -> torch.Tensor:
+        """A random tensor of ``input_shape`` drawn from a generator seeded with ``seed``."""
+        generator = torch.Generator().manual_seed(seed)
+        return torch.randn(self.input_shape, generator=generator)
+
+
+_IMAGENET = (1, 3, 224, 224)
+_CIFAR = (1, 3, 32, 32)
+
+_ENTRIES: tuple[ZooEntry, ...] = (
+    ZooEntry("alexnet", "AlexNet (Krizhevsky et al. 2012), ImageNet", _IMAGENET,
+             "torchvision single-tower AlexNet (64-192-384-256-256, no LRN, adaptive 6x6 pool, dropout)",
+             alexnet.alexnet),
+    ZooEntry("allcnn_c", "All-CNN-C (Springenberg et al. 2015), CIFAR-10", _CIFAR,
+             "paper model C: ReLU after every conv except the final 1x1 to 10, input/stride-conv dropout, no BN",
+             allcnn.allcnn_c),
+    ZooEntry("mobilenet_v1", "MobileNet v1 1.0 (Howard et al. 2017), ImageNet", _IMAGENET,
+             "width 1.0, 224; conv-BN-ReLU, 13 depthwise-separable blocks, no conv bias",
+             mobilenet.mobilenet_v1),
+    ZooEntry("mobilenet_v2", "MobileNet v2 1.0 (Sandler et al. 2018), ImageNet", _IMAGENET,
+             "torchvision MobileNetV2, width 1.0, ReLU6, dropout 0.2 before the FC",
+             mobilenet.mobilenet_v2),
+    ZooEntry("resnet18", "ResNet-18 (He et al. 2016), ImageNet", _IMAGENET,
+             "torchvision ResNet-18 (BasicBlock, conv1x1+BN projection shortcuts)",
+             resnet.resnet18),
+    ZooEntry("resnet34", "ResNet-34 (He et al. 2016), ImageNet", _IMAGENET,
+             "torchvision ResNet-34 (BasicBlock, conv1x1+BN projection shortcuts)",
+             resnet.resnet34),
+    ZooEntry("simplenet", "SimpleNet v1 (Hasanpour et al. 2016), CIFAR-100", _CIFAR,
+             "13-layer 5.5M SimpleNet v1 as in the authors' PyTorch port (conv+BN+ReLU, global max pool),"
+             " 100 classes, without the Dropout2d after pools",
+             simplenet.simplenet),
+    ZooEntry("squeezenet1_0", "SqueezeNet 1.0 (Iandola et al. 2016), ImageNet", _IMAGENET,
+             "torchvision SqueezeNet 1.0 (ceil-mode pools, conv1x1 classifier)",
+             squeezenet.squeezenet1_0),
+    ZooEntry("squeezenet1_1", "SqueezeNet 1.1 (Iandola et al. 2016), ImageNet", _IMAGENET,
+             "torchvision SqueezeNet 1.1 (3x3/64 stem, early pooling)",
+             squeezenet.squeezenet1_1),
+    ZooEntry("tiny_yolo_v2", "Tiny YOLO v2 (Redmon & Farhadi 2017), PASCAL VOC", (1, 3, 416, 416),
+             "darknet tiny-yolo-voc.cfg (1024-1024 head, 125-channel output), no region decoding",
+             tinyyolo.tiny_yolo_v2),
+    ZooEntry("googlenet", "GoogLeNet / Inception v1 (Szegedy et al. 2015), ImageNet", _IMAGENET,
+             "torchvision GoogLeNet (BN, 3x3 in the 5x5 branch, no aux heads)",
+             googlenet.googlenet),
+    ZooEntry("vgg11", "VGG-11 (Simonyan & Zisserman 2015), ImageNet", _IMAGENET,
+             "torchvision VGG-11 (configuration A), no BN",
+             vgg.vgg11),
+    ZooEntry("vgg16", "VGG-16 (Simonyan & Zisserman 2015), ImageNet", _IMAGENET,
+             "torchvision VGG-16 (configuration D), no BN",
+             vgg.vgg16),
+    ZooEntry("vgg19", "VGG-19 (Simonyan & Zisserman 2015), ImageNet", _IMAGENET,
+             "torchvision VGG-19 (configuration E), no BN",
+             vgg.vgg19),
+)
+
+_BY_NAME: dict[str, ZooEntry] = {entry.name: entry for entry in _ENTRIES}
+
+
+def names() -> list[str]:
+    """Names of every zoo network, in registry order."""
+    return [entry.name for entry in _ENTRIES]
+
+
+def entries() -> list[ZooEntry]:
+    """Every zoo entry, in registry order."""
+    return list(_ENTRIES)
+
+
+def _normalise(name: str) -> str:
+    return name.strip().lower().replace("-", "_")
+
+
+def get(name: str) -> ZooEntry:
+    """The entry called ``name`` (case-insensitive, '-' accepted for '_').
+
+    Raises UnknownModelError listing the closest names, or all of them.
+    """
+    key = _normalise(name)
+    entry = _BY_NAME.get(key)
+    if entry is not None:
+        return entry
+    close = difflib.get_close_matches(key, names())
+    if close:
+        hint = "did you mean " + ", ".join(close) + "?"
+    else:
+        hint = "known models: " + ", ".join(names())
+    raise UnknownModelError(f"unknown model {name!r}; {hint}")
