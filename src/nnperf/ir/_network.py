@@ -68,6 +68,11 @@ class Layer:
         if not isinstance(self.op, OpType):
             raise InvalidNetworkError(f"layer {self.name!r}: op must be an OpType, got {self.op!r}")
         expected = attributes_class(self.op)
+        if isinstance(self.attrs, NoAttrs) and expected is not NoAttrs:
+            try:  # attributes left out: the op's defaults, where it has them (not for conv or pooling)
+                object.__setattr__(self, "attrs", expected())
+            except TypeError:
+                raise InvalidNetworkError(f"{where}: needs {expected.__name__} (kernel, stride, ...)") from None
         if not isinstance(self.attrs, expected):
             raise InvalidNetworkError(
                 f"{where}: attributes must be {expected.__name__}, got {type(self.attrs).__name__}"

@@ -144,21 +144,21 @@ class _Converter:
             self._bind(node, node.name, out_shape)  # keep going to report every problem
             return
         op, attrs = mapped
-        if op is OpType.SCALE and isinstance(attrs, ScaleAttrs) and attrs.bias and producers[0] in self.scale_of:
-            # x * w followed by + b: one scale layer with a bias, as in Caffe.
-            index = self.scale_of.pop(producers[0])
+        if node.op != "call_module" and op is OpType.SCALE and isinstance(attrs, ScaleAttrs) and attrs.bias:
+            # "activation + constant" is only meaningful as the bias of a preceding "x * w": Caffe's Scale.
+            index = self.scale_of.pop(producers[0], None)
+            if index is None:
+                self.unsupported.add(f"{what} with a constant (not after a multiply by a constant)", node.name)
+                self._bind(node, node.name, out_shape)
+                return
             prev = self.layers[index]
             self.layers[index] = Layer(prev.name, OpType.SCALE, prev.inputs, prev.input_shapes, out_shape,
-                                       ScaleAttrs(bias=True, per_channel=attrs.per_channel))
+                                       ScaleAttrs(bias=True, per_channel=attrs.per_channel or prev.attrs.per_channel))
             self._bind(node, prev.name, out_shape)
-            return
-        if op is OpType.SCALE and isinstance(attrs, ScaleAttrs) and attrs.bias:
-            self.unsupported.add(f"{what} with a constant (no preceding scale)", node.name)
-            self._bind(node, node.name, out_shape)
             return
         layer_name = self.names.unique(wanted)
         self.layers.append(Layer(layer_name, op, producers, in_shapes, out_shape, attrs))
-        if op is OpType.SCALE and isinstance(attrs, ScaleAttrs) and node.op != "call_module":
+        if op is OpType.SCALE and node.op != "call_module" and len(node.users) == 1:
             self.scale_of[layer_name] = len(self.layers) - 1
         self._bind(node, layer_name, out_shape)
 

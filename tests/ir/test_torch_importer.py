@@ -1,0 +1,146 @@
+"""The PyTorch importer: every op type from modules and from functional calls."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from nnperf.errors import UnsupportedOperatorError
+from nnperf.ir import ConvAttrs, ConvKind, OpType, PoolAttrs, ScaleAttrs
+from nnperf.ir.importers import TraceError, from_torch
+from nnperf.ir.metrics import network_metrics
+from nnperf.ir.modules import Scale
+
+
+class Everything(nn.Module):
+    """One of each module-level op type nnperf covers."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.dw = nn.Conv2d(8, 8, 3, padding=1, groups=8, bias=False)
+        self.pw = nn.Conv2d(8, 16, 1, bias=False)
+        self.grouped = nn.Conv2d(16, 16, 3, stride=2, padding="valid", groups=4)
+        self.bn = nn.BatchNorm2d(8)
+        self.scale = Scale(8)
+        self.relu, self.relu6, self.leaky = nn.ReLU(), nn.ReLU6(), nn.LeakyReLU(0.1)
+        self.sig, self.tanh, self.hsw, self.silu = nn.Sigmoid(), nn.Tanh(), nn.Hardswish(), nn.SiLU()
+        self.lrn = nn.LocalResponseNorm(5)
+        self.maxpool = nn.MaxPool2d(2)
+        self.avgpool = nn.AvgPool2d(3, stride=1, padding=1)
+        self.up = nn.Upsample(scale_factor=2, mode="nearest")
+        self.pad = nn.ZeroPad2d((0, 1, 0, 1))
+        self.gap = nn.AdaptiveAvgPool2d(1)
+        self.flatten = nn.Flatten()
+        self.drop = nn.Dropout(0.5)
+        self.fc = nn.Linear(16, 10)
+        self.softmax = nn.Softmax(dim=1)
+
+    def forward(self, x):
+        y = self.relu(self.scale(self.bn(self.conv(x))))           # 8x8x8
+        y = self.relu6(self.dw(y)) + self.leaky(y)                  # add
+        y = self.sig(y) * self.tanh(y)                              # mul
+        y = torch.maximum(self.hsw(y), self.silu(y))                # max
+        y = self.lrn(y)
+        y = self.pw(y)                                              # 16x8x8
+        y = self.avgpool(self.up(self.maxpool(y)))                  # 16x8x8
+        y = self.grouped(self.pad(y))                               # 9x9 -> 4x4
+        y = torch.cat([y, y], dim=1)[:, :16] if False else y
+        return self.softmax(self.fc(self.drop(self.flatten(self.gap(y)))))
+
+
+def test_every_module_op_type():
+    net = from_torch(Everything(), torch.randn(1, 3, 8, 8), name="everything")
+    ops = [layer.op for layer in net]
+    assert ops == [
+        OpType.CONV, OpType.BATCH_NORM, OpType.SCALE, OpType.RELU, OpType.CONV, OpType.RELU6, OpType.LEAKY_RELU,
+        OpType.ADD, OpType.SIGMOID, OpType.TANH, OpType.MUL, OpType.HARDSWISH, OpType.SILU, OpType.MAX,
+        OpType.LRN, OpType.CONV, OpType.MAX_POOL, OpType.UPSAMPLE, OpType.AVG_POOL, OpType.PAD, OpType.CONV,
+        OpType.GLOBAL_AVG_POOL, OpType.FLATTEN, OpType.LINEAR, OpType.SOFTMAX,
+    ]  # the dropout is gone: a no-op at inference
+    assert [layer.conv_kind for layer in net if layer.op is OpType.CONV] == [
+        ConvKind.STANDARD, ConvKind.DEPTHWISE, ConvKind.POINTWISE, ConvKind.GROUPED]
+    grouped = net.layer("grouped")
+    assert grouped.attrs == ConvAttrs(kernel=(3, 3), stride=(2, 2), padding=(0, 0, 0, 0), groups=4, bias=True)
+    assert grouped.input_shape == (1, 16, 9, 9) and grouped.output_shape == (1, 16, 4, 4)
+    assert net.layer("scale").attrs == ScaleAttrs(bias=True, per_channel=True)
+    assert net.producers("fc") == ("flatten",)
+    m = network_metrics(net)
+    # conv 3->8 3x3 on 8x8 with bias: 3*3*3*8*8*8 + 8*8*8 = 14,336 MACs
+    assert next(x for x in m.layers if x.name == "conv").macs == 14_336
+    # params: conv 224 + bn 16 + scale 16 + dw 72 + pw 128 + grouped (3*3*4*16 + 16 = 592) + fc 170 = 1,218
+    assert m.params == 1_218
+    assert m.params == sum(p.numel() for p in Everything().parameters())
+
+
+def test_keep_noops():
+    net = from_torch(Everything(), torch.randn(1, 3, 8, 8), keep_noops=True)
+    assert net.layer("drop").op is OpType.DROPOUT
+    assert net.producers("fc") == ("drop",)
+
+
+class Functional(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.ones(4, 1, 1))
+        self.b = nn.Parameter(torch.zeros(4, 1, 1))
+
+    def forward(self, x):
+        y = F.relu(x)
+        y = y * self.w + self.b                       # scale with bias
+        a = F.max_pool2d(y, 2)
+        b = F.avg_pool2d(y, 2)
+        y = torch.cat((a, b), 1)                      # 8 channels, 4x4
+        y = F.interpolate(y, scale_factor=2, mode="bilinear")
+        y = F.pad(y, (1, 1, 1, 1))
+        y = F.adaptive_avg_pool2d(y, (5, 5))          # 10x10 -> 5x5: a 2x2 avg pool
+        y = y.mean((2, 3))
+        return F.softmax(y.view(y.size(0), -1), dim=-1)
+
+
+def test_functional_calls():
+    net = from_torch(Functional(), torch.randn(1, 4, 8, 8))
+    assert [layer.op for layer in net] == [
+        OpType.RELU, OpType.SCALE, OpType.MAX_POOL, OpType.AVG_POOL, OpType.CONCAT, OpType.UPSAMPLE, OpType.PAD,
+        OpType.AVG_POOL, OpType.GLOBAL_AVG_POOL, OpType.RESHAPE, OpType.SOFTMAX,
+    ]
+    scale = net.layers[1]
+    assert scale.attrs == ScaleAttrs(bias=True, per_channel=True)
+    assert net.layers[7].attrs == PoolAttrs(kernel=(2, 2), stride=(2, 2))
+    assert net.layers[4].output_shape == (1, 8, 4, 4)
+    assert net.layers[-1].attrs.axis == 1
+
+
+class Strange(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.c1 = nn.Conv1d(3, 3, 1)
+        self.gelu = nn.GELU()
+
+    def forward(self, x):
+        y = self.gelu(x)
+        z = self.gelu(torch.erf(y))
+        return self.c1(z.flatten(2))
+
+
+def test_every_unsupported_operator_is_listed_at_once():
+    with pytest.raises(UnsupportedOperatorError) as info:
+        from_torch(Strange(), torch.randn(1, 3, 4, 4), name="strange")
+    ops = info.value.operators
+    assert set(ops) == {"GELU", "erf", "Conv1d"}
+    assert ops["GELU"] == ["gelu", "gelu_1"]
+    assert "strange" in str(info.value) and "gelu_1" in str(info.value)
+
+
+class Branchy(nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:
+            return x
+        return -x
+
+
+def test_untraceable_module_gets_a_clear_error():
+    with pytest.raises(TraceError, match="export it to ONNX"):
+        from_torch(Branchy(), torch.randn(1, 3))
