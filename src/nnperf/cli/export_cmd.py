@@ -17,11 +17,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def run(args: argparse.Namespace) -> int:
     from nnperf import zoo
-    from nnperf.errors import NnperfError
-    from nnperf.ir._export import export_onnx
+    from nnperf.ir._export import check_output_path, export_onnx
 
-    if not args.out.lower().endswith(".onnx"):
-        raise NnperfError(f"{args.out}: the output file must end in .onnx")
+    check_output_path(args.out)  # before the (slow) build
     entry = zoo.get(args.name)
     path = export_onnx(entry.build(args.seed), entry.example_input(args.seed), args.out)
     print(f"wrote {path} ({entry.name}, input {'x'.join(map(str, entry.input_shape))})")

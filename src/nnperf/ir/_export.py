@@ -18,6 +18,16 @@ class ExportError(NnperfError):
     """A module that torch.onnx cannot export."""
 
 
+def check_output_path(path: str | Path) -> Path:
+    """``path`` as a Path, once it is known that an ONNX file can be written there."""
+    path = Path(path)
+    if path.suffix.lower() != ".onnx":
+        raise ExportError(f"{path}: the output file must end in .onnx")
+    if not path.parent.is_dir():
+        raise ExportError(f"{path}: the folder {path.parent} does not exist")
+    return path
+
+
 def export_onnx(module: nn.Module, example_input: torch.Tensor, path: str | Path) -> Path:
     """Writes ``module`` to ``path`` as ONNX (opset 20) through torch.export.
 
@@ -27,9 +37,7 @@ def export_onnx(module: nn.Module, example_input: torch.Tensor, path: str | Path
     """
     import onnxscript.optimizer  # imported here: only exporting needs it
 
-    path = Path(path)
-    if path.parent and not path.parent.exists():
-        raise ExportError(f"{path}: the folder {path.parent} does not exist")
+    path = check_output_path(path)
     module = module.eval()
     quiet = io.StringIO()
     try:

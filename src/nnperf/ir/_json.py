@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,8 @@ def network_from_dict(data: dict[str, Any], source: str = "<dict>") -> Network:
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ModelFileError(f"{source}: not an nnperf network file (expected \"format\": \"{FORMAT}\")")
     version = data.get("version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise ModelFileError(f"{source}: \"version\" must be an integer, got {version!r}")
     if version != VERSION:
         raise FormatVersionError(
             f"{source}: network format version {version!r} is not supported "
@@ -60,7 +63,9 @@ def network_from_dict(data: dict[str, Any], source: str = "<dict>") -> Network:
         )
     except InvalidNetworkError as exc:
         raise InvalidNetworkError(f"{source}: {exc}") from exc
-    except (KeyError, TypeError, ValueError) as exc:
+    except ModelFileError as exc:
+        raise ModelFileError(f"{source}: {exc}") from exc
+    except (KeyError, IndexError, TypeError, ValueError) as exc:
         raise ModelFileError(f"{source}: malformed network file ({type(exc).__name__}: {exc})") from exc
 
 
@@ -68,9 +73,11 @@ def _layer_from_dict(item: dict[str, Any]) -> Layer:
     op = OpType(item["op"])
     attrs_cls = attributes_class(op)
     raw = dict(item.get("attrs", {}))
-    for f in dataclasses.fields(attrs_cls):
-        if isinstance(raw.get(f.name), list):
-            raw[f.name] = tuple(raw[f.name])
+    hints = typing.get_type_hints(attrs_cls)
+    for name, value in raw.items():
+        if name not in hints:
+            raise ModelFileError(f"layer {item.get('name')!r}: unknown attribute {name!r} for {op.value}")
+        raw[name] = _typed(value, hints[name], f"layer {item.get('name')!r}, attribute {name!r}")
     return Layer(
         name=item["name"],
         op=op,
@@ -81,9 +88,30 @@ def _layer_from_dict(item: dict[str, Any]) -> Layer:
     )
 
 
+def _typed(value: Any, hint: Any, where: str) -> Any:
+    """``value`` checked against a simple type hint (int, float, bool, str, tuple[int, ...])."""
+    if typing.get_origin(hint) is tuple:
+        args = typing.get_args(hint)
+        if not isinstance(value, (list, tuple)) or len(value) != len(args):
+            raise ModelFileError(f"{where}: expected a list of {len(args)} integers, got {value!r}")
+        return tuple(_typed(v, int, where) for v in value)
+    ok = {
+        bool: isinstance(value, bool),
+        int: isinstance(value, int) and not isinstance(value, bool),
+        float: isinstance(value, (int, float)) and not isinstance(value, bool),
+        str: isinstance(value, str),
+    }.get(hint, True)
+    if not ok:
+        raise ModelFileError(f"{where}: expected {getattr(hint, '__name__', hint)}, got {value!r}")
+    return float(value) if hint is float else value
+
+
 def save_network(network: Network, path: str | Path) -> None:
     """Writes ``network`` as versioned JSON."""
-    Path(path).write_text(json.dumps(network_to_dict(network), indent=1) + "\n")
+    try:
+        Path(path).write_text(json.dumps(network_to_dict(network), indent=1) + "\n")
+    except OSError as exc:
+        raise ModelFileError(f"{path}: cannot write the network ({exc.strerror or exc})") from exc
 
 
 def load_network_json(path: str | Path) -> Network:

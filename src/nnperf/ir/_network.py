@@ -239,6 +239,9 @@ def _check_layer_shapes(layer: Layer, where: str) -> None:
             fail("needs 4-D NCHW input and output with the same batch")
         attrs = layer.attrs
         assert isinstance(attrs, (ConvAttrs, PoolAttrs))
+        dilation = attrs.dilation if isinstance(attrs, ConvAttrs) else (1, 1)
+        if (len(attrs.kernel), len(attrs.stride), len(attrs.padding), len(dilation)) != (2, 2, 4, 2):
+            fail("kernel, stride and dilation need (height, width) and padding (top, left, bottom, right)")
         if min(attrs.kernel + attrs.stride) <= 0 or min(attrs.padding) < 0:
             fail(f"kernel and stride must be positive and padding non-negative, got {attrs}")
         if isinstance(attrs, ConvAttrs):

@@ -30,6 +30,25 @@ def adaptive_pool(in_hw: tuple[int, int], out_hw: tuple[int, int], is_max: bool)
     return (OpType.MAX_POOL if is_max else OpType.AVG_POOL), PoolAttrs(kernel=stride, stride=stride)
 
 
+def scale_kind(const_shape: Shape | None, x_shape: Shape) -> str | None:
+    """'scalar' or 'channel' when multiplying ``x`` by a constant of this shape is a scale layer, else None.
+
+    Per-channel means one value per channel broadcast over everything after it:
+    (C,), (C, 1, 1) or (1, C, 1, 1) for NCHW input, (C,) or (1, C) for NxC input.
+    """
+    if const_shape is None:
+        return None
+    if numel(const_shape) == 1:
+        return "scalar"
+    if len(x_shape) < 2:
+        return None
+    trailing = (x_shape[1],) + (1,) * (len(x_shape) - 2)
+    dims = tuple(const_shape)
+    while len(dims) > len(trailing) and dims[0] == 1:
+        dims = dims[1:]
+    return "channel" if dims == trailing else None
+
+
 @dataclass
 class Unsupported:
     """Collects every unsupported operator so one error can list them all."""

@@ -21,7 +21,7 @@ import onnx
 from google.protobuf.message import DecodeError
 from onnx import numpy_helper, shape_inference
 
-from nnperf.errors import ModelFileError, ShapeInferenceError
+from nnperf.errors import InvalidNetworkError, ModelFileError, ShapeInferenceError
 from nnperf.ir._network import Layer, Network, Shape, TensorSpec, numel
 from nnperf.ir._ops import (
     Attributes,
@@ -39,7 +39,7 @@ from nnperf.ir._ops import (
     UpsampleAttrs,
 )
 from nnperf.ir._transforms import remove_noops
-from nnperf.ir.importers._common import NameTable, Unsupported, reshape_op
+from nnperf.ir.importers._common import NameTable, Unsupported, reshape_op, scale_kind
 
 Mapped = tuple[OpType, Attributes]
 _METADATA_OPS = frozenset({"Shape", "Size"})
@@ -47,6 +47,11 @@ _SIMPLE = {"Relu": OpType.RELU, "Sigmoid": OpType.SIGMOID, "Tanh": OpType.TANH, 
            "Identity": OpType.IDENTITY, "Dropout": OpType.DROPOUT, "GlobalAveragePool": OpType.GLOBAL_AVG_POOL,
            "GlobalMaxPool": OpType.GLOBAL_MAX_POOL, "BatchNormalization": OpType.BATCH_NORM}
 _ELTWISE = {"Add": OpType.ADD, "Sum": OpType.ADD, "Mul": OpType.MUL, "Max": OpType.MAX}
+_HANDLED = frozenset(_SIMPLE) | frozenset(_ELTWISE) | {
+    "Conv", "Gemm", "MatMul", "MaxPool", "AveragePool", "ReduceMean", "ReduceMax", "LeakyRelu", "Clip", "Concat",
+    "Softmax", "LRN", "Flatten", "Reshape", "Squeeze", "Unsqueeze", "Resize", "Upsample", "Pad",
+}
+"""ONNX operators the importer maps, at least for some attributes and operands."""
 
 
 def from_onnx(
@@ -68,14 +73,15 @@ def from_onnx(
     try:
         inferred = shape_inference.infer_shapes(model, check_type=True, strict_mode=True, data_prop=True)
     except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError, RuntimeError) as exc:
-        raise ShapeInferenceError(f"{path}: shapes cannot be inferred: {_first_line(exc)}") from exc
+        raise ShapeInferenceError(f"{path}: shapes cannot be inferred: {_one_line(exc)}") from exc
     network = _Converter(inferred, name or path.stem, str(path)).convert()
     return network if keep_noops else remove_noops(network)
 
 
-def _first_line(exc: Exception) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[-1] if text else type(exc).__name__
+def _one_line(exc: Exception, limit: int = 300) -> str:
+    """onnx's multi-line messages folded into one line (the CLI prints one line per error)."""
+    text = " ".join(line.strip() for line in str(exc).splitlines() if line.strip()) or type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _read_model(path: Path) -> onnx.ModelProto:
@@ -93,11 +99,21 @@ def _read_model(path: Path) -> onnx.ModelProto:
         raise ModelFileError(f"{path}: not a valid ONNX model (the file is truncated or not ONNX: {exc})") from exc
     if not model.opset_import or not model.graph.node or not model.ir_version:
         raise ModelFileError(f"{path}: not an ONNX model (no graph, opset or IR version found)")
+    _check_known_operators(model, path)
     try:
         onnx.checker.check_model(model)
     except onnx.checker.ValidationError as exc:
-        raise ModelFileError(f"{path}: invalid ONNX model: {_first_line(exc)}") from exc
+        raise ModelFileError(f"{path}: invalid ONNX model: {_one_line(exc)}") from exc
     return model
+
+
+def _check_known_operators(model: onnx.ModelProto, path: Path) -> None:
+    """Lists every operator ONNX itself does not define, before the checker stops at the first."""
+    unknown = Unsupported(str(path))
+    for index, node in enumerate(model.graph.node):
+        if node.domain in ("", "ai.onnx") and not onnx.defs.has(node.op_type):
+            unknown.add(node.op_type, node.name or f"{node.op_type}_{index}")
+    unknown.raise_if_any()
 
 
 def _drop_large_weights(model: onnx.ModelProto, max_elements: int = 65536) -> None:
@@ -179,6 +195,7 @@ class _Converter:
         self.names = NameTable()
         self.layer_of: dict[str, str] = {}  # activation tensor -> IR name producing it
         self.absorbed: set[int] = set()  # ids of nodes fused into another layer
+        self.failed: set[str] = set()  # tensors computed from an unsupported node's output
 
     def convert(self) -> Network:
         graph = self.model.graph
@@ -248,24 +265,27 @@ class _Converter:
 
     def _convert_node(self, node: onnx.NodeProto, index: int, data: set[str]) -> Layer | None:
         node_name = _readable_name(node) or node.name or f"{node.op_type}_{index}"
+        if any(t in self.failed for t in node.input):
+            # downstream of an unsupported node: its shapes are unknown, so only name it if it is unsupported too
+            if node.op_type not in _HANDLED:
+                self.unsupported.add(_describe(node, self.opset), node_name)
+            self.failed.update(node.output)
+            return None
         data_inputs = [t for t in node.input if t in data]
         consts = [t for t in node.input if t and t not in data]
-        output = node.output[0]
         mapped = self._map(node, data_inputs, consts, data)
         if mapped is None:
             self.unsupported.add(_describe(node, self.opset), node_name)
-            self.layer_of[output] = node_name
-            self.shapes.setdefault(output, None)
+            self.failed.update(node.output)
             return None
         op, attrs, inputs, output = mapped
-        producers = []
-        for tensor in inputs:
-            if tensor not in self.layer_of:  # produced by an unsupported node already reported
-                return None
-            producers.append(self.layer_of[tensor])
+        producers = tuple(self.layer_of[t] for t in inputs)
         in_shapes = tuple(self._shape(t, "tensor") for t in inputs)
-        layer = Layer(self.names.unique(node_name), op, tuple(producers), in_shapes,
-                      self._shape(output, f"output of {node_name}"), attrs)
+        try:
+            layer = Layer(self.names.unique(node_name), op, producers, in_shapes,
+                          self._shape(output, f"output of {node_name}"), attrs)
+        except InvalidNetworkError as exc:
+            raise InvalidNetworkError(f"{self.source}: node {node_name!r}: {exc}") from exc
         self.layer_of[output] = layer.name
         return layer
 
@@ -284,12 +304,19 @@ class _Converter:
             if len(x_shape) != 4 or node.input[0] != x or len(data_inputs) != 1:
                 return None
             w_shape = self._shape(node.input[1], "weight")
+            groups = int(attrs.get("group", 1))
+            out_shape = self._shape(out, "tensor")
+            if len(w_shape) != 4 or w_shape[1] * groups != x_shape[1] or w_shape[0] != out_shape[1]:
+                raise ShapeInferenceError(
+                    f"{self.source}: Conv node {node.name or out!r}: weight {_dims(w_shape)} with groups={groups} "
+                    f"does not fit input {_dims(x_shape)} and output {_dims(out_shape)}"
+                )
             kernel = tuple(attrs.get("kernel_shape", w_shape[2:]))
             strides = tuple(attrs.get("strides", (1, 1)))
             dilations = tuple(attrs.get("dilations", (1, 1)))
             pads = self._pads(attrs, x_shape, kernel, strides, dilations)
             return simple((OpType.CONV, ConvAttrs(kernel=_ints2(kernel), stride=_ints2(strides), padding=pads,
-                                                  dilation=_ints2(dilations), groups=int(attrs.get("group", 1)),
+                                                  dilation=_ints2(dilations), groups=groups,
                                                   bias=self._has_bias(node))))
         if op_type == "Gemm":
             if len(data_inputs) != 1 or node.input[0] != x or attrs.get("transA", 0):
@@ -341,9 +368,12 @@ class _Converter:
                 return _ELTWISE[op_type], NoAttrs(), data_inputs, out
             if op_type != "Mul" or len(consts) != 1:
                 return None
-            per_channel = numel(self.shapes.get(consts[0]) or (1,)) > 1
+            kind = scale_kind(self.shapes.get(consts[0]), x_shape)
+            if kind is None:
+                return None
+            per_channel = kind == "channel"
             add = self._sole_consumer(out, "Add")
-            if add is not None and self._is_channel_constant(add, out, x_shape, data):
+            if add is not None and self._is_scale_bias(add, out, x_shape, data):
                 self.absorbed.add(id(add))
                 return OpType.SCALE, ScaleAttrs(bias=True, per_channel=per_channel), [x], add.output[0]
             return simple((OpType.SCALE, ScaleAttrs(bias=False, per_channel=per_channel)))
@@ -365,7 +395,10 @@ class _Converter:
             mode = attrs.get("mode", b"constant")
             mode = mode.decode() if isinstance(mode, bytes) else str(mode)
             mode = {"edge": "replicate"}.get(mode, mode)
-            value = self._value(node.input[2]) if len(node.input) > 2 else None
+            if self.opset < 11:
+                value = attrs.get("value")
+            else:
+                value = self._value(node.input[2]) if len(node.input) > 2 else None
             return simple((OpType.PAD, PadAttrs(mode=mode, value=_f32(value) if value is not None else 0.0)))
         return None
 
@@ -415,12 +448,9 @@ class _Converter:
         other = [t for t in add.input if t != tensor]
         return len(other) == 1 and other[0] not in data and numel(self.shapes.get(other[0]) or (0,)) == length
 
-    def _is_channel_constant(self, add: onnx.NodeProto, tensor: str, x_shape: Shape, data: set[str]) -> bool:
+    def _is_scale_bias(self, add: onnx.NodeProto, tensor: str, x_shape: Shape, data: set[str]) -> bool:
         other = [t for t in add.input if t != tensor]
-        if len(other) != 1 or other[0] in data or len(x_shape) < 2:
-            return False
-        shape = self.shapes.get(other[0]) or ()
-        return numel(shape) in (1, x_shape[1]) and (numel(shape) == 1 or shape[-3:][0] == x_shape[1])
+        return len(other) == 1 and other[0] not in data and scale_kind(self.shapes.get(other[0]), x_shape) is not None
 
 
 def _f32(value: Any) -> float:
@@ -460,6 +490,10 @@ def _elem_type(value: onnx.ValueInfoProto) -> str:
     return onnx.helper.tensor_dtype_to_np_dtype(elem).name if elem else "float32"
 
 
+def _dims(shape: Shape) -> str:
+    return "x".join(map(str, shape))
+
+
 def _ints2(values: Sequence[int]) -> tuple[int, int]:
     v = tuple(int(x) for x in values)
     if len(v) != 2:
@@ -472,6 +506,8 @@ def _describe(node: onnx.NodeProto, opset: int) -> str:
         return "Clip (bounds other than ReLU/ReLU6)"
     if node.op_type in ("ReduceMean", "ReduceMax"):
         return f"{node.op_type} (only over H and W)"
+    if node.op_type == "Mul":
+        return "Mul by a constant that is neither a scalar nor per-channel"
     if node.op_type in ("Conv", "MaxPool", "AveragePool"):
         return f"{node.op_type} (only 2-D)"
     domain = f"{node.domain}." if node.domain not in ("", "ai.onnx") else ""

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import fx, nn
 from torch.fx.passes.shape_prop import ShapeProp, TensorMetadata
 
-from nnperf.errors import NnperfError, ShapeInferenceError
+from nnperf.errors import InvalidNetworkError, NnperfError, ShapeInferenceError
 from nnperf.ir._network import Layer, Network, Shape, TensorSpec, numel
 from nnperf.ir._ops import (
     Attributes,
@@ -36,7 +36,7 @@ from nnperf.ir._ops import (
     UpsampleAttrs,
 )
 from nnperf.ir._transforms import remove_noops
-from nnperf.ir.importers._common import NameTable, Unsupported, adaptive_pool, reshape_op
+from nnperf.ir.importers._common import NameTable, Unsupported, adaptive_pool, reshape_op, scale_kind
 from nnperf.ir.modules import Scale
 
 Mapped = tuple[OpType, Attributes]
@@ -157,7 +157,10 @@ class _Converter:
             self._bind(node, prev.name, out_shape)
             return
         layer_name = self.names.unique(wanted)
-        self.layers.append(Layer(layer_name, op, producers, in_shapes, out_shape, attrs))
+        try:
+            self.layers.append(Layer(layer_name, op, producers, in_shapes, out_shape, attrs))
+        except InvalidNetworkError as exc:
+            raise InvalidNetworkError(f"{self.name}: {exc}") from exc
         if op is OpType.SCALE and node.op != "call_module" and len(node.users) == 1:
             self.scale_of[layer_name] = len(self.layers) - 1
         self._bind(node, layer_name, out_shape)
@@ -308,9 +311,11 @@ def _map_call(node: fx.Node, ins: tuple[Shape, ...], out: Shape, constants: list
         if op is OpType.MAX:
             return None
         # One activation and a constant: a scale (mul) or the bias of a preceding scale (add).
-        const_shape = _shape(constants[0]) if constants and isinstance(constants[0], fx.Node) else None
-        per_channel = const_shape is not None and numel(const_shape) > 1
-        return OpType.SCALE, ScaleAttrs(bias=op is OpType.ADD, per_channel=per_channel)
+        const_shape = _shape(constants[0]) if constants and isinstance(constants[0], fx.Node) else (1,)
+        kind = scale_kind(const_shape, ins[0])
+        if kind is None:
+            return None
+        return OpType.SCALE, ScaleAttrs(bias=op is OpType.ADD, per_channel=kind == "channel")
     if target in (torch.cat, torch.concat):
         return OpType.CONCAT, AxisAttrs(axis=_axis(_arg(node, 1, "dim", 0), len(out)))
     if target in (torch.flatten, "flatten", "view", "reshape", torch.reshape, "squeeze", "unsqueeze", torch.squeeze,

@@ -1,0 +1,80 @@
+"""The zoo's totals against published figures, and the same network through PyTorch and ONNX."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from nnperf import zoo
+from nnperf._load import zoo_network
+from nnperf.ir.importers import from_onnx, from_torch
+from nnperf.ir._export import export_onnx
+from nnperf.ir.metrics import layer_metrics, network_metrics
+
+# (GMACs, M params) as published; each checked within 1%.
+PUBLISHED = {
+    "resnet18": (1.814, 11.69),
+    "resnet34": (3.67, 21.8),
+    "vgg16": (15.47, 138.36),
+    "vgg11": (7.61, 132.86),
+    "vgg19": (19.63, 143.67),
+    "mobilenet_v1": (0.569, 4.23),
+    "mobilenet_v2": (0.300, 3.50),
+    "squeezenet1_0": (0.82, 1.248),
+    "squeezenet1_1": (0.35, 1.235),
+    "alexnet": (0.714, 61.1),
+    "googlenet": (1.5, 6.6),  # torchvision variant: BN, 3x3 in the "5x5" branch, no aux heads
+    "tiny_yolo_v2": (3.49, 15.86),  # darknet: 6.97 BFLOPs = 3.49 GMACs
+}
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED))
+def test_published_macs_and_params(name):
+    gmacs, mparams = PUBLISHED[name]
+    m = network_metrics(zoo_network(name))
+    assert m.macs / 1e9 == pytest.approx(gmacs, rel=0.01)
+    assert m.params / 1e6 == pytest.approx(mparams, rel=0.01)
+
+
+def test_ir_params_equal_torch_parameters():
+    for entry in zoo.entries():
+        with torch.device("meta"):
+            module = entry.factory()
+        expected = sum(p.numel() for p in module.parameters())
+        assert network_metrics(zoo_network(entry.name)).params == expected, entry.name
+
+
+def test_resnet18_layer_counts():
+    net = zoo_network("resnet18")
+    counts = {op.value: n for op, n in net.op_counts().items()}
+    # 20 convs (17 3x3/7x7 + 3 downsample), 20 BN, 17 ReLU, 8 adds, 1 max pool, 1 GAP, flatten, FC
+    assert counts == {"conv": 20, "batch_norm": 20, "relu": 17, "add": 8, "max_pool": 1,
+                      "global_avg_pool": 1, "flatten": 1, "linear": 1}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", zoo.names())
+def test_onnx_export_round_trip(name, tmp_path):
+    """Exported to ONNX and imported back, a zoo network keeps its layers and metrics, and ORT runs it."""
+    import onnxruntime as ort
+
+    entry = zoo.get(name)
+    module, x = entry.build(), entry.example_input()
+    path = export_onnx(module, x, tmp_path / f"{name}.onnx")
+    via_torch = from_torch(module, x, name=name)
+    via_onnx = from_onnx(path)
+    assert [layer.op for layer in via_onnx] == [layer.op for layer in via_torch]
+    assert [layer.output_shape for layer in via_onnx] == [layer.output_shape for layer in via_torch]
+    assert [layer.attrs for layer in via_onnx] == [layer.attrs for layer in via_torch]
+    for a, b in zip(via_torch, via_onnx):
+        ma, mb = layer_metrics(a), layer_metrics(b)
+        assert (ma.macs, ma.ops, ma.params, ma.mem_ops) == (mb.macs, mb.ops, mb.params, mb.mem_ops), a.name
+    # the file is a faithful, runnable export
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    (got,) = session.run(None, {session.get_inputs()[0].name: x.numpy()})
+    with torch.no_grad():
+        want = module(x).numpy()
+    # deep random-weight networks accumulate float32 differences between the two runtimes;
+    # a wrong export is off by the output's own scale, far beyond 1% of it
+    np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-2 * float(np.abs(want).max()))
