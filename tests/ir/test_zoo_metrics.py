@@ -8,8 +8,8 @@ import torch
 
 from nnperf import zoo
 from nnperf._load import zoo_network
-from nnperf.ir.importers import from_onnx, from_torch
 from nnperf.ir._export import export_onnx
+from nnperf.ir.importers import from_onnx, from_torch
 from nnperf.ir.metrics import layer_metrics, network_metrics
 
 # (GMACs, M params) as published; each checked within 1%.

@@ -12,7 +12,7 @@ def parse_shape(text: str) -> Shape:
     try:
         shape = tuple(int(part) for part in text.lower().split("x"))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"bad shape {text!r}: expected sizes joined by 'x', e.g. 1x3x224x224")
+        raise argparse.ArgumentTypeError(f"bad shape {text!r}: expected sizes joined by 'x', e.g. 1x3x224x224") from None
     if not shape or any(d <= 0 for d in shape):
         raise argparse.ArgumentTypeError(f"bad shape {text!r}: every size must be a positive integer")
     return shape

@@ -19,7 +19,7 @@ from torch import fx, nn
 from torch.fx.passes.shape_prop import ShapeProp, TensorMetadata
 
 from nnperf.errors import InvalidNetworkError, NnperfError, ShapeInferenceError
-from nnperf.ir._network import Layer, Network, Shape, TensorSpec, numel
+from nnperf.ir._network import Layer, Network, Shape, TensorSpec
 from nnperf.ir._ops import (
     Attributes,
     AxisAttrs,
