@@ -7,6 +7,7 @@ Timings are wall-clock medians of --repeat runs on this machine; the counts are 
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import statistics
 import tempfile
@@ -39,12 +40,22 @@ def timed(fn, repeat: int) -> tuple[float, object]:
     return statistics.median(times), result
 
 
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    print(f"Machine: {platform.processor() or platform.machine()}, {torch.get_num_threads()} torch thread, "
+    print(f"Machine: {cpu_model()}, {os.cpu_count()} CPUs, {torch.get_num_threads()} torch thread, "
           f"torch {torch.__version__}, Python {platform.python_version()}\n")
     print("| network | layers | MACs | published | diff | params | published | diff | import (meta) s "
           "| import (weights) s | export s | ONNX import s |")
