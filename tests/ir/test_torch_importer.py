@@ -143,3 +143,15 @@ class Branchy(nn.Module):
 def test_untraceable_module_gets_a_clear_error():
     with pytest.raises(TraceError, match="export it to ONNX"):
         from_torch(Branchy(), torch.randn(1, 3))
+
+
+class SelfConcat(nn.Module):
+    def forward(self, x):
+        y = torch.relu(x)
+        return torch.cat([y, y], dim=1)
+
+
+def test_concat_of_one_tensor_with_itself():
+    net = from_torch(SelfConcat(), torch.randn(1, 3, 4, 4))
+    cat = net.layers[-1]
+    assert cat.op is OpType.CONCAT and cat.inputs == ("relu", "relu") and cat.output_shape == (1, 6, 4, 4)

@@ -126,9 +126,7 @@ class _Converter:
         out_shape = _shape(node)
         if not data_args or out_shape is None:
             return  # a parameter, a constant or a size: not an activation
-        producers = tuple(dict.fromkeys(self.layer_of[n] for n in data_args)) if _is_variadic(node) else tuple(
-            self.layer_of[n] for n in data_args
-        )
+        producers = tuple(self.layer_of[n] for n in data_args)
         in_shapes = tuple(self.shape_of[p] for p in producers)
         if node.op == "call_module":
             module = self.modules[str(node.target)]
@@ -152,6 +150,7 @@ class _Converter:
                 self._bind(node, node.name, out_shape)
                 return
             prev = self.layers[index]
+            assert isinstance(prev.attrs, ScaleAttrs)
             self.layers[index] = Layer(prev.name, OpType.SCALE, prev.inputs, prev.input_shapes, out_shape,
                                        ScaleAttrs(bias=True, per_channel=attrs.per_channel or prev.attrs.per_channel))
             self._bind(node, prev.name, out_shape)
@@ -182,10 +181,6 @@ def _flat_nodes(value: Any) -> list[fx.Node]:
     found: list[fx.Node] = []
     fx.node.map_arg(value, found.append)
     return found
-
-
-def _is_variadic(node: fx.Node) -> bool:
-    return node.target in (torch.cat, torch.concat)
 
 
 def _callable_name(node: fx.Node) -> str:
