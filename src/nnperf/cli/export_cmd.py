@@ -17,10 +17,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def run(args: argparse.Namespace) -> int:
     from nnperf import zoo
+    from nnperf.ir import shape_text
     from nnperf.ir._export import check_output_path, export_onnx
 
     check_output_path(args.out)  # before the (slow) build
     entry = zoo.get(args.name)
     path = export_onnx(entry.build(args.seed), entry.example_input(args.seed), args.out)
-    print(f"wrote {path} ({entry.name}, input {'x'.join(map(str, entry.input_shape))})")
+    print(f"wrote {path} ({entry.name}, input {shape_text(entry.input_shape)})")
     return 0

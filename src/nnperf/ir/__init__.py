@@ -5,7 +5,7 @@ imported here.
 """
 
 from nnperf.ir._json import load_network_json, network_from_dict, network_to_dict, save_network
-from nnperf.ir._network import Layer, Network, Shape, TensorSpec, conv_output_size, numel, pool_output_size
+from nnperf.ir._network import Layer, Network, Shape, TensorSpec, conv_output_size, numel, pool_output_size, shape_text
 from nnperf.ir._ops import (
     ACTIVATIONS,
     ELTWISE,
@@ -31,5 +31,5 @@ __all__ = [
     "ACTIVATIONS", "ELTWISE", "NOOPS", "Attributes", "AxisAttrs", "BatchNormAttrs", "ConvAttrs", "ConvKind",
     "Layer", "LeakyReluAttrs", "LinearAttrs", "LrnAttrs", "Network", "NoAttrs", "OpType", "PadAttrs",
     "PoolAttrs", "ScaleAttrs", "Shape", "TensorSpec", "UpsampleAttrs", "conv_output_size", "load_network_json",
-    "network_from_dict", "network_to_dict", "numel", "pool_output_size", "remove_noops", "save_network",
+    "network_from_dict", "network_to_dict", "numel", "pool_output_size", "remove_noops", "save_network", "shape_text",
 ]

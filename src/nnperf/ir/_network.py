@@ -137,8 +137,8 @@ class Network:
                     )
                 if shapes[producer] != shape:
                     raise InvalidNetworkError(
-                        f"layer {layer.name!r} expects {producer!r} of shape {_fmt(shape)}, "
-                        f"but it has shape {_fmt(shapes[producer])}"
+                        f"layer {layer.name!r} expects {producer!r} of shape {shape_text(shape)}, "
+                        f"but it has shape {shape_text(shapes[producer])}"
                     )
             shapes[layer.name] = layer.output_shape
         if not self.outputs:
@@ -192,7 +192,8 @@ class Network:
         return counts
 
 
-def _fmt(shape: Shape) -> str:
+def shape_text(shape: Shape) -> str:
+    """(1, 3, 224, 224) -> '1x3x224x224', the form nnperf prints and parses shapes in."""
     return "x".join(str(d) for d in shape)
 
 
@@ -232,7 +233,7 @@ def _check_layer_shapes(layer: Layer, where: str) -> None:
     x = ins[0]
 
     def fail(msg: str) -> None:
-        raise InvalidNetworkError(f"{where}: {msg} (input {', '.join(map(_fmt, ins))}, output {_fmt(out)})")
+        raise InvalidNetworkError(f"{where}: {msg} (input {', '.join(map(shape_text, ins))}, output {shape_text(out)})")
 
     if op in (OpType.CONV, OpType.MAX_POOL, OpType.AVG_POOL):
         if len(x) != 4 or len(out) != 4 or x[0] != out[0]:
@@ -261,7 +262,7 @@ def _check_layer_shapes(layer: Layer, where: str) -> None:
                 for i in range(2)
             )
         if expected != out[2:]:
-            fail(f"spatial output should be {_fmt(expected)} for kernel {attrs.kernel}, stride {attrs.stride}, "
+            fail(f"spatial output should be {shape_text(expected)} for kernel {attrs.kernel}, stride {attrs.stride}, "
                  f"padding {attrs.padding}")
     elif op in (OpType.GLOBAL_AVG_POOL, OpType.GLOBAL_MAX_POOL):
         if len(x) != 4 or out not in ((x[0], x[1], 1, 1), (x[0], x[1])):
@@ -282,7 +283,7 @@ def _check_layer_shapes(layer: Layer, where: str) -> None:
         except ValueError:
             fail("inputs do not broadcast")
         if broadcast != out:
-            fail(f"output should be the broadcast shape {_fmt(broadcast)}")
+            fail(f"output should be the broadcast shape {shape_text(broadcast)}")
     elif op is OpType.CONCAT:
         assert isinstance(layer.attrs, AxisAttrs)
         axis = layer.attrs.axis % len(out) if -len(out) <= layer.attrs.axis < len(out) else None

@@ -6,7 +6,9 @@ import sys
 
 from rich.console import Console
 
-from nnperf.ir import Shape
+from nnperf.ir import shape_text
+
+__all__ = ["console", "shape_text", "si"]
 
 
 def si(count: float, unit: str = "") -> str:
@@ -16,11 +18,6 @@ def si(count: float, unit: str = "") -> str:
             return f"{count / factor:.3g} {prefix}{unit}"
     text = f"{int(count)}" if float(count).is_integer() else f"{count:.3g}"
     return f"{text} {unit}".rstrip()
-
-
-def shape_text(shape: Shape) -> str:
-    """(1, 3, 224, 224) -> '1x3x224x224'."""
-    return "x".join(str(d) for d in shape)
 
 
 def console() -> Console:

@@ -22,7 +22,7 @@ from google.protobuf.message import DecodeError
 from onnx import numpy_helper, shape_inference
 
 from nnperf.errors import InvalidNetworkError, ModelFileError, ShapeInferenceError
-from nnperf.ir._network import Layer, Network, Shape, TensorSpec, numel
+from nnperf.ir._network import Layer, Network, Shape, TensorSpec, numel, shape_text
 from nnperf.ir._ops import (
     Attributes,
     AxisAttrs,
@@ -308,8 +308,8 @@ class _Converter:
             out_shape = self._shape(out, "tensor")
             if len(w_shape) != 4 or w_shape[1] * groups != x_shape[1] or w_shape[0] != out_shape[1]:
                 raise ShapeInferenceError(
-                    f"{self.source}: Conv node {node.name or out!r}: weight {_dims(w_shape)} with groups={groups} "
-                    f"does not fit input {_dims(x_shape)} and output {_dims(out_shape)}"
+                    f"{self.source}: Conv node {node.name or out!r}: weight {shape_text(w_shape)} with groups={groups} "
+                    f"does not fit input {shape_text(x_shape)} and output {shape_text(out_shape)}"
                 )
             kernel = tuple(attrs.get("kernel_shape", w_shape[2:]))
             strides = tuple(attrs.get("strides", (1, 1)))
@@ -488,10 +488,6 @@ def _static_shape(value: onnx.ValueInfoProto) -> Shape | None:
 def _elem_type(value: onnx.ValueInfoProto) -> str:
     elem = value.type.tensor_type.elem_type
     return onnx.helper.tensor_dtype_to_np_dtype(elem).name if elem else "float32"
-
-
-def _dims(shape: Shape) -> str:
-    return "x".join(map(str, shape))
 
 
 def _ints2(values: Sequence[int]) -> tuple[int, int]:
