@@ -1,0 +1,70 @@
+"""Robust statistics of repeated timings: median, IQR and the median's confidence interval."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from nnperf.measure._types import Timing, TimingStats
+
+
+def median_ci_ranks(n: int, confidence: float = 0.95) -> tuple[int, int] | None:
+    """0-based ranks (lo, hi) of the sorted sample that bound the median at ``confidence``.
+
+    Distribution free: the number of samples below the median is Binomial(n, 1/2),
+    so [x_(lo), x_(hi)] covers the median with probability >= ``confidence``.
+    None when ``n`` is too small for any interval to reach that confidence
+    (n < 6 at 95%).
+    """
+    from scipy.stats import binom
+
+    if n < 1:
+        return None
+    alpha = 1.0 - confidence
+    # largest k with P(B <= k - 1) <= alpha / 2, i.e. x_(k) (1-based) is the lower bound
+    k = int(binom.ppf(alpha / 2, n, 0.5))
+    while k > 0 and binom.cdf(k - 1, n, 0.5) > alpha / 2:
+        k -= 1
+    if k < 1:
+        return None
+    return k - 1, n - k
+
+
+def summarize(times_s: Sequence[float], confidence: float = 0.95) -> TimingStats:
+    """Statistics of per-execution times (seconds); the interval is the full range when n is too small."""
+    if not times_s:
+        raise ValueError("no times to summarize")
+    x = np.sort(np.asarray(times_s, dtype=float))
+    n = len(x)
+    q1, median, q3 = (float(v) for v in np.percentile(x, [25, 50, 75]))
+    ranks = median_ci_ranks(n, confidence)
+    lo, hi = (float(x[0]), float(x[-1])) if ranks is None else (float(x[ranks[0]]), float(x[ranks[1]]))
+    iqr = q3 - q1
+    outliers = int(np.sum((x < q1 - 1.5 * iqr) | (x > q3 + 1.5 * iqr)))
+    return TimingStats(
+        n=n,
+        median_s=median,
+        q1_s=q1,
+        q3_s=q3,
+        mean_s=float(x.mean()),
+        std_s=float(x.std(ddof=1)) if n > 1 else 0.0,
+        min_s=float(x[0]),
+        max_s=float(x[-1]),
+        ci_low_s=lo,
+        ci_high_s=hi,
+        confidence=confidence,
+        n_outliers=outliers,
+    )
+
+
+def relative_change(before: float, after: float) -> float:
+    """(after - before) / before; inf when ``before`` is not positive."""
+    return (after - before) / before if before > 0 else math.inf
+
+
+def fixed_timing(times_s: Sequence[float]) -> Timing:
+    """A Timing for times taken one run each over a fixed number of runs (profiler and per-run samples)."""
+    times = tuple(float(t) for t in times_s)
+    return Timing(times, 1, summarize(times), "fixed_runs", sum(times))

@@ -1,0 +1,113 @@
+"""The timing harness on the fake backend: stopping rule, block-size calibration, outliers, statistics."""
+
+from __future__ import annotations
+
+import pytest
+
+from nnperf.ir import ConvAttrs, Layer, OpType
+from nnperf.measure._harness import HarnessConfig, MeasurementError, calibrate_block_size, measure
+from nnperf.measure._stats import median_ci_ranks, summarize
+from nnperf.measure.backends._fake import CostModel, FakeBackend, FakeClock
+
+CONV = Layer("conv", OpType.CONV, ("x",), ((1, 8, 16, 16),), (1, 8, 16, 16), ConvAttrs(kernel=(3, 3), padding=(1,) * 4))
+# 8*8*9*256 + 8*256 bias adds = 149,504 MACs -> 5 us + 14.95 us at 1e-10 s/MAC
+CONV_COST_S = 5e-6 + 149_504 * 1e-10
+
+
+def fake(model: CostModel, seed: int = 0) -> tuple[FakeBackend, FakeClock]:
+    clock = FakeClock()
+    return FakeBackend(seed=seed, model=model, clock=clock), clock
+
+
+def test_fake_cost_model_is_the_documented_formula() -> None:
+    assert CostModel().layer_cost_s(CONV) == pytest.approx(CONV_COST_S, rel=1e-12)
+
+
+def test_summary_statistics_by_hand() -> None:
+    stats = summarize([1, 2, 3, 4, 5, 6, 7, 8, 9, 100])
+    assert (stats.median_s, stats.q1_s, stats.q3_s) == (5.5, 3.25, 7.75)
+    # n=10 at 95%: the median lies between the 2nd and 9th order statistics (coverage 97.9%)
+    assert (stats.ci_low_s, stats.ci_high_s) == (2.0, 9.0)
+    assert stats.n_outliers == 1  # 100 > Q3 + 1.5 IQR = 14.5
+    assert stats.min_s == 1 and stats.max_s == 100 and stats.mean_s == 14.5
+
+
+@pytest.mark.parametrize(("n", "ranks"), [(5, None), (6, (0, 5)), (10, (1, 8)), (20, (5, 14)), (100, (39, 60))])
+def test_median_confidence_ranks_match_the_binomial_tables(n: int, ranks: tuple[int, int] | None) -> None:
+    assert median_ci_ranks(n) == ranks
+
+
+def test_block_size_grows_until_a_block_lasts_min_block() -> None:
+    backend, _ = fake(CostModel(noise_sigma=0.0))
+    timer = backend.layer_timer(CONV)
+    n = calibrate_block_size(timer, HarnessConfig(min_block_s=2e-3))
+    # 1 -> 10 -> 100 (growth capped at 10x) -> ceil(100 * 2.4 ms / 1.995 ms) = 121 blocks of 19.95 us >= 2 ms
+    assert n * CONV_COST_S >= 2e-3
+    assert n == 121
+
+
+def test_quiet_device_converges_to_the_target() -> None:
+    backend, clock = fake(CostModel(noise_sigma=0.005))
+    timing = measure(backend.layer_timer(CONV), HarnessConfig(target_ci=0.02), clock=clock)
+    assert timing.stop_reason == "converged"
+    assert timing.stats.n == HarnessConfig().min_samples  # 0.5% noise converges at the first check
+    assert timing.stats.ci_rel <= 0.02
+    assert timing.stats.median_s == pytest.approx(CONV_COST_S, rel=0.01)
+    assert len(timing.times_s) == timing.stats.n
+
+
+def test_noisy_device_stops_at_the_budget() -> None:
+    backend, clock = fake(CostModel(noise_sigma=0.8))
+    config = HarnessConfig(target_ci=0.001, budget_s=0.5, max_samples=100_000)
+    timing = measure(backend.layer_timer(CONV), config, clock=clock)
+    assert timing.stop_reason == "budget"
+    timed_s = sum(timing.times_s) * timing.block_size
+    assert 0.5 <= timed_s < 0.5 + 3 * 0.003  # stops within a block or so of the budget
+    assert timing.stats.ci_rel > 0.001
+
+
+def test_max_samples_caps_repetition() -> None:
+    backend, clock = fake(CostModel(noise_sigma=0.3))
+    timing = measure(backend.layer_timer(CONV), HarnessConfig(target_ci=0.0, budget_s=1e9, max_samples=37),
+                     clock=clock)
+    assert timing.stop_reason == "max_samples" and timing.stats.n == 37
+
+
+def test_outliers_are_counted_and_kept_but_do_not_move_the_median() -> None:
+    backend, clock = fake(CostModel(noise_sigma=1e-4, outlier_p=0.1, outlier_factor=5.0), seed=3)
+    config = HarnessConfig(min_block_s=1e-9, target_ci=1e-9, max_samples=400, budget_s=1e9)
+    timing = measure(backend.layer_timer(CONV), config, clock=clock)
+    assert timing.block_size == 1
+    slow = sum(t > 2 * CONV_COST_S for t in timing.times_s)
+    # every 5x execution is an outlier; the log-normal noise's own tails add about 0.7% (normal beyond 1.5 IQR)
+    assert slow <= timing.stats.n_outliers <= slow + 8
+    assert 20 <= slow <= 60  # about 10% of 400
+    assert timing.stats.median_s == pytest.approx(CONV_COST_S, rel=0.01)
+    assert timing.stats.mean_s > 1.3 * CONV_COST_S
+
+
+def test_warmup_runs_before_timing() -> None:
+    backend, clock = fake(CostModel(noise_sigma=0.0))
+    timer = backend.layer_timer(CONV)
+    measure(timer, HarnessConfig(warmup_s=0.01, min_samples=10, target_ci=1.0), clock=clock)
+    warmups = 0.01 / CONV_COST_S
+    assert timer.calls >= warmups  # at least 501 warm-up executions before calibration and timing
+
+
+class ZeroTimer:
+    def time_block(self, n: int) -> float:
+        return 0.0
+
+
+def test_a_timer_that_reports_no_time_is_an_error() -> None:
+    with pytest.raises(MeasurementError, match="reported 0.0 s"):
+        measure(ZeroTimer(), HarnessConfig(warmup_s=0, max_block_size=4))
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("target_ci", -0.1, "target_ci"), ("min_block_s", 0.0, "min_block_s"), ("confidence", 1.5, "confidence"),
+    ("min_samples", 1, "min_samples"), ("budget_s", float("nan"), "budget_s"),
+])
+def test_bad_harness_settings_are_refused(field: str, value: float, message: str) -> None:
+    with pytest.raises(MeasurementError, match=message):
+        HarnessConfig(**{field: value})
