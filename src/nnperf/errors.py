@@ -46,3 +46,11 @@ class UnsupportedOperatorError(NnperfError):
 
 class FormatVersionError(NnperfError):
     """A stored file written by an unknown (usually newer) format version."""
+
+
+class StoreError(NnperfError):
+    """A measurement store that cannot be opened, read or written.
+
+    Raised for a missing folder, a file that is not an nnperf store, a store
+    written by a newer nnperf (schema version), or a write that stayed locked.
+    """

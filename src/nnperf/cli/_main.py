@@ -8,14 +8,14 @@ import traceback
 from collections.abc import Sequence
 
 from nnperf import __version__
-from nnperf.cli import export_cmd, inspect_cmd, zoo_cmd
+from nnperf.cli import backends_cmd, export_cmd, inspect_cmd, measurements_cmd, profile_cmd, systems_cmd, zoo_cmd
 from nnperf.errors import NnperfError
 
 EXIT_ERROR = 1
 EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130
 
-COMMANDS = (zoo_cmd, inspect_cmd, export_cmd)
+COMMANDS = (zoo_cmd, inspect_cmd, export_cmd, backends_cmd, profile_cmd, systems_cmd, measurements_cmd)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -45,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("nnperf: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except Exception as exc:  # the last line of defence: never a bare traceback
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: never a bare traceback
         if args.debug:
             traceback.print_exc()
         print(f"nnperf: internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)",

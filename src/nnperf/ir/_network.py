@@ -300,9 +300,8 @@ def _check_layer_shapes(layer: Layer, where: str) -> None:
     elif op is OpType.UPSAMPLE:
         if len(x) != len(out) or x[:2] != out[:2]:
             fail("must keep batch and channels")
-    elif op is OpType.PAD:
-        if len(x) != len(out) or any(o < i for i, o in zip(x, out)):
-            fail("padding cannot shrink a dimension")
+    elif op is OpType.PAD and (len(x) != len(out) or any(o < i for i, o in zip(x, out))):
+        fail("padding cannot shrink a dimension")
 
 
 def _broadcast(shapes: tuple[Shape, ...]) -> Shape:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
-import torch.nn as nn
+from torch import nn
 
 from nnperf.errors import UnknownModelError
 from nnperf.zoo import alexnet, allcnn, googlenet, mobilenet, resnet, simplenet, squeezenet, tinyyolo, vgg

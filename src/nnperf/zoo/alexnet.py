@@ -10,7 +10,7 @@ filters in one tower, no local response normalisation, an
 from __future__ import annotations
 
 import torch
-import torch.nn as nn
+from torch import nn
 
 
 class AlexNet(nn.Module):

@@ -18,7 +18,7 @@ Variant choices:
 from __future__ import annotations
 
 import torch
-import torch.nn as nn
+from torch import nn
 
 
 def _conv_relu(cin: int, cout: int, kernel: int, stride: int = 1, padding: int = 0) -> list[nn.Module]:

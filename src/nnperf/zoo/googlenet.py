@@ -12,7 +12,7 @@ pool, Dropout(0.2), FC 1000. No local response normalisation.
 from __future__ import annotations
 
 import torch
-import torch.nn as nn
+from torch import nn
 
 
 class BasicConv2d(nn.Module):

@@ -16,7 +16,7 @@ in == out), last 1x1 conv to 1280, global average pool, Dropout(0.2), FC 1000.
 from __future__ import annotations
 
 import torch
-import torch.nn as nn
+from torch import nn
 
 
 def _conv_bn_act(cin: int, cout: int, kernel: int, stride: int, groups: int, act: type[nn.Module]) -> nn.Sequential:

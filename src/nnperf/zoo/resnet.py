@@ -10,7 +10,7 @@ ResNet-18: 11,689,512 parameters, ~1.81 GMACs; ResNet-34: 21,797,672, ~3.66 GMAC
 from __future__ import annotations
 
 import torch
-import torch.nn as nn
+from torch import nn
 
 
 class BasicBlock(nn.Module):

@@ -19,7 +19,7 @@ classifier is kept. 5,521,508 parameters.
 from __future__ import annotations
 
 import torch
-import torch.nn as nn
+from torch import nn
 
 # Output channels of a 3x3 conv, (channels, 1) for a 1x1 conv, "M" = 2x2 max pool.
 _CFG: list[object] = [

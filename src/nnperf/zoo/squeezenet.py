@@ -12,7 +12,7 @@ Dropout(0.5), conv1x1 to 1000, ReLU, global average pool, flatten.
 from __future__ import annotations
 
 import torch
-import torch.nn as nn
+from torch import nn
 
 
 class Fire(nn.Module):

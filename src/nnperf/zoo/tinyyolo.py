@@ -18,7 +18,7 @@ replication; the shapes and the work are the same.
 from __future__ import annotations
 
 import torch
-import torch.nn as nn
+from torch import nn
 
 
 def _conv_bn_leaky(cin: int, cout: int) -> list[nn.Module]:

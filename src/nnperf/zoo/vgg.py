@@ -11,7 +11,7 @@ GMACs at 224x224.
 from __future__ import annotations
 
 import torch
-import torch.nn as nn
+from torch import nn
 
 # Output channels per 3x3 conv; "M" = 2x2 max pool.
 _CFGS: dict[str, list[object]] = {

@@ -1,0 +1,34 @@
+"""``nnperf measurements export``: the store's measurements as CSV."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from nnperf.cli._store_arg import add_db_argument, open_store
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("measurements", help="export stored measurements",
+                       description="Work with the measurements in the store.")
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    e = actions.add_parser("export", help="write layer or network measurements as CSV",
+                           description="Write one CSV row per measurement: system, run, statistics (seconds, "
+                                       "joules) and the raw times.")
+    e.add_argument("--table", choices=["layers", "networks"], default="layers",
+                   help="layer measurements (default) or whole-network measurements")
+    e.add_argument("--system", metavar="ID|KEY", help="only this system (id or key prefix, see `nnperf systems`)")
+    e.add_argument("-o", "--output", metavar="FILE.csv", help="write to FILE.csv instead of stdout")
+    add_db_argument(e)
+    e.set_defaults(run=run_export)
+
+
+def run_export(args: argparse.Namespace) -> int:
+    from nnperf.store import export_csv
+
+    with open_store(args) as store:
+        system_id = store.system(args.system).id if args.system else None
+        rows = export_csv(store, args.output or sys.stdout, args.table, system_id=system_id)
+    if args.output:
+        print(f"wrote {rows} {args.table} measurement(s) to {args.output}", file=sys.stderr)
+    return 0

@@ -1,0 +1,142 @@
+"""``nnperf profile MODEL --backend B``: measure a network whole and layer by layer, into the store."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from nnperf.cli._shapes import parse_input_shape
+from nnperf.cli._store_arg import add_db_argument, open_store
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key, value
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("profile", help="measure a network's per-layer and whole-network times on a backend",
+                       description="Time a network (zoo name, .onnx or IR .json) on a real backend: the whole "
+                                   "network, and each layer either alone on its real input shapes (isolated, as "
+                                   "PreVIous does) or from the framework's profiler. Every measurement is stored "
+                                   "as it is taken; an interrupted run resumes.")
+    p.add_argument("model", metavar="MODEL", help="zoo name (see `nnperf zoo`), .onnx file or IR .json file")
+    p.add_argument("--backend", required=True, metavar="NAME", help="torch, onnxruntime or opencv (see `nnperf backends`)")
+    p.add_argument("--device", default="cpu", help="cpu (default), cuda or cuda:N")
+    p.add_argument("--threads", type=positive_int, default=1, help="intra-op threads (default 1, the quietest)")
+    p.add_argument("--option", action="append", type=key_value, default=[], metavar="KEY=VALUE",
+                   help="backend option, e.g. memory_format=channels_last (torch), opt_level=basic (onnxruntime), "
+                        "engine=classic (opencv); repeatable")
+    p.add_argument("--per-layer", choices=["isolated", "profiler", "none"], default="isolated",
+                   help="isolated: each layer alone (default); profiler: the framework's per-node times in "
+                        "whole-network runs; none: whole network only")
+    p.add_argument("--energy", metavar="METER|TRACE.csv",
+                   help="a power meter (nvml, rapl) read around each measurement, or a power-analyser trace CSV "
+                        "(time_s,power_w) recorded during the last isolated run of MODEL on this system")
+    p.add_argument("--trace-offset-s", type=float, default=0.0,
+                   help="added to the trace's times to put them on Unix time (default 0: already Unix time)")
+    p.add_argument("--gap-s", type=float, default=0.0,
+                   help="idle seconds between layers, so a power trace separates them (PreVIous used 0.3)")
+    p.add_argument("--target-ci", type=float, default=0.02,
+                   help="stop repeating once the median's 95%% CI is within this fraction (default 0.02)")
+    p.add_argument("--budget-s", type=float, default=3.0, help="time budget per measurement in seconds (default 3)")
+    p.add_argument("--profiler-runs", type=positive_int, default=50,
+                   help="whole-network runs under the profiler (default 50, as PreVIous)")
+    p.add_argument("--input-shape", action="append", type=parse_input_shape, default=[], metavar="[NAME=]SHAPE",
+                   help="fix an ONNX input's shape (repeatable)")
+    p.add_argument("--json", action="store_true", help="print the profile as JSON")
+    add_db_argument(p)
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from nnperf._load import load_model
+    from nnperf.measure import HarnessConfig, ProfileConfig, profile_network
+    from nnperf.measure.backends import BackendOptions, create_backend
+    from nnperf.measure.power import get_meter
+    from nnperf.report._format import console
+    from nnperf.report.measurements import profile_document, profile_summary, profile_table
+
+    network = load_model(args.model, dict(args.input_shape) or None)
+    options = BackendOptions(device=args.device, threads=args.threads, extra=dict(args.option))
+    store = open_store(args)
+    trace = Path(args.energy) if args.energy and args.energy.lower().endswith(".csv") else None
+    with store, create_backend(args.backend, options) as backend:
+        if trace is not None:
+            return _attach_trace(args, network, backend, store, trace)
+        meter = get_meter(args.energy) if args.energy else None
+        config = ProfileConfig(per_layer=args.per_layer, profiler_runs=args.profiler_runs, gap_s=args.gap_s,
+                               harness=HarnessConfig(target_ci=args.target_ci, budget_s=args.budget_s))
+        with _progress(not args.json) as progress:
+            report = profile_network(network, backend, store, config, meter=meter, progress=progress,
+                                     model=args.model)
+    if args.json:
+        print(json.dumps(profile_document(network, report), indent=1))
+    else:
+        out = console()
+        if report.layers:
+            out.print(profile_table(network, report))
+        for line in profile_summary(report):
+            out.print(line)
+        out.print(f"stored as run {report.run_id} of system {report.system_key[:8]} in {store.path}")
+    for warning in report.warnings:
+        print(f"nnperf: warning: {warning}", file=sys.stderr)
+    return 0
+
+
+def _attach_trace(args: argparse.Namespace, network, backend, store, trace: Path) -> int:  # type: ignore[no-untyped-def]
+    from nnperf.measure import attach_trace
+    from nnperf.measure.power import read_trace_csv
+    from nnperf.report._format import console
+
+    energies = attach_trace(store, backend.system(), args.model, read_trace_csv(trace), args.trace_offset_s,
+                            source=trace.name)
+    out = console()
+    for e in energies:
+        out.print(f"{e.label}: {e.energy_per_execution_j * 1e3:.4g} mJ per execution, "
+                  f"mean {e.mean_power_w:.3g} W over {e.samples} samples")
+    return 0
+
+
+class _progress:
+    """A rich progress bar with an ETA on stderr (a no-op when ``enabled`` is false)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.bar = None
+        self.task = None
+
+    def __enter__(self):  # type: ignore[no-untyped-def]
+        if not self.enabled:
+            return None
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self.bar = Progress(TextColumn("{task.description:<40}"), BarColumn(), MofNCompleteColumn(),
+                            TimeRemainingColumn(), console=Console(stderr=True), transient=True)
+        self.bar.__enter__()
+        self.task = self.bar.add_task("profiling", total=None)
+        return self.update
+
+    def update(self, what: str, done: int, total: int) -> None:
+        assert self.bar is not None and self.task is not None
+        self.bar.update(self.task, description=what[:40], completed=done, total=total)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+

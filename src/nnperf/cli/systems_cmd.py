@@ -1,0 +1,35 @@
+"""``nnperf systems``: the systems (device + backend + options) measured in the store."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from nnperf.cli._store_arg import add_db_argument, open_store
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("systems", help="list the systems in the measurement store",
+                       description="List every system (device, backend, options, software versions) that has "
+                                   "measurements in the store, with how many runs and measurements each has.")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    add_db_argument(p)
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from nnperf.report._format import console
+    from nnperf.report.measurements import systems_table
+
+    with open_store(args) as store:
+        systems, counts = store.systems(), store.measurement_counts()
+    if args.json:
+        print(json.dumps([{"id": s.id, "key": s.key, "backend": s.backend, "device": s.device,
+                           "device_name": s.device_name, "options": s.options, "host": s.host,
+                           "runs": counts.get(s.id, (0, 0, 0))[0], "layer_measurements": counts.get(s.id, (0, 0, 0))[1],
+                           "network_measurements": counts.get(s.id, (0, 0, 0))[2]} for s in systems], indent=1))
+    elif not systems:
+        console().print(f"no systems in {store.path} yet: measure one with `nnperf profile MODEL --backend torch`")
+    else:
+        console().print(systems_table(systems, counts))
+    return 0

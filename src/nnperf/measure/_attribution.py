@@ -1,0 +1,116 @@
+"""Map a framework profiler's per-node times back to IR layers, following fusions.
+
+Frameworks fuse layers (ONNX Runtime: Conv+BN+Add+Relu in its NCHWc layout;
+OpenCV: Conv+BN+ReLU), so their profilers report fewer nodes than the IR has
+layers, and a fused node is named after one of its members: ONNX Runtime
+often after the last (the tensor the group outputs), OpenCV after the first.
+A fused group is a compute layer (convolution, fully connected) followed by
+a chain of element-wise successors (BN, scale, activations, eltwise), each the
+only consumer of the one before. So a node claims the layer it is named
+after and, when that is an element-wise layer, walks upstream through
+producers no node is named after and that feed only the group, up to and
+including the compute layer; layers still unclaimed join the group of the producer whose only
+consumer they are (or their latest producer's), and layers with no claimed
+producer join their first consumer's group. Every member carries the whole
+group's time; reports say the group's size so nothing is counted twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from nnperf.ir import ACTIVATIONS, ELTWISE, Network, OpType
+
+FUSED_SUCCESSORS = ACTIVATIONS | ELTWISE | {OpType.BATCH_NORM, OpType.SCALE}
+"""Layer types that frameworks fold into the compute layer before them."""
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """Which IR layers each framework node's time belongs to.
+
+    ``owner`` maps every IR layer to the layer that names its group;
+    ``node_group`` maps each framework node to that group (absent for nodes
+    that belong to no layer, such as layout reorders).
+    """
+
+    owner: Mapping[str, str]
+    node_group: Mapping[str, str]
+
+    def members(self, group: str) -> list[str]:
+        return [layer for layer, g in self.owner.items() if g == group]
+
+    @property
+    def group_sizes(self) -> dict[str, int]:
+        sizes: dict[str, int] = {}
+        for group in self.owner.values():
+            sizes[group] = sizes.get(group, 0) + 1
+        return sizes
+
+
+def attribute(network: Network, node_layer: Mapping[str, str | None]) -> Attribution:
+    """Groups for ``network`` given which IR layer each executed framework node is named after.
+
+    ``node_layer`` maps framework node -> IR layer name, or None for nodes that
+    belong to no layer. A group is named after its first member in topological order.
+    """
+    layers = {layer.name: layer for layer in network.layers}
+    named = {layer for layer in node_layer.values() if layer is not None and layer in layers}
+    consumers = {name: network.consumers(name) for name in layers}
+    claim: dict[str, str] = {name: name for name in named}  # layer -> the named layer of its group
+    for anchor in sorted(named, key=_order(network)):
+        stack = [anchor] if layers[anchor].op in FUSED_SUCCESSORS else []
+        while stack:  # upstream through element-wise layers that feed only this group, up to the compute layer
+            for producer in layers[stack.pop()].inputs:
+                if producer in layers and producer not in claim and len(consumers[producer]) == 1:
+                    claim[producer] = anchor
+                    if layers[producer].op in FUSED_SUCCESSORS:
+                        stack.append(producer)
+    pending: list[str] = []
+    for layer in network.layers:
+        if layer.name in claim:
+            continue
+        producers = [p for p in layer.inputs if p in claim]
+        sole = [p for p in producers if len(consumers[p]) == 1]
+        chosen = sole[-1] if sole else (max(producers, key=_order(network)) if producers else None)
+        if chosen is None:
+            pending.append(layer.name)
+        else:
+            claim[layer.name] = claim[chosen]
+    for name in reversed(pending):  # no producer ran: fused into the first consumer that did
+        claim[name] = next((claim[c] for c in consumers[name] if c in claim), name)
+    head: dict[str, str] = {}
+    for layer in network.layers:  # topological order: the first member names the group
+        head.setdefault(claim[layer.name], layer.name)
+    owner = {name: head[claim[name]] for name in layers}
+    node_group = {node: owner[layer] for node, layer in node_layer.items() if layer is not None and layer in layers}
+    return Attribution(owner, node_group)
+
+
+def _order(network: Network):  # type: ignore[no-untyped-def]
+    index = {layer.name: i for i, layer in enumerate(network.layers)}
+    return lambda name: index.get(name, -1)
+
+
+def match_node(node: str, layer_of: Mapping[str, str], suffixes: Sequence[str] = ("_nchwc",),
+               prefixes: Sequence[str] = ("onnx_node!",)) -> str | None:
+    """The IR layer a framework node name refers to, or None.
+
+    Frameworks decorate the names they keep: ONNX Runtime appends '_nchwc' to
+    nodes it moved to its blocked layout (naming them after their output
+    tensor), OpenCV prefixes 'onnx_node!'. ``layer_of`` maps ONNX node (and
+    output tensor) names of the model the framework ran to IR layers.
+    """
+    candidates = [node]
+    for prefix in prefixes:
+        if node.startswith(prefix):
+            candidates.append(node[len(prefix):])
+    for cand in list(candidates):
+        for suffix in suffixes:
+            if cand.endswith(suffix):
+                candidates.append(cand[: -len(suffix)])
+    for cand in candidates:
+        if cand in layer_of:
+            return layer_of[cand]
+    return None

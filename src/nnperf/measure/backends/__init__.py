@@ -1,0 +1,68 @@
+"""Measurement backends: frameworks that run IR networks and layers and time them.
+
+``BACKENDS`` is the registry (third parties add theirs through the
+``nnperf.backends`` entry-point group). Framework modules are imported only
+when their backend is created.
+"""
+
+from __future__ import annotations
+
+from nnperf._registry import Availability, Registry
+from nnperf.measure.backends._base import (
+    DEFAULT_OPTIONS,
+    Backend,
+    BackendOptionError,
+    BackendOptions,
+    ProfileResult,
+    random_inputs,
+)
+
+
+def _torch() -> type[Backend]:
+    from nnperf.measure.backends._torch import TorchBackend
+
+    return TorchBackend
+
+
+def _onnxruntime() -> type[Backend]:
+    from nnperf.measure.backends._onnxruntime import OrtBackend
+
+    return OrtBackend
+
+
+def _opencv() -> type[Backend]:
+    from nnperf.measure.backends._opencv import OpenCvBackend
+
+    return OpenCvBackend
+
+
+def _fake() -> type[Backend]:
+    from nnperf.measure.backends._fake import FakeBackend
+
+    return FakeBackend
+
+
+BACKENDS: Registry[type[Backend]] = Registry("backend", "nnperf.backends")
+BACKENDS.register("torch", _torch)
+BACKENDS.register("onnxruntime", _onnxruntime)
+BACKENDS.register("opencv", _opencv)
+BACKENDS.register("fake", _fake)
+
+REAL_BACKENDS = ("torch", "onnxruntime", "opencv")
+"""The backends whose times are measurements (``fake`` is a formula, for testing the harness)."""
+
+
+def create_backend(name: str, options: BackendOptions = DEFAULT_OPTIONS, seed: int = 0) -> Backend:
+    """A ready backend; unknown names list the known ones, unavailable ones say why."""
+    return BACKENDS.create(name)(options, seed)
+
+
+def backend_report(device: str = "cpu") -> list[tuple[str, Availability]]:
+    """Every registered backend with whether it can run on ``device`` here."""
+    return [(name, BACKENDS.create(name).availability(device)) for name in BACKENDS.names()]
+
+
+__all__ = [
+    "BACKENDS", "DEFAULT_OPTIONS", "REAL_BACKENDS", "Backend", "BackendOptionError", "BackendOptions", "ProfileResult",
+    "backend_report", "create_backend", "random_inputs",
+]

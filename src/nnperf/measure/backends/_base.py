@@ -1,0 +1,153 @@
+"""What every measurement backend provides, and the options they share."""
+
+from __future__ import annotations
+
+import abc
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Self
+
+import numpy as np
+
+from nnperf._registry import Availability, UnavailableError
+from nnperf.errors import NnperfError
+from nnperf.ir import Layer, Network
+from nnperf.measure._harness import Timer
+from nnperf.measure._host import host_info
+from nnperf.measure._types import LayerMeasurement, SystemSpec, Timing
+
+
+class BackendOptionError(NnperfError):
+    """A backend option that is unknown or has a value the backend does not accept."""
+
+
+@dataclass(frozen=True)
+class BackendOptions:
+    """How a backend runs: the device, the thread count and backend-specific settings.
+
+    ``threads`` defaults to 1: one thread is the quietest setting on shared
+    machines (run-to-run CV 0.3-5% here, against bimodal times with 2).
+    ``extra`` holds backend-specific options by name (see each backend's
+    ``OPTIONS``), validated when the backend is created.
+    """
+
+    device: str = "cpu"
+    threads: int = 1
+    extra: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.threads, int) or self.threads < 1:
+            raise BackendOptionError(f"the thread count must be a positive integer, got {self.threads!r}")
+        if self.device != "cpu" and not (self.device == "cuda" or self.device.startswith("cuda:")):
+            raise BackendOptionError(f"unknown device {self.device!r}; use cpu, cuda or cuda:N")
+
+
+DEFAULT_OPTIONS = BackendOptions()
+
+
+@dataclass(frozen=True)
+class ProfileResult:
+    """Per-layer times from the framework's profiler over ``runs`` whole-network runs.
+
+    ``run_timing`` is the whole-run time as the profiler saw it;
+    ``unattributed_s`` sums framework nodes that belong to no IR layer (e.g.
+    ONNX Runtime's layout reorders), by node name (median seconds per run).
+    """
+
+    layers: tuple[LayerMeasurement, ...]
+    run_timing: Timing
+    unattributed_s: Mapping[str, float]
+
+    @property
+    def profiler_sum_s(self) -> float:
+        """Sum of the median node times, each fused group counted once, plus unattributed nodes."""
+        groups: dict[str, float] = {}
+        for m in self.layers:
+            groups[m.group or m.layer] = m.timing.stats.median_s
+        return sum(groups.values()) + sum(self.unattributed_s.values())
+
+
+class Backend(abc.ABC):
+    """A framework that runs IR networks and layers and times them.
+
+    Subclasses set ``name`` and ``OPTIONS`` (option name -> (default, allowed
+    values)), and implement the timers. Creating a backend validates its options
+    and applies process-wide settings (thread counts).
+    """
+
+    name: str = ""
+    OPTIONS: Mapping[str, tuple[str, tuple[str, ...]]] = {}
+    has_profiler: bool = False
+
+    def __init__(self, options: BackendOptions = DEFAULT_OPTIONS, seed: int = 0) -> None:
+        unknown = sorted(set(options.extra) - set(self.OPTIONS))
+        if unknown:
+            known = ", ".join(sorted(self.OPTIONS)) or "none"
+            raise BackendOptionError(f"backend {self.name!r} has no option {', '.join(unknown)}; its options: {known}")
+        for key, value in options.extra.items():
+            allowed = self.OPTIONS[key][1]
+            if allowed and value not in allowed:
+                raise BackendOptionError(f"backend {self.name!r} option {key}={value!r}: use one of "
+                                         f"{', '.join(allowed)}")
+        available = self.availability(options.device)
+        if not available.ok:
+            raise UnavailableError(f"backend {self.name!r} cannot run here: {available.reason}")
+        self.options = options
+        self.seed = seed
+
+    @classmethod
+    @abc.abstractmethod
+    def availability(cls, device: str = "cpu") -> Availability:
+        """Whether this backend can run on ``device`` here, and if not, why."""
+
+    def option(self, key: str) -> str:
+        """The value of backend option ``key`` (its default when not given)."""
+        return self.options.extra.get(key, self.OPTIONS[key][0])
+
+    def resolved_options(self) -> tuple[tuple[str, str], ...]:
+        """Every option that shapes the times, defaults included, sorted (part of the system's identity)."""
+        opts = {key: self.option(key) for key in self.OPTIONS}
+        opts["threads"] = str(self.options.threads)
+        return tuple(sorted(opts.items()))
+
+    def system(self) -> SystemSpec:
+        """The system this backend measures: device, framework, options and host."""
+        host = host_info()
+        return SystemSpec(self.name, self.options.device, self.device_name(), self.resolved_options(), host)
+
+    def device_name(self) -> str:
+        return host_info().cpu_model if self.options.device == "cpu" else self.options.device
+
+    @abc.abstractmethod
+    def network_timer(self, network: Network) -> Timer:
+        """A timer that runs the whole network on fixed random inputs."""
+
+    @abc.abstractmethod
+    def layer_timer(self, layer: Layer) -> Timer:
+        """A timer that runs one layer alone, all its inputs fed with their real shapes."""
+
+    def profile(self, network: Network, runs: int) -> ProfileResult:
+        """Per-layer times from the framework's own profiler over ``runs`` whole-network runs."""
+        raise UnavailableError(f"backend {self.name!r} has no per-node profiler; use --per-layer isolated")
+
+    def close(self) -> None:
+        """Releases sessions and caches."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def random_inputs(shapes: list[tuple[int, ...]], seed: int = 0) -> list[np.ndarray]:
+    """Deterministic float32 inputs in [0, 1) of the given shapes."""
+    rng = np.random.default_rng(seed)
+    return [rng.random(shape, dtype=np.float32) for shape in shapes]
+
+
+def cpu_threads_note(threads: int) -> str:
+    """A warning when more threads are asked for than the machine has logical cores, else ''."""
+    cores = os.cpu_count() or 1
+    return f"{threads} threads on {cores} logical cores oversubscribes the CPU" if threads > cores else ""

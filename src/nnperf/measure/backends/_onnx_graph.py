@@ -1,0 +1,287 @@
+"""ONNX models built from an IR network, with the deterministic weights of :func:`layer_weights`.
+
+Naming is a contract the ONNX-based backends rely on to attribute profiler
+times to IR layers: each layer ends in one node whose name and output tensor
+are both ``layer.name``; a layer that needs several nodes (a scale with a
+bias, SiLU, a global pool flattened to NxC, ...) names its earlier helper
+nodes and their outputs ``f"{layer.name}/<step>"``; initializers are named
+``f"{layer.name}/weight"``, ``.../bias`` and so on. Graph inputs keep the
+network's input names. :func:`onnx_node_layers` maps node names back.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from nnperf.errors import UnsupportedOperatorError
+from nnperf.ir import (
+    AxisAttrs,
+    BatchNormAttrs,
+    ConvAttrs,
+    Layer,
+    LeakyReluAttrs,
+    LinearAttrs,
+    LrnAttrs,
+    Network,
+    OpType,
+    PadAttrs,
+    PoolAttrs,
+    ScaleAttrs,
+    UpsampleAttrs,
+)
+from nnperf.measure.backends._weights import layer_weights, pad_amounts
+
+IR_VERSION = 8
+"""ONNX IR version written: ONNX Runtime 1.31 refuses versions above 13, and onnx 1.23 writes 14 by default."""
+
+MIN_OPSET = 14
+"""The oldest opset with every operator used here in its current form (HardSwish arrived in 14)."""
+
+_HELPER_STEP = re.compile(r"[a-z_]+[0-9]*")
+
+
+class _Unsupported(Exception):
+    """A layer this builder cannot express; the message says why."""
+
+
+def build_onnx(network: Network, seed: int = 0, opset: int = 17) -> onnx.ModelProto:
+    """``network`` as an ONNX model (IR version 8, default domain at ``opset``).
+
+    Raises UnsupportedOperatorError listing every layer that cannot be
+    expressed, and ValueError for an opset below 14.
+    """
+    _check_opset(opset)
+    graph = _Graph()
+    problems: dict[str, list[str]] = {}
+    for layer in network.layers:
+        try:
+            _emit(graph, layer, list(layer.inputs), seed)
+        except _Unsupported as exc:
+            problems.setdefault(f"{layer.op.value} ({exc})", []).append(layer.name)
+    if problems:
+        raise UnsupportedOperatorError(network.name, problems)
+    inputs = [helper.make_tensor_value_info(s.name, _elem_type(s.dtype), s.shape) for s in network.inputs]
+    specs = {s.name: s for s in network.inputs}
+    outputs = []
+    for name in network.outputs:
+        if name in specs:
+            outputs.append(helper.make_tensor_value_info(name, _elem_type(specs[name].dtype), specs[name].shape))
+        else:
+            outputs.append(helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT,
+                                                         network.layer(name).output_shape))
+    return _model(graph, network.name, inputs, outputs, opset)
+
+
+def layer_onnx(layer: Layer, seed: int = 0, opset: int = 17) -> onnx.ModelProto:
+    """One layer alone as an ONNX model, its weights as in :func:`build_onnx`.
+
+    The graph inputs are named ``in0``, ``in1``, ... with the layer's input
+    shapes; the output is named ``layer.name``.
+    """
+    _check_opset(opset)
+    graph = _Graph()
+    names = [f"in{i}" for i in range(len(layer.inputs))]
+    try:
+        _emit(graph, layer, names, seed)
+    except _Unsupported as exc:
+        raise UnsupportedOperatorError(layer.name, {f"{layer.op.value} ({exc})": [layer.name]}) from None
+    inputs = [helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, s) for n, s in zip(names, layer.input_shapes)]
+    output = helper.make_tensor_value_info(layer.name, onnx.TensorProto.FLOAT, layer.output_shape)
+    return _model(graph, layer.name, inputs, [output], opset)
+
+
+def onnx_node_layers(model: onnx.ModelProto) -> dict[str, str]:
+    """Every node name of a model from :func:`build_onnx` -> the IR layer it belongs to.
+
+    A helper node ``"x/step"`` belongs to layer ``x``, whose own node comes
+    later in the graph; every other node is a layer of its own name.
+    """
+    names = [node.name for node in model.graph.node]
+    later: set[str] = set()
+    owner: dict[str, str] = {}
+    for name in reversed(names):
+        prefix, _, step = name.rpartition("/")
+        owner[name] = prefix if prefix in later and _HELPER_STEP.fullmatch(step) else name
+        later.add(name)
+    return {name: owner[name] for name in names}
+
+
+def _check_opset(opset: int) -> None:
+    if not MIN_OPSET <= opset <= onnx.defs.onnx_opset_version():
+        raise ValueError(f"opset must be between {MIN_OPSET} and {onnx.defs.onnx_opset_version()}, got {opset}")
+
+
+def _model(graph: _Graph, name: str, inputs: list[onnx.ValueInfoProto], outputs: list[onnx.ValueInfoProto],
+           opset: int) -> onnx.ModelProto:
+    proto = helper.make_graph(graph.nodes, name, inputs, outputs, initializer=graph.initializers)
+    return helper.make_model(proto, opset_imports=[helper.make_opsetid("", opset)], ir_version=IR_VERSION,
+                             producer_name="nnperf")
+
+
+def _elem_type(dtype: str) -> int:
+    return helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+
+
+class _Graph:
+    """Nodes and initializers collected in topological order."""
+
+    def __init__(self) -> None:
+        self.nodes: list[onnx.NodeProto] = []
+        self.initializers: list[onnx.TensorProto] = []
+
+    def node(self, op_type: str, inputs: list[str], name: str, **attrs: Any) -> str:
+        """Adds a node whose name and single output are ``name``; returns ``name``."""
+        self.nodes.append(helper.make_node(op_type, inputs, [name], name=name, **attrs))
+        return name
+
+    def const(self, name: str, value: np.ndarray) -> str:
+        self.initializers.append(numpy_helper.from_array(np.ascontiguousarray(value), name))
+        return name
+
+
+_SIMPLE = {OpType.RELU: "Relu", OpType.SIGMOID: "Sigmoid", OpType.TANH: "Tanh", OpType.HARDSWISH: "HardSwish",
+           OpType.IDENTITY: "Identity", OpType.DROPOUT: "Dropout"}
+
+
+def _emit(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
+    """Adds the nodes of ``layer`` reading tensors ``ins``; the last node is named ``layer.name``."""
+    op, attrs, out, p = layer.op, layer.attrs, layer.name, layer.name + "/"
+    x = ins[0]
+    if op is OpType.CONV:
+        assert isinstance(attrs, ConvAttrs)
+        w = layer_weights(layer, seed)
+        operands = [x, g.const(p + "weight", w["weight"])] + ([g.const(p + "bias", w["bias"])] if attrs.bias else [])
+        g.node("Conv", operands, out, kernel_shape=list(attrs.kernel), strides=list(attrs.stride),
+               pads=list(attrs.padding), dilations=list(attrs.dilation), group=attrs.groups)
+    elif op is OpType.LINEAR:
+        assert isinstance(attrs, LinearAttrs)
+        w = layer_weights(layer, seed)
+        if len(layer.input_shape) == 2:
+            operands = [x, g.const(p + "weight", w["weight"])]
+            operands += [g.const(p + "bias", w["bias"])] if attrs.bias else []
+            g.node("Gemm", operands, out, transB=1)
+        elif attrs.bias:
+            y = g.node("MatMul", [x, g.const(p + "weight", w["weight"].T)], p + "matmul")
+            g.node("Add", [y, g.const(p + "bias", w["bias"])], out)
+        else:
+            g.node("MatMul", [x, g.const(p + "weight", w["weight"].T)], out)
+    elif op in (OpType.MAX_POOL, OpType.AVG_POOL):
+        assert isinstance(attrs, PoolAttrs)
+        common: dict[str, Any] = {"kernel_shape": list(attrs.kernel), "strides": list(attrs.stride),
+                                  "pads": list(attrs.padding), "ceil_mode": int(attrs.ceil_mode)}
+        if op is OpType.MAX_POOL:
+            g.node("MaxPool", [x], out, **common)
+        else:
+            g.node("AveragePool", [x], out, count_include_pad=int(attrs.count_include_pad), **common)
+    elif op in (OpType.GLOBAL_AVG_POOL, OpType.GLOBAL_MAX_POOL):
+        pool = "GlobalMaxPool" if op is OpType.GLOBAL_MAX_POOL else "GlobalAveragePool"
+        if len(layer.output_shape) == 4:
+            g.node(pool, [x], out)
+        else:
+            g.node("Flatten", [g.node(pool, [x], p + "pool")], out, axis=1)
+    elif op is OpType.BATCH_NORM:
+        assert isinstance(attrs, BatchNormAttrs)
+        w = layer_weights(layer, seed)
+        operands = [x] + [g.const(p + key, w[key]) for key in ("weight", "bias", "mean", "var")]
+        g.node("BatchNormalization", operands, out, epsilon=attrs.eps)
+    elif op is OpType.SCALE:
+        assert isinstance(attrs, ScaleAttrs)
+        w = layer_weights(layer, seed)
+        shape = (-1,) + (1,) * (len(layer.input_shape) - 2) if attrs.per_channel else (1,)
+        if "bias" in w:
+            y = g.node("Mul", [x, g.const(p + "scale", w["scale"].reshape(shape))], p + "mul")
+            g.node("Add", [y, g.const(p + "bias", w["bias"].reshape(shape))], out)
+        else:
+            g.node("Mul", [x, g.const(p + "scale", w["scale"].reshape(shape))], out)
+    elif op in _SIMPLE:
+        g.node(_SIMPLE[op], [x], out)
+    elif op is OpType.RELU6:
+        g.node("Clip", [x, g.const(p + "min", np.array(0.0, np.float32)), g.const(p + "max", np.array(6.0, np.float32))],
+               out)
+    elif op is OpType.LEAKY_RELU:
+        assert isinstance(attrs, LeakyReluAttrs)
+        g.node("LeakyRelu", [x], out, alpha=attrs.negative_slope)
+    elif op is OpType.SILU:
+        g.node("Mul", [x, g.node("Sigmoid", [x], p + "sigmoid")], out)
+    elif op is OpType.ADD:
+        g.node("Add" if len(ins) == 2 else "Sum", ins, out)
+    elif op is OpType.MAX:
+        g.node("Max", ins, out)
+    elif op is OpType.MUL:
+        y = ins[0]
+        for i, other in enumerate(ins[1:], start=1):
+            y = g.node("Mul", [y, other], out if i == len(ins) - 1 else f"{p}mul{i}")
+    elif op in (OpType.CONCAT, OpType.SOFTMAX):
+        assert isinstance(attrs, AxisAttrs)
+        g.node("Concat" if op is OpType.CONCAT else "Softmax", ins, out, axis=attrs.axis)
+    elif op is OpType.LRN:
+        assert isinstance(attrs, LrnAttrs)
+        _lrn(g, layer, attrs, x)
+    elif op is OpType.FLATTEN:
+        assert isinstance(attrs, AxisAttrs)
+        axis = attrs.axis % len(layer.input_shape)
+        if layer.output_shape == (math.prod(layer.input_shape[:axis]), math.prod(layer.input_shape[axis:])):
+            g.node("Flatten", [x], out, axis=axis)
+        else:
+            g.node("Reshape", [x, g.const(p + "shape", np.array(layer.output_shape, np.int64))], out)
+    elif op is OpType.RESHAPE:
+        g.node("Reshape", [x, g.const(p + "shape", np.array(layer.output_shape, np.int64))], out)
+    elif op is OpType.UPSAMPLE:
+        assert isinstance(attrs, UpsampleAttrs)
+        _resize(g, layer, attrs, x)
+    elif op is OpType.PAD:
+        assert isinstance(attrs, PadAttrs)
+        amounts = pad_amounts(layer)
+        pads = np.array([b for b, _ in amounts] + [e for _, e in amounts], np.int64)
+        operands = [x, g.const(p + "pads", pads)]
+        if attrs.mode == "constant":
+            operands.append(g.const(p + "value", np.array(attrs.value, np.float32)))
+        mode = {"replicate": "edge"}.get(attrs.mode, attrs.mode)
+        if mode not in ("constant", "reflect", "edge"):
+            raise _Unsupported(f"padding mode {attrs.mode!r}")
+        g.node("Pad", operands, out, mode=mode)
+    else:
+        raise _Unsupported("no ONNX builder for this op")
+
+
+def _lrn(g: _Graph, layer: Layer, attrs: LrnAttrs, x: str) -> None:
+    """LRN with torch's window, channels c - size//2 .. c + (size-1)//2.
+
+    ONNX's LRN places even windows the other way (c - (size-1)//2 ..), so for
+    an even size the scaled window sum is a 1x1 convolution of x*x with a band
+    matrix, followed by (k + .)^beta and a division.
+    """
+    out, p, rank = layer.name, layer.name + "/", len(layer.input_shape)
+    if rank < 3:
+        raise _Unsupported("LRN needs at least one spatial axis")
+    if attrs.size % 2:
+        g.node("LRN", [x], out, size=attrs.size, alpha=attrs.alpha, beta=attrs.beta, bias=attrs.k)
+        return
+    channels = layer.input_shape[1]
+    band = np.zeros((channels, channels), np.float32)
+    for c in range(channels):
+        band[c, max(0, c - attrs.size // 2):c + (attrs.size - 1) // 2 + 1] = attrs.alpha / attrs.size
+    square = g.node("Mul", [x, x], p + "square")
+    window = g.node("Conv", [square, g.const(p + "band", band.reshape((channels, channels) + (1,) * (rank - 2)))],
+                    p + "window")
+    base = g.node("Add", [window, g.const(p + "k", np.array(attrs.k, np.float32))], p + "add")
+    denominator = g.node("Pow", [base, g.const(p + "beta", np.array(attrs.beta, np.float32))], p + "pow")
+    g.node("Div", [x, denominator], out)
+
+
+def _resize(g: _Graph, layer: Layer, attrs: UpsampleAttrs, x: str) -> None:
+    """Resize to the output shape: torch's 'nearest' (asymmetric, floor) or linear with align_corners=False."""
+    sizes = g.const(layer.name + "/sizes", np.array(layer.output_shape, np.int64))
+    if attrs.mode == "nearest":
+        g.node("Resize", [x, "", "", sizes], layer.name, mode="nearest",
+               coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    elif attrs.mode == "linear":
+        g.node("Resize", [x, "", "", sizes], layer.name, mode="linear", coordinate_transformation_mode="half_pixel")
+    else:
+        raise _Unsupported(f"upsampling mode {attrs.mode!r}")

@@ -1,0 +1,155 @@
+"""ONNX Runtime on its CPU execution provider (CUDA provider when present), on models built from the IR."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nnperf._registry import Availability
+from nnperf.ir import Layer, Network
+from nnperf.measure._attribution import attribute, match_node
+from nnperf.measure._harness import Timer
+from nnperf.measure._stats import fixed_timing
+from nnperf.measure._types import LayerMeasurement, Method
+from nnperf.measure.backends._base import DEFAULT_OPTIONS, Backend, BackendOptions, ProfileResult, random_inputs
+from nnperf.measure.backends._timers import LoopTimer
+
+OPT_LEVELS = ("disable", "basic", "extended", "all")
+
+
+class OrtBackend(Backend):
+    """ONNX Runtime; options: ``opt_level`` (graph optimisation), ``inter_threads``, ``execution`` mode."""
+
+    name = "onnxruntime"
+    OPTIONS: Mapping[str, tuple[str, tuple[str, ...]]] = {
+        "opt_level": ("all", OPT_LEVELS),
+        "inter_threads": ("1", ()),
+        "execution": ("sequential", ("sequential", "parallel")),
+    }
+    has_profiler = True
+
+    def __init__(self, options: BackendOptions = DEFAULT_OPTIONS, seed: int = 0) -> None:
+        super().__init__(options, seed)
+        import onnxruntime as ort
+
+        self.ort = ort
+        inter = self.option("inter_threads")
+        if not inter.isdigit() or int(inter) < 1:
+            from nnperf.measure.backends._base import BackendOptionError
+
+            raise BackendOptionError(f"onnxruntime option inter_threads must be a positive integer, got {inter!r}")
+        self.providers = ["CUDAExecutionProvider"] if options.device.startswith("cuda") else ["CPUExecutionProvider"]
+        if options.device.startswith("cuda:"):
+            self.providers = [("CUDAExecutionProvider", {"device_id": int(options.device.split(":")[1])})]
+
+    @classmethod
+    def availability(cls, device: str = "cpu") -> Availability:
+        try:
+            import onnxruntime as ort
+        except ImportError:
+            return Availability.no("onnxruntime is not installed (pip install onnxruntime)")
+        if device == "cpu":
+            return Availability.yes()
+        if "CUDAExecutionProvider" not in ort.get_available_providers():
+            return Availability.no("this onnxruntime build has no CUDA execution provider "
+                                   "(pip install onnxruntime-gpu on a machine with an NVIDIA GPU)")
+        return Availability.yes()
+
+    def _session_options(self, profile_prefix: str | None = None) -> Any:
+        ort = self.ort
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = self.options.threads
+        so.inter_op_num_threads = int(self.option("inter_threads"))
+        so.execution_mode = (ort.ExecutionMode.ORT_PARALLEL if self.option("execution") == "parallel"
+                             else ort.ExecutionMode.ORT_SEQUENTIAL)
+        level = {"disable": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC", "extended": "ORT_ENABLE_EXTENDED",
+                 "all": "ORT_ENABLE_ALL"}[self.option("opt_level")]
+        so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, level)
+        so.log_severity_level = 3
+        if profile_prefix is not None:
+            so.enable_profiling = True
+            so.profile_file_prefix = profile_prefix
+        return so
+
+    def _session(self, model: Any, profile_prefix: str | None = None) -> tuple[Any, dict[str, np.ndarray]]:
+        session = self.ort.InferenceSession(model.SerializeToString(), self._session_options(profile_prefix),
+                                            providers=self.providers)
+        shapes = [tuple(int(d) for d in i.shape) for i in session.get_inputs()]
+        feeds = dict(zip([i.name for i in session.get_inputs()], random_inputs(shapes, self.seed)))
+        return session, feeds
+
+    def _timer(self, model: Any) -> Timer:
+        session, feeds = self._session(model)
+
+        def run() -> None:
+            session.run(None, feeds)
+
+        return LoopTimer(run)
+
+    def network_timer(self, network: Network) -> Timer:
+        from nnperf.measure.backends._onnx_graph import build_onnx
+
+        return self._timer(build_onnx(network, self.seed))
+
+    def layer_timer(self, layer: Layer) -> Timer:
+        from nnperf.measure.backends._onnx_graph import layer_onnx
+
+        return self._timer(layer_onnx(layer, self.seed))
+
+    def profile(self, network: Network, runs: int) -> ProfileResult:
+        """Per-node kernel times from ONNX Runtime's profiling JSON, fused nodes followed back to IR layers."""
+        from nnperf.measure.backends._onnx_graph import build_onnx, onnx_node_layers
+
+        model = build_onnx(network, self.seed)
+        with tempfile.TemporaryDirectory(prefix="nnperf-ort-") as tmp:
+            session, feeds = self._session(model, profile_prefix=os.path.join(tmp, "profile"))
+            warmup = 3
+            for _ in range(warmup + runs):
+                session.run(None, feeds)
+            events = json.loads(Path(session.end_profiling()).read_text())
+        return _parse_profile(network, events, onnx_node_layers(model), warmup)
+
+
+def _parse_profile(network: Network, events: list[dict[str, Any]], layer_of: Mapping[str, str],
+                   skip_runs: int) -> ProfileResult:
+    run_windows = sorted((e["ts"], e["ts"] + e["dur"]) for e in events
+                         if e.get("cat") == "Session" and e.get("name") == "model_run")[skip_runs:]
+    if not run_windows:
+        raise RuntimeError("ONNX Runtime's profile has no model_run events")
+    node_runs: dict[str, list[float]] = {}
+    for event in events:
+        name = str(event.get("name", ""))
+        if event.get("cat") != "Node" or not name.endswith("_kernel_time"):
+            continue
+        ts = event["ts"]
+        run = next((i for i, (start, end) in enumerate(run_windows) if start <= ts <= end), None)
+        if run is None:
+            continue
+        node = name[: -len("_kernel_time")]
+        times = node_runs.setdefault(node, [0.0] * len(run_windows))
+        times[run] += event["dur"] / 1e6  # microseconds
+    node_layer = {node: match_node(node, layer_of) for node in node_runs}
+    groups = attribute(network, node_layer)
+    group_times: dict[str, np.ndarray] = {}
+    unattributed: dict[str, float] = {}
+    for node, times in node_runs.items():
+        group = groups.node_group.get(node)
+        if group is None:
+            unattributed[node] = float(np.median(times))
+        else:
+            group_times[group] = group_times.get(group, np.zeros(len(run_windows))) + np.asarray(times)
+    sizes = groups.group_sizes
+    layers = []
+    for layer in network.layers:
+        group = groups.owner[layer.name]
+        if group in group_times:
+            layers.append(LayerMeasurement(layer.name, layer.op.value, Method.PROFILER,
+                                           fixed_timing(list(group_times[group])), group, sizes[group]))
+    run_times = [(end - start) / 1e6 for start, end in run_windows]
+    return ProfileResult(tuple(layers), fixed_timing(run_times), unattributed)

@@ -1,0 +1,130 @@
+"""PyTorch eager execution on CPU (and CUDA, timed with CUDA events) of networks rebuilt from the IR."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from nnperf._registry import Availability
+from nnperf.ir import Layer, Network
+from nnperf.measure._harness import Timer
+from nnperf.measure._stats import fixed_timing
+from nnperf.measure._types import LayerMeasurement, Method
+from nnperf.measure.backends._base import DEFAULT_OPTIONS, Backend, BackendOptions, ProfileResult, random_inputs
+from nnperf.measure.backends._timers import CudaEventTimer, LoopTimer
+
+
+class TorchBackend(Backend):
+    """torch eager mode; options: ``memory_format`` nchw | channels_last."""
+
+    name = "torch"
+    OPTIONS: Mapping[str, tuple[str, tuple[str, ...]]] = {"memory_format": ("nchw", ("nchw", "channels_last"))}
+    has_profiler = True
+
+    def __init__(self, options: BackendOptions = DEFAULT_OPTIONS, seed: int = 0) -> None:
+        super().__init__(options, seed)
+        import torch
+
+        self.torch = torch
+        torch.set_num_threads(options.threads)
+        self.device = torch.device(options.device)
+
+    @classmethod
+    def availability(cls, device: str = "cpu") -> Availability:
+        try:
+            import torch
+        except ImportError:
+            return Availability.no("torch is not installed (pip install torch)")
+        if device == "cpu":
+            return Availability.yes()
+        if not torch.cuda.is_available():
+            return Availability.no(f"no CUDA device (torch {torch.__version__}, CUDA build: "
+                                   f"{torch.version.cuda or 'no'})")
+        index = int(device.split(":", 1)[1]) if ":" in device else 0
+        if index >= torch.cuda.device_count():
+            return Availability.no(f"{device} does not exist ({torch.cuda.device_count()} CUDA device(s))")
+        return Availability.yes()
+
+    def device_name(self) -> str:
+        if self.device.type == "cuda":
+            return str(self.torch.cuda.get_device_name(self.device))
+        return super().device_name()
+
+    def _prepare(self, module: Any, shapes: list[tuple[int, ...]]) -> tuple[Any, list[Any]]:
+        torch = self.torch
+        channels_last = self.option("memory_format") == "channels_last"
+        module = module.to(self.device)
+        if channels_last:
+            module = module.to(memory_format=torch.channels_last)
+        inputs = []
+        for array in random_inputs(shapes, self.seed):
+            t = torch.from_numpy(array).to(self.device)
+            if channels_last and t.dim() == 4:
+                t = t.contiguous(memory_format=torch.channels_last)
+            inputs.append(t)
+        return module, inputs
+
+    def _timer(self, module: Any, inputs: list[Any]) -> Timer:
+        torch = self.torch
+
+        def run() -> None:
+            with torch.inference_mode():
+                module(*inputs)
+
+        return CudaEventTimer(run, str(self.device)) if self.device.type == "cuda" else LoopTimer(run)
+
+    def network_timer(self, network: Network) -> Timer:
+        from nnperf.measure.backends._torch_graph import build_torch
+
+        module, inputs = self._prepare(build_torch(network, self.seed), [s.shape for s in network.inputs])
+        return self._timer(module, inputs)
+
+    def layer_timer(self, layer: Layer) -> Timer:
+        from nnperf.measure.backends._torch_graph import layer_module
+
+        module, inputs = self._prepare(layer_module(layer, self.seed), list(layer.input_shapes))
+        return self._timer(module, inputs)
+
+    def profile(self, network: Network, runs: int) -> ProfileResult:
+        """Per-layer times from torch.profiler: each layer call is labelled with record_function."""
+        from nnperf.measure.backends._torch_graph import build_torch
+
+        torch = self.torch
+        module, inputs = self._prepare(build_torch(network, self.seed), [s.shape for s in network.inputs])
+        module.layer_hook = torch.profiler.record_function
+        activities = [torch.profiler.ProfilerActivity.CPU]
+        if self.device.type == "cuda":
+            activities.append(torch.profiler.ProfilerActivity.CUDA)
+        run_label = "nnperf::run"
+        with torch.inference_mode():
+            for _ in range(3):  # warm-up outside the profiler
+                module(*inputs)
+            with torch.profiler.profile(activities=activities) as prof:
+                for _ in range(runs):
+                    with torch.profiler.record_function(run_label):
+                        module(*inputs)
+                    if self.device.type == "cuda":
+                        torch.cuda.synchronize(self.device)
+        names = {layer.name for layer in network.layers}
+        per_layer: dict[str, list[float]] = {name: [] for name in names}
+        run_times: list[float] = []
+        cuda = self.device.type == "cuda"
+        for event in prof.events():
+            if event.name == run_label:
+                run_times.append(_event_s(event, cuda))
+            elif event.name in per_layer:
+                per_layer[event.name].append(_event_s(event, cuda))
+        layers = []
+        for layer in network.layers:
+            times = per_layer[layer.name]
+            if times:
+                layers.append(LayerMeasurement(layer.name, layer.op.value, Method.PROFILER, fixed_timing(times),
+                                               layer.name))
+        return ProfileResult(tuple(layers), fixed_timing(run_times), {})
+
+
+def _event_s(event: Any, cuda: bool) -> float:
+    """A profiler event's duration in seconds: CPU wall time, or the GPU time of its kernels on CUDA."""
+    if cuda:
+        return float(getattr(event, "device_time_total", 0.0)) / 1e6 or float(event.cpu_time_total) / 1e6
+    return float(event.cpu_time_total) / 1e6

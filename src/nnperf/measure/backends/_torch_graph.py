@@ -1,0 +1,386 @@
+"""Executable PyTorch modules built from an IR network, with deterministic random weights.
+
+:func:`build_torch` makes a :class:`GraphModule` that runs the layers in
+topological order, one ``torch.nn`` module per layer, so a caller can time or
+profile each layer call; :func:`layer_module` builds one layer alone, to time
+it in isolation. Weights come from :func:`layer_weights`, the same as the
+ONNX builder's, so both compute the same function.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from nnperf.errors import UnsupportedOperatorError
+from nnperf.ir import (
+    AxisAttrs,
+    BatchNormAttrs,
+    ConvAttrs,
+    LeakyReluAttrs,
+    LinearAttrs,
+    LrnAttrs,
+    Network,
+    OpType,
+    PadAttrs,
+    PoolAttrs,
+    ScaleAttrs,
+    Shape,
+    UpsampleAttrs,
+)
+from nnperf.ir import Layer as IRLayer
+from nnperf.measure.backends._weights import layer_weights, pad_amounts
+
+LayerHook = Callable[[str], AbstractContextManager[Any]]
+
+
+class _Unsupported(Exception):
+    """A layer this builder cannot express; the message says why."""
+
+
+class GraphModule(nn.Module):
+    """An IR network as one module: ``forward(*inputs)`` runs every layer in order.
+
+    Inputs are taken positionally in the order of ``network.inputs``; the
+    result is a tensor for one network output, else a tuple. Intermediate
+    tensors are dropped as soon as their last consumer has run. When
+    ``layer_hook`` is set, each layer call runs inside ``with
+    layer_hook(layer.name):`` (a profiler range, a timer, ...).
+    """
+
+    def __init__(self, network: Network, seed: int = 0) -> None:
+        super().__init__()
+        self.network = network
+        self.layer_hook: LayerHook | None = None
+        self.layers = nn.ModuleDict()
+        self._steps: list[tuple[IRLayer, nn.Module, tuple[str, ...]]] = []
+        problems: dict[str, list[str]] = {}
+        for layer in network.layers:
+            try:
+                module = _build(layer, seed)
+            except _Unsupported as exc:
+                problems.setdefault(f"{layer.op.value} ({exc})", []).append(layer.name)
+                continue
+            self.layers[self._key(layer.name)] = module
+            self._steps.append((layer, module, layer.inputs))
+        if problems:
+            raise UnsupportedOperatorError(network.name, problems)
+        last_use: dict[str, int] = {}
+        for index, (_, _, inputs) in enumerate(self._steps):
+            for name in inputs:
+                last_use[name] = index
+        kept = set(network.outputs)
+        self._free_after: list[tuple[str, ...]] = [() for _ in self._steps]
+        for name, index in last_use.items():
+            if name not in kept:
+                self._free_after[index] += (name,)
+        self.eval().requires_grad_(False)
+
+    def _key(self, name: str) -> str:
+        key = re.sub(r"\W", "_", name) or "layer"
+        while key in self.layers or hasattr(self.layers, key):
+            key += "_"
+        return key
+
+    def layer_modules(self) -> Iterator[tuple[IRLayer, nn.Module]]:
+        """Each IR layer with the module that computes it, in topological order."""
+        for layer, module, _ in self._steps:
+            yield layer, module
+
+    def forward(self, *inputs: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, ...]:
+        specs = self.network.inputs
+        if len(inputs) != len(specs):
+            raise TypeError(f"{self.network.name}: expected {len(specs)} input tensor(s) "
+                            f"({', '.join(s.name for s in specs)}), got {len(inputs)}")
+        values: dict[str, torch.Tensor] = {spec.name: x for spec, x in zip(specs, inputs)}
+        hook = self.layer_hook
+        for (layer, module, names), dead in zip(self._steps, self._free_after):
+            args = [values[n] for n in names]
+            if hook is None:
+                values[layer.name] = module(*args)
+            else:
+                with hook(layer.name):
+                    values[layer.name] = module(*args)
+            del args
+            for name in dead:
+                del values[name]
+        outputs = tuple(values[name] for name in self.network.outputs)
+        return outputs[0] if len(outputs) == 1 else outputs
+
+
+def build_torch(network: Network, seed: int = 0) -> GraphModule:
+    """``network`` as an eval-mode :class:`GraphModule` with weights from :func:`layer_weights`.
+
+    Raises UnsupportedOperatorError listing every layer that cannot be built.
+    """
+    return GraphModule(network, seed)
+
+
+def layer_module(layer: IRLayer, seed: int = 0) -> nn.Module:
+    """One layer as an eval-mode module taking ``len(layer.inputs)`` tensors positionally.
+
+    Its weights are those the layer has inside :func:`build_torch`'s module.
+    """
+    try:
+        module = _build(layer, seed)
+    except _Unsupported as exc:
+        raise UnsupportedOperatorError(layer.name, {f"{layer.op.value} ({exc})": [layer.name]}) from None
+    return module.eval().requires_grad_(False)
+
+
+# ---------------------------------------------------------------------- small modules for ops torch.nn lacks
+class _Eltwise(nn.Module):
+    def __init__(self, op: OpType) -> None:
+        super().__init__()
+        self.fn = {OpType.ADD: torch.add, OpType.MUL: torch.mul, OpType.MAX: torch.maximum}[op]
+
+    def forward(self, *xs: torch.Tensor) -> torch.Tensor:
+        return functools.reduce(self.fn, xs)
+
+
+class _Concat(nn.Module):
+    def __init__(self, axis: int) -> None:
+        super().__init__()
+        self.axis = axis
+
+    def forward(self, *xs: torch.Tensor) -> torch.Tensor:
+        return torch.cat(xs, dim=self.axis)
+
+
+class _Reshape(nn.Module):
+    def __init__(self, shape: Shape) -> None:
+        super().__init__()
+        self.shape = shape
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.reshape(self.shape)
+
+
+class _Scale(nn.Module):
+    """y = x * scale (+ bias), the factors broadcast over every axis after the channel axis."""
+
+    def __init__(self, scale: np.ndarray, bias: np.ndarray | None, rank: int) -> None:
+        super().__init__()
+        shape = (-1,) + (1,) * max(rank - 2, 0)
+        self.register_buffer("scale", torch.from_numpy(scale).reshape(shape))
+        self.register_buffer("bias", None if bias is None else torch.from_numpy(bias).reshape(shape))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = x * self.scale
+        return y if self.bias is None else y + self.bias
+
+
+class _GlobalPool(nn.Module):
+    def __init__(self, is_max: bool, flatten: bool) -> None:
+        super().__init__()
+        self.pool = nn.AdaptiveMaxPool2d(1) if is_max else nn.AdaptiveAvgPool2d(1)
+        self.flatten = flatten
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.pool(x)
+        return y.flatten(1) if self.flatten else y
+
+
+class _Upsample(nn.Module):
+    def __init__(self, size: Shape, mode: str) -> None:
+        super().__init__()
+        self.size = size
+        self.mode = mode
+        self.align_corners = None if mode == "nearest" else False
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.interpolate(x, size=self.size, mode=self.mode, align_corners=self.align_corners)
+
+
+class _Pad(nn.Module):
+    """F.pad; ``pads`` in torch's order (last axis first), negative values crop."""
+
+    def __init__(self, pads: tuple[int, ...], mode: str = "constant", value: float = 0.0) -> None:
+        super().__init__()
+        self.pads = pads
+        self.mode = mode
+        self.value = value if mode == "constant" else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.pad(x, self.pads, mode=self.mode, value=self.value)
+
+
+class _PaddedPool(nn.Module):
+    """2-D pooling with padding torch's pooling modules refuse (asymmetric, or above half the kernel).
+
+    The input is padded (or cropped) explicitly to exactly the extent the
+    output windows cover; average pooling divides each window sum by the
+    number of input cells it covers, plus declared padding cells when
+    ``count_include_pad``: the rule of ``nn.AvgPool2d``, which never counts
+    the ceil-mode overhang past the declared padding.
+    """
+
+    def __init__(self, is_max: bool, attrs: PoolAttrs, in_hw: Shape, out_hw: Shape) -> None:
+        super().__init__()
+        self.is_max = is_max
+        self.kernel, self.stride = attrs.kernel, attrs.stride
+        begin = attrs.padding[:2]
+        end = tuple((out_hw[i] - 1) * attrs.stride[i] + attrs.kernel[i] - in_hw[i] - begin[i] for i in range(2))
+        self.pads = (begin[1], end[1], begin[0], end[0])
+        masks = []
+        for i in range(2):
+            pos = np.arange(begin[i] + in_hw[i] + end[i]) - begin[i]  # index into the unpadded input
+            high = in_hw[i] + attrs.padding[2 + i] if attrs.count_include_pad else in_hw[i]
+            low = -begin[i] if attrs.count_include_pad else 0
+            masks.append(((pos >= low) & (pos < high)).astype(np.float32))
+        mask = torch.from_numpy(np.outer(masks[0], masks[1]))[None, None]
+        count = F.avg_pool2d(mask, self.kernel, self.stride, divisor_override=1).clamp(min=1.0)
+        self.register_buffer("count", count)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.is_max:
+            return F.max_pool2d(F.pad(x, self.pads, value=float("-inf")), self.kernel, self.stride)
+        return F.avg_pool2d(F.pad(x, self.pads), self.kernel, self.stride, divisor_override=1) / self.count
+
+
+# ---------------------------------------------------------------------- one layer -> one module
+def _build(layer: IRLayer, seed: int) -> nn.Module:
+    op, attrs = layer.op, layer.attrs
+    if op is OpType.CONV:
+        assert isinstance(attrs, ConvAttrs)
+        return _conv(layer, attrs, seed)
+    if op is OpType.LINEAR:
+        assert isinstance(attrs, LinearAttrs)
+        w = layer_weights(layer, seed)
+        linear = nn.Linear(layer.input_shape[-1], layer.output_shape[-1], bias=attrs.bias)
+        _load(linear, w)
+        return linear
+    if op in (OpType.MAX_POOL, OpType.AVG_POOL):
+        assert isinstance(attrs, PoolAttrs)
+        return _pool(layer, attrs)
+    if op in (OpType.GLOBAL_AVG_POOL, OpType.GLOBAL_MAX_POOL):
+        return _GlobalPool(op is OpType.GLOBAL_MAX_POOL, flatten=len(layer.output_shape) == 2)
+    if op is OpType.BATCH_NORM:
+        assert isinstance(attrs, BatchNormAttrs)
+        return _batch_norm(layer, attrs, seed)
+    if op is OpType.SCALE:
+        assert isinstance(attrs, ScaleAttrs)
+        w = layer_weights(layer, seed)
+        return _Scale(w["scale"], w.get("bias"), len(layer.input_shape) if attrs.per_channel else 0)
+    if op is OpType.LEAKY_RELU:
+        assert isinstance(attrs, LeakyReluAttrs)
+        return nn.LeakyReLU(attrs.negative_slope)
+    if op in _SIMPLE:
+        return _SIMPLE[op]()
+    if op in (OpType.ADD, OpType.MUL, OpType.MAX):
+        return _Eltwise(op)
+    if op is OpType.CONCAT:
+        assert isinstance(attrs, AxisAttrs)
+        return _Concat(attrs.axis)
+    if op is OpType.SOFTMAX:
+        assert isinstance(attrs, AxisAttrs)
+        return nn.Softmax(dim=attrs.axis)
+    if op is OpType.LRN:
+        assert isinstance(attrs, LrnAttrs)
+        if len(layer.input_shape) < 3:
+            raise _Unsupported("LRN needs at least one spatial axis")
+        return nn.LocalResponseNorm(attrs.size, attrs.alpha, attrs.beta, attrs.k)
+    if op is OpType.FLATTEN:
+        assert isinstance(attrs, AxisAttrs)
+        x = layer.input_shape
+        axis = attrs.axis % len(x)
+        if layer.output_shape == x[:axis] + (math.prod(x[axis:]),):
+            return nn.Flatten(axis, -1)
+        return _Reshape(layer.output_shape)
+    if op is OpType.RESHAPE:
+        return _Reshape(layer.output_shape)
+    if op is OpType.UPSAMPLE:
+        assert isinstance(attrs, UpsampleAttrs)
+        return _upsample(layer, attrs)
+    if op is OpType.PAD:
+        assert isinstance(attrs, PadAttrs)
+        return _pad(layer, attrs)
+    raise _Unsupported("no torch builder for this op")
+
+
+_SIMPLE: dict[OpType, Callable[[], nn.Module]] = {
+    OpType.RELU: nn.ReLU, OpType.RELU6: nn.ReLU6, OpType.SIGMOID: nn.Sigmoid, OpType.TANH: nn.Tanh,
+    OpType.HARDSWISH: nn.Hardswish, OpType.SILU: nn.SiLU, OpType.IDENTITY: nn.Identity, OpType.DROPOUT: nn.Dropout,
+}
+
+
+def _load(module: nn.Module, arrays: dict[str, np.ndarray]) -> None:
+    for name, value in arrays.items():
+        target = getattr(module, name)
+        if target is not None:
+            target.data.copy_(torch.from_numpy(value).reshape(target.shape))
+
+
+def _conv(layer: IRLayer, attrs: ConvAttrs, seed: int) -> nn.Module:
+    top, left, bottom, right = attrs.padding
+    symmetric = (top, left) == (bottom, right)
+    conv = nn.Conv2d(layer.input_shape[1], layer.output_shape[1], attrs.kernel, attrs.stride,
+                     padding=(top, left) if symmetric else 0, dilation=attrs.dilation, groups=attrs.groups,
+                     bias=attrs.bias)
+    _load(conv, layer_weights(layer, seed))
+    if symmetric:
+        return conv
+    return nn.Sequential(_Pad((left, right, top, bottom)), conv)
+
+
+def _pool(layer: IRLayer, attrs: PoolAttrs) -> nn.Module:
+    is_max = layer.op is OpType.MAX_POOL
+    top, left, bottom, right = attrs.padding
+    kh, kw = attrs.kernel
+    if (top, left) == (bottom, right) and top <= kh // 2 and left <= kw // 2:
+        if is_max:
+            return nn.MaxPool2d(attrs.kernel, attrs.stride, (top, left), ceil_mode=attrs.ceil_mode)
+        return nn.AvgPool2d(attrs.kernel, attrs.stride, (top, left), ceil_mode=attrs.ceil_mode,
+                            count_include_pad=attrs.count_include_pad)
+    return _PaddedPool(is_max, attrs, layer.input_shape[2:], layer.output_shape[2:])
+
+
+def _batch_norm(layer: IRLayer, attrs: BatchNormAttrs, seed: int) -> nn.Module:
+    rank = len(layer.input_shape)
+    classes: dict[int, type[nn.modules.batchnorm._BatchNorm]] = {
+        2: nn.BatchNorm1d, 3: nn.BatchNorm1d, 4: nn.BatchNorm2d, 5: nn.BatchNorm3d}
+    if rank not in classes:
+        raise _Unsupported(f"batch normalisation of a {rank}-D tensor")
+    bn = classes[rank](layer.input_shape[1], eps=attrs.eps, affine=attrs.affine)
+    w = layer_weights(layer, seed)
+    assert bn.running_mean is not None and bn.running_var is not None
+    bn.running_mean.copy_(torch.from_numpy(w["mean"]))
+    bn.running_var.copy_(torch.from_numpy(w["var"]))
+    if attrs.affine:
+        _load(bn, {"weight": w["weight"], "bias": w["bias"]})
+    return bn
+
+
+def _upsample(layer: IRLayer, attrs: UpsampleAttrs) -> nn.Module:
+    rank = len(layer.input_shape)
+    if attrs.mode == "nearest" and rank >= 3:
+        return _Upsample(layer.output_shape[2:], "nearest")
+    linear = {3: "linear", 4: "bilinear", 5: "trilinear"}
+    if attrs.mode == "linear" and rank in linear:
+        return _Upsample(layer.output_shape[2:], linear[rank])
+    raise _Unsupported(f"{attrs.mode} upsampling of a {rank}-D tensor")
+
+
+def _pad(layer: IRLayer, attrs: PadAttrs) -> nn.Module:
+    amounts = pad_amounts(layer)
+    padded = [i for i, p in enumerate(amounts) if p != (0, 0)]
+    first = padded[0] if padded else len(amounts)
+    if attrs.mode != "constant":
+        if first < 2 or not 3 <= len(amounts) <= 5:
+            raise _Unsupported(f"{attrs.mode} padding of a non-spatial axis or a {len(amounts)}-D tensor")
+        first = 2
+    pads: tuple[int, ...] = ()
+    for begin, end in reversed(amounts[first:]):
+        pads += (begin, end)
+    if not pads:
+        return nn.Identity()
+    return _Pad(pads, attrs.mode, attrs.value)

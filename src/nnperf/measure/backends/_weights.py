@@ -1,0 +1,91 @@
+"""Deterministic random parameters for IR layers, and choices every graph builder shares.
+
+The torch and ONNX builders take their weights from :func:`layer_weights`, so
+a network built by both computes the same function and outputs can be
+compared. Values are scaled so that activations stay of order one through
+deep plain networks (VGG-19 without batch normalisation): convolution and
+fully connected weights follow He et al. 2015 ("Delving deep into
+rectifiers", Eq. 10), std = sqrt(2 / fan_in).
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+
+from nnperf.ir import BatchNormAttrs, ConvAttrs, Layer, LinearAttrs, OpType, ScaleAttrs
+
+_BIAS_STD = 0.05
+"""Biases are small so that they do not dominate the signal of wide layers."""
+
+
+def layer_rng(layer: Layer, seed: int = 0) -> np.random.Generator:
+    """A generator seeded from ``seed`` and the layer's name (CRC-32, stable across processes).
+
+    ``seed`` must be a non-negative integer.
+    """
+    return np.random.default_rng([seed, zlib.crc32(layer.name.encode("utf-8"))])
+
+
+def layer_weights(layer: Layer, seed: int = 0) -> dict[str, np.ndarray]:
+    """The float32 parameters of ``layer``, by name; empty for layers without parameters.
+
+    - conv: ``weight`` (Cout, Cin/groups, kh, kw) and ``bias`` (Cout,) when ``attrs.bias``;
+    - linear: ``weight`` (out, in) and ``bias`` (out,) when ``attrs.bias``;
+    - batch_norm: ``mean``, ``var`` (positive), ``weight`` and ``bias`` (C,) each; near one
+      and zero when affine, exactly one and zero when not;
+    - scale: ``scale`` (C,), or (1,) when not per channel, and ``bias`` of the same shape when
+      ``attrs.bias``.
+
+    The same ``(layer.name, seed)`` always gives the same arrays.
+    """
+    rng = layer_rng(layer, seed)
+    attrs = layer.attrs
+    out: dict[str, np.ndarray] = {}
+    if layer.op is OpType.CONV:
+        assert isinstance(attrs, ConvAttrs)
+        c_in, c_out = layer.input_shape[1], layer.output_shape[1]
+        shape = (c_out, c_in // attrs.groups, *attrs.kernel)
+        fan_in = shape[1] * shape[2] * shape[3]
+        out["weight"] = _normal(rng, shape, np.sqrt(2.0 / fan_in))
+        if attrs.bias:
+            out["bias"] = _normal(rng, (c_out,), _BIAS_STD)
+    elif layer.op is OpType.LINEAR:
+        assert isinstance(attrs, LinearAttrs)
+        n_in, n_out = layer.input_shape[-1], layer.output_shape[-1]
+        out["weight"] = _normal(rng, (n_out, n_in), np.sqrt(2.0 / n_in))
+        if attrs.bias:
+            out["bias"] = _normal(rng, (n_out,), _BIAS_STD)
+    elif layer.op is OpType.BATCH_NORM:
+        assert isinstance(attrs, BatchNormAttrs)
+        channels = layer.input_shape[1]
+        out["mean"] = _normal(rng, (channels,), 0.1)
+        out["var"] = rng.uniform(0.5, 1.5, channels).astype(np.float32)
+        if attrs.affine:
+            out["weight"] = rng.uniform(0.5, 1.5, channels).astype(np.float32)
+            out["bias"] = _normal(rng, (channels,), _BIAS_STD)
+        else:
+            out["weight"] = np.ones(channels, np.float32)
+            out["bias"] = np.zeros(channels, np.float32)
+    elif layer.op is OpType.SCALE:
+        assert isinstance(attrs, ScaleAttrs)
+        size = layer.input_shape[1] if attrs.per_channel else 1
+        out["scale"] = rng.uniform(0.5, 1.5, size).astype(np.float32)
+        if attrs.bias:
+            out["bias"] = _normal(rng, (size,), _BIAS_STD)
+    return out
+
+
+def pad_amounts(layer: Layer) -> tuple[tuple[int, int], ...]:
+    """(begin, end) padding of every axis of a PAD layer.
+
+    The IR keeps only the padded shape, so each axis's growth is split in two
+    with the odd element at the end (TensorFlow's 'SAME' convention; a
+    ``ZeroPad2d((0, 1, 0, 1))`` gets back its own split).
+    """
+    return tuple(((o - i) // 2, (o - i) - (o - i) // 2) for i, o in zip(layer.input_shape, layer.output_shape))
+
+
+def _normal(rng: np.random.Generator, shape: tuple[int, ...], std: float) -> np.ndarray:
+    return (rng.standard_normal(shape) * std).astype(np.float32)

@@ -1,0 +1,272 @@
+"""The measurement store: systems, runs and their layer and network measurements in one SQLite file.
+
+Every public write commits before it returns, so a campaign killed half-way
+keeps everything it measured and resumes where it stopped (``start_run``).
+Times are seconds, energies joules, instants Unix time (seconds).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Mapping
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nnperf.errors import StoreError
+from nnperf.measure._types import LayerMeasurement, Method, NetworkMeasurement, SystemSpec
+from nnperf.store._records import (
+    LayerRecord,
+    NetworkRecord,
+    RunRecord,
+    SystemRecord,
+    dumps,
+    layer_record,
+    method_of,
+    network_record,
+    run_record,
+    system_record,
+    timing_values,
+    where,
+)
+from nnperf.store._schema import TIMING_COLUMNS, connect, retry
+
+if TYPE_CHECKING:
+    from typing import Self  # Python 3.11+, needed only by type checkers
+
+
+def default_store_path() -> Path:
+    """The store used when none is named: ``$NNPERF_DB`` when set, else ``nnperf.db`` in the current folder."""
+    env = os.environ.get("NNPERF_DB", "")
+    return Path(env).expanduser() if env else Path.cwd() / "nnperf.db"
+
+
+_LAYER_COLUMNS = (
+    "run_id",
+    "layer",
+    "op",
+    "method",
+    "grp",
+    "group_size",
+    *TIMING_COLUMNS,
+    "energy_j",
+    "power_meter",
+    "created_at",
+)
+_NETWORK_COLUMNS = ("run_id", *TIMING_COLUMNS, "energy_j", "power_meter", "extra_json", "created_at")
+
+
+def _insert_sql(verb: str, table: str, columns: tuple[str, ...]) -> str:
+    return f"{verb} INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+
+
+class Store:
+    """An nnperf measurement store: one SQLite file, opened or created at ``path``.
+
+    Raises :class:`StoreError` when the folder of ``path`` is missing (it is
+    never created), when the file is not an nnperf store, or when a newer
+    nnperf wrote it. Use as a context manager or call :meth:`close`.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._conn = connect(self.path)
+        self._conn.row_factory = sqlite3.Row
+
+    # -- plumbing -----------------------------------------------------------
+    def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+        return retry(self._conn, self.path, lambda c: c.execute(sql, params).fetchall(), write=False)
+
+    def _require_run(self, conn: sqlite3.Connection, run_id: int) -> None:
+        if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
+            raise StoreError(f"{self.path}: no run with id {run_id}")
+
+    def close(self) -> None:
+        """Close the file; later calls raise :class:`StoreError`. Closing twice is harmless."""
+        self._conn.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- systems ------------------------------------------------------------
+    def add_system(self, spec: SystemSpec) -> SystemRecord:
+        """Store ``spec`` unless a system with its ``key`` is already stored; return the stored record."""
+        h = spec.host
+        host = {**asdict(h), "versions": dict(h.versions), "allocator_env": dict(h.allocator_env)}
+        options_json = dumps(dict(spec.options), "system options")
+        values = (spec.key, spec.backend, spec.device, spec.device_name, options_json, json.dumps(host), time.time())
+
+        def write(c: sqlite3.Connection) -> sqlite3.Row:
+            c.execute(
+                "INSERT OR IGNORE INTO systems (key, backend, device, device_name, options_json, host_json, "
+                "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                values,
+            )
+            return c.execute("SELECT * FROM systems WHERE key = ?", (spec.key,)).fetchone()
+
+        return system_record(retry(self._conn, self.path, write, write=True))
+
+    def systems(self) -> list[SystemRecord]:
+        """Every stored system, oldest first."""
+        return [system_record(r) for r in self._read("SELECT * FROM systems ORDER BY id")]
+
+    def system(self, id_or_key_prefix: int | str) -> SystemRecord:
+        """The system with this id (int) or whose key starts with this text (str).
+
+        A text of digits that starts no key is tried as an id. Raises
+        :class:`StoreError` when no system or more than one matches.
+        """
+        if isinstance(id_or_key_prefix, int):
+            rows = self._read("SELECT * FROM systems WHERE id = ?", (id_or_key_prefix,))
+            if not rows:
+                raise StoreError(f"{self.path}: no system with id {id_or_key_prefix}")
+            return system_record(rows[0])
+        prefix = id_or_key_prefix.strip().lower()
+        if not prefix:
+            raise StoreError("name a system by its id or the start of its key")
+        rows = self._read("SELECT * FROM systems WHERE substr(key, 1, ?) = ? ORDER BY id", (len(prefix), prefix))
+        if len(rows) > 1:
+            keys = ", ".join(r["key"] for r in rows)
+            raise StoreError(f"{self.path}: system key prefix {prefix!r} is ambiguous ({keys}); give more characters")
+        if rows:
+            return system_record(rows[0])
+        if prefix.isdigit():
+            return self.system(int(prefix))
+        raise StoreError(f"{self.path}: no system whose key starts with {prefix!r}")
+
+    # -- runs ---------------------------------------------------------------
+    def start_run(
+        self, system_id: int, campaign: str, model: str, network_hash: str, method: str, config: Mapping[str, Any]
+    ) -> RunRecord:
+        """Open a run of ``campaign`` on system ``system_id``, resuming an interrupted one.
+
+        A run of the same system, campaign and network hash whose status is
+        'running' or 'failed' is set back to 'running' and returned with
+        ``resumed=True`` (its measurements are kept: see :meth:`done_layers`);
+        otherwise a new run starts (``resumed=False``).
+        """
+        config_json = dumps(dict(config), "run config")
+
+        def write(c: sqlite3.Connection) -> tuple[int, bool]:
+            if c.execute("SELECT 1 FROM systems WHERE id = ?", (system_id,)).fetchone() is None:
+                raise StoreError(f"{self.path}: no system with id {system_id}")
+            row = c.execute(
+                "SELECT id FROM runs WHERE system_id = ? AND campaign = ? AND network_hash = ? "
+                "AND status IN ('running', 'failed') ORDER BY id DESC LIMIT 1",
+                (system_id, campaign, network_hash),
+            ).fetchone()
+            if row is not None:
+                c.execute(
+                    "UPDATE runs SET status = 'running', finished_at = NULL, pid = ? WHERE id = ?",
+                    (os.getpid(), row["id"]),
+                )
+                return int(row["id"]), True
+            cur = c.execute(
+                "INSERT INTO runs (system_id, campaign, model, network_hash, method, config_json, status, "
+                "started_at, pid) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?)",
+                (system_id, campaign, model, network_hash, method, config_json, time.time(), os.getpid()),
+            )
+            return int(cur.lastrowid or 0), False
+
+        run_id, resumed = retry(self._conn, self.path, write, write=True)
+        return run_record(self._read("SELECT * FROM runs WHERE id = ?", (run_id,))[0], resumed)
+
+    def finish_run(self, run_id: int, status: str = "done") -> None:
+        """Mark run ``run_id`` 'done' or 'failed' and record when it finished."""
+        if status not in ("done", "failed"):
+            raise StoreError(f"a run finishes as 'done' or 'failed', not {status!r}")
+
+        def write(c: sqlite3.Connection) -> None:
+            self._require_run(c, run_id)
+            c.execute("UPDATE runs SET status = ?, finished_at = ? WHERE id = ?", (status, time.time(), run_id))
+
+        retry(self._conn, self.path, write, write=True)
+
+    def runs(self, system_id: int | None = None, model: str | None = None) -> list[RunRecord]:
+        """Stored runs, oldest first, optionally only those of one system and/or model."""
+        clause, params = where({"system_id": system_id, "model": model})
+        return [run_record(r) for r in self._read(f"SELECT * FROM runs{clause} ORDER BY id", params)]
+
+    # -- measurements -------------------------------------------------------
+    def add_layer_measurement(self, run_id: int, m: LayerMeasurement) -> None:
+        """Store ``m`` in run ``run_id``, replacing an earlier one of the same layer and method."""
+        values = (
+            run_id,
+            m.layer,
+            m.op,
+            method_of(m.method).value,
+            m.group,
+            m.group_size,
+            *timing_values(m.timing),
+            m.energy_j,
+            m.power_meter,
+            time.time(),
+        )
+
+        def write(c: sqlite3.Connection) -> None:
+            self._require_run(c, run_id)
+            c.execute(_insert_sql("INSERT OR REPLACE", "layer_measurements", _LAYER_COLUMNS), values)
+
+        retry(self._conn, self.path, write, write=True)
+
+    def add_network_measurement(self, run_id: int, m: NetworkMeasurement) -> None:
+        """Store the whole-network measurement ``m`` in run ``run_id``."""
+        values = (
+            run_id,
+            *timing_values(m.timing),
+            m.energy_j,
+            m.power_meter,
+            dumps({k: float(v) for k, v in m.extra.items()}, "network measurement extras"),
+            time.time(),
+        )
+
+        def write(c: sqlite3.Connection) -> None:
+            self._require_run(c, run_id)
+            c.execute(_insert_sql("INSERT", "network_measurements", _NETWORK_COLUMNS), values)
+
+        retry(self._conn, self.path, write, write=True)
+
+    def done_layers(self, run_id: int) -> set[tuple[str, str]]:
+        """The (layer, method value) pairs already measured in run ``run_id``."""
+        rows = self._read("SELECT layer, method FROM layer_measurements WHERE run_id = ?", (run_id,))
+        return {(r["layer"], r["method"]) for r in rows}
+
+    def has_network_measurement(self, run_id: int) -> bool:
+        """Whether run ``run_id`` holds a whole-network measurement."""
+        return bool(self._read("SELECT 1 FROM network_measurements WHERE run_id = ? LIMIT 1", (run_id,)))
+
+    def layer_measurements(
+        self, run_id: int | None = None, system_id: int | None = None, method: str | Method | None = None
+    ) -> list[LayerRecord]:
+        """Stored layer measurements in the order stored, optionally of one run, system and/or method."""
+        conditions = {
+            "m.run_id": run_id,
+            "r.system_id": system_id,
+            "m.method": None if method is None else method_of(method).value,
+        }
+        clause, params = where(conditions)
+        sql = f"SELECT m.* FROM layer_measurements m JOIN runs r ON r.id = m.run_id{clause} ORDER BY m.run_id, m.id"
+        return [layer_record(r) for r in self._read(sql, params)]
+
+    def network_measurements(self, run_id: int | None = None, system_id: int | None = None) -> list[NetworkRecord]:
+        """Stored whole-network measurements in the order stored, optionally of one run and/or system."""
+        clause, params = where({"m.run_id": run_id, "r.system_id": system_id})
+        sql = f"SELECT m.* FROM network_measurements m JOIN runs r ON r.id = m.run_id{clause} ORDER BY m.run_id, m.id"
+        return [network_record(r) for r in self._read(sql, params)]
+
+    def measurement_counts(self) -> dict[int, tuple[int, int, int]]:
+        """For every system id: (runs, layer measurements, network measurements)."""
+        rows = self._read(
+            "SELECT s.id, "
+            "(SELECT COUNT(*) FROM runs r WHERE r.system_id = s.id), "
+            "(SELECT COUNT(*) FROM layer_measurements m JOIN runs r ON r.id = m.run_id WHERE r.system_id = s.id), "
+            "(SELECT COUNT(*) FROM network_measurements m JOIN runs r ON r.id = m.run_id WHERE r.system_id = s.id) "
+            "FROM systems s ORDER BY s.id"
+        )
+        return {int(r[0]): (int(r[1]), int(r[2]), int(r[3])) for r in rows}
