@@ -1,0 +1,24 @@
+"""Small IR networks shared by the measurement and CLI tests."""
+
+from __future__ import annotations
+
+from nnperf.ir import AxisAttrs, BatchNormAttrs, ConvAttrs, Layer, LinearAttrs, Network, OpType, PoolAttrs, TensorSpec
+
+
+def tiny_network() -> Network:
+    """12 layers: conv-bn-relu, a residual add, pooling, a depthwise conv, a concat, and a softmax classifier."""
+    a, b = (1, 8, 16, 16), (1, 8, 8, 8)
+    return Network("tiny", (TensorSpec("x", (1, 3, 16, 16)),), (
+        Layer("conv1", OpType.CONV, ("x",), ((1, 3, 16, 16),), a, ConvAttrs((3, 3), padding=(1,) * 4)),
+        Layer("bn1", OpType.BATCH_NORM, ("conv1",), (a,), a, BatchNormAttrs()),
+        Layer("relu1", OpType.RELU, ("bn1",), (a,), a),
+        Layer("conv2", OpType.CONV, ("relu1",), (a,), a, ConvAttrs((3, 3), padding=(1,) * 4)),
+        Layer("add", OpType.ADD, ("conv2", "relu1"), (a, a), a),
+        Layer("pool", OpType.MAX_POOL, ("add",), (a,), b, PoolAttrs((2, 2), (2, 2))),
+        Layer("dw", OpType.CONV, ("pool",), (b,), b, ConvAttrs((3, 3), padding=(1,) * 4, groups=8)),
+        Layer("cat", OpType.CONCAT, ("pool", "dw"), (b, b), (1, 16, 8, 8), AxisAttrs(1)),
+        Layer("gap", OpType.GLOBAL_AVG_POOL, ("cat",), ((1, 16, 8, 8),), (1, 16, 1, 1)),
+        Layer("flatten", OpType.FLATTEN, ("gap",), ((1, 16, 1, 1),), (1, 16), AxisAttrs(1)),
+        Layer("fc", OpType.LINEAR, ("flatten",), ((1, 16),), (1, 10), LinearAttrs()),
+        Layer("softmax", OpType.SOFTMAX, ("fc",), ((1, 10),), (1, 10), AxisAttrs(1)),
+    ), ("softmax",))
