@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from nnperf.errors import NnperfError
-from nnperf.measure._stats import summarize
+from nnperf.measure._stats import median_ci_ranks, median_ci_rel, summarize
 from nnperf.measure._types import Timing
 
 
@@ -97,19 +97,21 @@ def measure(timer: Timer, config: HarnessConfig = HarnessConfig(), clock: Clock 
         runs += 1
     block = calibrate_block_size(timer, config)
     times: list[float] = []
-    began, began_wall = clock(), wall_clock()
+    median_ci_ranks(config.min_samples, config.confidence)  # imports SciPy now, not inside the timed window
+    began, began_wall = clock(), wall_clock()  # the wall-clock window is for power traces: keep it tight
     reason = "max_samples"
     while len(times) < config.max_samples:
         elapsed = timer.time_block(block)
         if not elapsed > 0:
             raise MeasurementError(f"the timer reported {elapsed!r} s for {block} executions")
         times.append(elapsed / block)
-        if len(times) >= config.min_samples and summarize(times, config.confidence).ci_rel <= config.target_ci:
+        if len(times) >= config.min_samples and median_ci_rel(times, config.confidence) <= config.target_ci:
             reason = "converged"
             break
         if clock() - began >= config.budget_s:
             reason = "budget"
             break
+    ended_wall = wall_clock()
     return Timing(
         times_s=tuple(times),
         block_size=block,
@@ -117,5 +119,5 @@ def measure(timer: Timer, config: HarnessConfig = HarnessConfig(), clock: Clock 
         stop_reason=reason,
         wall_s=clock() - start,
         started_at=began_wall,
-        ended_at=wall_clock(),
+        ended_at=ended_wall,
     )
