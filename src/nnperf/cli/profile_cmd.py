@@ -71,6 +71,8 @@ def run(args: argparse.Namespace) -> int:
     from nnperf.report._format import console
     from nnperf.report.measurements import profile_document, profile_summary, profile_table
 
+    if args.backend == "fake":
+        print("nnperf: warning: the fake backend's times come from a cost model, not a measurement", file=sys.stderr)
     network = load_model(args.model, dict(args.input_shape) or None)
     options = BackendOptions(device=args.device, threads=args.threads, extra=dict(args.option))
     store = open_store(args)
