@@ -112,9 +112,16 @@ _DDL: tuple[str, ...] = (
     created_at REAL NOT NULL
 )""",
     "CREATE INDEX network_measurements_by_run ON network_measurements (run_id)",
+    """CREATE TABLE models (
+    id INTEGER PRIMARY KEY,
+    system_id INTEGER NOT NULL REFERENCES systems(id),
+    kind TEXT NOT NULL,
+    document_json TEXT NOT NULL,
+    created_at REAL NOT NULL
+)""",
 )
 
-TABLES: frozenset[str] = frozenset({"systems", "runs", "layer_measurements", "network_measurements"})
+TABLES: frozenset[str] = frozenset({"systems", "runs", "layer_measurements", "network_measurements", "models"})
 
 T = TypeVar("T")
 

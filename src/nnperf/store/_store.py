@@ -270,3 +270,28 @@ class Store:
             "FROM systems s ORDER BY s.id"
         )
         return {int(r[0]): (int(r[1]), int(r[2]), int(r[3])) for r in rows}
+
+    # -- fitted models -------------------------------------------------------
+    def save_model(self, system_id: int, kind: str, document: Mapping[str, Any]) -> int:
+        """Store a fitted model (a versioned JSON document, never a pickle) for a system; returns its id."""
+        text = dumps(dict(document), f"{kind} model")
+
+        def write(c: sqlite3.Connection) -> int:
+            if c.execute("SELECT 1 FROM systems WHERE id = ?", (system_id,)).fetchone() is None:
+                raise StoreError(f"{self.path}: no system with id {system_id}")
+            cur = c.execute("INSERT INTO models (system_id, kind, document_json, created_at) VALUES (?, ?, ?, ?)",
+                            (system_id, kind, text, time.time()))
+            return int(cur.lastrowid or 0)
+
+        return retry(self._conn, self.path, write, write=True)
+
+    def latest_model(self, system_id: int, kind: str) -> dict[str, Any] | None:
+        """The most recently stored model of ``kind`` for a system, or None."""
+        rows = self._read("SELECT document_json FROM models WHERE system_id = ? AND kind = ? ORDER BY id DESC LIMIT 1",
+                          (system_id, kind))
+        return json.loads(rows[0][0]) if rows else None
+
+    def modelled_systems(self, kind: str) -> list[int]:
+        """Ids of the systems that have a model of ``kind``."""
+        return [int(r[0]) for r in self._read("SELECT DISTINCT system_id FROM models WHERE kind = ? ORDER BY system_id",
+                                              (kind,))]

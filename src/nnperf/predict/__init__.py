@@ -1,0 +1,28 @@
+"""Prediction: PreVIous per-layer regression models fitted from a one-time calibration."""
+
+from nnperf.predict._calibrate import (
+    CALIBRATION_HARNESS,
+    CalibrationRun,
+    MissingCalibrationError,
+    calibrate,
+    calibration_networks,
+    fit_system_model,
+    load_system_model,
+    profile_calibration,
+)
+from nnperf.predict._features import FEATURES, features, model_key
+from nnperf.predict._model import (
+    LayerPrediction,
+    NetworkPrediction,
+    SystemModel,
+    UncoveredLayersError,
+    fit_coefficient,
+)
+from nnperf.predict._ridge import RidgeModel, fit_ridge
+
+__all__ = [
+    "CALIBRATION_HARNESS", "FEATURES", "CalibrationRun", "LayerPrediction", "MissingCalibrationError",
+    "NetworkPrediction", "RidgeModel", "SystemModel", "UncoveredLayersError", "calibrate", "calibration_networks",
+    "features", "fit_coefficient", "fit_ridge", "fit_system_model", "load_system_model", "model_key",
+    "profile_calibration",
+]

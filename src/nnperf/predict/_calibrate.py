@@ -1,0 +1,156 @@
+"""Calibration (PreVIous IV-C and IV-D): profile the calibration networks once, fit the models, store them.
+
+Every measurement goes to the store as it is taken; networks whose campaign
+already finished on this system are reused, and an interrupted campaign
+resumes, so an interrupted calibration picks up where it stopped.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from nnperf.errors import NnperfError
+from nnperf.ir import Network
+from nnperf.measure import HarnessConfig, ProfileConfig, network_hash, profile_network
+from nnperf.measure.backends import Backend
+from nnperf.measure.power import PowerMeter
+from nnperf.predict._features import features, model_key
+from nnperf.predict._model import MODEL_KIND, SystemModel, fit_coefficient
+from nnperf.predict._ridge import RidgeModel, fit_ridge
+from nnperf.store import LayerRecord, NetworkRecord, RunRecord, Store
+
+CALIBRATION_HARNESS = HarnessConfig(warmup_s=0.02, target_ci=0.02, budget_s=0.5)
+"""Per-layer effort during calibration: 2% CI of the median or half a second per layer."""
+
+CalibrationProgress = Callable[[str, int, int], None]
+
+
+class MissingCalibrationError(NnperfError):
+    """No fitted model for the system asked about."""
+
+
+@dataclass(frozen=True)
+class CalibrationRun:
+    """One calibration network's stored measurements."""
+
+    network: Network
+    run: RunRecord
+    layers: tuple[LayerRecord, ...]
+    whole: NetworkRecord
+    reused: bool
+
+
+def calibration_networks() -> list[Network]:
+    """The IR of every calibration network in the zoo (PreVIousNet-01 configurations, -02, nnperf's -03)."""
+    from nnperf import zoo
+    from nnperf._load import zoo_network
+
+    return [zoo_network(name) for name in zoo.calibration_names()]
+
+
+def profile_calibration(backend: Backend, store: Store, networks: Sequence[Network], config: ProfileConfig,
+                        meter: PowerMeter | None = None,
+                        progress: CalibrationProgress | None = None) -> list[CalibrationRun]:
+    """Measures every calibration network layer by layer and whole, reusing finished campaigns."""
+    system = store.add_system(backend.system())
+    total = sum(len(n.layers) + 1 for n in networks)
+    done_before = 0
+    runs = []
+    for net in networks:
+        campaign = config.campaign_key(net.name, network_hash(net))
+        finished = [r for r in store.runs(system_id=system.id, model=net.name)
+                    if r.campaign == campaign and r.status == "done"]
+        reused = bool(finished)
+        if not reused:
+            offset = done_before
+
+            def forward(what: str, done: int, _total: int, offset: int = offset, name: str = net.name,
+                        size: int = len(net.layers)) -> None:
+                if progress is not None:
+                    progress(f"{name}: {what}", offset + min(done, size), total)
+
+            profile_network(net, backend, store, config, meter=meter, progress=forward, model=net.name)
+            finished = [r for r in store.runs(system_id=system.id, model=net.name)
+                        if r.campaign == campaign and r.status == "done"]
+        run = max(finished, key=lambda r: r.started_at)
+        layers = tuple(store.layer_measurements(run_id=run.id, method="isolated"))
+        wholes = store.network_measurements(run_id=run.id)
+        if not wholes:
+            raise NnperfError(f"calibration run {run.id} of {net.name} has no whole-network measurement")
+        runs.append(CalibrationRun(net, run, layers, wholes[-1], reused))
+        done_before += len(net.layers) + 1
+        if progress is not None:
+            progress(f"{net.name}: done", done_before, total)
+    return runs
+
+
+def fit_system_model(runs: Sequence[CalibrationRun], system_key: str, system_label: str,
+                     alpha: float = 1.0) -> SystemModel:
+    """Ridge models per layer type on the isolated layer medians, then c on the whole-network medians."""
+    rows: dict[str, list[np.ndarray]] = {}
+    latency: dict[str, list[float]] = {}
+    energy: dict[str, list[float | None]] = {}
+    for run in runs:
+        measured = {r.layer: r for r in run.layers}
+        for layer in run.network.layers:
+            record = measured.get(layer.name)
+            if record is None:
+                raise NnperfError(f"calibration run {run.run.id} of {run.network.name} lacks layer {layer.name!r}")
+            key = model_key(layer)
+            rows.setdefault(key, []).append(features(layer))
+            latency.setdefault(key, []).append(record.median_s)
+            energy.setdefault(key, []).append(record.energy_j)
+    latency_models = {k: fit_ridge(k, "latency_s", np.array(rows[k]), latency[k], alpha) for k in rows}
+    energy_models: dict[str, RidgeModel] = {}
+    for k, values in energy.items():
+        if values and all(v is not None for v in values):
+            energy_models[k] = fit_ridge(k, "energy_j", np.array(rows[k]), [float(v or 0.0) for v in values], alpha)
+    partial = SystemModel(system_key, system_label, latency_models, 1.0, energy_models)
+    predictions = [partial.predict(run.network) for run in runs]
+    c = fit_coefficient([p.layer_sum_s for p in predictions], [run.whole.median_s for run in runs])
+    energy_c = None
+    if energy_models and all(run.whole.energy_j is not None for run in runs):
+        sums = [float(sum(lp.energy_j or 0.0 for lp in p.layers)) for p in predictions]
+        energy_c = fit_coefficient(sums, [float(run.whole.energy_j or 0.0) for run in runs])
+    calibration = {
+        "networks": [run.network.name for run in runs],
+        "layers": sum(len(run.layers) for run in runs),
+        "runs": [run.run.id for run in runs],
+        "alpha": alpha,
+    }
+    return SystemModel(system_key, system_label, latency_models, c, energy_models, energy_c, calibration)
+
+
+def calibrate(backend: Backend, store: Store, networks: Sequence[Network] | None = None,
+              config: ProfileConfig | None = None, meter: PowerMeter | None = None,
+              progress: CalibrationProgress | None = None) -> SystemModel:
+    """Profiles the calibration networks (resuming), fits the system's model and stores it."""
+    started = time.perf_counter()
+    networks = list(networks) if networks is not None else calibration_networks()
+    config = config or ProfileConfig(per_layer="isolated", harness=CALIBRATION_HARNESS)
+    runs = profile_calibration(backend, store, networks, config, meter, progress)
+    system = backend.system()
+    model = fit_system_model(runs, system.key, system.label)
+    calibration = dict(model.calibration)
+    calibration.update({"wall_s": time.perf_counter() - started, "reused_networks": sum(r.reused for r in runs),
+                        "harness": {"target_ci": config.harness.target_ci, "budget_s": config.harness.budget_s}})
+    model = SystemModel(model.system_key, model.system_label, model.latency, model.coefficient_c, model.energy,
+                        model.energy_coefficient_c, calibration)
+    store.save_model(store.add_system(system).id, MODEL_KIND, model.to_dict())
+    return model
+
+
+def load_system_model(store: Store, system_key: str, label: str, backend: str = "torch") -> SystemModel:
+    """The latest stored model of a system; a missing one says how to calibrate."""
+    record = next((s for s in store.systems() if s.key == system_key), None)
+    document = None if record is None else store.latest_model(record.id, MODEL_KIND)
+    if document is None:
+        raise MissingCalibrationError(
+            f"no calibration for {label} in {store.path}: run `nnperf calibrate --backend {backend}` "
+            "(with the same --device, --threads and --option settings) first"
+        )
+    return SystemModel.from_dict(document)

@@ -1,0 +1,34 @@
+"""What a per-layer model sees of a layer: its type key and its predictors (PreVIous IV-D).
+
+PreVIous fits one model per layer type with three predictors: n(W) (learnt
+weights), #OPs and #memOPs (Eq. 2). The type keys follow the paper's layer
+types (one model for every convolution, one for every pooling, one for every
+element-wise operation); op types the paper does not model keep their own key.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nnperf.ir import ELTWISE, Layer, OpType
+from nnperf.ir.metrics import layer_metrics
+
+FEATURES = ("n_weights", "ops", "mem_ops")
+"""The predictors, in column order: n(W), #OPs, #memOPs."""
+
+POOLS = frozenset({OpType.MAX_POOL, OpType.AVG_POOL, OpType.GLOBAL_AVG_POOL, OpType.GLOBAL_MAX_POOL})
+
+
+def model_key(layer: Layer) -> str:
+    """The layer type whose model predicts ``layer``: 'conv', 'pool', 'eltwise', or the op's own name."""
+    if layer.op in POOLS:
+        return "pool"
+    if layer.op in ELTWISE:
+        return "eltwise"
+    return layer.op.value
+
+
+def features(layer: Layer) -> np.ndarray:
+    """The predictors of ``layer`` as a float vector in ``FEATURES`` order."""
+    m = layer_metrics(layer)
+    return np.array([m.params, m.ops, m.mem_ops], dtype=float)

@@ -1,0 +1,123 @@
+"""PreVIous models: Ridge recovery, the coefficient c, calibrate -> predict on the fake backend, clear errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from networks import tiny_network
+
+from nnperf.errors import FormatVersionError
+from nnperf.ir import ConvAttrs, Layer, Network, OpType, TensorSpec
+from nnperf.measure import HarnessConfig, ProfileConfig
+from nnperf.measure.backends._fake import CostModel, FakeBackend
+from nnperf.predict import (
+    MissingCalibrationError,
+    SystemModel,
+    UncoveredLayersError,
+    calibrate,
+    fit_coefficient,
+    fit_ridge,
+    load_system_model,
+    model_key,
+)
+from nnperf.store import Store
+
+FAST = ProfileConfig(harness=HarnessConfig(warmup_s=0.0, min_block_s=1e-4, target_ci=0.05, budget_s=0.05))
+
+
+def test_ridge_recovers_known_coefficients() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.uniform([1e3, 1e5, 1e4], [1e6, 1e9, 1e7], size=(400, 3))
+    true = np.array([2e-9, 3e-10, 1e-9])
+    y = x @ true + 1e-5
+    model = fit_ridge("conv", "latency_s", x, y)
+    # the closed form on standardised predictors: w = (Z'Z + I)^-1 Z'(y - mean y)
+    z = (x - x.mean(axis=0)) / x.std(axis=0)
+    np.testing.assert_allclose(model.coef, np.linalg.solve(z.T @ z + np.eye(3), z.T @ (y - y.mean())), rtol=1e-8)
+    # back in raw units (coef / scale) the penalty shrinks the weakest predictor most, by a few percent here
+    recovered = np.asarray(model.coef) / np.asarray(model.scale)
+    np.testing.assert_allclose(recovered, true, rtol=0.05)
+    np.testing.assert_allclose(model.predict(x), y, atol=0.01 * y.max())
+    assert model.r2 > 0.999 and model.n_samples == 400
+
+
+def test_ridge_shrinks_by_n_over_n_plus_lambda() -> None:
+    x = np.array([[0.0, 0, 0], [1, 0, 0], [2, 0, 0], [3, 0, 0]])  # one informative predictor, var 1.25
+    y = np.array([0.0, 1, 2, 3])
+    model = fit_ridge("pool", "latency_s", x, y)
+    # standardised x has sum of squares n = 4, so the slope shrinks to 4 / (4 + 1) of the least-squares slope
+    assert model.coef[0] / model.scale[0] == pytest.approx(4 / 5)
+    assert model.coef[1] == 0.0 and model.scale[1] == 1.0  # a constant predictor does nothing
+
+
+def test_coefficient_c_is_the_slope_through_the_origin() -> None:
+    # c = sum(s*y) / sum(s*s) = (1*2 + 2*3 + 3*7) / (1 + 4 + 9) = 29 / 14
+    assert fit_coefficient([1, 2, 3], [2, 3, 7]) == pytest.approx(29 / 14)
+
+
+def conv_net(name: str, c: int, hw: int) -> Network:
+    s = (1, c, hw, hw)
+    return Network(name, (TensorSpec("x", s),), (
+        Layer("a", OpType.CONV, ("x",), (s,), s, ConvAttrs((3, 3), padding=(1,) * 4)),
+        Layer("r", OpType.RELU, ("a",), (s,), s),
+        Layer("b", OpType.CONV, ("r",), (s,), s, ConvAttrs((1, 1))),
+        Layer("add", OpType.ADD, ("b", "r"), (s, s), s),
+    ), ("add",))
+
+
+def test_calibrate_then_predict_an_unseen_network(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    backend = FakeBackend(model=CostModel(noise_sigma=0.0, network_factor=0.9))
+    calibration = [conv_net(f"cal{c}x{hw}", c, hw) for c in (4, 8, 16, 32) for hw in (8, 16, 32)]
+    with Store(tmp_path / "m.db") as store:
+        model = calibrate(backend, store, calibration, FAST)
+        assert set(model.latency) == {"conv", "relu", "eltwise"}
+        assert model.latency["conv"].n_samples == 24
+        assert model.coefficient_c == pytest.approx(0.9, rel=0.01)  # the fake network runs in 0.9 x its layers
+        unseen = conv_net("unseen", 12, 24)
+        prediction = model.predict(unseen)
+        truth = {layer.name: backend.model.layer_cost_s(layer) for layer in unseen.layers}
+        by_name = {p.layer: p.latency_s for p in prediction.layers}
+        assert by_name["a"] == pytest.approx(truth["a"], rel=0.05)  # the dominant 3x3 convolution
+        for name in ("r", "b", "add"):  # ridge shrinkage (lambda = 1 on 24 samples) moves small layers more
+            assert by_name[name] == pytest.approx(truth[name], rel=0.25), name
+        assert prediction.latency_s == pytest.approx(backend.network_cost_s(unseen), rel=0.05)
+        assert prediction.hotspots(1)[0][0].layer == "a"  # the 3x3 conv dominates
+        again = load_system_model(store, backend.system().key, backend.system().label)
+        assert again.to_dict() == model.to_dict()
+        # a second calibration reuses every finished campaign and measures nothing new
+        before = len(store.layer_measurements())
+        assert calibrate(backend, store, calibration, FAST).calibration["reused_networks"] == 12
+        assert len(store.layer_measurements()) == before
+
+
+def test_an_uncovered_layer_type_is_named_never_zero(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    backend = FakeBackend(model=CostModel(noise_sigma=0.0))
+    with Store(tmp_path / "m.db") as store:
+        model = calibrate(backend, store, [conv_net("cal", 8, 8), conv_net("cal2", 4, 16)], FAST)
+    with pytest.raises(UncoveredLayersError, match="layer type.*linear \\(fc\\).*pool \\(pool, gap\\).*softmax"):
+        model.predict(tiny_network())
+    assert model_key(tiny_network().layer("gap")) == "pool"
+
+
+def test_missing_calibration_says_how_to_calibrate(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    with Store(tmp_path / "m.db") as store, pytest.raises(MissingCalibrationError,
+                                                          match="nnperf calibrate --backend torch"):
+        load_system_model(store, "0123456789abcdef", "torch/cpu[threads=1]")
+
+
+def test_a_model_of_another_system_is_not_used(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    one = FakeBackend(model=CostModel(noise_sigma=0.0))
+    with Store(tmp_path / "m.db") as store:
+        calibrate(one, store, [conv_net("cal", 8, 8)], FAST)
+        other = one.system().key[::-1]
+        with pytest.raises(MissingCalibrationError, match="no calibration for fake/cpu\\[threads=2\\]"):
+            load_system_model(store, other, "fake/cpu[threads=2]", "fake")
+
+
+def test_model_documents_are_versioned() -> None:
+    doc = SystemModel("k", "label", {"conv": fit_ridge("conv", "latency_s", [[1, 2, 3], [2, 3, 5]], [1, 2])},
+                      1.1).to_dict()
+    assert (doc["format"], doc["version"]) == ("nnperf-model", 1)
+    assert SystemModel.from_dict(doc).to_dict() == doc
+    with pytest.raises(FormatVersionError, match="recalibrate"):
+        SystemModel.from_dict({**doc, "version": 2})
