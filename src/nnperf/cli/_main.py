@@ -8,14 +8,25 @@ import traceback
 from collections.abc import Sequence
 
 from nnperf import __version__
-from nnperf.cli import backends_cmd, export_cmd, inspect_cmd, measurements_cmd, profile_cmd, systems_cmd, zoo_cmd
+from nnperf.cli import (
+    backends_cmd,
+    calibrate_cmd,
+    export_cmd,
+    inspect_cmd,
+    measurements_cmd,
+    predict_cmd,
+    profile_cmd,
+    systems_cmd,
+    zoo_cmd,
+)
 from nnperf.errors import NnperfError
 
 EXIT_ERROR = 1
 EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130
 
-COMMANDS = (zoo_cmd, inspect_cmd, export_cmd, backends_cmd, profile_cmd, systems_cmd, measurements_cmd)
+COMMANDS = (zoo_cmd, inspect_cmd, export_cmd, backends_cmd, profile_cmd, systems_cmd, measurements_cmd, calibrate_cmd,
+            predict_cmd)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -7,25 +7,9 @@ import json
 import sys
 from pathlib import Path
 
+from nnperf.cli._backend_args import Progress, add_backend_arguments, backend_from_args, positive_int
 from nnperf.cli._shapes import parse_input_shape
 from nnperf.cli._store_arg import add_db_argument, open_store
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
-
-
-def key_value(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    return key, value
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -35,12 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                                    "PreVIous does) or from the framework's profiler. Every measurement is stored "
                                    "as it is taken; an interrupted run resumes.")
     p.add_argument("model", metavar="MODEL", help="zoo name (see `nnperf zoo`), .onnx file or IR .json file")
-    p.add_argument("--backend", required=True, metavar="NAME", help="torch, onnxruntime or opencv (see `nnperf backends`)")
-    p.add_argument("--device", default="cpu", help="cpu (default), cuda or cuda:N")
-    p.add_argument("--threads", type=positive_int, default=1, help="intra-op threads (default 1, the quietest)")
-    p.add_argument("--option", action="append", type=key_value, default=[], metavar="KEY=VALUE",
-                   help="backend option, e.g. memory_format=channels_last (torch), opt_level=basic (onnxruntime), "
-                        "engine=classic (opencv); repeatable")
+    add_backend_arguments(p, required=True)
     p.add_argument("--per-layer", choices=["isolated", "profiler", "none"], default="isolated",
                    help="isolated: each layer alone (default); profiler: the framework's per-node times in "
                         "whole-network runs; none: whole network only")
@@ -66,7 +45,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def run(args: argparse.Namespace) -> int:
     from nnperf._load import load_model
     from nnperf.measure import HarnessConfig, ProfileConfig, profile_network
-    from nnperf.measure.backends import BackendOptions, create_backend
     from nnperf.measure.power import get_meter
     from nnperf.report._format import console
     from nnperf.report.measurements import profile_document, profile_summary, profile_table
@@ -74,16 +52,15 @@ def run(args: argparse.Namespace) -> int:
     if args.backend == "fake":
         print("nnperf: warning: the fake backend's times come from a cost model, not a measurement", file=sys.stderr)
     network = load_model(args.model, dict(args.input_shape) or None)
-    options = BackendOptions(device=args.device, threads=args.threads, extra=dict(args.option))
     store = open_store(args)
     trace = Path(args.energy) if args.energy and args.energy.lower().endswith(".csv") else None
-    with store, create_backend(args.backend, options) as backend:
+    with store, backend_from_args(args) as backend:
         if trace is not None:
             return _attach_trace(args, network, backend, store, trace)
         meter = get_meter(args.energy) if args.energy else None
         config = ProfileConfig(per_layer=args.per_layer, profiler_runs=args.profiler_runs, gap_s=args.gap_s,
                                harness=HarnessConfig(target_ci=args.target_ci, budget_s=args.budget_s))
-        with _progress(not args.json) as progress:
+        with Progress(not args.json) as progress:
             report = profile_network(network, backend, store, config, meter=meter, progress=progress,
                                      model=args.model)
     if args.json:
@@ -112,33 +89,3 @@ def _attach_trace(args: argparse.Namespace, network, backend, store, trace: Path
         out.print(f"{e.label}: {e.energy_per_execution_j * 1e3:.4g} mJ per execution, "
                   f"mean {e.mean_power_w:.3g} W over {e.samples} samples")
     return 0
-
-
-class _progress:
-    """A rich progress bar with an ETA on stderr (a no-op when ``enabled`` is false)."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-        self.bar = None
-        self.task = None
-
-    def __enter__(self):  # type: ignore[no-untyped-def]
-        if not self.enabled:
-            return None
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-        self.bar = Progress(TextColumn("{task.description:<40}"), BarColumn(), MofNCompleteColumn(),
-                            TimeRemainingColumn(), console=Console(stderr=True), transient=True)
-        self.bar.__enter__()
-        self.task = self.bar.add_task("profiling", total=None)
-        return self.update
-
-    def update(self, what: str, done: int, total: int) -> None:
-        assert self.bar is not None and self.task is not None
-        self.bar.update(self.task, description=what[:40], completed=done, total=total)
-
-    def __exit__(self, *exc: object) -> None:
-        if self.bar is not None:
-            self.bar.__exit__(None, None, None)
-
