@@ -1,9 +1,11 @@
 """Built-in networks, written in plain PyTorch with random weights.
 
-``names()`` lists them, ``get(name)`` returns a ZooEntry whose ``build(seed)``
-makes the module and ``example_input(seed)`` a canonical input.
+``names()`` lists the reference networks (the ones to predict),
+``calibration_names()`` the PreVIousNet calibration networks (the ones to
+profile a system with); ``get(name)`` finds either and returns a ZooEntry whose
+``build(seed)`` makes the module and ``example_input(seed)`` a canonical input.
 """
 
-from nnperf.zoo._registry import ZooEntry, entries, get, names
+from nnperf.zoo._registry import ZooEntry, calibration_entries, calibration_names, entries, get, names
 
-__all__ = ["ZooEntry", "entries", "get", "names"]
+__all__ = ["ZooEntry", "calibration_entries", "calibration_names", "entries", "get", "names"]

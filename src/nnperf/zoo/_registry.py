@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -10,17 +11,31 @@ import torch
 from torch import nn
 
 from nnperf.errors import UnknownModelError
-from nnperf.zoo import alexnet, allcnn, googlenet, mobilenet, resnet, simplenet, squeezenet, tinyyolo, vgg
+from nnperf.zoo import (
+    alexnet,
+    allcnn,
+    googlenet,
+    mobilenet,
+    previousnet,
+    resnet,
+    simplenet,
+    squeezenet,
+    tinyyolo,
+    vgg,
+)
 
 
 @dataclass(frozen=True)
 class ZooEntry:
     """One built-in network.
 
-    ``name`` is the lower-case CLI name, ``input_shape`` the canonical NCHW
-    input with batch 1, ``variant`` says which variant of the architecture is
+    ``name`` is the lower-case CLI name, ``input_shape`` the canonical input
+    with batch 1 (NCHW; N x length for PreVIousNet-02), ``variant`` says which variant of the architecture is
     built and where its layout comes from, ``factory`` builds it with random
-    weights.
+    weights. ``calibration`` marks the networks built to profile a system's
+    layers (PreVIousNet) rather than to be predicted: ``names()`` and
+    ``entries()`` list the reference networks, ``calibration_names()`` and
+    ``calibration_entries()`` the calibration ones.
     """
 
     name: str
@@ -28,6 +43,7 @@ class ZooEntry:
     input_shape: tuple[int, ...]
     variant: str
     factory: Callable[[], nn.Module]
+    calibration: bool = False
 
     def build(self, seed: int = 0) -> nn.Module:
         """The network in eval mode, its random weights fixed by ``seed``.
@@ -94,17 +110,49 @@ _ENTRIES: tuple[ZooEntry, ...] = (
              vgg.vgg19),
 )
 
-_BY_NAME: dict[str, ZooEntry] = {entry.name: entry for entry in _ENTRIES}
+
+def _configurations(number: str, factory: Callable[[int], nn.Module], variant: str) -> tuple[ZooEntry, ...]:
+    """A PreVIousNet at the paper's four input sizes H x W x C (section V-C)."""
+    return tuple(
+        ZooEntry(f"previousnet{number}_{height}x{width}x{channels}",
+                 f"PreVIousNet-{number} calibration network, input {height}x{width}x{channels} (HxWxC)",
+                 (1, channels, height, width), variant, functools.partial(factory, channels), calibration=True)
+        for height, width, channels in previousnet.CONFIGURATIONS
+    )
+
+
+_CALIBRATION: tuple[ZooEntry, ...] = (
+    *_configurations("01", previousnet.previousnet01,
+                     "PreVIous Fig. 4(a): 15 conv, 7 BN, 7 Scale, 7 ReLU, 6 pool, 5 eltwise, 5 concat in 4 levels"),
+    ZooEntry("previousnet02", "PreVIousNet-02 calibration network, input vector 1x256", (1, 256),
+             "PreVIous Fig. 4(b): 32 FC on lengths 256-4096, 10 and 1000, 12 softmax",
+             previousnet.previousnet02, calibration=True),
+    *_configurations("03", previousnet.previousnet03,
+                     "nnperf extension: ReLU6, leaky ReLU, sigmoid, tanh, hard-swish, SiLU, mul, max, LRN, pad,"
+                     " upsample, reshape, global max pool, grouped conv in 4 levels"),
+)
+
+_BY_NAME: dict[str, ZooEntry] = {entry.name: entry for entry in _ENTRIES + _CALIBRATION}
 
 
 def names() -> list[str]:
-    """Names of every zoo network, in registry order."""
+    """Names of the reference zoo networks (not the calibration ones), in registry order."""
     return [entry.name for entry in _ENTRIES]
 
 
 def entries() -> list[ZooEntry]:
-    """Every zoo entry, in registry order."""
+    """The reference zoo entries (not the calibration ones), in registry order."""
     return list(_ENTRIES)
+
+
+def calibration_names() -> list[str]:
+    """Names of the calibration networks (PreVIousNet-01, -02, -03 configurations), in registry order."""
+    return [entry.name for entry in _CALIBRATION]
+
+
+def calibration_entries() -> list[ZooEntry]:
+    """The calibration entries, in registry order."""
+    return list(_CALIBRATION)
 
 
 def _normalise(name: str) -> str:
@@ -112,7 +160,7 @@ def _normalise(name: str) -> str:
 
 
 def get(name: str) -> ZooEntry:
-    """The entry called ``name`` (case-insensitive, '-' accepted for '_').
+    """The reference or calibration entry called ``name`` (case-insensitive, '-' accepted for '_').
 
     Raises UnknownModelError listing the closest names, or all of them.
     """
@@ -120,9 +168,9 @@ def get(name: str) -> ZooEntry:
     entry = _BY_NAME.get(key)
     if entry is not None:
         return entry
-    close = difflib.get_close_matches(key, names())
+    close = difflib.get_close_matches(key, list(_BY_NAME))
     if close:
         hint = "did you mean " + ", ".join(close) + "?"
     else:
-        hint = "known models: " + ", ".join(names())
+        hint = "known models: " + ", ".join(list(_BY_NAME))
     raise UnknownModelError(f"unknown model {name!r}; {hint}")
