@@ -17,11 +17,15 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# The main job on the embedded default (this CPU, torch backend, ./nnperf.db): calibrate once
+# (about 1-2 minutes; skipped when done), then predict ResNet-18 and verify against a measurement.
 demo: $(STAMP)
-	$(VENV)/bin/nnperf inspect resnet18
+	$(VENV)/bin/nnperf calibrate --backend torch --if-needed
+	$(VENV)/bin/nnperf predict resnet18 --backend torch --verify
 
 test: $(STAMP)
 	$(PY) -m pytest -q
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .pytest_cache
+# nnperf.db holds measurements: remove it yourself if you mean to

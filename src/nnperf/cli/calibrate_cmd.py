@@ -20,6 +20,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--budget-s", type=float, default=None,
                    help="time budget per layer measurement in seconds (default 0.5)")
     p.add_argument("--target-ci", type=float, default=None, help="median CI target per layer (default 0.02)")
+    p.add_argument("--if-needed", action="store_true",
+                   help="do nothing when this system already has a stored calibration")
     add_db_argument(p)
     p.set_defaults(run=run)
 
@@ -29,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
 
     from nnperf.measure import ProfileConfig
     from nnperf.measure.power import get_meter
-    from nnperf.predict import CALIBRATION_HARNESS, calibrate
+    from nnperf.predict import CALIBRATION_HARNESS, MissingCalibrationError, calibrate, load_system_model
     from nnperf.report._format import console
     from nnperf.report.predictions import calibration_table
 
@@ -39,10 +41,21 @@ def run(args: argparse.Namespace) -> int:
     if args.target_ci is not None:
         harness = replace(harness, target_ci=args.target_ci)
     meter = get_meter(args.energy) if args.energy else None
-    with open_store(args) as store, backend_from_args(args) as backend, Progress(True, "calibrating") as progress:
-        model = calibrate(backend, store, config=ProfileConfig(per_layer="isolated", harness=harness), meter=meter,
-                          progress=progress)
     out = console()
+    with open_store(args) as store, backend_from_args(args) as backend:
+        if args.if_needed:
+            system = backend.system()
+            try:
+                existing = load_system_model(store, system.key, system.label, args.backend)
+            except MissingCalibrationError:
+                existing = None
+            if existing is not None:
+                out.print(f"{system.label} is already calibrated in {store.path} (c = {existing.coefficient_c:.3f}, "
+                          f"{len(existing.latency)} layer-type models); nothing to do")
+                return 0
+        with Progress(True, "calibrating") as progress:
+            model = calibrate(backend, store, config=ProfileConfig(per_layer="isolated", harness=harness),
+                              meter=meter, progress=progress)
     out.print(calibration_table(model))
     info = model.calibration
     out.print(f"network coefficient c = {model.coefficient_c:.3f} (Eq. 6, from {len(info['networks'])} "

@@ -21,5 +21,9 @@ def si(count: float, unit: str = "") -> str:
 
 
 def console() -> Console:
-    """A console for stdout; wide when piped, so tables do not wrap in logs."""
-    return Console(width=None if sys.stdout.isatty() else 200, soft_wrap=False)
+    """A console for stdout; wide when piped, so tables do not wrap in logs.
+
+    Markup is off: names such as 'torch/cpu[threads=1]' print as they are.
+    Styles go through ``rich.text.Text`` instead.
+    """
+    return Console(width=None if sys.stdout.isatty() else 200, soft_wrap=False, markup=False)

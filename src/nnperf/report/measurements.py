@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.table import Table
+from rich.text import Text
 
 from nnperf.ir import Network
 from nnperf.measure._campaign import ProfileReport
@@ -33,7 +34,7 @@ def profile_table(network: Network, report: ProfileReport) -> Table:
     """Per-layer times: median, IQR, CI half-width, share of the layer sum, fused group, energy."""
     total = report.layer_sum_s
     has_energy = any(m.energy_j is not None for m in report.layers)
-    table = Table(title=f"{network.name} on {report.system_label}: per-layer times ({report.method})",
+    table = Table(title=Text(f"{network.name} on {report.system_label}: per-layer times ({report.method})"),
                   title_justify="left", show_footer=True)
     table.add_column("#", justify="right")
     table.add_column("layer", footer="sum of layers")
@@ -55,14 +56,14 @@ def profile_table(network: Network, report: ProfileReport) -> Table:
         counted.add(group)
         share = f"{s.median_s / total:.1%}" if first and total > 0 else ""
         fused = f"{group} ({m.group_size} layers)" if m.group_size > 1 else ""
-        row = [str(index.get(m.layer, "")), m.layer, layer_type(network, m.layer),
-               ms(s.median_s) if first else f"[dim]{ms(s.median_s)}[/dim]", f"{ms(s.q1_s)}-{ms(s.q3_s)}",
+        row: list[str | Text] = [str(index.get(m.layer, "")), m.layer, layer_type(network, m.layer),
+               ms(s.median_s) if first else Text(ms(s.median_s), style="dim"), f"{ms(s.q1_s)}-{ms(s.q3_s)}",
                f"{s.ci_rel:.1%}", f"{s.n}x{m.timing.block_size}", share, fused]
         if has_energy:
             row.append(f"{m.energy_j * 1e3:.4g}" if m.energy_j is not None else "-")
         table.add_row(*row)
     for node, seconds in report.unattributed_s.items():
-        row = ["", f"[italic]{node}[/italic]", "framework", ms(seconds), "", "", "", f"{seconds / total:.1%}",
+        row = ["", Text(node, style="italic"), "framework", ms(seconds), "", "", "", f"{seconds / total:.1%}",
                "not an IR layer"]
         table.add_row(*(row + ([""] if has_energy else [])))
     return table

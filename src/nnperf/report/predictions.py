@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rich.table import Table
+from rich.text import Text
 
 from nnperf.ir import Network
 from nnperf.predict import NetworkPrediction, SystemModel
@@ -17,7 +18,7 @@ PREDICTION_FORMAT = ("nnperf-prediction", 1)
 
 def calibration_table(model: SystemModel) -> Table:
     """One row per layer-type model: samples, fit quality and the response range it saw."""
-    table = Table(title=f"calibration of {model.system_label}: latency models (standardised Ridge, lambda = 1)",
+    table = Table(title=Text(f"calibration of {model.system_label}: latency models (standardised Ridge, lambda = 1)"),
                   title_justify="left")
     for column, justify in (("layer type", "left"), ("samples", "right"), ("R^2", "right"),
                             ("fastest ms", "right"), ("slowest ms", "right"), ("energy model", "left")):
@@ -34,7 +35,7 @@ def prediction_table(network: Network, prediction: NetworkPrediction,
     total = prediction.layer_sum_s
     has_energy = any(p.energy_j is not None for p in prediction.layers)
     title = f"{network.name} on {prediction.system}: predicted per-layer latency"
-    table = Table(title=title + (" vs measured (isolated)" if measured_s else ""), title_justify="left",
+    table = Table(title=Text(title + (" vs measured (isolated)" if measured_s else "")), title_justify="left",
                   show_footer=True)
     table.add_column("#", justify="right")
     table.add_column("layer", footer="sum of layers")
