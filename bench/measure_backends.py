@@ -104,7 +104,7 @@ class LoadReading:
 
 def read_load(window_s: float = 0.5) -> LoadReading:
     """Other processes' CPU use and steal time over ``window_s`` while this process sleeps."""
-    time.sleep(0.2)  # let worker threads of the last pass stop spinning
+    time.sleep(1.0)  # let worker threads of the last pass stop spinning and the store's temp files flush
     loadavg = float(Path("/proc/loadavg").read_text().split()[0])
     t0, idle0, steal0 = _cpu_ticks()
     own0 = _own_ticks()
@@ -184,7 +184,9 @@ def guarded_pass(network: Network, backend: Backend, config: ProfileConfig, labe
             raise RuntimeError(f"{label}: a fresh store resumed a campaign (resumed={report.resumed}, "
                                f"skipped={report.skipped})")
         reasons = _reasons(before, steal.steal, report.drift)
+        extra = report.network.extra
         attempts.append({"load_before": asdict(before), "steal_during": steal.steal, "drift": report.drift,
+                         "sentinel_start_s": extra.get("sentinel_start_s"), "sentinel_end_s": extra.get("sentinel_end_s"),
                          "wall_s": wall, "whole_median_s": report.network.timing.stats.median_s,
                          "disturbed_by": reasons})
         log(f"{label} {config.per_layer} pass took {wall:.1f} s, whole {report.network.timing.stats.median_s * 1e3:.2f}"

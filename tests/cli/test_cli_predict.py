@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from networks import tiny_network
 
+from networks import tiny_network
 from nnperf.cli import main
 from nnperf.ir import ConvAttrs, Layer, Network, OpType, TensorSpec, save_network
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from networks import tiny_network
 
+from networks import tiny_network
 from nnperf.errors import NnperfError
 from nnperf.measure import HarnessConfig, ProfileConfig, attach_trace, profile_network
 from nnperf.measure.backends import create_backend

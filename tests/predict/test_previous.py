@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from networks import tiny_network
 
+from networks import tiny_network
 from nnperf.errors import FormatVersionError
 from nnperf.ir import ConvAttrs, Layer, Network, OpType, TensorSpec
 from nnperf.measure import HarnessConfig, ProfileConfig
