@@ -54,6 +54,7 @@ class OpenCvBackend(Backend):
 
     def _net(self, model: Any) -> tuple[Any, list[tuple[str, np.ndarray]]]:
         cv2 = self.cv2
+        cv2.setNumThreads(self.options.threads)  # process-wide: another backend may have changed it
         with tempfile.TemporaryDirectory(prefix="nnperf-cv-") as tmp:
             path = os.path.join(tmp, "model.onnx")
             with open(path, "wb") as f:

@@ -52,6 +52,7 @@ class TorchBackend(Backend):
 
     def _prepare(self, module: Any, shapes: list[tuple[int, ...]]) -> tuple[Any, list[Any]]:
         torch = self.torch
+        torch.set_num_threads(self.options.threads)  # process-wide: another backend may have changed it
         channels_last = self.option("memory_format") == "channels_last"
         module = module.to(self.device)
         if channels_last:
