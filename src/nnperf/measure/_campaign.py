@@ -148,8 +148,6 @@ def profile_network(network: Network, backend: Backend, store: Store, config: Pr
         store.finish_run(run.id, "failed")
         raise
     layers = tuple(r.measurement() for r in store.layer_measurements(run_id=run.id, method=method))
-    if method == "profiler":
-        unattributed = {k.split(":", 1)[1]: v for k, v in extra.items() if k.startswith("unattributed:")}
     return ProfileReport(system.label, system.key, run.id, run.resumed, net, _in_order(network, layers), method,
                          skipped, unattributed, drift, tuple(warnings))
 
