@@ -125,3 +125,11 @@ def test_profiler_campaign_stores_profiler_times(tmp_path: Path) -> None:
         assert report.method == "profiler"
         assert [m.timing.stats.n for m in report.layers] == [7] * 5
         assert {r.method for r in store.layer_measurements()} == {"profiler"}
+
+
+def test_whole_network_only(tmp_path: Path) -> None:
+    backend = FakeBackend(model=CostModel(noise_sigma=0.0))
+    with Store(tmp_path / "m.db") as store:
+        report = profile_network(small_net(), backend, store, ProfileConfig(per_layer="none", harness=FAST))
+        assert report.layers == () and store.layer_measurements() == []
+        assert report.network.timing.stats.median_s == pytest.approx(backend.network_cost_s(small_net()))

@@ -13,7 +13,7 @@ import json
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from nnperf.errors import NnperfError
@@ -33,6 +33,9 @@ Progress = Callable[[str, int, int], None]
 SENTINEL = Layer("sentinel", OpType.CONV, ("x",), ((1, 32, 28, 28),), (1, 32, 28, 28),
                  ConvAttrs(kernel=(3, 3), padding=(1, 1, 1, 1)))
 """The drift sentinel: a mid-sized 3x3 convolution (7.2 M MACs), timed at the start and end of a campaign."""
+
+SENTINEL_WARMUP_S = 0.5
+"""Warm-up before each sentinel measurement (seconds)."""
 
 
 @dataclass(frozen=True)
@@ -115,7 +118,7 @@ def profile_network(network: Network, backend: Backend, store: Store, config: Pr
     warnings: list[str] = []
     report = _noop if progress is None else progress
     try:
-        sentinel_start = measure(backend.layer_timer(SENTINEL), config.harness).stats.median_s
+        sentinel_start = _sentinel(backend, config)
         done = {layer for layer, m in store.done_layers(run.id) if m == method}
         skipped = len(done)
         unattributed: dict[str, float] = {}
@@ -131,7 +134,7 @@ def profile_network(network: Network, backend: Backend, store: Store, config: Pr
         report("whole network", 0, 1)
         whole_timer = backend.network_timer(network)
         whole = measure(whole_timer, config.harness)
-        sentinel_end = measure(backend.layer_timer(SENTINEL), config.harness).stats.median_s
+        sentinel_end = _sentinel(backend, config)
         drift = relative_change(sentinel_start, sentinel_end)
         if abs(drift) > config.drift_threshold:
             warnings.append(f"the machine's speed drifted during the campaign: the sentinel layer took "
@@ -147,9 +150,20 @@ def profile_network(network: Network, backend: Backend, store: Store, config: Pr
     except BaseException:
         store.finish_run(run.id, "failed")
         raise
-    layers = tuple(r.measurement() for r in store.layer_measurements(run_id=run.id, method=method))
+    layers = () if method == "none" else tuple(
+        r.measurement() for r in store.layer_measurements(run_id=run.id, method=method))
     return ProfileReport(system.label, system.key, run.id, run.resumed, net, _in_order(network, layers), method,
                          skipped, unattributed, drift, tuple(warnings))
+
+
+def _sentinel(backend: Backend, config: ProfileConfig) -> float:
+    """The sentinel's median time, after a warm-up long enough for a cold thread pool.
+
+    With a short warm-up the first sentinel of a 2-thread campaign read 1.7x the
+    last on this VM (the thread pool and caches were cold), a false drift.
+    """
+    harness = replace(config.harness, warmup_s=max(config.harness.warmup_s, SENTINEL_WARMUP_S))
+    return measure(backend.layer_timer(SENTINEL), harness).stats.median_s
 
 
 def _isolated(network: Network, backend: Backend, store: Store, run_id: int, config: ProfileConfig,
