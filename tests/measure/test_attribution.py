@@ -62,3 +62,10 @@ def test_framework_node_names_are_matched_to_layers() -> None:
     assert match_node("onnx_node!fc/matmul", layer_of) == "fc"
     assert match_node("fc", layer_of) == "fc"
     assert match_node("ReorderOutput", layer_of) is None
+
+
+def test_an_activation_run_alone_after_a_named_conv_claims_nothing() -> None:
+    # OpenCV 5 on MobileNet v2: the conv (BN folded in) and the ReLU6 after it are separate nodes
+    groups = attribute(residual_block(), {"conv1": "conv1", "relu1": "relu1", "conv2": "conv2", "pool": "pool"})
+    assert groups.members("conv1") == ["conv1", "bn1"]
+    assert groups.members("relu1") == ["relu1"]

@@ -8,8 +8,10 @@ A fused group is a compute layer (convolution, fully connected) followed by
 a chain of element-wise successors (BN, scale, activations, eltwise), each the
 only consumer of the one before. So a node claims the layer it is named
 after and, when that is an element-wise layer, walks upstream through
-producers no node is named after and that feed only the group, up to and
-including the compute layer; layers still unclaimed join the group of the producer whose only
+producers no node is named after and that feed only the group; it claims
+them only if the walk ends at a compute layer no node is named after (so a
+ReLU6 that runs alone after a named convolution claims nothing). Layers still
+unclaimed join the group of the producer whose only
 consumer they are (or their latest producer's), and layers with no claimed
 producer join their first consumer's group. Every member carries the whole
 group's time; reports say the group's size so nothing is counted twice.
@@ -20,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from nnperf.ir import ACTIVATIONS, ELTWISE, Network, OpType
+from nnperf.ir import ACTIVATIONS, ELTWISE, Layer, Network, OpType
 
 FUSED_SUCCESSORS = ACTIVATIONS | ELTWISE | {OpType.BATCH_NORM, OpType.SCALE}
 """Layer types that frameworks fold into the compute layer before them."""
@@ -60,13 +62,9 @@ def attribute(network: Network, node_layer: Mapping[str, str | None]) -> Attribu
     consumers = {name: network.consumers(name) for name in layers}
     claim: dict[str, str] = {name: name for name in named}  # layer -> the named layer of its group
     for anchor in sorted(named, key=_order(network)):
-        stack = [anchor] if layers[anchor].op in FUSED_SUCCESSORS else []
-        while stack:  # upstream through element-wise layers that feed only this group, up to the compute layer
-            for producer in layers[stack.pop()].inputs:
-                if producer in layers and producer not in claim and len(consumers[producer]) == 1:
-                    claim[producer] = anchor
-                    if layers[producer].op in FUSED_SUCCESSORS:
-                        stack.append(producer)
+        chain = _unnamed_chain(anchor, layers, consumers, claim) if layers[anchor].op in FUSED_SUCCESSORS else []
+        for member in chain:
+            claim[member] = anchor
     pending: list[str] = []
     for layer in network.layers:
         if layer.name in claim:
@@ -86,6 +84,28 @@ def attribute(network: Network, node_layer: Mapping[str, str | None]) -> Attribu
     owner = {name: head[claim[name]] for name in layers}
     node_group = {node: owner[layer] for node, layer in node_layer.items() if layer is not None and layer in layers}
     return Attribution(owner, node_group)
+
+
+def _unnamed_chain(anchor: str, layers: Mapping[str, Layer], consumers: Mapping[str, tuple[str, ...]],
+                   claim: Mapping[str, str]) -> list[str]:
+    """The unnamed layers a tail-named node fused: up through element-wise layers to an unnamed compute layer.
+
+    Empty unless the walk ends at a compute layer no node is named after: when
+    the compute layer has its own node (OpenCV keeps the convolution's name and
+    runs a ReLU6 after it alone), the element-wise layers between belong to it.
+    """
+    chain: list[str] = []
+    current = anchor
+    while True:
+        producers = [p for p in layers[current].inputs
+                     if p in layers and p not in claim and p not in chain and len(consumers[p]) == 1]
+        if not producers:
+            return []
+        producer = producers[-1]
+        chain.append(producer)
+        if layers[producer].op not in FUSED_SUCCESSORS:
+            return chain
+        current = producer
 
 
 def _order(network: Network):  # type: ignore[no-untyped-def]
