@@ -8,11 +8,13 @@ each into a fresh temporary store: an isolated pass (each layer alone) and a pro
 framework's per-node times over --profiler-runs whole-network runs). `backend.profile` is then
 called once more directly, for the profiler's own run time, which `profile_network` does not return.
 
-Noise guard (DESIGN.md: two threads on this VM are noisy, sometimes bimodal): before each pass the
-CPU time of other processes and the steal time are read from /proc/stat over 0.5 s (this process
-idle, its own CPU time subtracted); after it, the campaign's sentinel drift is checked, along with
-the steal time during the pass. A disturbed pass is repeated, at most --max-repeats times; the last
-attempt is the one reported, with its repeat count and drift.
+Noise guard (DESIGN.md: two threads on this VM are noisy, sometimes bimodal). Before each pass the
+CPU time of other processes (all busy time minus this process's own) and the steal time are read from
+/proc/stat over 0.5 s while this process sleeps, waiting up to --max-wait-s for them to drop below
+25% and 5% of the vCPUs. After the pass, the campaign's sentinel drift (|drift| > 5%) and the other
+processes' CPU time and steal time during the pass are checked. A disturbed pass is repeated, at
+most --max-repeats times; the last attempt is the one reported, with its repeat count and drift.
+Other sessions on a shared VM may run in other PID namespaces: their load shows in /proc/stat only.
 
 Progress goes to stderr; stdout gets a rich table and a Markdown table for BENCHMARKS.md.
 """
@@ -28,9 +30,10 @@ import platform
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
@@ -116,16 +119,21 @@ def read_load(window_s: float = 0.5) -> LoadReading:
     return LoadReading(loadavg, max(0.0, (busy - (own1 - own0)) / total), (steal1 - steal0) / total, window_s)
 
 
-class StealMeter:
-    """Steal time over a span (the pass itself), as a fraction of all vCPUs."""
+class PassLoad:
+    """Other processes' CPU time and steal time over a span (the pass itself), as fractions of all vCPUs."""
 
-    def __enter__(self) -> StealMeter:
-        self.t0, _, self.s0 = _cpu_ticks()
+    def __enter__(self) -> Self:
+        self.t0, self.idle0, self.s0 = _cpu_ticks()
+        self.own0 = _own_ticks()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        t1, _, s1 = _cpu_ticks()
-        self.steal = (s1 - self.s0) / max(1, t1 - self.t0)
+        t1, idle1, s1 = _cpu_ticks()
+        own1 = _own_ticks()
+        total = max(1, t1 - self.t0)
+        busy = total - (idle1 - self.idle0)
+        self.other_busy = max(0.0, (busy - (own1 - self.own0)) / total)
+        self.steal = (s1 - self.s0) / total
 
 
 # -- one pass ------------------------------------------------------------------------------------
@@ -142,7 +150,7 @@ class PassResult:
     attempts: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _reasons(before: LoadReading, steal_during: float, drift: float | None) -> list[str]:
+def _reasons(before: LoadReading, during: PassLoad, drift: float | None) -> list[str]:
     reasons = []
     if drift is None or not math.isfinite(drift) or abs(drift) > DRIFT_LIMIT:
         reasons.append(f"drift {drift:+.1%}" if drift is not None else "no drift")
@@ -150,31 +158,55 @@ def _reasons(before: LoadReading, steal_during: float, drift: float | None) -> l
         reasons.append(f"other load {before.other_busy:.0%}")
     if before.steal > STEAL_LIMIT:
         reasons.append(f"steal before {before.steal:.0%}")
-    if steal_during > STEAL_LIMIT:
-        reasons.append(f"steal during {steal_during:.0%}")
+    if during.other_busy > OTHER_LOAD_LIMIT:
+        reasons.append(f"other load during {during.other_busy:.0%}")
+    if during.steal > STEAL_LIMIT:
+        reasons.append(f"steal during {during.steal:.0%}")
     return reasons
 
 
+def wait_for_quiet(max_wait_s: float, label: str) -> tuple[LoadReading, float]:
+    """The first quiet load reading within ``max_wait_s`` (else the last one), and the seconds waited."""
+    start = time.perf_counter()
+    while True:
+        reading = read_load()
+        waited = time.perf_counter() - start
+        quiet = reading.other_busy <= OTHER_LOAD_LIMIT and reading.steal <= STEAL_LIMIT
+        if quiet or waited >= max_wait_s:
+            return reading, waited
+        if waited < 1.6 or int(waited) % 15 < 2:
+            log(f"{label}: waiting for outside load to drop (other {reading.other_busy:.0%}, "
+                f"steal {reading.steal:.0%}, {waited:.0f} s so far)")
+        time.sleep(0.5)
+
+
+def _progress_logger(label: str, method: str) -> Callable[[str, int, int], None]:
+    """Logs the whole-network step and every 25th isolated layer to stderr."""
+    last_shown = -1
+
+    def progress(what: str, done: int, total: int) -> None:
+        nonlocal last_shown
+        if what == "whole network" and done == 0:
+            log(f"{label} {method}: whole network")
+        elif method == "isolated" and total > 1 and done // 25 != last_shown:
+            last_shown = done // 25
+            log(f"{label} isolated: layer {done}/{total}")
+
+    return progress
+
+
 def guarded_pass(network: Network, backend: Backend, config: ProfileConfig, label: str,
-                 max_repeats: int) -> PassResult:
+                 max_repeats: int, max_wait_s: float) -> PassResult:
     attempts: list[dict[str, Any]] = []
     for attempt in range(max_repeats + 1):
-        before = read_load()
+        before, waited = wait_for_quiet(max_wait_s, label)
         log(f"{label} {config.per_layer} pass, attempt {attempt + 1}: other load {before.other_busy:.0%}, "
             f"steal {before.steal:.0%}, loadavg {before.loadavg_1m:.2f}")
-        last_shown = [-1]
-
-        def progress(what: str, done: int, total: int) -> None:
-            if what == "whole network" and done == 0:
-                log(f"{label} {config.per_layer}: whole network")
-            elif config.per_layer == "isolated" and total > 1 and done // 25 != last_shown[0]:
-                last_shown[0] = done // 25
-                log(f"{label} isolated: layer {done}/{total}")
-
+        progress = _progress_logger(label, config.per_layer)
         with tempfile.TemporaryDirectory(prefix="nnperf-bench-") as tmp:
             store = Store(Path(tmp) / "store.db")
             try:
-                with StealMeter() as steal:
+                with PassLoad() as during:
                     start = time.perf_counter()
                     report = profile_network(network, backend, store, config, progress=progress)
                     wall = time.perf_counter() - start
@@ -183,9 +215,9 @@ def guarded_pass(network: Network, backend: Backend, config: ProfileConfig, labe
         if report.resumed or report.skipped:
             raise RuntimeError(f"{label}: a fresh store resumed a campaign (resumed={report.resumed}, "
                                f"skipped={report.skipped})")
-        reasons = _reasons(before, steal.steal, report.drift)
+        reasons = _reasons(before, during, report.drift)
         extra = report.network.extra
-        attempts.append({"load_before": asdict(before), "steal_during": steal.steal, "drift": report.drift,
+        attempts.append({"load_before": asdict(before), "waited_s": waited, "steal_during": during.steal, "other_during": during.other_busy, "drift": report.drift,
                          "sentinel_start_s": extra.get("sentinel_start_s"), "sentinel_end_s": extra.get("sentinel_end_s"),
                          "wall_s": wall, "whole_median_s": report.network.timing.stats.median_s,
                          "disturbed_by": reasons})
@@ -208,12 +240,14 @@ def timing_summary(report: ProfileReport) -> dict[str, Any]:
 
 
 def measure_row(net_name: str, network: Network, backend_name: str, threads: int, harness: HarnessConfig,
-                profiler_runs: int, max_repeats: int) -> dict[str, Any]:
+                profiler_runs: int, max_repeats: int, max_wait_s: float) -> dict[str, Any]:
     label = f"{net_name}/{backend_name}/t{threads}"
     with create_backend(backend_name, BackendOptions(device="cpu", threads=threads)) as backend:
-        iso = guarded_pass(network, backend, ProfileConfig(per_layer="isolated", harness=harness), label, max_repeats)
+        iso = guarded_pass(network, backend, ProfileConfig(per_layer="isolated", harness=harness), label, max_repeats,
+                           max_wait_s)
         prof = guarded_pass(network, backend, ProfileConfig(per_layer="profiler", harness=harness,
-                                                            profiler_runs=profiler_runs), label, max_repeats)
+                                                            profiler_runs=profiler_runs), label, max_repeats,
+                            max_wait_s)
         log(f"{label}: direct backend.profile({profiler_runs} runs)")
         start = time.perf_counter()
         direct = backend.profile(network, profiler_runs)
@@ -222,7 +256,6 @@ def measure_row(net_name: str, network: Network, backend_name: str, threads: int
     groups: dict[str, int] = {}
     for m in prof.report.layers:
         groups[m.group or m.layer] = m.group_size
-    whole = iso.report.network.timing.stats
     run = direct.run_timing.stats
     return {
         "net": net_name, "backend": backend_name, "threads": threads, "system": iso.report.system_label,
@@ -256,7 +289,7 @@ def measure_row(net_name: str, network: Network, backend_name: str, threads: int
     }
 
 
-COLUMNS = ("network", "backend", "thr", "whole ms", "IQR ms", "IQR %", "layer CV med", "layer CV p90",
+COLUMNS = ("network", "backend", "thr", "whole ms", "IQR ms", "IQR %", "whole ms, quiet passes", "layer CV med", "layer CV p90",
            "iso sum/whole", "prof sum/whole", "prof sum/prof run", "iso wall s", "prof wall s",
            "fused groups", "unattr. nodes", "repeats iso/prof", "drift iso/prof")
 
@@ -264,8 +297,11 @@ COLUMNS = ("network", "backend", "thr", "whole ms", "IQR ms", "IQR %", "layer CV
 def cells(r: dict[str, Any]) -> list[str]:
     w, p = r["whole"], r["passes"]
     flag = {m: "!" if p[m]["disturbed"] else "" for m in p}
+    # whole-network medians of every attempt not disturbed by outside load (drift-only flags kept)
+    wholes = [a["whole_median_s"] for m in p for a in p[m]["attempts"]
+              if not any("load" in why or "steal" in why for why in a["disturbed_by"])]
     return [r["net"], r["backend"], str(r["threads"]), f"{w['median_s'] * 1e3:.2f}", f"{w['iqr_s'] * 1e3:.2f}",
-            f"{w['iqr_rel']:.1%}", f"{r['layer_cv_median']:.1%}", f"{r['layer_cv_p90']:.1%}",
+            f"{w['iqr_rel']:.1%}", f"{min(wholes) * 1e3:.2f}-{max(wholes) * 1e3:.2f}", f"{r['layer_cv_median']:.1%}", f"{r['layer_cv_p90']:.1%}",
             f"{r['isolated_sum_ratio']:.2f}", f"{r['profiler_sum_over_whole']:.2f}",
             f"{r['direct_profiler_sum_over_run']:.2f}", f"{p['isolated']['wall_s']:.0f}",
             f"{p['profiler']['wall_s']:.0f}", str(r["fused_groups"]), str(r["unattributed_nodes"]),
@@ -300,8 +336,14 @@ def main() -> None:
     parser.add_argument("--target-ci", type=float, default=0.02)
     parser.add_argument("--profiler-runs", type=int, default=50)
     parser.add_argument("--max-repeats", type=int, default=2, help="repeats of a disturbed pass")
+    parser.add_argument("--max-wait-s", type=float, default=90.0,
+                        help="wait at most this long for outside load to drop before a pass")
     parser.add_argument("--out", type=Path, help="also write the raw figures as JSON")
+    parser.add_argument("--report", type=Path, help="measure nothing: print the tables of an earlier --out file")
     args = parser.parse_args()
+    if args.report:
+        print_tables(json.loads(args.report.read_text())["rows"])
+        return
     if args.quick:
         args.nets, args.threads = ["resnet18"], [1]
     harness = HarnessConfig(target_ci=args.target_ci, budget_s=args.budget_s)
@@ -320,7 +362,7 @@ def main() -> None:
             for backend_name in args.backends:
                 start = time.perf_counter()
                 rows.append(measure_row(net_name, network, backend_name, threads, harness, args.profiler_runs,
-                                        args.max_repeats))
+                                        args.max_repeats, args.max_wait_s))
                 log(f"{net_name}/{backend_name}/t{threads} done in {time.perf_counter() - start:.0f} s "
                     f"({time.perf_counter() - began:.0f} s so far)")
                 if args.out:  # written after every row so a long run that dies keeps what it measured

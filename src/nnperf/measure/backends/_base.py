@@ -27,7 +27,8 @@ class BackendOptions:
     """How a backend runs: the device, the thread count and backend-specific settings.
 
     ``threads`` defaults to 1: one thread is the quietest setting on shared
-    machines (run-to-run CV 0.3-5% here, against bimodal times with 2).
+    machines (bench/measure_backends.py: whole-network IQR 1-6% at 1 thread,
+    up to 30% for torch at 2 threads).
     ``extra`` holds backend-specific options by name (see each backend's
     ``OPTIONS``), validated when the backend is created.
     """
