@@ -22,7 +22,6 @@ Progress goes to stderr; stdout gets a rich table and a Markdown table for BENCH
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import json
 import math
 import os
@@ -40,6 +39,7 @@ import numpy as np
 from nnperf._load import zoo_network
 from nnperf.ir import Network
 from nnperf.measure import HarnessConfig, ProfileConfig, ProfileReport, profile_network
+from nnperf.measure._host import cpu_model, package_versions
 from nnperf.measure.backends import Backend, BackendOptions, create_backend
 from nnperf.store import Store
 
@@ -55,28 +55,12 @@ STEAL_LIMIT = 0.05
 """Steal time, as a fraction of all vCPUs, above which a pass is disturbed."""
 
 
+BENCH_PACKAGES = ("torch", "onnxruntime", "opencv-python-headless", "opencv-python", "onnx", "numpy")
+"""The packages whose versions the report names."""
+
+
 def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def versions() -> dict[str, str]:
-    out = {}
-    for package in ("torch", "onnxruntime", "opencv-python-headless", "opencv-python", "onnx", "numpy"):
-        try:
-            out[package] = importlib.metadata.version(package)
-        except importlib.metadata.PackageNotFoundError:
-            pass
-    return out
 
 
 # -- noise guard ---------------------------------------------------------------------------------
@@ -348,7 +332,7 @@ def main() -> None:
         args.nets, args.threads = ["resnet18"], [1]
     harness = HarnessConfig(target_ci=args.target_ci, budget_s=args.budget_s)
     machine = {"cpu": cpu_model(), "logical_cores": os.cpu_count(), "python": platform.python_version(),
-               "versions": versions(), "date": time.strftime("%Y-%m-%d")}
+               "versions": dict(package_versions(BENCH_PACKAGES)), "date": time.strftime("%Y-%m-%d")}
     print(f"Command: {' '.join([Path(sys.executable).name, *sys.argv])}")
     print(f"Machine: {machine['cpu']}, {machine['logical_cores']} vCPUs, Python {machine['python']}, "
           + ", ".join(f"{k} {v}" for k, v in machine["versions"].items()))

@@ -21,6 +21,7 @@ from nnperf._load import zoo_network
 from nnperf.ir._export import export_onnx
 from nnperf.ir.importers import from_onnx, from_torch
 from nnperf.ir.metrics import network_metrics
+from nnperf.measure._host import cpu_model
 
 # (GMACs, M params) as published (see README and tests/ir/test_zoo_metrics.py).
 PUBLISHED = {
@@ -38,16 +39,6 @@ def timed(fn, repeat: int) -> tuple[float, object]:
         result = fn()
         times.append(time.perf_counter() - start)
     return statistics.median(times), result
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def main() -> None:

@@ -22,7 +22,9 @@ QUICK = ["--budget-s", "0.05", "--target-ci", "0.1"]
 
 @pytest.fixture
 def tiny_json(tmp_path: Path) -> Path:
-    return save_network(tiny_network(), tmp_path / "tiny.json") or tmp_path / "tiny.json"
+    path = tmp_path / "tiny.json"
+    save_network(tiny_network(), path)
+    return path
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -44,7 +44,8 @@ def test_calibrate_then_predict_with_verify(capsys, tmp_path: Path, small_calibr
         assert text in out
     code, out, _ = run(capsys, "calibrate", "--backend", "fake", "--if-needed", "--db", db)
     assert code == 0 and "already calibrated" in out
-    net = save_network(conv_net("unseen", 12, 12), tmp_path / "unseen.json") or tmp_path / "unseen.json"
+    net = tmp_path / "unseen.json"
+    save_network(conv_net("unseen", 12, 12), net)
     code, out, _ = run(capsys, "predict", str(net), "--backend", "fake", "--db", db, "--json")
     doc = json.loads(out)
     assert (doc["format"], doc["version"]) == ("nnperf-prediction", 1)
@@ -67,7 +68,8 @@ def test_predict_without_calibration_says_how(capsys, tmp_path: Path) -> None:
 def test_predict_names_uncovered_layer_types(capsys, tmp_path: Path, small_calibration: None) -> None:
     db = str(tmp_path / "m.db")
     assert run(capsys, "calibrate", *FAKE, "--db", db)[0] == 0
-    net = save_network(tiny_network(), tmp_path / "tiny.json") or tmp_path / "tiny.json"
+    net = tmp_path / "tiny.json"
+    save_network(tiny_network(), net)
     code, _, err = run(capsys, "predict", str(net), "--backend", "fake", "--db", db)
     assert code == 1
     for text in ("no calibrated model on fake/cpu[threads=1]", "batch_norm (bn1)", "softmax (softmax)"):

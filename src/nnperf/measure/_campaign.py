@@ -20,7 +20,7 @@ from nnperf.errors import NnperfError
 from nnperf.ir import ConvAttrs, Layer, Network, OpType, network_to_dict
 from nnperf.measure._harness import HarnessConfig, Timer, measure
 from nnperf.measure._stats import relative_change
-from nnperf.measure._types import LayerMeasurement, Method, NetworkMeasurement, Timing
+from nnperf.measure._types import LayerMeasurement, Method, NetworkMeasurement, Timing, fused_sum_s
 from nnperf.measure.backends._base import Backend
 from nnperf.measure.power import PowerMeter, measure_energy, min_duration_s
 
@@ -93,8 +93,7 @@ class ProfileReport:
     @property
     def layer_sum_s(self) -> float:
         """Sum of per-layer medians, each fused group once, plus unattributed framework nodes."""
-        groups = {m.group or m.layer: m.timing.stats.median_s for m in self.layers}
-        return sum(groups.values()) + sum(self.unattributed_s.values())
+        return fused_sum_s(self.layers, self.unattributed_s)
 
     @property
     def sum_ratio(self) -> float:
@@ -116,8 +115,9 @@ def profile_network(network: Network, backend: Backend, store: Store, config: Pr
     system = backend.system()
     system_rec = store.add_system(system)
     method = config.per_layer
-    run = store.start_run(system_rec.id, config.campaign_key(model, network_hash(network)), model,
-                          network_hash(network), method, {"per_layer": method, "harness": asdict(config.harness)})
+    fingerprint = network_hash(network)
+    run = store.start_run(system_rec.id, config.campaign_key(model, fingerprint), model, fingerprint, method,
+                          {"per_layer": method, "harness": asdict(config.harness)})
     warnings: list[str] = []
     report = _noop if progress is None else progress
     try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 
@@ -151,3 +152,9 @@ class NetworkMeasurement:
     energy_j: float | None = None
     power_meter: str = ""
     extra: dict[str, float] = field(default_factory=dict)  # e.g. profiler sum over run time
+
+
+def fused_sum_s(layers: Sequence[LayerMeasurement], unattributed_s: Mapping[str, float] | None = None) -> float:
+    """Sum of the layers' median times, each fused group counted once, plus framework nodes outside the IR."""
+    groups = {m.group or m.layer: m.timing.stats.median_s for m in layers}
+    return sum(groups.values()) + sum((unattributed_s or {}).values())

@@ -15,31 +15,13 @@ from typing import Any, Literal, TextIO
 
 from nnperf.errors import StoreError
 from nnperf.store._records import LayerRecord, NetworkRecord, RunRecord, SystemRecord
+from nnperf.store._schema import TIMING_COLUMNS
 from nnperf.store._store import Store
 
 _SYSTEM_COLUMNS = ("system_id", "system_key", "backend", "device", "device_name", "options")
 _RUN_COLUMNS = ("run_id", "campaign", "model", "network_hash", "run_method")
-_STAT_COLUMNS = (
-    "n",
-    "median_s",
-    "q1_s",
-    "q3_s",
-    "mean_s",
-    "std_s",
-    "min_s",
-    "max_s",
-    "ci_low_s",
-    "ci_high_s",
-    "confidence",
-    "n_outliers",
-    "block_size",
-    "stop_reason",
-    "wall_s",
-    "started_at",
-    "ended_at",
-    "energy_j",
-    "power_meter",
-)
+_STAT_COLUMNS = (*(c for c in TIMING_COLUMNS if c != "times_json"), "energy_j", "power_meter")
+"""The stored timing columns (raw times come last, as ``times_s``) and the energy."""
 
 LAYER_COLUMNS: tuple[str, ...] = (
     *_SYSTEM_COLUMNS,

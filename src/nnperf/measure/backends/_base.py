@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import abc
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Self
@@ -14,8 +13,8 @@ from nnperf._registry import Availability, UnavailableError
 from nnperf.errors import NnperfError
 from nnperf.ir import Layer, Network
 from nnperf.measure._harness import Timer
-from nnperf.measure._host import host_info
-from nnperf.measure._types import LayerMeasurement, SystemSpec, Timing
+from nnperf.measure._host import cpu_model, host_info
+from nnperf.measure._types import LayerMeasurement, SystemSpec, Timing, fused_sum_s
 
 
 class BackendOptionError(NnperfError):
@@ -63,10 +62,7 @@ class ProfileResult:
     @property
     def profiler_sum_s(self) -> float:
         """Sum of the median node times, each fused group counted once, plus unattributed nodes."""
-        groups: dict[str, float] = {}
-        for m in self.layers:
-            groups[m.group or m.layer] = m.timing.stats.median_s
-        return sum(groups.values()) + sum(self.unattributed_s.values())
+        return fused_sum_s(self.layers, self.unattributed_s)
 
 
 class Backend(abc.ABC):
@@ -118,7 +114,7 @@ class Backend(abc.ABC):
         return SystemSpec(self.name, self.options.device, self.device_name(), self.resolved_options(), host)
 
     def device_name(self) -> str:
-        return host_info().cpu_model if self.options.device == "cpu" else self.options.device
+        return cpu_model() if self.options.device == "cpu" else self.options.device
 
     @abc.abstractmethod
     def network_timer(self, network: Network) -> Timer:
@@ -146,9 +142,3 @@ def random_inputs(shapes: list[tuple[int, ...]], seed: int = 0) -> list[np.ndarr
     """Deterministic float32 inputs in [0, 1) of the given shapes."""
     rng = np.random.default_rng(seed)
     return [rng.random(shape, dtype=np.float32) for shape in shapes]
-
-
-def cpu_threads_note(threads: int) -> str:
-    """A warning when more threads are asked for than the machine has logical cores, else ''."""
-    cores = os.cpu_count() or 1
-    return f"{threads} threads on {cores} logical cores oversubscribes the CPU" if threads > cores else ""
