@@ -11,6 +11,7 @@ from nnperf import __version__
 from nnperf.cli import (
     backends_cmd,
     calibrate_cmd,
+    evaluate_cmd,
     export_cmd,
     inspect_cmd,
     measurements_cmd,
@@ -26,7 +27,7 @@ EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130
 
 COMMANDS = (zoo_cmd, inspect_cmd, export_cmd, backends_cmd, profile_cmd, systems_cmd, measurements_cmd, calibrate_cmd,
-            predict_cmd)
+            predict_cmd, evaluate_cmd)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -2,13 +2,11 @@
 
 from nnperf.predict._calibrate import (
     CALIBRATION_HARNESS,
-    CalibrationRun,
     MissingCalibrationError,
     calibrate,
     calibration_networks,
     fit_system_model,
     load_system_model,
-    profile_calibration,
 )
 from nnperf.predict._features import FEATURES, features, model_key
 from nnperf.predict._model import (
@@ -19,10 +17,25 @@ from nnperf.predict._model import (
     fit_coefficient,
 )
 from nnperf.predict._ridge import RidgeModel, fit_ridge
+from nnperf.predict._runs import MeasuredNetwork, measure_networks
 
 __all__ = [
-    "CALIBRATION_HARNESS", "FEATURES", "CalibrationRun", "LayerPrediction", "MissingCalibrationError",
-    "NetworkPrediction", "RidgeModel", "SystemModel", "UncoveredLayersError", "calibrate", "calibration_networks",
-    "features", "fit_coefficient", "fit_ridge", "fit_system_model", "load_system_model", "model_key",
-    "profile_calibration",
+    "CALIBRATION_HARNESS",
+    "FEATURES",
+    "LayerPrediction",
+    "MeasuredNetwork",
+    "MissingCalibrationError",
+    "NetworkPrediction",
+    "RidgeModel",
+    "SystemModel",
+    "UncoveredLayersError",
+    "calibrate",
+    "calibration_networks",
+    "features",
+    "fit_coefficient",
+    "fit_ridge",
+    "fit_system_model",
+    "load_system_model",
+    "measure_networks",
+    "model_key",
 ]

@@ -8,40 +8,32 @@ resumes, so an interrupted calibration picks up where it stopped.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
 from nnperf.errors import NnperfError
 from nnperf.ir import Network
-from nnperf.measure import HarnessConfig, ProfileConfig, network_hash, profile_network
+from nnperf.measure import HarnessConfig, ProfileConfig
 from nnperf.measure.backends import Backend
 from nnperf.measure.power import PowerMeter
+from nnperf.predict._composition import Composition, fit_composition, learn_fusion
 from nnperf.predict._features import features, model_key
 from nnperf.predict._model import MODEL_KIND, SystemModel, fit_coefficient
 from nnperf.predict._ridge import RidgeModel, fit_ridge
-from nnperf.store import LayerRecord, NetworkRecord, RunRecord, Store
+from nnperf.predict._runs import MeasuredNetwork, RunsProgress, measure_networks
+from nnperf.predict.baselines import RooflineModel, fit_macs_model, measure_roofline
+from nnperf.store import Store
+
+FUSION_PROFILER_RUNS = 10
+"""Profiled whole-network runs per calibration network: enough to see which layers the backend fuses."""
 
 CALIBRATION_HARNESS = HarnessConfig(warmup_s=0.02, target_ci=0.02, budget_s=0.5)
 """Per-layer effort during calibration: 2% CI of the median or half a second per layer."""
 
-CalibrationProgress = Callable[[str, int, int], None]
-
-
 class MissingCalibrationError(NnperfError):
     """No fitted model for the system asked about."""
-
-
-@dataclass(frozen=True)
-class CalibrationRun:
-    """One calibration network's stored measurements."""
-
-    network: Network
-    run: RunRecord
-    layers: tuple[LayerRecord, ...]
-    whole: NetworkRecord
-    reused: bool
 
 
 def calibration_networks() -> list[Network]:
@@ -52,45 +44,15 @@ def calibration_networks() -> list[Network]:
     return [zoo_network(name) for name in zoo.calibration_names()]
 
 
-def profile_calibration(backend: Backend, store: Store, networks: Sequence[Network], config: ProfileConfig,
-                        meter: PowerMeter | None = None,
-                        progress: CalibrationProgress | None = None) -> list[CalibrationRun]:
-    """Measures every calibration network layer by layer and whole, reusing finished campaigns."""
-    system = store.add_system(backend.system())
-    total = sum(len(n.layers) + 1 for n in networks)
-    done_before = 0
-    runs = []
-    for net in networks:
-        campaign = config.campaign_key(net.name, network_hash(net))
-        finished = [r for r in store.runs(system_id=system.id, model=net.name)
-                    if r.campaign == campaign and r.status == "done"]
-        reused = bool(finished)
-        if not reused:
-            offset = done_before
+def fit_system_model(runs: Sequence[MeasuredNetwork], system_key: str, system_label: str,
+                     alpha: float = 1.0, profiled: Sequence[MeasuredNetwork] = (),
+                     roofline: RooflineModel | None = None) -> SystemModel:
+    """Ridge models per layer type on the isolated layer medians, then c, the composition and the MACs
+    baseline on the whole-network medians.
 
-            def forward(what: str, done: int, _total: int, offset: int = offset, name: str = net.name,
-                        size: int = len(net.layers)) -> None:
-                if progress is not None:
-                    progress(f"{name}: {what}", offset + min(done, size), total)
-
-            profile_network(net, backend, store, config, meter=meter, progress=forward, model=net.name)
-            finished = [r for r in store.runs(system_id=system.id, model=net.name)
-                        if r.campaign == campaign and r.status == "done"]
-        run = max(finished, key=lambda r: r.started_at)
-        layers = tuple(store.layer_measurements(run_id=run.id, method="isolated"))
-        wholes = store.network_measurements(run_id=run.id)
-        if not wholes:
-            raise NnperfError(f"calibration run {run.id} of {net.name} has no whole-network measurement")
-        runs.append(CalibrationRun(net, run, layers, wholes[-1], reused))
-        done_before += len(net.layers) + 1
-        if progress is not None:
-            progress(f"{net.name}: done", done_before, total)
-    return runs
-
-
-def fit_system_model(runs: Sequence[CalibrationRun], system_key: str, system_label: str,
-                     alpha: float = 1.0) -> SystemModel:
-    """Ridge models per layer type on the isolated layer medians, then c on the whole-network medians."""
+    ``profiled`` are the same networks measured with the framework profiler:
+    their node groups give the fusion rules of the composition.
+    """
     rows: dict[str, list[np.ndarray]] = {}
     latency: dict[str, list[float]] = {}
     energy: dict[str, list[float | None]] = {}
@@ -116,32 +78,51 @@ def fit_system_model(runs: Sequence[CalibrationRun], system_key: str, system_lab
     if energy_models and all(run.whole.energy_j is not None for run in runs):
         sums = [float(sum(lp.energy_j or 0.0 for lp in p.layers)) for p in predictions]
         energy_c = fit_coefficient(sums, [float(run.whole.energy_j or 0.0) for run in runs])
+    fusion = learn_fusion([(m.network, {r.layer: r.group for r in m.layers}) for m in profiled])
+    blank = Composition(1.0, 1.0, 0.0, fusion)
+    terms = [blank.terms(run.network, {lp.layer: lp.latency_s for lp in p.layers})
+             for run, p in zip(runs, predictions)]
+    composition = fit_composition(terms, [run.whole.median_s for run in runs], fusion)
+    macs = fit_macs_model([run.network for run in runs], [run.whole.median_s for run in runs])
     calibration = {
         "networks": [run.network.name for run in runs],
         "layers": sum(len(run.layers) for run in runs),
         "runs": [run.run.id for run in runs],
+        "profiler_runs": [m.run.id for m in profiled],
         "alpha": alpha,
     }
-    return SystemModel(system_key, system_label, latency_models, c, energy_models, energy_c, calibration)
+    return SystemModel(system_key, system_label, latency_models, c, energy_models, energy_c, calibration,
+                       composition, macs, roofline)
 
 
 def calibrate(backend: Backend, store: Store, networks: Sequence[Network] | None = None,
               config: ProfileConfig | None = None, meter: PowerMeter | None = None,
-              progress: CalibrationProgress | None = None) -> SystemModel:
+              progress: RunsProgress | None = None) -> SystemModel:
     """Profiles the calibration networks (resuming), fits the system's model and stores it."""
     started = time.perf_counter()
     networks = list(networks) if networks is not None else calibration_networks()
     config = config or ProfileConfig(per_layer="isolated", harness=CALIBRATION_HARNESS)
-    runs = profile_calibration(backend, store, networks, config, meter, progress)
+    runs = measure_networks(backend, store, networks, config, meter, _prefixed(progress, "isolated: "))
+    profiled = measure_networks(backend, store, networks, replace(config, per_layer="profiler",
+                                                                  profiler_runs=FUSION_PROFILER_RUNS),
+                                progress=_prefixed(progress, "profiler: "))
+    if progress is not None:
+        progress("roofline peaks", 1, 1)
+    roofline = measure_roofline(backend)
     system = backend.system()
-    model = fit_system_model(runs, system.key, system.label)
+    model = fit_system_model(runs, system.key, system.label, profiled=profiled, roofline=roofline)
     calibration = dict(model.calibration)
     calibration.update({"wall_s": time.perf_counter() - started, "reused_networks": sum(r.reused for r in runs),
                         "harness": {"target_ci": config.harness.target_ci, "budget_s": config.harness.budget_s}})
-    model = SystemModel(model.system_key, model.system_label, model.latency, model.coefficient_c, model.energy,
-                        model.energy_coefficient_c, calibration)
+    model = replace(model, calibration=calibration)
     store.save_model(store.add_system(system).id, MODEL_KIND, model.to_dict())
     return model
+
+
+def _prefixed(progress: RunsProgress | None, prefix: str) -> RunsProgress | None:
+    if progress is None:
+        return None
+    return lambda what, done, total: progress(prefix + what, done, total)
 
 
 def load_system_model(store: Store, system_key: str, label: str, backend: str = "torch") -> SystemModel:

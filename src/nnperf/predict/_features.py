@@ -2,27 +2,27 @@
 
 PreVIous fits one model per layer type with three predictors: n(W) (learnt
 weights), #OPs and #memOPs (Eq. 2). The type keys follow the paper's layer
-types (one model for every convolution, one for every pooling, one for every
-element-wise operation); op types the paper does not model keep their own key.
+types (one model for every convolution, one for every element-wise
+operation), except that nnperf gives each kind of pooling its own model: a
+max pool costs several times an average pool of the same #OPs in PyTorch's
+NCHW kernels, and one shared model under-predicted the zoo's pooling time by
+60% (BENCHMARKS.md, issue 4). Op types the paper does not model keep their
+own key.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from nnperf.ir import ELTWISE, Layer, OpType
+from nnperf.ir import ELTWISE, Layer
 from nnperf.ir.metrics import layer_metrics
 
 FEATURES = ("n_weights", "ops", "mem_ops")
 """The predictors, in column order: n(W), #OPs, #memOPs."""
 
-POOLS = frozenset({OpType.MAX_POOL, OpType.AVG_POOL, OpType.GLOBAL_AVG_POOL, OpType.GLOBAL_MAX_POOL})
-
 
 def model_key(layer: Layer) -> str:
-    """The layer type whose model predicts ``layer``: 'conv', 'pool', 'eltwise', or the op's own name."""
-    if layer.op in POOLS:
-        return "pool"
+    """The layer type whose model predicts ``layer``: 'eltwise' for add/mul/max, otherwise the op's own name."""
     if layer.op in ELTWISE:
         return "eltwise"
     return layer.op.value

@@ -1,6 +1,7 @@
-"""A system's performance model (PreVIous): Ridge models per layer type plus the network coefficient c.
+"""A system's performance model: PreVIous' Ridge models per layer type and network coefficient c, nnperf's
+fusion-aware composition, and the two baselines fitted on the same calibration.
 
-Stored as a versioned JSON document ("nnperf-model", version 1) in the
+Stored as a versioned JSON document ("nnperf-model", version 2) in the
 measurement store, next to the measurements it was fitted on.
 """
 
@@ -14,11 +15,13 @@ import numpy as np
 
 from nnperf.errors import FormatVersionError, NnperfError
 from nnperf.ir import Network
+from nnperf.predict._composition import Composition
 from nnperf.predict._features import FEATURES, features, model_key
 from nnperf.predict._ridge import RidgeModel
+from nnperf.predict.baselines import MacsModel, RooflineModel
 
 MODEL_FORMAT = "nnperf-model"
-MODEL_VERSION = 1
+MODEL_VERSION = 2
 MODEL_KIND = "previous"
 
 
@@ -46,21 +49,38 @@ class LayerPrediction:
 
 @dataclass(frozen=True)
 class NetworkPrediction:
-    """Per-layer predictions and the network total: ``latency_s`` = c x the sum of layer predictions (Eq. 6)."""
+    """Per-layer predictions and the network total.
+
+    ``previous_latency_s`` is PreVIous' c x the sum of layer predictions
+    (Eq. 6); ``composed_latency_s`` is nnperf's fusion-aware composition when
+    the model has one; ``latency_s`` is the composed value when present.
+    """
 
     network: str
     system: str
     layers: tuple[LayerPrediction, ...]
     coefficient_c: float
     energy_coefficient_c: float | None = None
+    composed_latency_s: float | None = None
+    fused_layers: frozenset[str] = frozenset()
+    """Layers the backend is expected to fuse into the compute layer before them."""
 
     @property
     def layer_sum_s(self) -> float:
         return float(sum(p.latency_s for p in self.layers))
 
     @property
-    def latency_s(self) -> float:
+    def previous_latency_s(self) -> float:
         return self.coefficient_c * self.layer_sum_s
+
+    @property
+    def latency_s(self) -> float:
+        return self.composed_latency_s if self.composed_latency_s is not None else self.previous_latency_s
+
+    @property
+    def method(self) -> str:
+        """Which composition ``latency_s`` comes from: 'composed' or 'previous'."""
+        return "composed" if self.composed_latency_s is not None else "previous"
 
     @property
     def energy_j(self) -> float | None:
@@ -77,11 +97,13 @@ class NetworkPrediction:
 
 @dataclass(frozen=True)
 class SystemModel:
-    """Everything PreVIous predicts with, for one system.
+    """Everything nnperf predicts with, for one system.
 
     ``latency`` and ``energy`` map a layer-type key (see ``model_key``) to its
     Ridge model; ``coefficient_c`` relates the sum of per-layer predictions to
-    whole-network measurements (Eq. 6), fitted on the calibration networks.
+    whole-network measurements (Eq. 6), fitted on the calibration networks;
+    ``composition`` replaces c with the fusion-aware composition; ``macs``
+    and ``roofline`` are the baselines, for comparison only.
     """
 
     system_key: str
@@ -91,6 +113,9 @@ class SystemModel:
     energy: Mapping[str, RidgeModel] = field(default_factory=dict)
     energy_coefficient_c: float | None = None
     calibration: Mapping[str, Any] = field(default_factory=dict)  # networks, layer count, wall time, ...
+    composition: Composition | None = None
+    macs: MacsModel | None = None
+    roofline: RooflineModel | None = None
 
     def missing(self, network: Network) -> dict[str, list[str]]:
         """Layer types of ``network`` with no latency model, with the layers of each."""
@@ -120,8 +145,13 @@ class SystemModel:
                             None if energy is None or np.isnan(energy[i]) else float(energy[i]))
             for i, (layer, key) in enumerate(zip(network.layers, keys))
         )
+        composed_s, fused = None, frozenset[str]()
+        if self.composition is not None:
+            per_layer = {p.layer: p.latency_s for p in layers}
+            composed_s = self.composition.latency_s(network, per_layer)
+            fused = frozenset(self.composition.fusion.fused_layers(network))
         return NetworkPrediction(network.name, self.system_label, layers, self.coefficient_c,
-                                 self.energy_coefficient_c)
+                                 self.energy_coefficient_c, composed_s, fused)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -131,6 +161,9 @@ class SystemModel:
             "latency": {k: m.to_dict() for k, m in sorted(self.latency.items())},
             "energy": {k: m.to_dict() for k, m in sorted(self.energy.items())},
             "calibration": dict(self.calibration),
+            "composition": None if self.composition is None else self.composition.to_dict(),
+            "macs": None if self.macs is None else self.macs.to_dict(),
+            "roofline": None if self.roofline is None else self.roofline.to_dict(),
         }
 
     @classmethod
@@ -149,6 +182,9 @@ class SystemModel:
             {k: RidgeModel.from_dict(v) for k, v in d.get("energy", {}).items()},
             None if d.get("energy_coefficient_c") is None else float(d["energy_coefficient_c"]),
             dict(d.get("calibration", {})),
+            None if d.get("composition") is None else Composition.from_dict(d["composition"]),
+            None if d.get("macs") is None else MacsModel.from_dict(d["macs"]),
+            None if d.get("roofline") is None else RooflineModel.from_dict(d["roofline"]),
         )
 
 

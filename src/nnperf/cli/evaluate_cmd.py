@@ -1,0 +1,70 @@
+"""``nnperf evaluate``: the zoo networks measured against this system's predictions (PreVIous VI), with baselines."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from nnperf.cli._backend_args import Progress, add_backend_arguments, backend_from_args
+from nnperf.cli._store_arg import add_db_argument, open_store
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("evaluate", help="measure zoo networks and compare them with this system's predictions",
+                       description="Measure networks (the reference zoo by default) layer by layer and whole on "
+                                   "one backend, reusing earlier measurements of the same settings, and compare "
+                                   "them with the predictions of this system's calibration: Table I and II, "
+                                   "Fig. 5 and Fig. 7 of PreVIous, nnperf's composition and the MACs and roofline "
+                                   "baselines side by side. Writes the figures and one self-contained HTML report.")
+    p.add_argument("models", nargs="*", metavar="MODEL",
+                   help="zoo names, .onnx or IR .json files (default: every reference zoo network)")
+    add_backend_arguments(p)
+    p.add_argument("--out", type=Path, default=Path("nnperf-evaluation"),
+                   help="folder for fig5_layers.png, fig7_networks.png and report.html "
+                        "(default ./nnperf-evaluation)")
+    p.add_argument("--budget-s", type=float, default=None,
+                   help="time budget per layer measurement in seconds (default: the calibration's, 0.5)")
+    p.add_argument("--json", action="store_true", help="print the evaluation as JSON instead of tables")
+    add_db_argument(p)
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from nnperf import zoo
+    from nnperf._load import load_model
+    from nnperf.errors import NnperfError
+    from nnperf.measure import ProfileConfig
+    from nnperf.predict import CALIBRATION_HARNESS, load_system_model, measure_networks
+    from nnperf.predict.evaluation import evaluate
+    from nnperf.report._format import console
+    from nnperf.report.evaluation import network_table, summary_lines, table1, table2, write_report
+
+    if args.budget_s is not None and args.budget_s <= 0:
+        raise NnperfError(f"--budget-s must be > 0, got {args.budget_s}")
+    networks = [load_model(name) for name in (args.models or zoo.names())]
+    harness = CALIBRATION_HARNESS if args.budget_s is None else replace(CALIBRATION_HARNESS, budget_s=args.budget_s)
+    with open_store(args) as store, backend_from_args(args) as backend:
+        system = backend.system()
+        model = load_system_model(store, system.key, system.label, args.backend)
+        for network in networks:  # refuse an uncovered network before measuring anything
+            model.predict(network)
+        with Progress(not args.json, "evaluating") as progress:
+            measured = measure_networks(backend, store, networks,
+                                        ProfileConfig(per_layer="isolated", harness=harness), progress=progress)
+    evaluation = evaluate(model, measured)
+    paths = write_report(evaluation, args.out)
+    if args.json:
+        document = evaluation.to_dict()
+        document["files"] = [str(p) for p in paths]
+        print(json.dumps(document, indent=1))
+        return 0
+    out = console()
+    for table in (table1(evaluation), table2(evaluation), network_table(evaluation)):
+        out.print(table)
+    for line in summary_lines(evaluation):
+        out.print(line)
+    out.print(f"wrote {', '.join(str(p) for p in paths)}")
+    return 0

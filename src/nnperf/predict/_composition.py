@@ -1,0 +1,152 @@
+"""Network composition beyond one constant c: what the backend fuses, and what each layer call costs.
+
+PreVIous multiplies the sum of per-layer predictions by one coefficient c
+(Eq. 6). Isolated layer times miss two things that differ from network to
+network: a backend that fuses an element-wise layer into the convolution
+before it (ONNX Runtime: Conv+BN+Add+ReLU) runs that layer almost for free
+inside the network while timing it alone costs a whole call; and every layer
+call inside the network carries a fixed cost (dispatch, allocation) that an
+isolated measurement amortises differently. So nnperf composes
+
+    T = a * sum(unfused predictions) + b * sum(fused predictions) + delta * (unfused layers)
+
+where "fused" follows the fusion rules the backend showed on the calibration
+networks (its profiler's node groups, mapped to IR layers), and a, b, delta
+are fitted on the calibration networks' whole-network times by least squares
+on the relative error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.optimize import lsq_linear
+
+from nnperf.errors import NnperfError
+from nnperf.ir import Layer, Network, OpType
+from nnperf.measure._attribution import FUSED_SUCCESSORS
+
+COMPUTE_HEADS = frozenset({OpType.CONV, OpType.LINEAR})
+"""Layers a backend fuses element-wise successors into."""
+
+FUSION_THRESHOLD = 0.5
+"""A (head, successor) pair counts as fused when the backend fused it at least this often in calibration."""
+
+
+def fusion_candidates(network: Network) -> dict[str, tuple[str, str]]:
+    """Element-wise layers that could fuse into a compute layer: layer -> (the layer it follows, the head's op).
+
+    A candidate's producer has it as its only consumer, and walking up such
+    producers through element-wise layers reaches a convolution or fully
+    connected layer (the head).
+    """
+    layers = {layer.name: layer for layer in network.layers}
+    candidates: dict[str, tuple[str, str]] = {}
+    for layer in network.layers:
+        if layer.op not in FUSED_SUCCESSORS:
+            continue
+        producer = _sole_producer(layer, layers, network)
+        head = producer
+        while head is not None and layers[head].op in FUSED_SUCCESSORS:
+            head = _sole_producer(layers[head], layers, network)
+        if producer is not None and head is not None and layers[head].op in COMPUTE_HEADS:
+            candidates[layer.name] = (producer, layers[head].op.value)
+    return candidates
+
+
+def _sole_producer(layer: Layer, layers: Mapping[str, Layer], network: Network) -> str | None:
+    """The last input of ``layer`` that is a layer whose only consumer is ``layer``."""
+    sole = [p for p in layer.inputs if p in layers and network.consumers(p) == (layer.name,)]
+    return sole[-1] if sole else None
+
+
+@dataclass(frozen=True)
+class FusionRules:
+    """Which element-wise successors this backend fuses into which compute layers.
+
+    ``observed`` maps 'head>successor' (for example 'conv>relu') to how often
+    the calibration profiler showed the pair fused and how often it was seen.
+    """
+
+    observed: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+
+    def fuses(self, head_op: str, op: str) -> bool:
+        fused, seen = self.observed.get(f"{head_op}>{op}", (0, 0))
+        return seen > 0 and fused / seen >= FUSION_THRESHOLD
+
+    def fused_layers(self, network: Network) -> set[str]:
+        """Layers of ``network`` the backend is expected to run inside the compute layer before them."""
+        fused: set[str] = set()
+        by_name = {layer.name: layer for layer in network.layers}
+        for name, (producer, head_op) in fusion_candidates(network).items():  # topological order
+            producer_fused = by_name[producer].op in COMPUTE_HEADS or producer in fused
+            if producer_fused and self.fuses(head_op, by_name[name].op.value):
+                fused.add(name)
+        return fused
+
+    def to_dict(self) -> dict[str, list[int]]:
+        return {k: [f, s] for k, (f, s) in sorted(self.observed.items())}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Sequence[int]]) -> FusionRules:
+        return cls({k: (int(v[0]), int(v[1])) for k, v in d.items()})
+
+
+def learn_fusion(groups: Sequence[tuple[Network, Mapping[str, str]]]) -> FusionRules:
+    """Fusion rules from profiled networks: each network with its layer -> group map."""
+    observed: dict[str, list[int]] = {}
+    for network, group in groups:
+        by_name = {layer.name: layer for layer in network.layers}
+        for name, (producer, head_op) in fusion_candidates(network).items():
+            if name not in group or producer not in group:
+                continue
+            counts = observed.setdefault(f"{head_op}>{by_name[name].op.value}", [0, 0])
+            counts[0] += group[name] == group[producer]
+            counts[1] += 1
+    return FusionRules({k: (v[0], v[1]) for k, v in observed.items()})
+
+
+@dataclass(frozen=True)
+class Composition:
+    """T = a * unfused sum + b * fused sum + delta * unfused layer count (see the module docstring)."""
+
+    a: float
+    b: float
+    delta_s: float
+    fusion: FusionRules = field(default_factory=FusionRules)
+
+    def terms(self, network: Network, layer_latency_s: Mapping[str, float]) -> tuple[float, float, int]:
+        """(sum of unfused predictions, sum of fused predictions, unfused layer count)."""
+        fused = self.fusion.fused_layers(network)
+        unfused_s = sum(t for name, t in layer_latency_s.items() if name not in fused)
+        fused_s = sum(t for name, t in layer_latency_s.items() if name in fused)
+        return float(unfused_s), float(fused_s), len(layer_latency_s) - len(fused)
+
+    def latency_s(self, network: Network, layer_latency_s: Mapping[str, float]) -> float:
+        unfused_s, fused_s, calls = self.terms(network, layer_latency_s)
+        return max(self.a * unfused_s + self.b * fused_s + self.delta_s * calls, 0.0)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"a": self.a, "b": self.b, "delta_s": self.delta_s, "fusion": self.fusion.to_dict()}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Composition:
+        return cls(float(d["a"]), float(d["b"]), float(d["delta_s"]), FusionRules.from_dict(d.get("fusion", {})))
+
+
+def fit_composition(terms: Sequence[tuple[float, float, int]], measured_s: Sequence[float],
+                    fusion: FusionRules) -> Composition:
+    """a, b >= 0 and delta free, minimising the squared relative error over the calibration networks."""
+    x = np.array(terms, dtype=float)
+    y = np.asarray(measured_s, dtype=float)
+    if len(y) < 2 or np.any(y <= 0):
+        raise NnperfError("the composition needs at least two calibration networks with positive times")
+    columns = [0, 2] + ([1] if np.any(x[:, 1] > 0) else [])
+    design = x[:, columns] / y[:, None]
+    lower = [0.0 if c != 2 else -np.inf for c in columns]
+    fit = lsq_linear(design, np.ones_like(y), bounds=(lower, [np.inf] * len(columns)))
+    coef = dict(zip(columns, fit.x))
+    return Composition(float(coef[0]), float(coef.get(1, 0.0)), float(coef[2]), fusion)

@@ -1,0 +1,73 @@
+"""Networks measured into the store, reusing finished campaigns: what calibration and evaluation read.
+
+A network whose campaign (same system, network and settings) already
+finished is read back from the store instead of being measured again; an
+interrupted one resumes, so interrupted calibrations and evaluations pick up
+where they stopped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from nnperf.errors import NnperfError
+from nnperf.ir import Network
+from nnperf.measure import ProfileConfig, network_hash, profile_network
+from nnperf.measure.backends import Backend
+from nnperf.measure.power import PowerMeter
+from nnperf.store import LayerRecord, NetworkRecord, RunRecord, Store
+
+RunsProgress = Callable[[str, int, int], None]
+"""Called with (what is being measured, done, total) over all the networks' layers."""
+
+
+@dataclass(frozen=True)
+class MeasuredNetwork:
+    """One network's stored measurements: its layers (by the campaign's per-layer method) and the whole."""
+
+    network: Network
+    run: RunRecord
+    layers: tuple[LayerRecord, ...]
+    whole: NetworkRecord
+    reused: bool
+
+    def layer_median_s(self) -> dict[str, float]:
+        return {r.layer: r.median_s for r in self.layers}
+
+
+def measure_networks(backend: Backend, store: Store, networks: Sequence[Network], config: ProfileConfig,
+                     meter: PowerMeter | None = None, progress: RunsProgress | None = None) -> list[MeasuredNetwork]:
+    """Measures every network layer by layer and whole, reusing finished campaigns of the same settings."""
+    system = store.add_system(backend.system())
+    total = sum(len(n.layers) + 1 for n in networks)
+    done_before = 0
+    measured = []
+    for net in networks:
+        campaign = config.campaign_key(net.name, network_hash(net))
+
+        def finished(net: Network = net, campaign: str = campaign) -> list[RunRecord]:
+            return [r for r in store.runs(system_id=system.id, model=net.name)
+                    if r.campaign == campaign and r.status == "done"]
+
+        runs = finished()
+        reused = bool(runs)
+        if not reused:
+            def forward(what: str, done: int, _total: int, offset: int = done_before, name: str = net.name,
+                        size: int = len(net.layers)) -> None:
+                if progress is not None:
+                    progress(f"{name}: {what}", offset + min(done, size), total)
+
+            profile_network(net, backend, store, config, meter=meter, progress=forward, model=net.name)
+            runs = finished()
+        run = max(runs, key=lambda r: r.started_at)
+        layers = tuple(store.layer_measurements(run_id=run.id, method=config.per_layer)) \
+            if config.per_layer != "none" else ()
+        wholes = store.network_measurements(run_id=run.id)
+        if not wholes:
+            raise NnperfError(f"run {run.id} of {net.name} has no whole-network measurement")
+        measured.append(MeasuredNetwork(net, run, layers, wholes[-1], reused))
+        done_before += len(net.layers) + 1
+        if progress is not None:
+            progress(f"{net.name}: done", done_before, total)
+    return measured

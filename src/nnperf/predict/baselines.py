@@ -1,0 +1,124 @@
+"""The two models a user could pick instead of PreVIous, for side-by-side evaluation.
+
+- **MACs-proportional**: latency = seconds per MAC x the network's MACs, the
+  slope fitted through the origin on the calibration networks' whole-network
+  times. Layers without MACs (pooling, activations, concat) cost nothing.
+- **Roofline**: each layer takes at least max(#OPs / peak compute,
+  bytes moved / memory bandwidth), with both peaks measured on this system by
+  probe layers run on the backend itself; the network bound is the sum over
+  its layers. It is a lower bound by construction, not a fit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from nnperf.errors import NnperfError
+from nnperf.ir import ConvAttrs, Layer, Network, OpType
+from nnperf.ir.metrics import layer_metrics, network_metrics
+from nnperf.measure import HarnessConfig, measure
+from nnperf.measure.backends import Backend
+
+BYTES_PER_ELEMENT = 4
+"""float32: every backend here runs the networks in single precision."""
+
+PROBE_HARNESS = HarnessConfig(warmup_s=0.1, target_ci=0.02, budget_s=2.0)
+
+
+def _conv(name: str, channels: int, size: int, kernel: int, out_channels: int) -> Layer:
+    pad = kernel // 2
+    return Layer(name, OpType.CONV, ("x",), ((1, channels, size, size),), (1, out_channels, size, size),
+                 ConvAttrs(kernel=(kernel, kernel), padding=(pad, pad, pad, pad)))
+
+
+def _add(name: str, shape: tuple[int, ...]) -> Layer:
+    return Layer(name, OpType.ADD, ("a", "b"), (shape, shape), shape)
+
+
+COMPUTE_PROBES = (
+    _conv("peak_conv3x3_256x28x28", 256, 28, 3, 256),
+    _conv("peak_conv1x1_512x28x28", 512, 28, 1, 512),
+)
+"""Large dense convolutions: the best #OPs per second of these is the compute roof."""
+
+BANDWIDTH_PROBES = (
+    _add("peak_add_64x512x512", (1, 64, 512, 512)),
+    _add("peak_add_16x512x512", (1, 16, 512, 512)),
+)
+"""Element-wise adds far larger than the last-level cache: the best bytes per second is the memory roof."""
+
+
+def layer_bytes(layer: Layer) -> int:
+    """Bytes a layer must move at least once: inputs, weights and outputs (#memOPs x 4 bytes)."""
+    return layer_metrics(layer).mem_ops * BYTES_PER_ELEMENT
+
+
+@dataclass(frozen=True)
+class MacsModel:
+    """latency_s = seconds_per_mac x MACs."""
+
+    seconds_per_mac: float
+
+    def layer_latency_s(self, layer: Layer) -> float:
+        return self.seconds_per_mac * layer_metrics(layer).macs
+
+    def latency_s(self, network: Network) -> float:
+        return self.seconds_per_mac * network_metrics(network).macs
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"seconds_per_mac": self.seconds_per_mac}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> MacsModel:
+        return cls(float(d["seconds_per_mac"]))
+
+
+def fit_macs_model(networks: Sequence[Network], measured_s: Sequence[float]) -> MacsModel:
+    """The least-squares slope through the origin of measured whole-network times on MACs."""
+    macs = [float(network_metrics(n).macs) for n in networks]
+    denominator = sum(m * m for m in macs)
+    if denominator <= 0:
+        raise NnperfError("cannot fit the MACs-proportional baseline: the networks have no MACs")
+    return MacsModel(sum(m * t for m, t in zip(macs, measured_s)) / denominator)
+
+
+@dataclass(frozen=True)
+class RooflineModel:
+    """Per-layer bound max(ops / ops_per_s, bytes / bytes_per_s), from measured peaks."""
+
+    ops_per_s: float
+    bytes_per_s: float
+
+    def __post_init__(self) -> None:
+        if self.ops_per_s <= 0 or self.bytes_per_s <= 0:
+            raise NnperfError(f"roofline peaks must be positive, got {self.ops_per_s} op/s and "
+                              f"{self.bytes_per_s} B/s")
+
+    def layer_latency_s(self, layer: Layer) -> float:
+        return max(layer_metrics(layer).ops / self.ops_per_s, layer_bytes(layer) / self.bytes_per_s)
+
+    def latency_s(self, network: Network) -> float:
+        return float(sum(self.layer_latency_s(layer) for layer in network.layers))
+
+    @property
+    def ridge_ops_per_byte(self) -> float:
+        """Arithmetic intensity above which a layer is compute-bound."""
+        return self.ops_per_s / self.bytes_per_s
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ops_per_s": self.ops_per_s, "bytes_per_s": self.bytes_per_s}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> RooflineModel:
+        return cls(float(d["ops_per_s"]), float(d["bytes_per_s"]))
+
+
+def measure_roofline(backend: Backend, config: HarnessConfig = PROBE_HARNESS) -> RooflineModel:
+    """Measures this system's peak #OPs per second and bytes per second with the probe layers."""
+    ops_per_s = max(layer_metrics(p).ops / measure(backend.layer_timer(p), config).stats.median_s
+                    for p in COMPUTE_PROBES)
+    bytes_per_s = max(layer_bytes(p) / measure(backend.layer_timer(p), config).stats.median_s
+                      for p in BANDWIDTH_PROBES)
+    return RooflineModel(ops_per_s, bytes_per_s)

@@ -1,0 +1,58 @@
+"""The fusion-aware composition: candidates, learnt fusion rules, and the fit of a, b and delta."""
+
+from __future__ import annotations
+
+import pytest
+
+from networks import tiny_network
+from nnperf.errors import NnperfError
+from nnperf.predict._composition import Composition, FusionRules, fit_composition, fusion_candidates, learn_fusion
+
+
+def test_fusion_candidates_follow_sole_consumer_chains_to_a_compute_layer() -> None:
+    # conv1 -> bn1 -> relu1 is a chain; relu1 feeds conv2 and add, so add's sole producer is conv2;
+    # pool, cat, gap, flatten and softmax are not element-wise successors of a compute layer
+    assert fusion_candidates(tiny_network()) == {
+        "bn1": ("conv1", "conv"), "relu1": ("bn1", "conv"), "add": ("conv2", "conv"),
+    }
+
+
+def test_fusion_rules_are_learnt_from_profiler_groups() -> None:
+    net = tiny_network()
+    fused = {layer.name: layer.name for layer in net.layers} | {"bn1": "conv1", "relu1": "conv1"}
+    alone = {layer.name: layer.name for layer in net.layers}
+    rules = learn_fusion([(net, fused), (net, alone), (net, fused)])
+    assert rules.observed == {"conv>batch_norm": (2, 3), "conv>relu": (2, 3), "conv>add": (0, 3)}
+    assert rules.fuses("conv", "relu") and not rules.fuses("conv", "add")
+    assert rules.fused_layers(net) == {"bn1", "relu1"}
+    # a successor is only fused when the layer before it is: without conv>batch_norm, relu1 stays alone
+    assert FusionRules({"conv>relu": (5, 5)}).fused_layers(net) == set()
+    assert FusionRules.from_dict(rules.to_dict()) == rules
+
+
+def test_composition_terms_and_latency() -> None:
+    net = tiny_network()
+    times = {layer.name: 1e-3 for layer in net.layers}
+    composition = Composition(a=0.5, b=0.25, delta_s=1e-4, fusion=FusionRules({"conv>batch_norm": (1, 1),
+                                                                                "conv>relu": (1, 1)}))
+    assert composition.terms(net, times) == pytest.approx((10e-3, 2e-3, 10))
+    # 0.5 * 10 ms + 0.25 * 2 ms + 10 calls * 0.1 ms
+    assert composition.latency_s(net, times) == pytest.approx(6.5e-3)
+    assert Composition.from_dict(composition.to_dict()) == composition
+
+
+def test_fit_composition_recovers_known_terms() -> None:
+    a, b, delta = 0.8, 0.1, 2e-5
+    terms = [(u, f, n) for u, f, n in ((1e-3, 2e-4, 10), (5e-3, 1e-4, 40), (2e-2, 3e-3, 25), (4e-3, 0.0, 60),
+                                       (9e-3, 1e-3, 15))]
+    measured = [a * u + b * f + delta * n for u, f, n in terms]
+    fit = fit_composition(terms, measured, FusionRules())
+    assert (fit.a, fit.b, fit.delta_s) == pytest.approx((a, b, delta), rel=1e-6)
+
+
+def test_fit_composition_drops_the_fused_term_when_nothing_fused() -> None:
+    terms = [(1e-3, 0.0, 10), (5e-3, 0.0, 40), (2e-2, 0.0, 25)]
+    fit = fit_composition(terms, [1.1 * u - 1e-6 * n for u, _, n in terms], FusionRules())
+    assert (fit.a, fit.b, fit.delta_s) == pytest.approx((1.1, 0.0, -1e-6), rel=1e-6)
+    with pytest.raises(NnperfError, match="at least two"):
+        fit_composition(terms[:1], [1e-3], FusionRules())
