@@ -53,13 +53,13 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for entry in zoo.entries():
-            t_meta, net = timed(lambda: zoo_network(entry.name), args.repeat)
+            t_meta, net = timed(lambda entry=entry: zoo_network(entry.name), args.repeat)
             m = network_metrics(net)  # type: ignore[arg-type]
             module, x = entry.build(), entry.example_input()
-            t_torch, _ = timed(lambda: from_torch(module, x), args.repeat)
+            t_torch, _ = timed(lambda module=module, x=x: from_torch(module, x), args.repeat)
             path = Path(tmp) / f"{entry.name}.onnx"
-            t_export, _ = timed(lambda: export_onnx(module, x, path), 1)
-            t_onnx, via_onnx = timed(lambda: from_onnx(path), args.repeat)
+            t_export, _ = timed(lambda module=module, x=x, path=path: export_onnx(module, x, path), 1)
+            t_onnx, via_onnx = timed(lambda path=path: from_onnx(path), args.repeat)
             assert network_metrics(via_onnx).macs == m.macs  # type: ignore[arg-type]
             pub = PUBLISHED.get(entry.name)
             dm = f"{100 * (m.macs / 1e9 / pub[0] - 1):+.2f}%" if pub else "-"

@@ -48,9 +48,12 @@ def test_calibrate_then_predict_with_verify(capsys, tmp_path: Path, small_calibr
     save_network(conv_net("unseen", 12, 12), net)
     code, out, _ = run(capsys, "predict", str(net), "--backend", "fake", "--db", db, "--json")
     doc = json.loads(out)
-    assert (doc["format"], doc["version"]) == ("nnperf-prediction", 1)
+    assert (doc["format"], doc["version"]) == ("nnperf-prediction", 2)
     assert [layer["model"] for layer in doc["layers"]] == ["conv", "relu", "eltwise"]
-    assert doc["latency_s"] == pytest.approx(doc["coefficient_c"] * doc["layer_sum_s"])
+    assert doc["previous_latency_s"] == pytest.approx(doc["coefficient_c"] * doc["layer_sum_s"])
+    # six calibration networks: the composition replaces c; the fake fuses nothing, so it is the sum + 3 delta
+    assert doc["method"] == "composed" and doc["latency_s"] == doc["composed_latency_s"]
+    assert not any(layer["fused"] for layer in doc["layers"])
     assert doc["hotspots"][0]["layer"] == "a"
     code, out, _ = run(capsys, "predict", str(net), "--backend", "fake", "--db", db, "--verify")
     assert code == 0
@@ -82,3 +85,48 @@ def test_predict_on_another_system_needs_its_own_calibration(capsys, tmp_path: P
     assert run(capsys, "calibrate", *FAKE, "--db", db)[0] == 0
     code, _, err = run(capsys, "predict", "resnet18", "--backend", "fake", "--threads", "2", "--db", db)
     assert code == 1 and "no calibration for fake/cpu[threads=2]" in err
+
+
+def test_evaluate_writes_tables_figures_and_a_self_contained_report(capsys, tmp_path: Path,
+                                                                    small_calibration: None) -> None:
+    db, out_dir = str(tmp_path / "m.db"), tmp_path / "eval"
+    assert run(capsys, "calibrate", *FAKE, "--db", db)[0] == 0
+    nets = []
+    for c, hw in ((12, 12), (6, 20)):
+        nets.append(str(tmp_path / f"n{c}.json"))
+        save_network(conv_net(f"n{c}", c, hw), nets[-1])
+    code, out, _ = run(capsys, "evaluate", *nets, *FAKE, "--db", db, "--out", str(out_dir))
+    assert code == 0
+    for text in ("Table I", "Table II", "n12", "n6", "PreVIous (c)", "nnperf composed", "MACs baseline",
+                 "roofline baseline", "MAPE", "prediction time per network"):
+        assert text in out
+    assert (out_dir / "fig5_layers.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (out_dir / "fig7_networks.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    report = (out_dir / "report.html").read_text()
+    assert report.count("data:image/png;base64,") == 2 and "<table>" in report  # nothing outside the file
+    code, out, _ = run(capsys, "evaluate", *nets, *FAKE, "--db", db, "--out", str(out_dir), "--json")
+    doc = json.loads(out)
+    assert (doc["format"], doc["version"]) == ("nnperf-evaluation", 1)
+    assert list(doc["methods"]) == ["previous", "composed", "macs", "roofline"]
+    for network in doc["networks"]:  # Table I: the sums are the layers' sums, the error is relative
+        layers = network["layers"]
+        assert network["measured_layer_sum_s"] == pytest.approx(sum(x["measured_s"] for x in layers))
+        assert network["layer_sum_error"] == pytest.approx(
+            network["predicted_layer_sum_s"] / network["measured_layer_sum_s"] - 1)
+        for method, error in network["error"].items():
+            assert error == pytest.approx(network["predicted_s"][method] / network["measured_s"] - 1)
+    errors = [abs(n["error"]["composed"]) for n in doc["networks"]]
+    assert doc["summary"]["mape"]["composed"] == pytest.approx(sum(errors) / 2)
+
+
+def test_evaluate_refuses_before_measuring(capsys, tmp_path: Path, small_calibration: None) -> None:
+    db = str(tmp_path / "m.db")
+    code, _, err = run(capsys, "evaluate", "resnet18", "--backend", "fake", "--db", db)
+    assert code == 1 and "nnperf calibrate --backend fake" in err
+    assert run(capsys, "calibrate", *FAKE, "--db", db)[0] == 0
+    tiny = tmp_path / "tiny.json"
+    save_network(tiny_network(), tiny)
+    code, _, err = run(capsys, "evaluate", str(tiny), "--backend", "fake", "--db", db, "--out", str(tmp_path))
+    assert code == 1 and "softmax (softmax)" in err
+    code, _, err = run(capsys, "evaluate", str(tiny), "--backend", "fake", "--budget-s", "0", "--db", db)
+    assert code == 1 and "--budget-s must be > 0" in err

@@ -13,8 +13,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                        description="Profile PreVIousNet-01 (four input configurations), PreVIousNet-02 and nnperf's "
                                    "PreVIousNet-03 layer by layer and whole on one backend, store every measurement, "
                                    "fit a standardised Ridge model per layer type and the network coefficient c "
-                                   "(PreVIous, Eq. 4 and 6), and store them. Resumes if interrupted; networks "
-                                   "already calibrated on this system are reused.")
+                                   "(PreVIous, Eq. 4 and 6), learn which layers the backend fuses (from a short "
+                                   "profiler pass) and the per-call difference of the composition, measure the "
+                                   "roofline peaks, and store it all. Resumes if interrupted; networks already "
+                                   "calibrated on this system are reused.")
     add_backend_arguments(p)
     p.add_argument("--energy", metavar="METER", help="also fit energy models from a power meter (nvml, rapl)")
     p.add_argument("--budget-s", type=float, default=None,
@@ -29,6 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
+    from nnperf.errors import FormatVersionError
     from nnperf.measure import ProfileConfig
     from nnperf.measure.power import get_meter
     from nnperf.predict import CALIBRATION_HARNESS, MissingCalibrationError, calibrate, load_system_model
@@ -49,6 +52,9 @@ def run(args: argparse.Namespace) -> int:
                 existing = load_system_model(store, system.key, system.label, args.backend)
             except MissingCalibrationError:
                 existing = None
+            except FormatVersionError as exc:  # an older nnperf's model: refit (stored measurements are reused)
+                out.print(f"refitting: {exc}")
+                existing = None
             if existing is not None:
                 out.print(f"{system.label} is already calibrated in {store.path} (c = {existing.coefficient_c:.3f}, "
                           f"{len(existing.latency)} layer-type models); nothing to do")
@@ -61,5 +67,12 @@ def run(args: argparse.Namespace) -> int:
     out.print(f"network coefficient c = {model.coefficient_c:.3f} (Eq. 6, from {len(info['networks'])} "
               f"whole-network runs); {info['layers']} layers measured; {info['wall_s']:.0f} s "
               f"({info['reused_networks']} network(s) reused from earlier runs)")
+    if model.composition is not None:
+        fused = model.composition.fusion.fused_pairs
+        out.print(f"composition: {model.composition.delta_s * 1e6:+.1f} us per unfused layer call; fused by this "
+                  f"backend: {', '.join(fused) or 'nothing'}")
+    if model.roofline is not None:
+        out.print(f"roofline peaks: {model.roofline.ops_per_s / 1e9:.1f} GOP/s, "
+                  f"{model.roofline.bytes_per_s / 1e9:.1f} GB/s")
     out.print(f"stored for {model.system_label} (system {model.system_key[:8]}) in {store.path}")
     return 0

@@ -13,8 +13,9 @@ from nnperf.cli._store_arg import add_db_argument, open_store
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("predict", help="predict a network's per-layer and total latency from a calibration",
                        description="Predict each layer's latency (and energy, where calibrated) with the system's "
-                                   "PreVIous models, the network total (c x the sum, Eq. 6) and the hotspots, "
-                                   "without running the network. --verify also measures it and compares.")
+                                   "PreVIous models, the network total (composed with the backend's fusions, and "
+                                   "PreVIous' c x the sum beside it) and the hotspots, without running the network. "
+                                   "--verify also measures it and compares.")
     p.add_argument("model", metavar="MODEL", help="zoo name (see `nnperf zoo`), .onnx file or IR .json file")
     add_backend_arguments(p)
     p.add_argument("--verify", action="store_true",
@@ -48,7 +49,8 @@ def run(args: argparse.Namespace) -> int:
             measured = {m.layer: m.timing.stats.median_s for m in report.layers}
             whole = report.network.timing.stats.median_s
             verify = {"measured_latency_s": whole, "measured_layer_sum_s": report.layer_sum_s,
-                      "error": (prediction.latency_s - whole) / whole, "run_id": report.run_id,
+                      "error": (prediction.latency_s - whole) / whole,
+                      "previous_error": (prediction.previous_latency_s - whole) / whole, "run_id": report.run_id,
                       "layer_errors": {name: (p.latency_s - measured[name]) / measured[name]
                                        for p in prediction.layers if (name := p.layer) in measured}}
     if args.json:
@@ -61,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
     if verify is not None:
         errors = [abs(e) for e in verify["layer_errors"].values()]
         out.print(f"measured network latency: {verify['measured_latency_s'] * 1e3:.4g} ms; predicted "
-                  f"{prediction.latency_s * 1e3:.4g} ms; error {verify['error']:+.1%}")
+                  f"{prediction.latency_s * 1e3:.4g} ms; error {verify['error']:+.1%}"
+                  + (f" (PreVIous' c x sum: {verify['previous_error']:+.1%})" if prediction.method == "composed" else ""))
         out.print(f"per-layer error: mean |error| {sum(errors) / len(errors):.1%}, median "
                   f"{sorted(errors)[len(errors) // 2]:.1%} over {len(errors)} layers "
                   f"(run {verify['run_id']} in {store.path})")

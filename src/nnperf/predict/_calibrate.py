@@ -29,6 +29,9 @@ from nnperf.store import Store
 FUSION_PROFILER_RUNS = 10
 """Profiled whole-network runs per calibration network: enough to see which layers the backend fuses."""
 
+MIN_COMPOSITION_NETWORKS = 3
+"""With fewer calibration networks, PreVIous' c alone is used: one network cannot separate delta from noise."""
+
 CALIBRATION_HARNESS = HarnessConfig(warmup_s=0.02, target_ci=0.02, budget_s=0.5)
 """Per-layer effort during calibration: 2% CI of the median or half a second per layer."""
 
@@ -79,10 +82,10 @@ def fit_system_model(runs: Sequence[MeasuredNetwork], system_key: str, system_la
         sums = [float(sum(lp.energy_j or 0.0 for lp in p.layers)) for p in predictions]
         energy_c = fit_coefficient(sums, [float(run.whole.energy_j or 0.0) for run in runs])
     fusion = learn_fusion([(m.network, {r.layer: r.group for r in m.layers}) for m in profiled])
-    blank = Composition(1.0, 1.0, 0.0, fusion)
-    terms = [blank.terms(run.network, {lp.layer: lp.latency_s for lp in p.layers})
-             for run, p in zip(runs, predictions)]
-    composition = fit_composition(terms, [run.whole.median_s for run in runs], fusion)
+    blank = Composition(0.0, fusion)
+    terms = [blank.terms(run.network, run.layer_median_s()) for run in runs]  # measured: what isolation misses
+    composition = fit_composition(terms, [run.whole.median_s for run in runs], fusion) \
+        if len(runs) >= MIN_COMPOSITION_NETWORKS else None
     macs = fit_macs_model([run.network for run in runs], [run.whole.median_s for run in runs])
     calibration = {
         "networks": [run.network.name for run in runs],

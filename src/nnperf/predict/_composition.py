@@ -4,16 +4,19 @@ PreVIous multiplies the sum of per-layer predictions by one coefficient c
 (Eq. 6). Isolated layer times miss two things that differ from network to
 network: a backend that fuses an element-wise layer into the convolution
 before it (ONNX Runtime: Conv+BN+Add+ReLU) runs that layer almost for free
-inside the network while timing it alone costs a whole call; and every layer
-call inside the network carries a fixed cost (dispatch, allocation) that an
-isolated measurement amortises differently. So nnperf composes
+inside the network while timing it alone costs a whole call; and a layer
+call inside the network costs a different fixed amount (dispatch, session
+run, allocation) than the isolated call that was timed. So nnperf composes
 
-    T = a * sum(unfused predictions) + b * sum(fused predictions) + delta * (unfused layers)
+    T = sum(predictions of unfused layers) + delta * (number of unfused layers)
 
 where "fused" follows the fusion rules the backend showed on the calibration
-networks (its profiler's node groups, mapped to IR layers), and a, b, delta
-are fitted on the calibration networks' whole-network times by least squares
-on the relative error.
+networks (its profiler's node groups, mapped to IR layers) and delta, the
+per-call difference, is fitted on the calibration networks' whole-network
+times by least squares on the relative error. Unlike c, the per-layer
+predictions are not rescaled: a scale fitted on the small calibration
+networks carried their whole/isolated ratio to networks whose ratio differs
+(BENCHMARKS.md, issue 4, compares the variants).
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy.optimize import lsq_linear
 
 from nnperf.errors import NnperfError
 from nnperf.ir import Layer, Network, OpType
@@ -77,6 +79,11 @@ class FusionRules:
         fused, seen = self.observed.get(f"{head_op}>{op}", (0, 0))
         return seen > 0 and fused / seen >= FUSION_THRESHOLD
 
+    @property
+    def fused_pairs(self) -> list[str]:
+        """The 'head>successor' pairs this backend fuses."""
+        return [pair for pair in sorted(self.observed) if self.fuses(*pair.split(">"))]
+
     def fused_layers(self, network: Network) -> set[str]:
         """Layers of ``network`` the backend is expected to run inside the compute layer before them."""
         fused: set[str] = set()
@@ -111,42 +118,43 @@ def learn_fusion(groups: Sequence[tuple[Network, Mapping[str, str]]]) -> FusionR
 
 @dataclass(frozen=True)
 class Composition:
-    """T = a * unfused sum + b * fused sum + delta * unfused layer count (see the module docstring)."""
+    """T = sum of unfused layer predictions + delta_s x unfused layer count (see the module docstring)."""
 
-    a: float
-    b: float
     delta_s: float
     fusion: FusionRules = field(default_factory=FusionRules)
 
-    def terms(self, network: Network, layer_latency_s: Mapping[str, float]) -> tuple[float, float, int]:
-        """(sum of unfused predictions, sum of fused predictions, unfused layer count)."""
+    def terms(self, network: Network, layer_latency_s: Mapping[str, float]) -> tuple[float, int]:
+        """(sum of the unfused layers' predictions, unfused layer count)."""
         fused = self.fusion.fused_layers(network)
-        unfused_s = sum(t for name, t in layer_latency_s.items() if name not in fused)
-        fused_s = sum(t for name, t in layer_latency_s.items() if name in fused)
-        return float(unfused_s), float(fused_s), len(layer_latency_s) - len(fused)
+        unfused = [t for name, t in layer_latency_s.items() if name not in fused]
+        return float(sum(unfused)), len(unfused)
 
     def latency_s(self, network: Network, layer_latency_s: Mapping[str, float]) -> float:
-        unfused_s, fused_s, calls = self.terms(network, layer_latency_s)
-        return max(self.a * unfused_s + self.b * fused_s + self.delta_s * calls, 0.0)
+        unfused_s, calls = self.terms(network, layer_latency_s)
+        return max(unfused_s + self.delta_s * calls, 0.0)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"a": self.a, "b": self.b, "delta_s": self.delta_s, "fusion": self.fusion.to_dict()}
+        return {"delta_s": self.delta_s, "fusion": self.fusion.to_dict()}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Composition:
-        return cls(float(d["a"]), float(d["b"]), float(d["delta_s"]), FusionRules.from_dict(d.get("fusion", {})))
+        return cls(float(d["delta_s"]), FusionRules.from_dict(d.get("fusion", {})))
 
 
-def fit_composition(terms: Sequence[tuple[float, float, int]], measured_s: Sequence[float],
+def fit_composition(terms: Sequence[tuple[float, int]], measured_s: Sequence[float],
                     fusion: FusionRules) -> Composition:
-    """a, b >= 0 and delta free, minimising the squared relative error over the calibration networks."""
-    x = np.array(terms, dtype=float)
-    y = np.asarray(measured_s, dtype=float)
-    if len(y) < 2 or np.any(y <= 0):
+    """delta minimising the squared relative error over the calibration networks (closed form).
+
+    With S the unfused sum, N the unfused count and y the measured time of
+    each network, delta = sum((N/y)(1 - S/y)) / sum((N/y)^2).
+    """
+    if len(terms) < 2 or any(y <= 0 for y in measured_s):
         raise NnperfError("the composition needs at least two calibration networks with positive times")
-    columns = [0, 2] + ([1] if np.any(x[:, 1] > 0) else [])
-    design = x[:, columns] / y[:, None]
-    lower = [0.0 if c != 2 else -np.inf for c in columns]
-    fit = lsq_linear(design, np.ones_like(y), bounds=(lower, [np.inf] * len(columns)))
-    coef = dict(zip(columns, fit.x))
-    return Composition(float(coef[0]), float(coef.get(1, 0.0)), float(coef[2]), fusion)
+    s = np.array([t[0] for t in terms], dtype=float)
+    n = np.array([t[1] for t in terms], dtype=float)
+    y = np.asarray(measured_s, dtype=float)
+    weight = n / y
+    denominator = float(weight @ weight)
+    if denominator <= 0:
+        raise NnperfError("cannot fit the composition: the calibration networks have no unfused layers")
+    return Composition(float(weight @ (1 - s / y)) / denominator, fusion)

@@ -13,7 +13,7 @@ from nnperf.predict import NetworkPrediction, SystemModel
 from nnperf.report.measurements import ms
 from nnperf.report.tables import layer_type
 
-PREDICTION_FORMAT = ("nnperf-prediction", 1)
+PREDICTION_FORMAT = ("nnperf-prediction", 2)
 
 
 def calibration_table(model: SystemModel) -> Table:
@@ -65,8 +65,14 @@ def _error(predicted: float, measured: float) -> str:
 
 
 def prediction_summary(prediction: NetworkPrediction, count: int = 5) -> list[str]:
-    lines = [(f"predicted network latency: {ms(prediction.latency_s)} ms "
-             f"(c = {prediction.coefficient_c:.3f} x {ms(prediction.layer_sum_s)} ms summed over layers, Eq. 6)")]
+    previous = (f"PreVIous: c = {prediction.coefficient_c:.3f} x {ms(prediction.layer_sum_s)} ms summed over "
+                f"layers = {ms(prediction.previous_latency_s)} ms, Eq. 6")
+    if prediction.composed_latency_s is None:
+        lines = [f"predicted network latency: {ms(prediction.latency_s)} ms ({previous})"]
+    else:
+        fused = len(prediction.fused_layers)
+        lines = [(f"predicted network latency: {ms(prediction.latency_s)} ms (composed: {fused} layer(s) expected "
+                  f"fused into the layer before; {previous})")]
     if prediction.energy_j is not None:
         lines.append(f"predicted network energy: {prediction.energy_j * 1e3:.4g} mJ")
     hot = ", ".join(f"{p.layer} {share:.0%}" for p, share in prediction.hotspots(count))
@@ -79,9 +85,11 @@ def prediction_document(network: Network, prediction: NetworkPrediction,
     doc: dict[str, Any] = {
         "format": PREDICTION_FORMAT[0], "version": PREDICTION_FORMAT[1], "network": network.name,
         "system": prediction.system, "coefficient_c": prediction.coefficient_c,
-        "layer_sum_s": prediction.layer_sum_s, "latency_s": prediction.latency_s, "energy_j": prediction.energy_j,
-        "layers": [{"layer": p.layer, "op": p.op, "model": p.key, "latency_s": p.latency_s, "energy_j": p.energy_j}
-                   for p in prediction.layers],
+        "layer_sum_s": prediction.layer_sum_s, "latency_s": prediction.latency_s, "method": prediction.method,
+        "previous_latency_s": prediction.previous_latency_s, "composed_latency_s": prediction.composed_latency_s,
+        "energy_j": prediction.energy_j,
+        "layers": [{"layer": p.layer, "op": p.op, "model": p.key, "latency_s": p.latency_s, "energy_j": p.energy_j,
+                    "fused": p.layer in prediction.fused_layers} for p in prediction.layers],
         "hotspots": [{"layer": p.layer, "share": share} for p, share in prediction.hotspots()],
     }
     if verify is not None:

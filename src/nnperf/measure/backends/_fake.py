@@ -48,6 +48,8 @@ class CostModel:
     outlier_p: float = 0.0
     outlier_factor: float = 3.0
     network_factor: float = 1.0
+    network_call_delta_s: float = 0.0
+    """What a layer call inside the whole network costs more (or less) than the same call timed alone."""
     clock_overhead_s: float = 0.0
     """Added once per timed block, like a real timer's call overhead."""
 
@@ -93,7 +95,8 @@ class FakeBackend(Backend):
         return "fake CPU (cost model)"
 
     def network_cost_s(self, network: Network) -> float:
-        return self.model.network_factor * sum(self.model.layer_cost_s(layer) for layer in network.layers)
+        layers = sum(self.model.layer_cost_s(layer) for layer in network.layers)
+        return self.model.network_factor * layers + self.model.network_call_delta_s * len(network.layers)
 
     def network_timer(self, network: Network) -> _FakeTimer:
         return _FakeTimer(self.network_cost_s(network), self.model, self.rng, self.clock)
