@@ -51,3 +51,18 @@ def test_fit_composition_recovers_a_known_per_call_difference() -> None:
     assert fit_composition([(1.0, 1), (1.0, 1)], [2.0, 4.0], FusionRules()).delta_s == pytest.approx(1.4)
     with pytest.raises(NnperfError, match="at least two"):
         fit_composition(terms[:1], [1e-3], FusionRules())
+
+
+@pytest.mark.parametrize("backend_name", ["onnxruntime", "torch"])
+def test_fusion_rules_from_a_real_profiler(backend_name: str) -> None:
+    from nnperf.measure.backends import BackendOptions, create_backend
+
+    net = tiny_network()
+    with create_backend(backend_name, BackendOptions(device="cpu")) as backend:
+        result = backend.profile(net, runs=3)
+    rules = learn_fusion([(net, {m.layer: m.group for m in result.layers})])
+    if backend_name == "onnxruntime":  # folds BN into the convolution and fuses the ReLU (NCHWc Conv)
+        assert {"conv>batch_norm", "conv>relu"} <= set(rules.fused_pairs)
+        assert {"bn1", "relu1"} <= rules.fused_layers(net)
+    else:  # eager PyTorch runs every module on its own
+        assert rules.fused_pairs == [] and rules.fused_layers(net) == set()

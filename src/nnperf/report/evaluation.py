@@ -91,8 +91,9 @@ def _figure_5(evaluation: Evaluation):  # type: ignore[no-untyped-def]
                 xs.append(layer.measured_s * 1e3)
                 ys.append(layer.predicted_s * 1e3)
     everything = [v for xs, ys in by_key.values() for v in xs + ys]
-    for key, (xs, ys) in sorted(by_key.items(), key=lambda kv: -len(kv[1][0])):
-        ax.scatter(xs, ys, s=10, alpha=0.7, label=f"{key} ({len(xs)})")
+    colours = plt.get_cmap("tab20").colors  # type: ignore[attr-defined]  # 20 distinct colours, one per layer type
+    for i, (key, (xs, ys)) in enumerate(sorted(by_key.items(), key=lambda kv: -len(kv[1][0]))):
+        ax.scatter(xs, ys, s=10, alpha=0.7, color=colours[i % len(colours)], label=f"{key} ({len(xs)})")
     if everything:
         low, high = min(everything) / 1.5, max(everything) * 1.5
         ax.plot([low, high], [low, high], "k--", linewidth=1, label="ideal")

@@ -1,0 +1,148 @@
+"""Prediction accuracy (issue 4): calibrate, then predict the zoo networks and measure them, per backend.
+
+Run: .venv/bin/python bench/predict_accuracy.py [--backends torch,onnxruntime] [--report out.json]
+     (about 10 minutes per backend here; --networks resnet18,mobilenet_v2 for a quick look)
+
+For each backend, into a fresh temporary store (so nothing is reused and the calibration wall time is
+real):
+1. `calibrate` (isolated pass, fusion profiler pass, roofline probes, fits): its wall time;
+2. every zoo network measured layer by layer in isolation and whole (`measure_networks`, the same
+   settings `nnperf evaluate` uses), then `evaluate`: Table I/II, network errors of PreVIous' c, nnperf's
+   composition and the two baselines, and the prediction time per network;
+3. the noise floor: every network measured whole a second time (a separate campaign, minutes later);
+   the MAPE of the second whole-network median against the first is the error a perfect predictor would
+   show against one measurement;
+4. the figures and the HTML report of `nnperf evaluate`, written to --out/<backend>/.
+
+Outside load (other processes' CPU time and steal, from /proc/stat) is recorded for each phase, so a
+disturbed run can be recognised; nothing is repeated automatically.
+
+Progress goes to stderr; stdout gets a Markdown summary for BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+from measure_backends import PassLoad, log
+
+from nnperf import zoo
+from nnperf._load import zoo_network
+from nnperf.measure import ProfileConfig, host_info
+from nnperf.measure.backends import BackendOptions, create_backend
+from nnperf.predict import CALIBRATION_HARNESS, calibrate, measure_networks
+from nnperf.predict.evaluation import evaluate
+from nnperf.report.evaluation import write_report
+from nnperf.store import Store
+
+
+def progress_logger(label: str):  # type: ignore[no-untyped-def]
+    last = [0.0]
+
+    def progress(what: str, done: int, total: int) -> None:
+        now = time.perf_counter()
+        if now - last[0] > 20 or done == total:
+            last[0] = now
+            log(f"{label}: {done}/{total} {what}")
+
+    return progress
+
+
+def run_backend(name: str, networks: list[str], out_dir: Path) -> dict[str, Any]:
+    backend = create_backend(name, BackendOptions(device="cpu"))
+    nets = [zoo_network(n) for n in networks]
+    with tempfile.TemporaryDirectory() as tmp, Store(Path(tmp) / "bench.db") as store:
+        with PassLoad() as load_cal:
+            started = time.perf_counter()
+            model = calibrate(backend, store, progress=progress_logger(f"{name} calibrate"))
+            calibration_s = time.perf_counter() - started
+        log(f"{name}: calibrated in {calibration_s:.0f} s, c = {model.coefficient_c:.3f}")
+        config = ProfileConfig(per_layer="isolated", harness=CALIBRATION_HARNESS)
+        with PassLoad() as load_eval:
+            started = time.perf_counter()
+            measured = measure_networks(backend, store, nets, config, progress=progress_logger(f"{name} evaluate"))
+            evaluation_measure_s = time.perf_counter() - started
+        evaluation = evaluate(model, measured)
+        with PassLoad() as load_noise:
+            second = measure_networks(backend, store, nets, ProfileConfig(per_layer="none", harness=CALIBRATION_HARNESS),
+                                      progress=progress_logger(f"{name} second pass"))
+        pass_errors = [s.whole.median_s / m.whole.median_s - 1 for s, m in zip(second, measured)]
+        paths = write_report(evaluation, out_dir / name)
+    errors = evaluation.layer_errors
+    return {
+        "backend": name, "system": evaluation.system,
+        "calibration_wall_s": calibration_s, "calibration_layers": model.calibration.get("layers"),
+        "coefficient_c": model.coefficient_c,
+        "composition": None if model.composition is None else model.composition.to_dict(),
+        "roofline": None if model.roofline is None else model.roofline.to_dict(),
+        "evaluation_measure_s": evaluation_measure_s,
+        "mape": {m: evaluation.mape(m) for m in evaluation.methods},
+        "within_10pct": {m: evaluation.within(m) for m in evaluation.methods},
+        "table2": evaluation.table2_error,
+        "layer_error_mean": float(errors.mean()), "layer_error_median": float(np.median(errors)),
+        "noise_floor_mape": float(np.mean(np.abs(pass_errors))),
+        "noise_pass_errors": dict(zip(networks, pass_errors)),
+        "spread_median": evaluation.measurement_spread,
+        "prediction_time_s": {n.network: n.prediction_time_s for n in evaluation.networks},
+        "outside_load": {"calibrate": (load_cal.other_busy, load_cal.steal),
+                         "evaluate": (load_eval.other_busy, load_eval.steal),
+                         "second_pass": (load_noise.other_busy, load_noise.steal)},
+        "files": [str(p) for p in paths],
+        "evaluation": evaluation.to_dict(),
+    }
+
+
+def markdown(results: list[dict[str, Any]]) -> str:
+    lines = [("| backend | calibration | PreVIous c: MAPE / within 10% | composed: MAPE / within 10% | "
+             "MACs: MAPE / within 10% | roofline: MAPE / within 10% | Table II | per-layer mean / median | "
+             "noise floor (pass-to-pass MAPE) | prediction time per network (median) |"),
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        cells = [f"{r['mape'][m]:.1%} / {r['within_10pct'][m]:.0%}" for m in ("previous", "composed", "macs", "roofline")]
+        lines.append(f"| {r['system']} | {r['calibration_wall_s']:.0f} s | " + " | ".join(cells)
+                     + f" | {r['table2']:.1%} | {r['layer_error_mean']:.1%} / {r['layer_error_median']:.1%} | "
+                     f"{r['noise_floor_mape']:.1%} | {np.median(list(r['prediction_time_s'].values())) * 1e3:.2f} ms |")
+    for r in results:
+        lines += ["", f"{r['system']}: network error per method (measured whole-network median in ms)", "",
+                  ("| network | measured ms | PreVIous c | composed | MACs | roofline | Table I (layer sums) | "
+                  "second pass |"), "|---|---|---|---|---|---|---|---|"]
+        for n in r["evaluation"]["networks"]:
+            e = n["error"]
+            lines.append(f"| {n['network']} | {n['measured_s'] * 1e3:.2f} | {e['previous']:+.1%} | "
+                         f"{e['composed']:+.1%} | {e['macs']:+.1%} | {e['roofline']:+.1%} | "
+                         f"{n['layer_sum_error']:+.1%} | {r['noise_pass_errors'][n['network']]:+.1%} |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--backends", default="torch,onnxruntime")
+    parser.add_argument("--networks", default=",".join(zoo.names()))
+    parser.add_argument("--out", type=Path, default=Path("bench/results/predict_accuracy"),
+                        help="figures and HTML reports per backend")
+    parser.add_argument("--report", type=Path, help="write every figure as JSON")
+    args = parser.parse_args()
+    networks = args.networks.split(",")
+    host = host_info()
+    log(f"host: {host.cpu_model}, {host.logical_cores} logical CPUs")
+    results = []
+    for name in args.backends.split(","):
+        results.append(run_backend(name, networks, args.out))
+        if args.report:  # after each backend, so an interrupted run keeps what it measured
+            args.report.write_text(json.dumps({"host": asdict(host), "results": results}, indent=1))
+    print(markdown(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
