@@ -35,6 +35,7 @@ MIN_COMPOSITION_NETWORKS = 3
 CALIBRATION_HARNESS = HarnessConfig(warmup_s=0.02, target_ci=0.02, budget_s=0.5)
 """Per-layer effort during calibration: 2% CI of the median or half a second per layer."""
 
+
 class MissingCalibrationError(NnperfError):
     """No fitted model for the system asked about."""
 
