@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+import os
+import sys
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from nnperf._registry import Availability
@@ -100,12 +103,18 @@ class TorchBackend(Backend):
         with torch.inference_mode():
             for _ in range(3):  # warm-up outside the profiler
                 module(*inputs)
-            with torch.profiler.profile(activities=activities) as prof:
+            prof = torch.profiler.profile(activities=activities)
+            with _native_stderr_silenced():  # kineto prints a "USDT: profiler_start" line on each start and stop
+                prof.start()
+            try:
                 for _ in range(runs):
                     with torch.profiler.record_function(run_label):
                         module(*inputs)
                     if self.device.type == "cuda":
                         torch.cuda.synchronize(self.device)
+            finally:
+                with _native_stderr_silenced():
+                    prof.stop()
         names = {layer.name for layer in network.layers}
         per_layer: dict[str, list[float]] = {name: [] for name in names}
         run_times: list[float] = []
@@ -129,3 +138,17 @@ def _event_s(event: Any, cuda: bool) -> float:
     if cuda:
         return float(getattr(event, "device_time_total", 0.0)) / 1e6 or float(event.cpu_time_total) / 1e6
     return float(event.cpu_time_total) / 1e6
+
+
+@contextlib.contextmanager
+def _native_stderr_silenced() -> Iterator[None]:
+    """Points file descriptor 2 at /dev/null for the block: silences native libraries' own logging."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
