@@ -130,3 +130,21 @@ def test_evaluate_refuses_before_measuring(capsys, tmp_path: Path, small_calibra
     assert code == 1 and "softmax (softmax)" in err
     code, _, err = run(capsys, "evaluate", str(tiny), "--backend", "fake", "--budget-s", "0", "--db", db)
     assert code == 1 and "--budget-s must be > 0" in err
+
+
+def test_calibrate_if_needed_refits_an_older_model(capsys, tmp_path: Path, small_calibration: None) -> None:
+    from nnperf.measure.backends import BackendOptions, create_backend
+    from nnperf.store import Store
+
+    db = str(tmp_path / "m.db")
+    assert run(capsys, "calibrate", *FAKE, "--db", db)[0] == 0
+    with Store(db) as store, create_backend("fake", BackendOptions(device="cpu")) as backend:
+        system = store.add_system(backend.system())
+        old = {**store.latest_model(system.id, "previous"), "version": 1}  # as an older nnperf stored it
+        store.save_model(system.id, "previous", old)
+        measured = len(store.layer_measurements())
+    code, out, _ = run(capsys, "calibrate", *FAKE, "--if-needed", "--db", db)
+    assert code == 0 and "refitting: model format version 1" in out and "composition:" in out
+    with Store(db) as store:
+        assert store.latest_model(system.id, "previous")["version"] == 2
+        assert len(store.layer_measurements()) == measured  # refitted from the stored measurements
