@@ -7,6 +7,7 @@ import html
 import io
 from pathlib import Path
 
+import numpy as np
 from rich.table import Table
 from rich.text import Text
 
@@ -45,7 +46,7 @@ def table2(evaluation: Evaluation) -> Table:
                    "median |layer error|"):
         table.add_column(column, justify="left" if column == "system" else "right")
     table.add_row(evaluation.system, f"{evaluation.table2_error:.2%}", str(len(errors)), f"{errors.mean():.1%}",
-                  f"{float(sorted(errors)[len(errors) // 2]):.1%}")
+                  f"{float(np.median(errors)):.1%}")
     return table
 
 
@@ -73,7 +74,7 @@ def summary_lines(evaluation: Evaluation) -> list[str]:
     lines = [f"{METHOD_LABELS[m]}: network MAPE {evaluation.mape(m):.1%}, within +/-10% "
              f"{evaluation.within(m):.0%} of {len(evaluation.networks)} networks" for m in evaluation.methods]
     times = [n.prediction_time_s for n in evaluation.networks]
-    lines.append(f"prediction time per network: median {sorted(times)[len(times) // 2] * 1e3:.2f} ms, "
+    lines.append(f"prediction time per network: median {float(np.median(times)) * 1e3:.2f} ms, "
                  f"max {max(times) * 1e3:.2f} ms")
     return lines
 
@@ -111,7 +112,6 @@ def _figure_5(evaluation: Evaluation):  # type: ignore[no-untyped-def]
 def _figure_7(evaluation: Evaluation):  # type: ignore[no-untyped-def]
     """Fig. 7: network-level error per network, one bar per method, with the +/-10% band."""
     import matplotlib.pyplot as plt
-    import numpy as np
 
     names = [n.network for n in evaluation.networks]
     fig, ax = plt.subplots(figsize=(max(6.4, 0.55 * len(names) * len(evaluation.methods) / 2), 4.2),
@@ -180,7 +180,7 @@ def _html(evaluation: Evaluation, figures: dict[str, bytes]) -> str:
     errors = evaluation.layer_errors
     table_2 = _html_table(["system", "Table II", "layers", "mean |layer error|", "median |layer error|"],
                           [[evaluation.system, f"{evaluation.table2_error:.2%}", str(len(errors)),
-                            f"{errors.mean():.1%}", f"{float(sorted(errors)[len(errors) // 2]):.1%}"]])
+                            f"{errors.mean():.1%}", f"{float(np.median(errors)):.1%}"]])
     networks = _html_table(
         ["network", "MACs", "measured ms", "IQR"] + [f"{METHOD_LABELS[m]} ms (error)" for m in methods],
         [[n.network, si(n.macs), ms(n.measured_s), f"{n.measured_spread:.1%}"]
