@@ -148,3 +148,19 @@ def test_calibrate_if_needed_refits_an_older_model(capsys, tmp_path: Path, small
     with Store(db) as store:
         assert store.latest_model(system.id, "previous")["version"] == 2
         assert len(store.layer_measurements()) == measured  # refitted from the stored measurements
+
+
+def test_predict_with_a_stored_system(capsys, tmp_path: Path, small_calibration: None) -> None:
+    db = str(tmp_path / "m.db")
+    assert run(capsys, "calibrate", *FAKE, "--db", db)[0] == 0
+    net = tmp_path / "unseen.json"
+    save_network(conv_net("unseen", 12, 12), net)
+    code, out, _ = run(capsys, "predict", str(net), "--system", "1", "--db", db, "--json")
+    assert code == 0 and json.loads(out)["system"] == "fake/cpu[threads=1]"  # no --backend needed
+    code, _, err = run(capsys, "predict", str(net), "--system", "9", "--db", db)
+    assert code == 1 and "no system with id 9" in err
+    # verifying on another system than the model's is refused: the backend options say threads=2
+    code, _, err = run(capsys, "predict", str(net), "--system", "1", "--backend", "fake", "--threads", "2",
+                       "--verify", "--db", db)
+    assert code == 1
+    assert "--verify measures on fake/cpu[threads=2] here, but --system 1 is fake/cpu[threads=1]" in err

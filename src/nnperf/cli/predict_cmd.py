@@ -18,6 +18,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                                    "--verify also measures it and compares.")
     p.add_argument("model", metavar="MODEL", help="zoo name (see `nnperf zoo`), .onnx file or IR .json file")
     add_backend_arguments(p)
+    p.add_argument("--system", metavar="ID|KEY",
+                   help="predict with this stored system's calibration (id or key prefix, see `nnperf systems`); "
+                        "no backend is needed unless --verify")
     p.add_argument("--verify", action="store_true",
                    help="also measure the network on the same system (layers in isolation and whole) and compare")
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -30,29 +33,43 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def run(args: argparse.Namespace) -> int:
     from nnperf._load import load_model
+    from nnperf.errors import NnperfError
     from nnperf.measure import ProfileConfig, profile_network
-    from nnperf.predict import load_system_model
+    from nnperf.predict import load_stored_model, load_system_model
     from nnperf.report._format import console
     from nnperf.report.predictions import prediction_document, prediction_summary, prediction_table
 
     network = load_model(args.model, dict(args.input_shape) or None)
-    with open_store(args) as store, backend_from_args(args) as backend:
-        system = backend.system()
-        model = load_system_model(store, system.key, system.label, args.backend)
-        prediction = model.predict(network)
-        verify = None
-        measured: dict[str, float] | None = None
-        if args.verify:
-            with Progress(not args.json, "verifying") as progress:
-                report = profile_network(network, backend, store, ProfileConfig(per_layer="isolated"),
-                                         progress=progress, model=args.model)
-            measured = {m.layer: m.timing.stats.median_s for m in report.layers}
-            whole = report.network.timing.stats.median_s
-            verify = {"measured_latency_s": whole, "measured_layer_sum_s": report.layer_sum_s,
-                      "error": (prediction.latency_s - whole) / whole,
-                      "previous_error": (prediction.previous_latency_s - whole) / whole, "run_id": report.run_id,
-                      "layer_errors": {name: (p.latency_s - measured[name]) / measured[name]
-                                       for p in prediction.layers if (name := p.layer) in measured}}
+    verify = None
+    measured: dict[str, float] | None = None
+    with open_store(args) as store:
+        if args.system is not None and not args.verify:  # a stored model predicts without any backend
+            prediction = load_stored_model(store, args.system).predict(network)
+        else:
+            with backend_from_args(args) as backend:
+                system = backend.system()
+                if args.system is None:
+                    model = load_system_model(store, system.key, system.label, args.backend)
+                else:
+                    model = load_stored_model(store, args.system)
+                    if model.system_key != system.key:
+                        raise NnperfError(
+                            f"--verify measures on {system.label} here, but --system {args.system} is "
+                            f"{model.system_label} ({model.system_key[:8]}, see `nnperf systems`): give that "
+                            "system's --backend, --device, --threads and --option settings, on its host")
+                prediction = model.predict(network)
+                if args.verify:
+                    with Progress(not args.json, "verifying") as progress:
+                        report = profile_network(network, backend, store, ProfileConfig(per_layer="isolated"),
+                                                 progress=progress, model=args.model)
+                    measured = {m.layer: m.timing.stats.median_s for m in report.layers}
+                    whole = report.network.timing.stats.median_s
+                    verify = {"measured_latency_s": whole, "measured_layer_sum_s": report.layer_sum_s,
+                              "error": (prediction.latency_s - whole) / whole,
+                              "previous_error": (prediction.previous_latency_s - whole) / whole,
+                              "run_id": report.run_id,
+                              "layer_errors": {name: (p.latency_s - measured[name]) / measured[name]
+                                               for p in prediction.layers if (name := p.layer) in measured}}
     if args.json:
         print(json.dumps(prediction_document(network, prediction, verify), indent=1))
         return 0

@@ -6,6 +6,7 @@ from nnperf.predict._calibrate import (
     calibrate,
     calibration_networks,
     fit_system_model,
+    load_stored_model,
     load_system_model,
 )
 from nnperf.predict._features import FEATURES, features, model_key
@@ -35,6 +36,7 @@ __all__ = [
     "fit_coefficient",
     "fit_ridge",
     "fit_system_model",
+    "load_stored_model",
     "load_system_model",
     "measure_networks",
     "model_key",

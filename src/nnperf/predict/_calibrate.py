@@ -139,3 +139,15 @@ def load_system_model(store: Store, system_key: str, label: str, backend: str = 
             "(with the same --device, --threads and --option settings) first"
         )
     return SystemModel.from_dict(document)
+
+
+def load_stored_model(store: Store, system: int | str) -> SystemModel:
+    """The latest model of a stored system named by id or key prefix (see ``nnperf systems``)."""
+    record = store.system(system)
+    document = store.latest_model(record.id, MODEL_KIND)
+    if document is None:
+        raise MissingCalibrationError(
+            f"system {record.id} ({record.label}) in {store.path} has measurements but no calibration: run "
+            f"`nnperf calibrate --backend {record.backend}` with its settings first"
+        )
+    return SystemModel.from_dict(document)
