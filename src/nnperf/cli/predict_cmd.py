@@ -36,6 +36,7 @@ def run(args: argparse.Namespace) -> int:
     from nnperf.errors import NnperfError
     from nnperf.measure import ProfileConfig, profile_network
     from nnperf.predict import load_stored_model, load_system_model
+    from nnperf.predict.evaluation import relative_error
     from nnperf.report._format import console
     from nnperf.report.predictions import prediction_document, prediction_summary, prediction_table
 
@@ -65,11 +66,11 @@ def run(args: argparse.Namespace) -> int:
                     measured = {m.layer: m.timing.stats.median_s for m in report.layers}
                     whole = report.network.timing.stats.median_s
                     verify = {"measured_latency_s": whole, "measured_layer_sum_s": report.layer_sum_s,
-                              "error": (prediction.latency_s - whole) / whole,
-                              "previous_error": (prediction.previous_latency_s - whole) / whole,
+                              "error": relative_error(prediction.latency_s, whole),
+                              "previous_error": relative_error(prediction.previous_latency_s, whole),
                               "run_id": report.run_id,
-                              "layer_errors": {name: (p.latency_s - measured[name]) / measured[name]
-                                               for p in prediction.layers if (name := p.layer) in measured}}
+                              "layer_errors": {p.layer: relative_error(p.latency_s, measured[p.layer])
+                                               for p in prediction.layers if p.layer in measured}}
     if args.json:
         print(json.dumps(prediction_document(network, prediction, verify), indent=1))
         return 0

@@ -32,21 +32,29 @@ def table1(evaluation: Evaluation) -> Table:
     table.add_column("measured ms (t)", justify="right")
     table.add_column("predicted ms (t-hat)", justify="right")
     table.add_column("error", justify="right", footer=f"{evaluation.table2_error:.2%}")
-    for n in evaluation.networks:
-        table.add_row(n.network, str(len(n.layers)), ms(n.measured_layer_sum_s), ms(n.predicted_layer_sum_s),
-                      _pct(n.layer_sum_error))
+    for row in _table1_rows(evaluation):
+        table.add_row(*row)
     return table
+
+
+def _table1_rows(evaluation: Evaluation) -> list[list[str]]:
+    return [[n.network, str(len(n.layers)), ms(n.measured_layer_sum_s), ms(n.predicted_layer_sum_s),
+             _pct(n.layer_sum_error)] for n in evaluation.networks]
+
+
+def _table2_row(evaluation: Evaluation) -> list[str]:
+    errors = evaluation.layer_errors
+    return [evaluation.system, f"{evaluation.table2_error:.2%}", str(len(errors)), f"{errors.mean():.1%}",
+            f"{float(np.median(errors)):.1%}"]
 
 
 def table2(evaluation: Evaluation) -> Table:
     """PreVIous' Table II, with nnperf's per-layer error statistics beside it."""
-    errors = evaluation.layer_errors
     table = Table(title=Text("Table II: average per-layer absolute prediction error"), title_justify="left")
     for column in ("system", "Table II (mean |Table I error|)", "layers", "mean |layer error|",
                    "median |layer error|"):
         table.add_column(column, justify="left" if column == "system" else "right")
-    table.add_row(evaluation.system, f"{evaluation.table2_error:.2%}", str(len(errors)), f"{errors.mean():.1%}",
-                  f"{float(np.median(errors)):.1%}")
+    table.add_row(*_table2_row(evaluation))
     return table
 
 
@@ -174,13 +182,9 @@ def _html(evaluation: Evaluation, figures: dict[str, bytes]) -> str:
          for m in methods])
     table_1 = _html_table(
         ["network", "layers", "measured ms (t)", "predicted ms (t-hat)", "error"],
-        [[n.network, str(len(n.layers)), ms(n.measured_layer_sum_s), ms(n.predicted_layer_sum_s),
-          _pct(n.layer_sum_error)] for n in evaluation.networks]
-        + [["average (absolute values)", "", "", "", f"{evaluation.table2_error:.2%}"]])
-    errors = evaluation.layer_errors
+        _table1_rows(evaluation) + [["average (absolute values)", "", "", "", f"{evaluation.table2_error:.2%}"]])
     table_2 = _html_table(["system", "Table II", "layers", "mean |layer error|", "median |layer error|"],
-                          [[evaluation.system, f"{evaluation.table2_error:.2%}", str(len(errors)),
-                            f"{errors.mean():.1%}", f"{float(np.median(errors)):.1%}"]])
+                          [_table2_row(evaluation)])
     networks = _html_table(
         ["network", "MACs", "measured ms", "IQR"] + [f"{METHOD_LABELS[m]} ms (error)" for m in methods],
         [[n.network, si(n.macs), ms(n.measured_s), f"{n.measured_spread:.1%}"]
