@@ -1,0 +1,54 @@
+"""CNNergy: an analytical energy model of a row-stationary CNN accelerator (NeuPart, Manasi et al. 2019).
+
+``AcceleratorSpec`` describes the hardware (Eyeriss-like defaults, 16 or 8 bits, a versioned YAML
+file); ``schedule`` maps a layer onto it (the computation-scheduling parameters and exception rules);
+``layer_energy`` and ``network_energy`` give the energy per image with its breakdown. Layers come
+from a CSV layer table, from the four reference networks shipped with nnperf, or from any network of
+the IR (``from_network``).
+"""
+
+from nnperf.accel._energy import COMPONENTS, LayerEnergy, NetworkEnergy, layer_energy, network_energy
+from nnperf.accel._layers import (
+    REFERENCE_NETWORKS,
+    AccelLayer,
+    LayerTableError,
+    blocks,
+    parse_table,
+    read_table,
+    reference_network,
+    write_table,
+)
+from nnperf.accel._schedule import Schedule, ScheduleError, schedule
+from nnperf.accel._spec import (
+    AcceleratorSpec,
+    AcceleratorSpecError,
+    eyeriss_spec,
+    load_spec,
+    spec_from_dict,
+    spec_yaml,
+)
+
+__all__ = [
+    "COMPONENTS",
+    "REFERENCE_NETWORKS",
+    "AccelLayer",
+    "AcceleratorSpec",
+    "AcceleratorSpecError",
+    "LayerEnergy",
+    "LayerTableError",
+    "NetworkEnergy",
+    "Schedule",
+    "ScheduleError",
+    "blocks",
+    "eyeriss_spec",
+    "layer_energy",
+    "load_spec",
+    "network_energy",
+    "parse_table",
+    "read_table",
+    "reference_network",
+    "schedule",
+    "spec_from_dict",
+    "spec_yaml",
+    "write_table",
+]
