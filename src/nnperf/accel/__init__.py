@@ -8,6 +8,16 @@ the IR (``from_network``).
 """
 
 from nnperf.accel._energy import COMPONENTS, LayerEnergy, NetworkEnergy, layer_energy, network_energy
+from nnperf.accel._from_ir import (
+    AccelMappingError,
+    IrMapping,
+    chain_end,
+    energy_layers,
+    map_network,
+    propagate,
+    read_sparsity,
+    table_sparsity,
+)
 from nnperf.accel._layers import (
     REFERENCE_NETWORKS,
     AccelLayer,
@@ -18,6 +28,7 @@ from nnperf.accel._layers import (
     reference_network,
     write_table,
 )
+from nnperf.accel._measure_sparsity import image_files, measure_sparsity, sample_images
 from nnperf.accel._schedule import Schedule, ScheduleError, schedule
 from nnperf.accel._spec import (
     AcceleratorSpec,
@@ -32,23 +43,34 @@ __all__ = [
     "COMPONENTS",
     "REFERENCE_NETWORKS",
     "AccelLayer",
+    "AccelMappingError",
     "AcceleratorSpec",
     "AcceleratorSpecError",
+    "IrMapping",
     "LayerEnergy",
     "LayerTableError",
     "NetworkEnergy",
     "Schedule",
     "ScheduleError",
     "blocks",
+    "chain_end",
+    "energy_layers",
     "eyeriss_spec",
+    "image_files",
     "layer_energy",
     "load_spec",
+    "map_network",
+    "measure_sparsity",
     "network_energy",
     "parse_table",
+    "propagate",
+    "read_sparsity",
     "read_table",
     "reference_network",
+    "sample_images",
     "schedule",
     "spec_from_dict",
     "spec_yaml",
+    "table_sparsity",
     "write_table",
 ]
