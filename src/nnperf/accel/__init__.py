@@ -7,6 +7,7 @@ from a CSV layer table, from the four reference networks shipped with nnperf, or
 the IR (``from_network``).
 """
 
+from nnperf.accel._dse import NEAR_OPTIMUM, DesignPoint, DesignSweep, SweepError, sweep_design
 from nnperf.accel._energy import COMPONENTS, LayerEnergy, NetworkEnergy, layer_energy, network_energy
 from nnperf.accel._from_ir import (
     AccelMappingError,
@@ -41,17 +42,21 @@ from nnperf.accel._spec import (
 
 __all__ = [
     "COMPONENTS",
+    "NEAR_OPTIMUM",
     "REFERENCE_NETWORKS",
     "AccelLayer",
     "AccelMappingError",
     "AcceleratorSpec",
     "AcceleratorSpecError",
+    "DesignPoint",
+    "DesignSweep",
     "IrMapping",
     "LayerEnergy",
     "LayerTableError",
     "NetworkEnergy",
     "Schedule",
     "ScheduleError",
+    "SweepError",
     "blocks",
     "chain_end",
     "energy_layers",
@@ -71,6 +76,7 @@ __all__ = [
     "schedule",
     "spec_from_dict",
     "spec_yaml",
+    "sweep_design",
     "table_sparsity",
     "write_table",
 ]

@@ -65,6 +65,8 @@ def measure_sparsity(network: Network, images: Sequence[Path], seed: int = 0,
 
     if len(network.inputs) != 1 or len(network.inputs[0].shape) != 4 or network.inputs[0].shape[1] != 3:
         raise AccelMappingError(f"{network.name}: measuring sparsity on images needs one 3-channel NCHW input")
+    if not images:
+        raise AccelMappingError(f"{network.name}: no images to measure sparsity on")
     spec = network.inputs[0]
     _, _, height, width = spec.shape
     module = build_torch(network, seed=seed)

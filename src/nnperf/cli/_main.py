@@ -9,12 +9,14 @@ from collections.abc import Sequence
 
 from nnperf import __version__
 from nnperf.cli import (
+    accel_cmd,
     backends_cmd,
     calibrate_cmd,
     evaluate_cmd,
     export_cmd,
     inspect_cmd,
     measurements_cmd,
+    partition_cmd,
     predict_cmd,
     profile_cmd,
     systems_cmd,
@@ -27,7 +29,7 @@ EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130
 
 COMMANDS = (zoo_cmd, inspect_cmd, export_cmd, backends_cmd, profile_cmd, systems_cmd, measurements_cmd, calibrate_cmd,
-            predict_cmd, evaluate_cmd)
+            predict_cmd, evaluate_cmd, accel_cmd, partition_cmd)
 
 
 def build_parser() -> argparse.ArgumentParser:
