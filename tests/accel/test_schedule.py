@@ -211,8 +211,18 @@ def test_8_bit_registers_change_the_schedule() -> None:
 
 
 def test_glb_too_small_for_one_ifmap_row_is_a_schedule_error() -> None:
-    # VGG C1-2: c_pass = 16 (see above); one ifmap row of the pass = 226*16/512 = 7.0625 kB > 1 kB
-    with pytest.raises(ScheduleError, match=r"C1-2.*GLB of 1 kB cannot hold one ifmap row.*226 x 16 channels"):
+    # VGG C1-2: one ifmap row = 226 values * 16 bits = 226/512 = 0.44 kB > 0.4 kB
+    with pytest.raises(ScheduleError, match=r"C1-2.*GLB of 0.4 kB cannot hold one row of the ifmap.*226 values"):
+        schedule(_row("vgg16", "C1-2"), replace(SPEC16, glb_kb=0.4))
+
+
+def test_glb_halving_follows_the_reference_until_the_tile_is_narrower_than_the_filter() -> None:
+    # VGG C1-2 at 5 kB (c_pass = 16, y_if = 16): the reference halves x_if 226 -> 113 -> 56.5 -> 28.25 -> 14.125
+    # -> 7.0625 (ifmap 7.0625*16*16/512 = 3.53 kB < 5), x_of = (7.0625 - 3)/1 + 1 = 5.0625
+    sch = schedule(_row("vgg16", "C1-2"), replace(SPEC16, glb_kb=5.0))
+    assert sch.x_ifmap == 7.0625 and sch.x_ofmap == 5.0625
+    # at 1 kB the halving reaches x_if = 1.765625 (0.88 kB), narrower than the 3-wide filter
+    with pytest.raises(ScheduleError, match=r"C1-2.*GLB of 1 kB cannot hold an ifmap tile as wide as the filter"):
         schedule(_row("vgg16", "C1-2"), replace(SPEC16, glb_kb=1.0))
 
 

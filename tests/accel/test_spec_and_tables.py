@@ -323,8 +323,6 @@ def test_table_non_numeric_cell_names_the_row() -> None:
         parse_table(HEADER + "A,3,64,16,8,1,14,0.1,0.2,\nB,3,abc,16,8,1,14,0.1,0.2,1\n", "t.csv")
 
 
-@pytest.mark.xfail(strict=True, reason="src/nnperf/accel/_layers.py:157 re-raises with str(exc).split(': ', 1)[1], "
-                                       "which drops the ', column M' part of the cell error")
 def test_table_non_numeric_cell_names_the_column() -> None:
     with pytest.raises(LayerTableError, match=r"t\.csv, row 3, column M: 'abc' is not a number"):
         parse_table(HEADER + "A,3,64,16,8,1,14,0.1,0.2,\nB,3,abc,16,8,1,14,0.1,0.2,1\n", "t.csv")

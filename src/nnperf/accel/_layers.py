@@ -154,7 +154,10 @@ def parse_table(text: str, source: str) -> list[AccelLayer]:
                 groups=_whole(cells, "groups", where, default=1),
                 output=bool(_whole(cells, "out", where, default=1)), block=cells.get("block", "") or name))
         except LayerTableError as exc:
-            raise LayerTableError(f"{where}: {str(exc).split(': ', 1)[1]}") from None
+            message = str(exc)
+            prefix = f"layer {name!r}: "
+            raise LayerTableError(f"{where}: {message.removeprefix(prefix)}" if message.startswith(prefix)
+                                  else message) from None
     if not layers:
         raise LayerTableError(f"{source}: no layer rows")
     _check_unique(layers, source)

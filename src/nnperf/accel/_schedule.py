@@ -82,7 +82,8 @@ def schedule(layer: AccelLayer, spec: AcceleratorSpec, batch: int | None = None)
     ``batch`` is the n of the reference's second simulation; None keeps the model's own choice
     (its first simulation, floor(n_max), at least 1). Raises ScheduleError when the layer cannot be
     mapped at all: a filter taller than the PE array, register files too small for one filter row,
-    or a GLB that cannot hold one row of the pass's ifmap.
+    a GLB that cannot hold one row of the ifmap, or one so small that halving the ifmap's width (as
+    the reference does) leaves a tile narrower than the filter.
     """
     R, C, M, E = layer.filter_size, layer.channels, layer.filters, layer.ofmap_size
     H, U = layer.ifmap_size, layer.stride
@@ -138,10 +139,10 @@ def schedule(layer: AccelLayer, spec: AcceleratorSpec, batch: int | None = None)
 
     bits_per_kb = 8 * 1024 / spec.bits
     glb = spec.glb_kb
-    row_kb = H * c_pass / bits_per_kb
+    row_kb = H / bits_per_kb
     if row_kb >= glb:
-        raise ScheduleError(f"{where}: the GLB of {glb:g} kB cannot hold one ifmap row of the pass "
-                            f"({H} x {c_pass:g} channels at {spec.bits} bits = {row_kb:.3g} kB)")
+        raise ScheduleError(f"{where}: the GLB of {glb:g} kB cannot hold one row of the ifmap "
+                            f"({H} values at {spec.bits} bits = {row_kb:.3g} kB)")
     x_if: float = H
     y_span = U * (spec.pe_cols - 1) + R
     if y_span >= H:
@@ -157,9 +158,9 @@ def schedule(layer: AccelLayer, spec: AcceleratorSpec, batch: int | None = None)
         x_if /= 2
         ifmap_kb = x_if * y_if * c_pass / bits_per_kb
         x_of = (x_if - R) / U + 1
-        if x_of <= 0:
+        if x_of < 1:
             raise ScheduleError(f"{where}: the GLB of {glb:g} kB cannot hold an ifmap tile as wide as the "
-                                f"filter (R={R}) for {c_pass:g} channels")
+                                f"filter (R={R}) for the pass's {c_pass:g} channels and {y_if:g} rows")
         psum_kb = x_of * E * f_pass / bits_per_kb
         n_max = glb / (ifmap_kb + psum_kb)
 
