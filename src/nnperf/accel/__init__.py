@@ -4,7 +4,7 @@
 file); ``schedule`` maps a layer onto it (the computation-scheduling parameters and exception rules);
 ``layer_energy`` and ``network_energy`` give the energy per image with its breakdown. Layers come
 from a CSV layer table, from the four reference networks shipped with nnperf, or from any network of
-the IR (``from_network``).
+the IR (``map_network``, with sparsity measured, borrowed from a table or read from a file).
 """
 
 from nnperf.accel._dse import NEAR_OPTIMUM, DesignPoint, DesignSweep, SweepError, sweep_design

@@ -90,7 +90,7 @@ class AcceleratorSpec:
                      "throughput_macs_per_s", "glb_reference_kb"):
             value = getattr(self, name)
             if not _finite(value) or value <= 0:
-                raise AcceleratorSpecError(f"accelerator spec: {name} must be > 0, got {value!r}")
+                raise AcceleratorSpecError(f"accelerator spec: {name} must be a finite number > 0, got {value!r}")
         if not _finite(self.clock_power_w) or self.clock_power_w < 0:
             raise AcceleratorSpecError(f"accelerator spec: clock_power_w must be >= 0, got {self.clock_power_w!r}")
         if not _finite(self.control_fraction) or not 0 <= self.control_fraction < 1:
