@@ -430,3 +430,20 @@ def test_partition_unknown_system(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert out == ""
     assert "error" in err
     assert_error(code, err, "no system with id 999")
+
+
+def test_reference_name_as_model_takes_the_shipped_table(capsys: pytest.CaptureFixture[str]) -> None:
+    # `nnperf partition alexnet` is NeuPart's AlexNet (the two-tower table), not the zoo's single tower
+    doc = run_json(capsys, "partition", "alexnet", "--bitrate", "100Mbps", "--tx-power", "1W")
+    assert doc["network"] == "alexnet" and "sparsity_source" not in doc
+    assert doc["best"] == "C2+pool" and doc["points"][doc["best_index"]]["name"] == "C2+pool"
+    energy = run_json(capsys, "accel", "energy", "alexnet")
+    assert energy["total_energy_j"] == network_energy(reference_network("alexnet"), eyeriss_spec(16)).total_j
+    # asking for a sparsity source maps the zoo network instead (its conv1 has 64 filters, the table's 96)
+    ir = run_json(capsys, "accel", "energy", "alexnet", "--sparsity", "table")
+    assert ir["layers"][0]["schedule"] and ir["total_energy_j"] != energy["total_energy_j"]
+
+
+def test_sparsity_options_do_not_apply_to_layer_tables(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_cli(capsys, "accel", "energy", "--network", "alexnet", "--sparsity", "measure")
+    assert code == 1 and "layer tables carry their own sparsities" in err

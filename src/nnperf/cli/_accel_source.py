@@ -32,7 +32,9 @@ class AccelSource:
 
 def add_source_arguments(parser: argparse.ArgumentParser, default_bits: int) -> None:
     parser.add_argument("model", nargs="?", metavar="MODEL",
-                        help="a zoo name, .onnx or IR .json file (its conv and FC layers become rows)")
+                        help="a zoo name, .onnx or IR .json file (its conv and FC layers become rows); the names "
+                             "of the four reference networks (alexnet, vgg16, squeezenet_v11, googlenet_v1) take "
+                             "their shipped table unless --sparsity, --images or --system is given")
     parser.add_argument("--network", metavar="NAME",
                         help="one of the public CNNergy model's networks: alexnet, vgg16, squeezenet_v11, "
                              "googlenet_v1 (shipped layer tables with their sparsities and batches)")
@@ -46,7 +48,7 @@ def add_source_arguments(parser: argparse.ArgumentParser, default_bits: int) -> 
                              "'nnperf accel spec' prints a complete one)")
     parser.add_argument("--no-control", action="store_true",
                         help="leave out clock and other control energy (the reference's 'without control' variant)")
-    parser.add_argument("--sparsity", default="measure", metavar="SOURCE",
+    parser.add_argument("--sparsity", default=None, metavar="SOURCE",
                         help="for MODEL: 'measure' (run it on --images; default), 'table' (borrow the shipped table "
                              "of the same zoo network), 'table:NAME', or a CSV file 'tensor,sparsity'")
     parser.add_argument("--images", nargs="+", metavar="PATH",
@@ -61,7 +63,11 @@ def load_source(args: argparse.Namespace) -> AccelSource:
     if len(chosen) != 1:
         raise NnperfError("name exactly one of MODEL, --network NAME or --table FILE.csv")
     spec = _spec(args)
+    if args.model and _reference_name(args):
+        args.network, args.model = args.model, None
     if args.network or args.table:
+        if args.sparsity or args.images:
+            raise NnperfError("--sparsity and --images apply to MODEL; layer tables carry their own sparsities")
         rows = accel.reference_network(args.network) if args.network else accel.read_table(args.table)
         name = args.network or args.table.stem
         return AccelSource(name=name, rows=tuple(rows), spec=spec, batch="table")
@@ -72,6 +78,15 @@ def load_source(args: argparse.Namespace) -> AccelSource:
     mapping = accel.map_network(network, sparsity)
     return AccelSource(name=network.name, rows=mapping.rows, spec=spec, batch="model", mapping=mapping,
                        sparsity=sparsity, sparsity_note=note)
+
+
+def _reference_name(args: argparse.Namespace) -> bool:
+    """Whether MODEL names a shipped table and nothing asks for the IR path instead."""
+    from nnperf.accel._layers import NETWORK_ALIASES, REFERENCE_NETWORKS
+
+    name = args.model.lower()
+    wants_ir = args.sparsity is not None or args.images or getattr(args, "system", None) is not None
+    return not wants_ir and (name in REFERENCE_NETWORKS or name in NETWORK_ALIASES)
 
 
 def _spec(args: argparse.Namespace) -> AcceleratorSpec:
@@ -91,7 +106,7 @@ def _spec(args: argparse.Namespace) -> AcceleratorSpec:
 def _sparsity(args: argparse.Namespace, network: Network) -> tuple[dict[str, float], str]:
     from nnperf import accel
 
-    source = args.sparsity
+    source = args.sparsity or "measure"
     if args.images and source != "measure":
         raise NnperfError("--images applies to --sparsity measure only")
     if source == "measure":
