@@ -256,7 +256,7 @@ def test_spec_pe_rows_must_be_positive() -> None:
 
 
 def test_spec_other_impossible_values() -> None:
-    with pytest.raises(AcceleratorSpecError, match=r"glb_kb must be > 0"):
+    with pytest.raises(AcceleratorSpecError, match=r"glb_kb must be a finite number > 0"):
         AcceleratorSpec(glb_kb=0.0)
     with pytest.raises(AcceleratorSpecError, match=r"control_fraction must be in \[0, 1\), got 1.0"):
         AcceleratorSpec(control_fraction=1.0)
