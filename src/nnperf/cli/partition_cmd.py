@@ -54,7 +54,6 @@ def run(args: argparse.Namespace) -> int:
         NEUPART_INPUT_SPARSITIES,
         Channel,
         InputCoding,
-        RuntimePartitioner,
         cloud_macs_per_s,
         network_points,
         pareto_front,
@@ -91,8 +90,6 @@ def run(args: argparse.Namespace) -> int:
 
     points = points_for(coding)
     result = partition(points, channel)
-    runtime = RuntimePartitioner.from_points(points)
-    assert runtime.decide(channel) == result.best
     quartiles = (quartile_table(lambda s: points_for(InputCoding(sparsity=s)), NEUPART_INPUT_SPARSITIES, channel)
                  if args.jpeg_bytes is None else [])
     files = _figures(args, points, result) if args.out else []
