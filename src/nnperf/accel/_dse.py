@@ -14,7 +14,6 @@ from typing import Any
 
 from nnperf.accel._energy import network_energy
 from nnperf.accel._layers import AccelLayer
-from nnperf.accel._schedule import ScheduleError
 from nnperf.accel._spec import AcceleratorSpec
 from nnperf.errors import NnperfError
 
@@ -88,7 +87,7 @@ def sweep_design(layers: Sequence[AccelLayer], spec: AcceleratorSpec, glb_kb: Se
                 psum_rf_entries=max(1, round(spec.psum_rf_entries * scale)))
             energy: float | None = network_energy(layers, point_spec, name, batch="model").total_j
             why = ""
-        except (ScheduleError, NnperfError) as exc:
+        except NnperfError as exc:  # ScheduleError, or a spec the scaling made impossible
             energy, why = None, str(exc)
         points.append(DesignPoint(float(glb), rows, cols, float(scale), energy, why))
         if progress is not None:

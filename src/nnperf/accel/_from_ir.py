@@ -128,14 +128,12 @@ def _flattened_map(network: Network, layer: Layer) -> tuple[int, int] | None:
     known = {spec.name: spec.shape for spec in network.inputs}
     while name not in known:
         producer = network.layer(name)
-        shape = producer.input_shape
-        if producer.op not in PASS_THROUGH:
-            shape = producer.output_shape
-            if len(shape) == 4 and shape[2] == shape[3] and shape[2] > 1:
-                return shape[1], shape[2]
-            return None
+        passes = producer.op in PASS_THROUGH
+        shape = producer.input_shape if passes else producer.output_shape
         if len(shape) == 4 and shape[2] == shape[3] and shape[2] > 1:
             return shape[1], shape[2]
+        if not passes:
+            return None
         name = producer.inputs[0]
     return None
 

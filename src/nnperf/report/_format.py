@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import io
 import sys
+from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
 from nnperf.ir import shape_text
 
-__all__ = ["console", "shape_text", "si"]
+__all__ = ["console", "png_bytes", "pyplot", "shape_text", "si", "write_png"]
 
 
 def si(count: float, unit: str = "") -> str:
@@ -27,3 +30,29 @@ def console() -> Console:
     Styles go through ``rich.text.Text`` instead.
     """
     return Console(width=None if sys.stdout.isatty() else 200, soft_wrap=False, markup=False)
+
+
+def pyplot() -> Any:
+    """pyplot on the Agg backend (files only, no display), imported only when a figure is drawn."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def png_bytes(fig: Any) -> bytes:
+    """The figure as PNG bytes (120 dpi); the figure is closed."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=120)
+    pyplot().close(fig)
+    return buffer.getvalue()
+
+
+def write_png(fig: Any, path: Path) -> Path:
+    """The figure written as a PNG file (parent folders created); the figure is closed."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(png_bytes(fig))
+    return path

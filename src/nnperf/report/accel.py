@@ -8,8 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from nnperf.accel import COMPONENTS, DesignSweep, NetworkEnergy
-from nnperf.report._format import si
-from nnperf.report.partition import _pyplot, _write_png
+from nnperf.report._format import pyplot, si, write_png
 
 COMPONENT_LABELS = {"mac": "MAC", "rf": "RF", "inter_pe": "inter-PE", "glb": "GLB", "dram": "DRAM", "clock": "clock",
                     "control": "other ctrl"}
@@ -86,7 +85,7 @@ def sweep_table(sweep: DesignSweep) -> Table:
 
 def plot_energy(energy: NetworkEnergy, path: Path) -> Path:
     """Energy per reporting layer stacked by component, with the cumulative energy (NeuPart Fig. 2(a), 8)."""
-    plt = _pyplot()
+    plt = pyplot()
     blocks = energy.blocks()
     fig, ax = plt.subplots(figsize=(max(6.0, 0.45 * len(blocks) + 2), 4.2))
     names = [name for name, _ in blocks]
@@ -106,12 +105,12 @@ def plot_energy(energy: NetworkEnergy, path: Path) -> Path:
     twin.plot(names, cumulative, color="black", marker="o", label="cumulative")
     twin.set_ylabel("cumulative energy (mJ)")
     ax.legend(fontsize=7, ncol=2, loc="upper left")
-    return _write_png(fig, path)
+    return write_png(fig, path)
 
 
 def plot_sweep(sweep: DesignSweep, path: Path) -> Path:
     """Total energy against GLB size, one line per PE array and RF scale (NeuPart Fig. 13(c))."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     series: dict[tuple[int, int, float], list[tuple[float, float]]] = {}
     for p in sweep.valid():
@@ -132,4 +131,4 @@ def plot_sweep(sweep: DesignSweep, path: Path) -> Path:
     ax.set_ylabel("energy per image (mJ)")
     ax.set_title(f"{sweep.network}: energy vs GLB size ({sweep.spec.bits}-bit, GLB law {sweep.spec.glb_energy_law})")
     ax.legend(fontsize=8)
-    return _write_png(fig, path)
+    return write_png(fig, path)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import html
-import io
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from nnperf.predict.evaluation import METHODS, Evaluation
-from nnperf.report._format import si
+from nnperf.report._format import png_bytes, pyplot, si
 from nnperf.report.measurements import ms
 
 METHOD_LABELS = {"previous": "PreVIous (c)", "composed": "nnperf composed", "macs": "MACs baseline",
@@ -89,7 +88,7 @@ def summary_lines(evaluation: Evaluation) -> list[str]:
 
 def _figure_5(evaluation: Evaluation):  # type: ignore[no-untyped-def]
     """Fig. 5: predicted against measured per layer, log axes, one colour per layer type, ideal line."""
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, ax = plt.subplots(figsize=(6.4, 6.0), layout="constrained")
     by_key: dict[str, tuple[list[float], list[float]]] = {}
@@ -119,7 +118,7 @@ def _figure_5(evaluation: Evaluation):  # type: ignore[no-untyped-def]
 
 def _figure_7(evaluation: Evaluation):  # type: ignore[no-untyped-def]
     """Fig. 7: network-level error per network, one bar per method, with the +/-10% band."""
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     names = [n.network for n in evaluation.networks]
     fig, ax = plt.subplots(figsize=(max(6.4, 0.55 * len(names) * len(evaluation.methods) / 2), 4.2),
@@ -141,22 +140,10 @@ def _figure_7(evaluation: Evaluation):  # type: ignore[no-untyped-def]
     return fig
 
 
-def _png(fig) -> bytes:  # type: ignore[no-untyped-def]
-    import matplotlib.pyplot as plt
-
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=120)
-    plt.close(fig)
-    return buffer.getvalue()
-
-
 def write_report(evaluation: Evaluation, out_dir: Path) -> list[Path]:
     """fig5_layers.png, fig7_networks.png and report.html (the figures embedded) in ``out_dir``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
     out_dir.mkdir(parents=True, exist_ok=True)
-    figures = {"fig5_layers.png": _png(_figure_5(evaluation)), "fig7_networks.png": _png(_figure_7(evaluation))}
+    figures = {"fig5_layers.png": png_bytes(_figure_5(evaluation)), "fig7_networks.png": png_bytes(_figure_7(evaluation))}
     paths = []
     for name, data in figures.items():
         path = out_dir / name

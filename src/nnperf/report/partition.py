@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from nnperf.optimize.partition import ChannelSweep, PartitionResult, QuartileRow, pareto_front
+from nnperf.report._format import pyplot, write_png
 
 __all__ = ["partition_table", "plot_delay", "plot_energy_cost", "plot_pareto", "plot_savings", "quartile_rich_table"]
 
@@ -63,24 +64,6 @@ def quartile_rich_table(rows: Sequence[QuartileRow], title: str) -> Table:
     return table
 
 
-def _pyplot() -> Any:
-    """pyplot on the Agg backend (files only, no display), imported only when a figure is drawn."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _write_png(fig: Any, path: Path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, format="png", dpi=120)
-    _pyplot().close(fig)
-    return path
-
-
 def _log_x(ax: Any, values: Sequence[float]) -> None:
     if min(values) > 0 and max(values) / min(values) > 20:
         ax.set_xscale("log")
@@ -88,7 +71,7 @@ def _log_x(ax: Any, values: Sequence[float]) -> None:
 
 def plot_energy_cost(result: PartitionResult, path: Path) -> Path:
     """NeuPart Fig. 10: energy cost per split point, stacked client compute + transmit, the optimum outlined."""
-    plt = _pyplot()
+    plt = pyplot()
     names = result.names
     fig, ax = plt.subplots(figsize=(max(6.4, 0.45 * len(names)), 4.2), layout="constrained")
     x = np.arange(len(names))
@@ -105,12 +88,12 @@ def plot_energy_cost(result: PartitionResult, path: Path) -> Path:
     ax.set_title(f"Energy cost per split point ({_channel_text(result)}): {result.savings_vs_fcc:.1%} below FCC, "
                  f"{result.savings_vs_fisc:.1%} below FISC", fontsize=9)
     ax.legend(fontsize=8)
-    return _write_png(fig, path)
+    return write_png(fig, path)
 
 
 def plot_savings(sweep: ChannelSweep, path: Path) -> Path:
     """NeuPart Fig. 12: savings of the optimum against FCC and against FISC vs bit rate, one line per power."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(9.6, 4.0), layout="constrained", sharex=True, sharey=True)
     rates = np.array(sweep.bitrates_bps) / 1e6
     for ax, grid, label in ((axes[0], sweep.savings_vs_fcc, "FCC"), (axes[1], sweep.savings_vs_fisc, "FISC")):
@@ -122,7 +105,7 @@ def plot_savings(sweep: ChannelSweep, path: Path) -> Path:
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("client energy saved at the optimum (%)")
     axes[0].legend(fontsize=8)
-    return _write_png(fig, path)
+    return write_png(fig, path)
 
 
 def plot_delay(sweep: ChannelSweep, path: Path) -> Path:
@@ -130,7 +113,7 @@ def plot_delay(sweep: ChannelSweep, path: Path) -> Path:
 
     Filled markers where the optimum is an intermediate point, hollow where it is FCC or FISC itself.
     """
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.2), layout="constrained")
     rates = np.array(sweep.bitrates_bps) / 1e6
     last = len(sweep.names) - 1
@@ -151,12 +134,12 @@ def plot_delay(sweep: ChannelSweep, path: Path) -> Path:
     ax.set_title("Delay at the energy-optimal split (filled: intermediate optimum)", fontsize=9)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
-    return _write_png(fig, path)
+    return write_png(fig, path)
 
 
 def plot_pareto(result: PartitionResult, path: Path) -> Path:
     """Client energy cost vs end-to-end delay of every split point: all grey, the Pareto front coloured and named."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.6), layout="constrained")
     energy = np.array(result.energy_cost_j) * 1e3
     delay = np.array(result.delay_s) * 1e3
@@ -172,4 +155,4 @@ def plot_pareto(result: PartitionResult, path: Path) -> Path:
     ax.set_title(f"Energy vs delay per split point ({_channel_text(result)})", fontsize=9)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
-    return _write_png(fig, path)
+    return write_png(fig, path)
