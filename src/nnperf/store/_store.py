@@ -291,6 +291,12 @@ class Store:
                           (system_id, kind))
         return json.loads(rows[0][0]) if rows else None
 
+    def models(self, system_id: int, kind: str) -> list[dict[str, Any]]:
+        """Every stored model of ``kind`` for a system, newest first."""
+        rows = self._read("SELECT document_json FROM models WHERE system_id = ? AND kind = ? ORDER BY id DESC",
+                          (system_id, kind))
+        return [json.loads(r[0]) for r in rows]
+
     def modelled_systems(self, kind: str) -> list[int]:
         """Ids of the systems that have a model of ``kind``."""
         return [int(r[0]) for r in self._read("SELECT DISTINCT system_id FROM models WHERE kind = ? ORDER BY system_id",

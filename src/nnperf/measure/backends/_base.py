@@ -124,6 +124,12 @@ class Backend(abc.ABC):
     def layer_timer(self, layer: Layer) -> Timer:
         """A timer that runs one layer alone, all its inputs fed with their real shapes."""
 
+    def context_timer(self, network: Network, layer: str) -> Timer | None:
+        """A timer of one layer inside whole-network runs: ``time_block(n)`` runs the network ``n`` times
+        and returns the time spent in ``layer`` alone. None when the backend cannot time a layer in place
+        (its profiler is then the way: :func:`nnperf.measure.sweep.time_in_context`)."""
+        return None
+
     def profile(self, network: Network, runs: int) -> ProfileResult:
         """Per-layer times from the framework's own profiler over ``runs`` whole-network runs."""
         raise UnavailableError(f"backend {self.name!r} has no per-node profiler; use --per-layer isolated")

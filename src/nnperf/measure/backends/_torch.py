@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -89,6 +90,14 @@ class TorchBackend(Backend):
         module, inputs = self._prepare(layer_module(layer, self.seed), list(layer.input_shapes))
         return self._timer(module, inputs)
 
+    def context_timer(self, network: Network, layer: str) -> Timer:
+        """Times ``layer`` in place during whole-network runs: host clock on CPU, CUDA events on a GPU."""
+        from nnperf.measure.backends._torch_graph import build_torch
+
+        network.layer(layer)  # an unknown name fails here, not inside the timed runs
+        module, inputs = self._prepare(build_torch(network, self.seed), [s.shape for s in network.inputs])
+        return _LayerInPlaceTimer(self.torch, module, inputs, layer, self.device)
+
     def profile(self, network: Network, runs: int) -> ProfileResult:
         """Per-layer times from torch.profiler: each layer call is labelled with record_function."""
         from nnperf.measure.backends._torch_graph import build_torch
@@ -131,6 +140,43 @@ class TorchBackend(Backend):
                 layers.append(LayerMeasurement(layer.name, layer.op.value, Method.PROFILER, fixed_timing(times),
                                                layer.name))
         return ProfileResult(tuple(layers), fixed_timing(run_times), {})
+
+
+class _LayerInPlaceTimer:
+    """Runs a network ``n`` times and returns the seconds spent inside one layer (its ``layer_hook``)."""
+
+    def __init__(self, torch: Any, module: Any, inputs: list[Any], layer: str, device: Any) -> None:
+        self.torch, self.module, self.inputs, self.layer, self.device = torch, module, inputs, layer, device
+        self.cuda = device.type == "cuda"
+        self.elapsed_s = 0.0
+        self.events: list[tuple[Any, Any]] = []
+        module.layer_hook = self._hook
+
+    @contextlib.contextmanager
+    def _hook(self, name: str) -> Iterator[None]:
+        if name != self.layer:
+            yield
+            return
+        if self.cuda:
+            start, end = self.torch.cuda.Event(enable_timing=True), self.torch.cuda.Event(enable_timing=True)
+            start.record()
+            yield
+            end.record()
+            self.events.append((start, end))
+        else:
+            began = time.perf_counter()
+            yield
+            self.elapsed_s += time.perf_counter() - began
+
+    def time_block(self, n: int) -> float:
+        self.elapsed_s, self.events = 0.0, []
+        with self.torch.inference_mode():
+            for _ in range(n):
+                self.module(*self.inputs)
+        if self.cuda:
+            self.torch.cuda.synchronize(self.device)
+            return sum(float(a.elapsed_time(b)) for a, b in self.events) / 1e3
+        return self.elapsed_s
 
 
 def _event_s(event: Any, cuda: bool) -> float:

@@ -1,0 +1,237 @@
+"""The generalised step-function layer model (Osterwind et al., seed ``gpu-latency-steps-osterwind``, 3.3.2).
+
+Along one layer parameter x (input channels, filters, ...) the latency is
+
+    T(x) = T_SU(x) if (x - 1) mod r < r/2 else T_SL(x)           (Eq. 3.1)
+    T_SU(x) = floor(x / d) * d * m_u + b_u                          (Eq. 3.2)
+    T_SL(x) = ceil(x / d) * d * m_l + b_l                           (Eq. 3.3)
+
+with the *global* step depth d and fluctuation period r (one pair per
+hardware, backend and parameter) and the *local* slopes and intercepts m_u,
+b_u, m_l, b_l (one set per layer configuration). nnperf names three shapes of
+this family:
+
+- ``fluctuating``: Eq. 3.1-3.3 as written (d and r, selector ``half``), or
+  with nnperf's ``aligned`` selector: the lower function at the multiples of r
+  only, the upper everywhere else (ONNX Runtime on this CPU runs input
+  channels that are a multiple of 4 on a faster path);
+- ``staircase``: one step function, T = Q(x) * m + b with Q the ceil form
+  (the step comes after each multiple of d, as when x is padded up to a
+  multiple of d) or the floor form (Eq. 3.2 alone);
+- ``linear``: T = x * m + b, no steps.
+
+Times are seconds; x is a positive integer.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from nnperf.errors import NnperfError
+
+KINDS = ("linear", "staircase", "fluctuating")
+FORMS = ("ceil", "floor")
+SELECTORS = ("half", "aligned")
+
+
+class StepModelError(NnperfError):
+    """A step model that cannot be built or fitted (too few or ill-placed points, a bad shape)."""
+
+
+@dataclass(frozen=True)
+class StepShape:
+    """The global variables of a step model: its kind, step depth d, period r and step form.
+
+    ``depth`` is None for a linear model; ``period`` and ``selector`` apply to
+    the fluctuating kind ('half': Eq. 3.1; 'aligned': lower at multiples of r);
+    ``form`` ('ceil' or 'floor') to the staircase (the fluctuating kind uses
+    floor above and ceil below, as Eq. 3.2-3.3).
+    """
+
+    kind: str = "linear"
+    depth: int | None = None
+    period: int | None = None
+    form: str = "ceil"
+    selector: str = "half"
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise StepModelError(f"unknown step model kind {self.kind!r}; use one of {', '.join(KINDS)}")
+        if self.form not in FORMS:
+            raise StepModelError(f"unknown step form {self.form!r}; use ceil or floor")
+        if self.selector not in SELECTORS:
+            raise StepModelError(f"unknown fluctuation selector {self.selector!r}; use half or aligned")
+        if self.kind == "linear" and (self.depth is not None or self.period is not None):
+            raise StepModelError("a linear model has no step depth or period")
+        if self.kind != "linear" and (self.depth is None or self.depth < 1):
+            raise StepModelError(f"a {self.kind} model needs a step depth d >= 1, got {self.depth!r}")
+        if self.kind == "fluctuating" and (self.period is None or self.period < 2):
+            raise StepModelError(f"a fluctuating model needs a period r >= 2, got {self.period!r}")
+        if self.kind == "staircase" and self.period is not None:
+            raise StepModelError("a staircase has no fluctuation period (use the fluctuating kind)")
+
+    @property
+    def branches(self) -> tuple[str, ...]:
+        """The names of the model's lines: ('upper', 'lower') when fluctuating, else ('line',)."""
+        return ("upper", "lower") if self.kind == "fluctuating" else ("line",)
+
+    def describe(self) -> str:
+        if self.kind == "linear":
+            return "linear (no steps)"
+        if self.kind == "staircase":
+            return f"staircase d={self.depth} ({self.form})"
+        aligned = ", lower at multiples of r" if self.selector == "aligned" else ""
+        return f"fluctuating d={self.depth} r={self.period}{aligned}"
+
+
+def on_upper(x: np.ndarray | Sequence[int] | int, period: int, selector: str = "half") -> np.ndarray:
+    """True where x is on the upper step function: (x - 1) mod r < r/2 (Eq. 3.1, 'half'),
+    or x mod r != 0 ('aligned')."""
+    x = np.asarray(x)
+    if selector == "aligned":
+        return np.asarray(x % period != 0)
+    return np.asarray((x - 1) % period < period / 2)
+
+
+def branch_of(shape: StepShape, x: np.ndarray) -> np.ndarray:
+    """Index into ``shape.branches`` for every x: 0 (upper / line) or 1 (lower)."""
+    if shape.kind != "fluctuating":
+        return np.zeros(len(x), dtype=int)
+    assert shape.period is not None
+    return np.where(on_upper(x, shape.period, shape.selector), 0, 1)
+
+
+def quantised(x: np.ndarray, depth: int | None, form: str) -> np.ndarray:
+    """The step functions' argument: ceil(x/d)*d or floor(x/d)*d (x itself without a depth)."""
+    x = np.asarray(x, dtype=float)
+    if depth is None:
+        return x
+    q = np.ceil(x / depth) if form == "ceil" else np.floor(x / depth)
+    return q * depth
+
+
+def features(shape: StepShape, x: np.ndarray | Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """(branch index, step-function argument) of every x under ``shape``."""
+    x = np.asarray(x, dtype=float)
+    branch = branch_of(shape, x)
+    if shape.kind == "fluctuating":
+        q = np.where(branch == 0, quantised(x, shape.depth, "floor"), quantised(x, shape.depth, "ceil"))
+    else:
+        q = quantised(x, shape.depth, shape.form)
+    return branch, q
+
+
+@dataclass(frozen=True)
+class Line:
+    """One step function's local variables: T = m * q + b (seconds per unit of q, seconds)."""
+
+    slope_s: float
+    intercept_s: float
+
+
+@dataclass(frozen=True)
+class StepModel:
+    """A step model of one parameter at one layer configuration: global shape plus local lines.
+
+    ``lines`` follows ``shape.branches``. ``parameter`` names x (e.g.
+    'channels'); ``fixed`` the other parameters of the configuration.
+    """
+
+    shape: StepShape
+    lines: tuple[Line, ...]
+    parameter: str = "x"
+    fixed: tuple[tuple[str, int], ...] = ()
+
+    def __post_init__(self) -> None:
+        if len(self.lines) != len(self.shape.branches):
+            raise StepModelError(f"a {self.shape.kind} model has {len(self.shape.branches)} line(s), "
+                                 f"got {len(self.lines)}")
+
+    def predict(self, x: np.ndarray | Sequence[int] | int) -> np.ndarray:
+        """Latency (seconds) at every x."""
+        branch, q = features(self.shape, np.atleast_1d(np.asarray(x)))
+        slope = np.array([line.slope_s for line in self.lines])[branch]
+        intercept = np.array([line.intercept_s for line in self.lines])[branch]
+        return slope * q + intercept
+
+    def predict_one(self, x: int) -> float:
+        return float(self.predict(x)[0])
+
+
+def fit_lines(shape: StepShape, x: np.ndarray | Sequence[int], latency_s: np.ndarray | Sequence[float],
+              parameter: str = "x", fixed: tuple[tuple[str, int], ...] = ()) -> StepModel:
+    """The local variables of ``shape`` fitted to measurements, by relative least squares per line.
+
+    Each line needs two points with different step-function arguments; with
+    exactly two per line this is the paper's interpolation (3.3.3). Relative
+    least squares (weights 1/T^2) minimises the relative error, as MAPE counts it.
+    """
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(latency_s, dtype=float)
+    if x.shape != y.shape or x.ndim != 1:
+        raise StepModelError("need as many latencies as parameter values")
+    if np.any(~np.isfinite(y)) or np.any(y <= 0):
+        raise StepModelError("latencies must be positive and finite")
+    branch, q = features(shape, x)
+    lines = []
+    for index, name in enumerate(shape.branches):
+        sel = branch == index
+        if len(np.unique(q[sel])) < 2:
+            where = "" if shape.kind != "fluctuating" else f" on the {name} step function"
+            raise StepModelError(f"need points{where} on at least two different steps to fit a "
+                                 f"{shape.describe()} model; got {parameter} = "
+                                 f"{', '.join(str(int(v)) for v in x[sel]) or 'none'}")
+        weights = 1.0 / y[sel] ** 2
+        design = np.stack([q[sel], np.ones(sel.sum())], axis=1) * np.sqrt(weights)[:, None]
+        (slope, intercept), *_ = np.linalg.lstsq(design, y[sel] * np.sqrt(weights), rcond=None)
+        lines.append(Line(float(slope), float(intercept)))
+    return StepModel(shape, tuple(lines), parameter, fixed)
+
+
+def characterisation_points(shape: StepShape, low: int, high: int, step: int = 1) -> tuple[int, ...]:
+    """The four parameter values to measure to characterise ``shape`` over [low, high] (3.3.3).
+
+    Fluctuating: the first and last grid value on the upper step function and
+    on the lower one. Staircase and linear: the first two and the last two grid
+    values (two per end, so a single noisy reading does not set the slope).
+    Raises :class:`StepModelError` when the range is too narrow to hold
+    points on two different steps of each line.
+    """
+    if step < 1:
+        raise StepModelError(f"the grid step must be a positive integer, got {step}")
+    if high < low:
+        raise StepModelError(f"empty range {low}:{high}")
+    grid = np.arange(low, high + 1, step)
+    if shape.kind == "fluctuating":
+        assert shape.period is not None
+        upper = on_upper(grid, shape.period, shape.selector)
+        points = []
+        for sel in (upper, ~upper):
+            values = grid[sel]
+            if len(values) < 2:
+                raise StepModelError(f"the range {low}:{high}:{step} has fewer than two values on each step "
+                                     f"function of period r={shape.period}")
+            points += [int(values[0]), int(values[-1])]
+    else:
+        if len(grid) < 4:
+            raise StepModelError(f"the range {low}:{high}:{step} holds {len(grid)} value(s); need at least 4")
+        points = [int(grid[0]), int(grid[1]), int(grid[-2]), int(grid[-1])]
+    chosen = tuple(sorted(set(points)))
+    branch, q = features(shape, np.array(chosen))
+    for index in range(len(shape.branches)):
+        if len(np.unique(q[branch == index])) < 2:
+            raise StepModelError(f"the range {low}:{high}:{step} is too narrow for steps of depth d={shape.depth}: "
+                                 f"its end points lie on one step")
+    return chosen
+
+
+def mape(predicted: np.ndarray | Sequence[float], measured: np.ndarray | Sequence[float]) -> float:
+    """Mean absolute percentage error, as a fraction (0.016 = 1.6%)."""
+    p, m = np.asarray(predicted, dtype=float), np.asarray(measured, dtype=float)
+    if len(p) == 0:
+        return math.nan
+    return float(np.mean(np.abs(p - m) / m))
