@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from nnperf import __version__
 from nnperf.cli import (
     accel_cmd,
+    advise_cmd,
     backends_cmd,
     calibrate_cmd,
     evaluate_cmd,
@@ -19,6 +20,8 @@ from nnperf.cli import (
     partition_cmd,
     predict_cmd,
     profile_cmd,
+    steps_cmd,
+    sweep_cmd,
     systems_cmd,
     zoo_cmd,
 )
@@ -29,7 +32,7 @@ EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130
 
 COMMANDS = (zoo_cmd, inspect_cmd, export_cmd, backends_cmd, profile_cmd, systems_cmd, measurements_cmd, calibrate_cmd,
-            predict_cmd, evaluate_cmd, accel_cmd, partition_cmd)
+            predict_cmd, evaluate_cmd, sweep_cmd, steps_cmd, advise_cmd, accel_cmd, partition_cmd)
 
 
 def build_parser() -> argparse.ArgumentParser:

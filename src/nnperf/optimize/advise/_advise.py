@@ -1,0 +1,235 @@
+"""The width advisor: where a small change of a layer's filters lowers the predicted latency (Osterwind 3.4).
+
+"Sometimes a small change of input parameters can lead to up to 10%
+reduction in latency for that layer." For every convolution and fully
+connected layer whose output width can change alone, nnperf tries every
+width within +/- ``tolerance`` and predicts the layer and the layers whose
+input channels follow it (through activations, normalisation, pooling and
+depthwise convolutions) with the system's composed step models.
+
+Fewer filters always do less work, so a smaller width would always "win".
+The advisor therefore ranks a change by its *step bonus*: the predicted saving
+beyond what the same change saves under the smooth model (the same
+composition with every effective size proportional to its work). A change is
+listed when it lowers the predicted latency and its bonus is at least
+``min_bonus`` of the affected layers' time: a step edge or an aligned fast path
+the width lands on. Widths feeding an add, a concat, a reshape or the
+network's output are coupled to other layers and are skipped, with the reason.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from nnperf.errors import NnperfError
+from nnperf.ir import ACTIVATIONS, NOOPS, ConvAttrs, Layer, Network, OpType
+from nnperf.measure.sweep import LayerConfig, SweepInputError
+from nnperf.predict.steps import ComposedModel
+
+PASS_THROUGH = frozenset(ACTIVATIONS | NOOPS | {OpType.BATCH_NORM, OpType.SCALE, OpType.MAX_POOL, OpType.AVG_POOL,
+                                                OpType.LRN, OpType.PAD, OpType.GLOBAL_AVG_POOL,
+                                                OpType.GLOBAL_MAX_POOL})
+"""Layers that keep the channel count: a width change passes through them."""
+
+
+class AdviceError(NnperfError):
+    """Advice that cannot be given (no model for a layer kind, a bad tolerance)."""
+
+
+def layer_config(layer: Layer) -> LayerConfig | str:
+    """The sweep configuration of a conv or fc layer, or the reason it has none."""
+    try:
+        if layer.op is OpType.LINEAR:
+            if len(layer.input_shape) != 2:
+                return "fully connected layer on a tensor that is not N x features"
+            return LayerConfig.of("fc", {"channels": layer.input_shape[1], "filters": layer.output_shape[1]})
+        if layer.op is not OpType.CONV:
+            return f"{layer.op.value} has no step model"
+        attrs = layer.attrs
+        assert isinstance(attrs, ConvAttrs)
+        _, channels, height, width = layer.input_shape
+        if height != width or attrs.kernel[0] != attrs.kernel[1] or attrs.stride[0] != attrs.stride[1]:
+            return "non-square input, kernel or stride"
+        if attrs.dilation != (1, 1):
+            return "dilated convolution"
+        values = {"channels": channels, "size": height, "kernel": attrs.kernel[0], "stride": attrs.stride[0]}
+        if attrs.groups == 1:
+            return LayerConfig.of("conv2d", {**values, "filters": layer.output_shape[1]})
+        if attrs.groups == channels and layer.output_shape[1] == channels:
+            return LayerConfig.of("depthwise", values)
+        return "grouped convolution"
+    except SweepInputError as exc:
+        return str(exc)
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    """A width change and its predicted (and, with verify, measured) effect, in seconds.
+
+    ``affected`` lists the layer and the layers whose input channels follow it;
+    times are sums over them.
+    """
+
+    layer: str
+    parameter: str
+    current: int
+    suggested: int
+    affected: tuple[str, ...]
+    current_s: float
+    suggested_s: float
+    smooth_saving_s: float
+    measured_current_s: float | None = None
+    measured_suggested_s: float | None = None
+
+    @property
+    def saving_s(self) -> float:
+        return self.current_s - self.suggested_s
+
+    @property
+    def saving(self) -> float:
+        """Predicted saving over the affected layers' predicted time (a fraction)."""
+        return self.saving_s / self.current_s
+
+    @property
+    def bonus_s(self) -> float:
+        """The saving beyond the smooth model's for the same change (seconds)."""
+        return self.saving_s - self.smooth_saving_s
+
+    @property
+    def measured_saving(self) -> float | None:
+        if self.measured_current_s is None or self.measured_suggested_s is None:
+            return None
+        return (self.measured_current_s - self.measured_suggested_s) / self.measured_current_s
+
+
+@dataclass(frozen=True)
+class Advice:
+    """Every suggestion for a network, best bonus first, with the layers that were not considered and why."""
+
+    network: str
+    system: str
+    tolerance: float
+    suggestions: tuple[Suggestion, ...]
+    skipped: Mapping[str, str] = field(default_factory=dict)
+    considered: int = 0
+
+
+def _followers(network: Network, name: str) -> tuple[list[str], str]:
+    """The conv/fc layers whose input channels equal ``name``'s output width, or the reason it is coupled."""
+    outputs = set(network.outputs)
+    found: list[str] = []
+    frontier = [name]
+    while frontier:
+        current = frontier.pop()
+        if current in outputs:
+            return [], "its width reaches the network output"
+        for consumer_name in network.consumers(current):
+            consumer = network.layer(consumer_name)
+            if len(consumer.inputs) != 1:
+                return [], f"its width feeds {consumer.op.value} {consumer_name!r} with other inputs"
+            if consumer.op is OpType.LINEAR or (consumer.op is OpType.CONV and consumer.conv_kind is not None
+                                                and consumer.conv_kind.value in ("standard", "pointwise")):
+                found.append(consumer_name)
+            elif consumer.op is OpType.CONV and consumer.conv_kind is not None and \
+                    consumer.conv_kind.value == "depthwise":
+                found.append(consumer_name)
+                frontier.append(consumer_name)
+            elif consumer.op is OpType.FLATTEN and len(consumer.input_shape) == 4 and \
+                    consumer.input_shape[2:] == (1, 1):
+                frontier.append(consumer_name)
+            elif consumer.op in PASS_THROUGH:
+                frontier.append(consumer_name)
+            else:
+                return [], f"its width feeds {consumer.op.value} {consumer_name!r}"
+    return found, ""
+
+
+def _with_width(config: LayerConfig, role: str, width: int) -> LayerConfig:
+    """``config`` with its output (role 'out') or input (role 'in') width set; depthwise has one width."""
+    if config.kind == "depthwise" or role == "in":
+        return config.with_value("channels", width)
+    return config.with_value("filters", width)
+
+
+def advise(network: Network, models: Mapping[str, ComposedModel], system: str, tolerance: float = 0.10,
+           min_bonus: float = 0.01,
+           measure: Callable[[LayerConfig], float] | None = None,
+           progress: Callable[[str, int, int], None] | None = None) -> Advice:
+    """Suggestions for ``network`` from composed step models per layer kind (``models``: kind -> model).
+
+    ``measure`` (a configuration -> seconds) verifies each suggestion on the
+    device: the layer and its followers at both widths.
+    """
+    if not 0 < tolerance < 1:
+        raise AdviceError(f"the tolerance must be a fraction in (0, 1), got {tolerance}")
+    skipped: dict[str, str] = {}
+    suggestions = []
+    knobs = [layer for layer in network.layers if layer.op in (OpType.CONV, OpType.LINEAR)]
+    considered = 0
+    for index, layer in enumerate(knobs):
+        if progress is not None:
+            progress(layer.name, index, len(knobs))
+        config = layer_config(layer)
+        if isinstance(config, str):
+            skipped[layer.name] = config
+            continue
+        if config.kind == "depthwise":
+            continue  # its width is its producer's: advised there
+        followers, reason = _followers(network, layer.name)
+        if reason:
+            skipped[layer.name] = reason
+            continue
+        follower_configs = []
+        for name in followers:
+            follower = layer_config(network.layer(name))
+            if isinstance(follower, str):
+                reason = f"follower {name!r}: {follower}"
+                break
+            follower_configs.append(follower)
+        missing = sorted({c.kind for c in [config, *follower_configs]} - set(models))
+        if reason or missing:
+            skipped[layer.name] = reason or f"no step model for {', '.join(missing)} on this system"
+            continue
+        considered += 1
+        width = config.out_channels
+        low, high = max(1, math.ceil(width * (1 - tolerance))), math.floor(width * (1 + tolerance))
+        candidates = [w for w in range(low, high + 1) if w != width]
+        if not candidates:
+            continue
+
+        def total(w: int, smooth: bool = False) -> float:
+            configs = [_with_width(config, "out", w)] + [_with_width(c, "in", w) for c in follower_configs]
+            return sum(_predict(models[c.kind], c, smooth) for c in configs)
+
+        now, smooth_now = total(width), total(width, True)
+        predicted = np.array([total(w) for w in candidates])
+        smooth_saving = smooth_now - np.array([total(w, True) for w in candidates])
+        bonus = (now - predicted) - smooth_saving
+        best = int(np.argmax(bonus))
+        if now - predicted[best] <= 0 or bonus[best] < min_bonus * now:
+            continue
+        chosen = candidates[best]
+        suggestion = Suggestion(layer.name, "filters" if config.kind != "depthwise" else "channels", width, chosen,
+                                (layer.name, *followers), now, float(predicted[best]), float(smooth_saving[best]))
+        if measure is not None:
+            configs_now = [config] + follower_configs
+            configs_then = [_with_width(config, "out", chosen)] + [_with_width(c, "in", chosen)
+                                                                   for c in follower_configs]
+            suggestion = Suggestion(**{**suggestion.__dict__,
+                                       "measured_current_s": sum(measure(c) for c in configs_now),
+                                       "measured_suggested_s": sum(measure(c) for c in configs_then)})
+        suggestions.append(suggestion)
+    if progress is not None:
+        progress("done", len(knobs), len(knobs))
+    suggestions.sort(key=lambda s: -s.bonus_s)
+    return Advice(network.name, system, tolerance, tuple(suggestions), skipped, considered)
+
+
+def _predict(model: ComposedModel, config: LayerConfig, smooth: bool) -> float:
+    if not smooth:
+        return model.predict(config)
+    return model.offset_s + model.scale_s * ComposedModel(model.kind, 1.0, 0.0, {}, {}, 0).product(config)
