@@ -36,11 +36,12 @@ def sweep_summary(sweep: Sweep, store_path: Path) -> list[str]:
     converged = sum(t.converged for t in sweep.timings)
     fixed = ", ".join(f"{k}={v}" for k, v in spec.fixed)
     how = "reused from the store" if sweep.reused else ("resumed and finished" if sweep.resumed else "measured")
+    short = "" if converged == len(y) else f" (the rest stopped at the {spec.harness.budget_s:g} s budget)"
     return [
-        f"sweep {sweep.run_id} on {sweep.system_label}: {spec.base.kind} {spec.parameter} "
-        f"{spec.values[0]}..{spec.values[-1]} ({len(sweep.timings)} points; {fixed}; surround {spec.surround}) {how}",
-        f"latency {_ms(float(y.min()))}-{_ms(float(y.max()))} ms; {converged} of {len(y)} points reached the "
-        f"{spec.harness.target_ci:.0%} confidence target (the rest stopped at the {spec.harness.budget_s:g} s budget)",
+        (f"sweep {sweep.run_id} on {sweep.system_label}: {spec.base.kind} {spec.parameter} "
+         f"{spec.values[0]}..{spec.values[-1]} ({len(sweep.timings)} points; {fixed}; surround {spec.surround}) {how}"),
+        (f"latency {_ms(float(y.min()))}-{_ms(float(y.max()))} ms; {converged} of {len(y)} points reached the "
+         f"{spec.harness.target_ci:.0%} confidence target{short}"),
         f"stored in {store_path}; fit it with: nnperf steps fit {sweep.run_id}",
     ]
 

@@ -131,17 +131,13 @@ def _followers(network: Network, name: str) -> tuple[list[str], str]:
             consumer = network.layer(consumer_name)
             if len(consumer.inputs) != 1:
                 return [], f"its width feeds {consumer.op.value} {consumer_name!r} with other inputs"
-            if consumer.op is OpType.LINEAR or (consumer.op is OpType.CONV and consumer.conv_kind is not None
-                                                and consumer.conv_kind.value in ("standard", "pointwise")):
+            kind = consumer.conv_kind.value if consumer.conv_kind is not None else ""
+            flat_vector = consumer.op is OpType.FLATTEN and consumer.input_shape[2:] == (1, 1)
+            if consumer.op is OpType.LINEAR or kind in ("standard", "pointwise", "depthwise"):
                 found.append(consumer_name)
-            elif consumer.op is OpType.CONV and consumer.conv_kind is not None and \
-                    consumer.conv_kind.value == "depthwise":
-                found.append(consumer_name)
-                frontier.append(consumer_name)
-            elif consumer.op is OpType.FLATTEN and len(consumer.input_shape) == 4 and \
-                    consumer.input_shape[2:] == (1, 1):
-                frontier.append(consumer_name)
-            elif consumer.op in PASS_THROUGH:
+                if kind == "depthwise":  # keeps the width: its followers change too
+                    frontier.append(consumer_name)
+            elif consumer.op in PASS_THROUGH or flat_vector:
                 frontier.append(consumer_name)
             else:
                 return [], f"its width feeds {consumer.op.value} {consumer_name!r}"
@@ -201,13 +197,10 @@ def advise(network: Network, models: Mapping[str, ComposedModel], system: str, t
         if not candidates:
             continue
 
-        def total(w: int, smooth: bool = False) -> float:
-            configs = [_with_width(config, "out", w)] + [_with_width(c, "in", w) for c in follower_configs]
-            return sum(_predict(models[c.kind], c, smooth) for c in configs)
-
-        now, smooth_now = total(width), total(width, True)
-        predicted = np.array([total(w) for w in candidates])
-        smooth_saving = smooth_now - np.array([total(w, True) for w in candidates])
+        now = _total(models, config, follower_configs, width, smooth=False)
+        predicted = np.array([_total(models, config, follower_configs, w, smooth=False) for w in candidates])
+        smooth_saving = _total(models, config, follower_configs, width, smooth=True) - np.array(
+            [_total(models, config, follower_configs, w, smooth=True) for w in candidates])
         bonus = (now - predicted) - smooth_saving
         best = int(np.argmax(bonus))
         if now - predicted[best] <= 0 or bonus[best] < min_bonus * now:
@@ -227,6 +220,13 @@ def advise(network: Network, models: Mapping[str, ComposedModel], system: str, t
         progress("done", len(knobs), len(knobs))
     suggestions.sort(key=lambda s: -s.bonus_s)
     return Advice(network.name, system, tolerance, tuple(suggestions), skipped, considered)
+
+
+def _total(models: Mapping[str, ComposedModel], config: LayerConfig, followers: list[LayerConfig], width: int,
+           smooth: bool) -> float:
+    """Predicted time of the layer with ``width`` outputs and of its followers with ``width`` inputs."""
+    configs = [_with_width(config, "out", width)] + [_with_width(c, "in", width) for c in followers]
+    return sum(_predict(models[c.kind], c, smooth) for c in configs)
 
 
 def _predict(model: ComposedModel, config: LayerConfig, smooth: bool) -> float:

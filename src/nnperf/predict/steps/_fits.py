@@ -79,7 +79,7 @@ def model_from_dict(doc: Mapping[str, Any]) -> StepModel:
     return StepModel(shape, lines, doc["parameter"], tuple((k, int(v)) for k, v in doc["fixed"].items()))
 
 
-def fit_sweep(sweep: Sweep, config: DetectionConfig = DetectionConfig()) -> SweepFit:
+def fit_sweep(sweep: Sweep, config: DetectionConfig | None = None) -> SweepFit:
     """Detects the sweep's step shape (or fits a line to a short sweep) in its work variable."""
     spec = sweep.spec
     if len(sweep.timings) < 2:
@@ -94,7 +94,7 @@ def fit_sweep(sweep: Sweep, config: DetectionConfig = DetectionConfig()) -> Swee
         model = fit_lines(StepShape("linear"), w, y, spec.parameter, spec.fixed)
         return SweepFit(sweep, model, None, mape(model.predict(w), y),
                         f"{len(w)} points: too few to detect steps (need {MIN_DETECTION_POINTS}); linear fit")
-    detection = detect_steps(w, y, config, spec.parameter, spec.fixed)
+    detection = detect_steps(w, y, config or DetectionConfig(), spec.parameter, spec.fixed)
     return SweepFit(sweep, detection.model, detection, mape(detection.model.predict(w), y))
 
 
