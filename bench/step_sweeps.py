@@ -54,9 +54,9 @@ def random_configs(seed: int = 6) -> list[LayerConfig]:
     return configs
 
 
-def sweeps(surround: int) -> list[tuple[str, SweepSpec]]:
+def sweeps(surround: int, channel_step: int = 1) -> list[tuple[str, SweepSpec]]:
     base = LayerConfig.of("conv2d", BASE)
-    out = [("full", SweepSpec(base, "channels", tuple(range(10, 531)), surround)),
+    out = [("full", SweepSpec(base, "channels", tuple(range(10, 531, channel_step)), surround)),
            ("full", SweepSpec(base, "filters", tuple(range(1, 531, 2)), surround)),
            ("dimension", SweepSpec(base, "size", tuple(range(7, 65, 3)), surround)),
            ("dimension", SweepSpec(base, "kernel", (1, 3, 5, 7), surround))]
@@ -74,6 +74,10 @@ def main() -> int:
     parser.add_argument("--db", type=Path, default=Path("bench/results/steps.db"))
     parser.add_argument("--backends", default="torch,onnxruntime")
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--roles", default="full,dimension,held-out,random",
+                        help="which sweeps to measure (a comma list of full, dimension, held-out, random)")
+    parser.add_argument("--held-out", type=int, default=None, help="measure only the first N held-out sweeps")
+    parser.add_argument("--channel-step", type=int, default=1, help="step of the full channel sweep (default 1)")
     args = parser.parse_args()
     args.db.parent.mkdir(parents=True, exist_ok=True)
     with Store(args.db) as store:
@@ -83,7 +87,11 @@ def main() -> int:
             choice = find_surround(backend, store, LayerConfig.of("conv2d", BASE))
             log(f"{name}: surround {choice.chosen} (converged {choice.converged}); "
                 f"{[round(t * 1e3, 3) for t in choice.latency_s]} ms")
-            plan = sweeps(choice.chosen)
+            roles = set(args.roles.split(","))
+            plan = [(role, spec) for role, spec in sweeps(choice.chosen, args.channel_step) if role in roles]
+            if args.held_out is not None:
+                held = [p for p in plan if p[0] == "held-out"][:args.held_out]
+                plan = [p for p in plan if p[0] != "held-out"] + held
             for i, (role, spec) in enumerate(plan):
                 t0 = time.perf_counter()
                 sweep = run_sweep(backend, store, spec)

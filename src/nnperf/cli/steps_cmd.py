@@ -138,7 +138,8 @@ def run_predict(args: argparse.Namespace) -> int:
     if args.param is not None:
         check_parameter(args.kind, args.param)
         values = parse_range(args.values)
-        config.with_value(args.param, values[0]), config.with_value(args.param, values[-1])  # both ends valid
+        for value in values:  # every value makes a valid layer
+            config.with_value(args.param, value)
     need_backend = args.characterise or args.verify or args.system is None
     doc: dict[str, Any] = {"format": "nnperf-steps-prediction", "version": 1, "kind": args.kind,
                            "config": dict(config.params)}
