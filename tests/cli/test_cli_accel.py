@@ -6,14 +6,13 @@ Layer tables and the shipped reference networks are cheap; the IR paths use the 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 import yaml
 
+from cli_helpers import assert_error, run_cli, run_json
 from nnperf.accel import (
     AccelLayer,
     eyeriss_spec,
@@ -23,34 +22,15 @@ from nnperf.accel import (
     network_energy,
     reference_network,
 )
-from nnperf.cli import main
 from nnperf.ir import save_network
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
-def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
-def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:
-    code, out, err = run_cli(capsys, *argv, "--json")
-    assert code == 0, err
-    return json.loads(out)
 
 
-def assert_error(code: int, err: str, *needles: str) -> str:
-    """A user error: exit code 1, one line on stderr starting 'nnperf: error:', naming each needle."""
-    assert code == 1, err
-    assert "Traceback" not in err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("nnperf: error:"), lines[0]
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
-    return lines[0]
 
 
 def table_rows(out: str) -> list[list[str]]:

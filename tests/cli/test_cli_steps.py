@@ -6,12 +6,12 @@ no steps, and no width the advisor could suggest.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from cli_helpers import assert_error, run_cli, run_json
 from nnperf.cli import main
 from nnperf.ir import AxisAttrs, ConvAttrs, Layer, LinearAttrs, Network, OpType, TensorSpec, save_network
 from nnperf.measure._stats import median_ci_ranks
@@ -32,28 +32,10 @@ def _stats_warm() -> None:
     median_ci_ranks(10)
 
 
-def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
-def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
-    code, out, err = run_cli(capsys, *argv, "--json")
-    assert code == 0, err
-    return json.loads(out)
 
 
-def assert_error(code: int, err: str, *needles: str) -> str:
-    """A user error: exit code 1, one line on stderr starting 'nnperf: error:', naming each needle."""
-    assert code == 1, err
-    assert "Traceback" not in err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("nnperf: error:"), lines[0]
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
-    return lines[0]
 
 
 def fake_cost(kind: str, **values: int) -> float:
