@@ -32,12 +32,6 @@ def _stats_warm() -> None:
     median_ci_ranks(10)
 
 
-
-
-
-
-
-
 def fake_cost(kind: str, **values: int) -> float:
     """What the fake backend's cost model gives for the layer under test (no noise)."""
     return CostModel().layer_cost_s(profiling_network(LayerConfig.of(kind, values), 1).layer(UNDER_TEST))
@@ -111,6 +105,19 @@ def test_sweep_json_has_every_point(capsys: pytest.CaptureFixture[str], db: str)
     assert [p["median_s"] for p in again["points"]] == [p["median_s"] for p in points]
     fresh = sweep(capsys, db, "channels", "10:40", "--fresh")
     assert fresh["run_id"] == 2 and fresh["reused"] is False
+
+
+def test_sweep_rounds_are_stored_and_reported(capsys: pytest.CaptureFixture[str], db: str) -> None:
+    doc = sweep(capsys, db, "channels", "10:12", "--rounds", "3")
+    assert doc["rounds"] == 3 and doc["complete"] is True
+    for p in doc["points"]:
+        assert len(p["round_medians_s"]) == 3
+        assert p["median_s"] == sorted(p["round_medians_s"])[1]  # the median round
+    code, out, err = run_cli(capsys, "sweep", "conv2d", "--param", "channels", "--range", "10:12", "--fixed",
+                             "size=8", *FAKE, "--db", db, "--surround", "1", "--rounds", "3")
+    assert code == 0, err
+    assert "(3 points x 3 rounds;" in out and "reused from the store" in out
+    assert "round_medians_s" not in sweep(capsys, db, "channels", "10:12")["points"][0]  # one round: a new sweep
 
 
 def test_sweep_with_auto_surround_chooses_it_once(capsys: pytest.CaptureFixture[str], db: str) -> None:
@@ -201,11 +208,12 @@ def test_steps_predict_characterise_and_verify(capsys: pytest.CaptureFixture[str
     assert ch["shape"] == "linear (no steps)"
     assert ch["points"] == [12, 14, 34, 36]  # the first two and the last two grid values
     assert len(ch["measured_s"]) == 4 and len(ch["lines"]) == 1
+    assert (ch["rounds"], ch["run_id"]) == (3, 2)  # the four points are a stored sweep of three rounds
     assert ch["lines"][0][0] == pytest.approx(1e-10 * 9 * 128 * 64, rel=0.05)
     assert set(doc["mape"]) == {"composed", "characterised", "characterised_held_out"}
     assert doc["mape"]["composed"] < 0.05
     assert doc["mape"]["characterised"] < 0.05
-    assert doc["verify_run_id"] == 2  # the verification sweep is stored as a new run
+    assert doc["verify_run_id"] == 3  # the verification sweep is stored as a new run
     for value, measured in zip(doc["values"], doc["measured_s"]):
         assert measured == pytest.approx(fake_cost("conv2d", channels=value, size=8), rel=0.03)
 
@@ -286,6 +294,8 @@ def test_advise_resnet18_on_a_linear_device_suggests_nothing(capsys: pytest.Capt
      ["--surround must be auto or a positive integer, got 0"]),
     (["conv2d", "--param", "channels", "--range", "1:4", "--fixed", "size=8", "--surround", "wide"],
      ["--surround must be auto or a positive integer, got 'wide'"]),
+    (["conv2d", "--param", "channels", "--range", "1:4", "--fixed", "size=8", "--rounds", "0"],
+     ["--rounds must be at least 1, got 0"]),
 ])
 def test_sweep_input_errors(capsys: pytest.CaptureFixture[str], db: str, argv: list[str],
                             needles: list[str]) -> None:
@@ -317,7 +327,7 @@ def test_steps_predict_on_a_store_without_this_system(capsys: pytest.CaptureFixt
 @pytest.mark.parametrize("argv,needle", [
     (["--param", "channels"], "give --param and --range together"),
     (["--characterise"], "--characterise and --verify work along a range"),
-    (["--param", "size", "--range", "4:16", "--characterise"], "no fitted conv2d size sweep"),
+    (["--param", "size", "--range", "4:16", "--characterise"], "works along channels or filters"),
     (["--param", "filters", "--range", "4:16", "--characterise"], "no fitted conv2d filters sweep"),
     (["--param", "channels", "--range", "1:2", "--characterise"], "need at least 4"),
 ])

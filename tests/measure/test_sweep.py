@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +26,7 @@ from nnperf.measure.sweep import (
     profiling_network,
     recorded_surround,
     run_sweep,
+    surround_width,
     sweep_runs,
 )
 from nnperf.store import Store
@@ -63,8 +65,29 @@ class CountingBackend(FakeBackend):
         return super().profile(network, runs)
 
 
-def channel_spec(values: tuple[int, ...] = tuple(range(4, 13))) -> SweepSpec:
-    return SweepSpec(LayerConfig.of("conv2d", {"size": 8, "channels": values[0]}), "channels", values, 1)
+class BurstBackend(CountingBackend):
+    """A counting fake backend on which the profile calls numbered in ``slow_calls`` (from 1) run ``factor``
+    times slower: a burst of contention on a shared machine."""
+
+    def __init__(self, slow_calls: set[int], factor: float = 3.0, stop_at: int | None = None) -> None:
+        super().__init__(stop_at=stop_at)
+        self.slow_calls, self.factor, self.count = slow_calls, factor, 0
+
+    def profile(self, network: Network, runs: int) -> ProfileResult:
+        self.count += 1
+        clean = self.model
+        if self.count in self.slow_calls:
+            self.model = replace(clean, overhead_s=clean.overhead_s * self.factor,
+                                 s_per_mac=clean.s_per_mac * self.factor, s_per_op=clean.s_per_op * self.factor)
+        try:
+            return super().profile(network, runs)
+        finally:
+            self.model = clean
+
+
+def channel_spec(values: tuple[int, ...] = tuple(range(4, 13)), rounds: int = 1) -> SweepSpec:
+    return SweepSpec(LayerConfig.of("conv2d", {"size": 8, "channels": values[0]}), "channels", values, 1,
+                     SWEEP_HARNESS, rounds)
 
 
 # --- parse_range / parse_fixed ----------------------------------------------------------------------------------
@@ -362,6 +385,63 @@ def test_an_interrupted_sweep_resumes_without_measuring_again(tmp_path: Path) ->
     np.testing.assert_allclose(sweep.latency_s, [cost_of(spec.config_at(c)) for c in range(4, 13)], rtol=1e-12)
 
 
+def test_sweep_rounds_pass_over_the_range_in_turn_and_take_the_median(tmp_path: Path) -> None:
+    spec = channel_spec((4, 5, 6), rounds=3)
+    # calls 2 and 4 are round 1's channels=5 and round 2's channels=4: each is slow in one round only
+    backend = BurstBackend(slow_calls={2, 4})
+    with Store(tmp_path / "s.db") as store:
+        sweep = run_sweep(backend, store, spec)
+        names = [r.layer for r in store.layer_measurements(run_id=sweep.run_id)]
+    assert names == ["channels=4", "channels=5", "channels=6", "channels=4#2", "channels=5#2", "channels=6#2",
+                     "channels=4#3", "channels=5#3", "channels=6#3"]
+    clean = [cost_of(spec.config_at(c)) for c in (4, 5, 6)]
+    np.testing.assert_allclose(sweep.latency_s, clean, rtol=1e-12)  # the bursts are voted out
+    assert [len(r) for r in sweep.repeats] == [3, 3, 3]
+    slow = [[t.stats.median_s / c for t in rounds] for rounds, c in zip(sweep.repeats, clean)]
+    np.testing.assert_allclose(slow, [[1, 3, 1], [3, 1, 1], [1, 1, 1]], rtol=1e-12)
+    assert sweep.complete
+
+
+def test_sweep_rounds_median_of_two_is_the_lower(tmp_path: Path) -> None:
+    with Store(tmp_path / "s.db") as store:
+        sweep = run_sweep(BurstBackend(slow_calls={1}), store, channel_spec((4, 5), rounds=2))
+    assert sweep.latency_s[0] == pytest.approx(cost_of(channel_spec().config_at(4)), rel=1e-12)
+
+
+def test_an_interrupted_sweep_with_rounds_resumes_in_its_round(tmp_path: Path) -> None:
+    spec = channel_spec((4, 5, 6), rounds=2)
+    with Store(tmp_path / "s.db") as store:
+        with pytest.raises(KeyboardInterrupt):  # stopped before round 2's channels=5
+            run_sweep(CountingBackend(), store, spec, progress=_stop_after(4))
+        partial = load_sweep(store, store.runs()[0].id)
+        assert partial.x.tolist() == [4, 5, 6] and not partial.complete
+        assert [len(r) for r in partial.repeats] == [2, 1, 1]
+        backend = CountingBackend()
+        sweep = run_sweep(backend, store, spec)
+        assert sweep.resumed and sweep.complete
+        assert sum(backend.calls.values()) == 2  # round 2 of channels 5 and 6 only
+        assert [r.layer for r in store.layer_measurements(run_id=sweep.run_id)][-2:] == ["channels=5#2",
+                                                                                          "channels=6#2"]
+
+
+def _stop_after(points: int):  # type: ignore[no-untyped-def]
+    """A progress callback that interrupts the sweep when it announces point number ``points`` + 1."""
+    def progress(what: str, done: int, total: int) -> None:
+        if done == points and what != "done":
+            raise KeyboardInterrupt
+    return progress
+
+
+def test_sweep_spec_rounds() -> None:
+    one = channel_spec((4, 5))
+    assert one.rounds == 1 and "rounds" not in one.to_dict()  # one round keeps the keys of stored sweeps
+    three = channel_spec((4, 5), rounds=3)
+    assert three.to_dict()["rounds"] == 3 and three.key() != one.key()
+    for bad in (0, -1, True, 2.0):
+        with pytest.raises(SweepInputError, match="at least one round"):
+            channel_spec((4, 5), rounds=bad)  # type: ignore[arg-type]
+
+
 def test_load_sweep_refuses_a_run_that_is_not_a_sweep(tmp_path: Path) -> None:
     from nnperf.errors import NnperfError
 
@@ -410,15 +490,48 @@ def test_find_surround_records_its_choice(tmp_path: Path) -> None:
         assert choice.latency_s == pytest.approx((cost_of(config),) * 4, rel=1e-12)
         assert (choice.chosen, choice.converged) == (1, True)
         assert choice.convergence_s == choice.latency_s[-1]
-        assert len(backend.calls) == 4
+        assert backend.calls == {name: 3 for name in backend.calls} and len(backend.calls) == 4  # three rounds
         system = store.systems()[0]
         recorded = recorded_surround(store, system.id, "conv2d")
         assert recorded == choice
         assert recorded_surround(store, system.id, "fc") is None
         stored = store.layer_measurements(run_id=store.runs()[0].id)
-        assert [r.layer for r in stored] == ["surround=1", "surround=2", "surround=4", "surround=8"]
+        assert [r.layer for r in stored] == [f"surround={w}{r}" for r in ("", "#2", "#3") for w in (1, 2, 4, 8)]
         assert store.runs()[0].campaign.startswith("surround|") and store.runs()[0].status == "done"
         assert sweep_runs(store) == []  # a surround sweep is not a parameter sweep
+
+
+def test_find_surround_rounds_vote_out_a_burst_and_a_finished_sweep_is_reused(tmp_path: Path) -> None:
+    config = LayerConfig.of("conv2d", {"channels": 8, "filters": 8, "size": 8})
+    # round 1 of width 4 is 3x slow: with one round, width 8 would be chosen (4 is not within 3% of 8)
+    with Store(tmp_path / "one.db") as store:
+        single = find_surround(BurstBackend(slow_calls={3}), store, config, widths=(1, 2, 4, 8), rounds=1)
+    assert single.chosen == 8
+    with Store(tmp_path / "s.db") as store:
+        choice = find_surround(BurstBackend(slow_calls={3}), store, config, widths=(1, 2, 4, 8))
+        assert (choice.chosen, choice.converged) == (1, True)
+        assert choice.latency_s == pytest.approx((cost_of(config),) * 4, rel=1e-12)
+        again_backend = CountingBackend()
+        again = find_surround(again_backend, store, config, widths=(1, 2, 4, 8))
+        assert again_backend.calls == {} and again == choice  # reused: nothing measured
+        assert len([r for r in store.runs() if r.campaign.startswith("surround|")]) == 1
+        fresh_backend = CountingBackend()
+        find_surround(fresh_backend, store, config, widths=(1, 2, 4, 8), fresh=True)
+        assert sum(fresh_backend.calls.values()) == 12
+        assert len(store.runs()) == 2
+        with pytest.raises(SweepInputError, match="at least one round"):
+            find_surround(FakeBackend(), store, config, rounds=0)
+
+
+def test_surround_width_is_the_recorded_choice_or_one(tmp_path: Path) -> None:
+    config = LayerConfig.of("conv2d", {"channels": 8, "filters": 8, "size": 8})
+    with Store(tmp_path / "s.db") as store:
+        system = store.add_system(FakeBackend().system())
+        assert surround_width(store, system.id, "conv2d") == 1
+        store.save_model(system.id, "steps-surround", {**find_surround(
+            FakeBackend(), store, config, widths=(1, 2)).to_dict(), "chosen": 16})
+        assert surround_width(store, system.id, "conv2d") == 16
+        assert surround_width(store, system.id, "fc") == 1
 
 
 def test_find_surround_refuses_a_bad_margin(tmp_path: Path) -> None:

@@ -42,7 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def run(args: argparse.Namespace) -> int:
     from nnperf._load import load_model
     from nnperf.errors import NnperfError
-    from nnperf.measure.sweep import SWEEP_HARNESS, profiling_network, recorded_surround, time_in_context
+    from nnperf.measure.sweep import SWEEP_HARNESS, profiling_network, surround_width, time_in_context
     from nnperf.optimize.advise import advise
     from nnperf.predict.steps import MissingStepModelError, composed_model
     from nnperf.report._format import console
@@ -69,9 +69,8 @@ def run(args: argparse.Namespace) -> int:
                               "`nnperf steps fit` first")
 
         def measure(config):  # type: ignore[no-untyped-def]
-            choice = recorded_surround(store, system.id, config.kind)
-            surround = choice.chosen if choice is not None else 1
-            return time_in_context(backend, profiling_network(config, surround), SWEEP_HARNESS).stats.median_s
+            network = profiling_network(config, surround_width(store, system.id, config.kind))
+            return time_in_context(backend, network, SWEEP_HARNESS).stats.median_s
 
         with Progress(not args.json, "advising") as progress:
             advice = advise(network, models, system.label, args.tolerance, args.min_bonus,

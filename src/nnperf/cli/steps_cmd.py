@@ -108,24 +108,16 @@ def run_predict(args: argparse.Namespace) -> int:
 
     from nnperf.errors import NnperfError
     from nnperf.measure.sweep import (
+        SWEEP_HARNESS,
         LayerConfig,
         SweepSpec,
         check_parameter,
         parse_fixed,
         parse_range,
-        recorded_surround,
         run_sweep,
-        time_in_context,
+        surround_width,
     )
-    from nnperf.measure.sweep import profiling_network as network_for
-    from nnperf.predict.steps import (
-        characterisation_points,
-        composed_model,
-        fit_lines,
-        latest_fits,
-        mape,
-        model_from_dict,
-    )
+    from nnperf.predict.steps import STEPPED, characterise, composed_model, mape
     from nnperf.report._format import console
     from nnperf.report.steps import plot_sweep
 
@@ -134,6 +126,9 @@ def run_predict(args: argparse.Namespace) -> int:
         raise NnperfError("give --param and --range together")
     if (args.characterise or args.verify) and args.param is None:
         raise NnperfError("--characterise and --verify work along a range: give --param and --range")
+    if args.characterise and args.param not in STEPPED:
+        raise NnperfError(f"--characterise works along {' or '.join(STEPPED)} (the stepped parameters), "
+                          f"not {args.param}")
     values: tuple[int, ...] = ()
     if args.param is not None:
         check_parameter(args.kind, args.param)
@@ -176,37 +171,21 @@ def run_predict(args: argparse.Namespace) -> int:
                 doc["extrapolated"] = sorted({e for c in configs for e in composed.extrapolated(c)})
                 local = None
                 if args.characterise:
-                    fits = latest_fits(store, system.id, args.kind)
-                    if (args.kind, args.param) not in fits:
-                        raise NnperfError(f"no fitted {args.kind} {args.param} sweep on {system.label}: sweep "
-                                          f"{args.param} and run `nnperf steps fit` first")
-                    if args.param not in ("channels", "filters"):
-                        raise NnperfError("--characterise works along channels or filters (the stepped parameters)")
-                    shape = model_from_dict(fits[(args.kind, args.param)]).shape
-                    step = values[1] - values[0] if len(values) > 1 else 1
-                    points = characterisation_points(shape, values[0], values[-1], step)
-                    choice = recorded_surround(store, system.id, args.kind)
-                    surround = choice.chosen if choice is not None else 1
                     assert backend is not None
-                    measured = []
                     with Progress(not args.json, "characterising") as progress:
-                        for i, v in enumerate(points):
-                            if progress:
-                                progress(f"{args.param}={v}", i, len(points))
-                            timing = time_in_context(backend, network_for(config.with_value(args.param, v), surround),
-                                                     _harness())
-                            measured.append(timing.stats.median_s)
-                    local = fit_lines(shape, points, measured, args.param)
-                    doc["characterisation"] = {"shape": shape.describe(), "points": list(points),
-                                               "measured_s": measured,
+                        found = characterise(backend, store, system.id, config, args.param, values,
+                                             progress=progress)
+                    local = found.model
+                    doc["characterisation"] = {"shape": found.shape.describe(), "points": list(found.points),
+                                               "rounds": found.sweep.spec.rounds, "run_id": found.sweep.run_id,
+                                               "measured_s": found.sweep.latency_s.tolist(),
                                                "lines": [[ln.slope_s, ln.intercept_s] for ln in local.lines]}
                     doc["characterised_s"] = local.predict(np.array(values)).tolist()
                 sweep = None
                 if args.verify:
                     assert backend is not None
-                    choice = recorded_surround(store, system.id, args.kind)
                     spec = SweepSpec(config.with_value(args.param, values[0]), args.param, values,
-                                     choice.chosen if choice is not None else 1, _harness())
+                                     surround_width(store, system.id, args.kind), SWEEP_HARNESS)
                     with Progress(not args.json, "verifying") as progress:
                         sweep = run_sweep(backend, store, spec, progress=progress)
                     truth = sweep.latency_s
@@ -227,12 +206,6 @@ def run_predict(args: argparse.Namespace) -> int:
         return 0
     _print_prediction(out, args, doc)
     return 0
-
-
-def _harness():  # type: ignore[no-untyped-def]
-    from nnperf.measure.sweep import SWEEP_HARNESS
-
-    return SWEEP_HARNESS
 
 
 def _plot_prediction(args, values, composed_s, local, sweep, doc, plot_sweep) -> None:  # type: ignore[no-untyped-def]

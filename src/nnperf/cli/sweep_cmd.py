@@ -33,6 +33,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--target-ci", type=float, default=None,
                    help="stop a point when the median's CI half-width is within this fraction (default 0.01)")
     p.add_argument("--budget-s", type=float, default=None, help="time budget per point in seconds (default 1)")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="passes over the range, one after the other; a point's latency is the median of its "
+                        "rounds, which votes out bursts of contention on a shared machine (default 1)")
     p.add_argument("--fresh", action="store_true", help="measure again even when this sweep is stored")
     p.add_argument("--plot", metavar="FILE.png", help="plot the measured sweep")
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -64,6 +67,8 @@ def run(args: argparse.Namespace) -> int:
     if args.param in fixed:
         raise SweepInputError(f"--fixed gives {args.param}, the parameter being swept")
     base = LayerConfig.of(args.kind, {**fixed, args.param: values[0]})
+    if args.rounds < 1:
+        raise SweepInputError(f"--rounds must be at least 1, got {args.rounds}")
     harness = SWEEP_HARNESS
     if args.target_ci is not None:
         harness = replace(harness, target_ci=args.target_ci)
@@ -91,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
                 raise SweepInputError(f"--surround must be auto or a positive integer, got {args.surround!r}") from None
             if surround < 1:
                 raise SweepInputError(f"--surround must be auto or a positive integer, got {surround}")
-        spec = SweepSpec(base, args.param, values, surround, harness)
+        spec = SweepSpec(base, args.param, values, surround, harness, args.rounds)
         with Progress(not args.json, f"sweeping {args.param}") as progress:
             sweep = run_sweep(backend, store, spec, progress=progress, fresh=args.fresh)
     if args.plot:

@@ -24,10 +24,11 @@ def sweep_document(sweep: Sweep) -> dict[str, Any]:
     spec = sweep.spec
     return {"format": "nnperf-sweep-result", "version": 1, "run_id": sweep.run_id, "system": sweep.system_label,
             "kind": spec.base.kind, "parameter": spec.parameter, "fixed": dict(spec.fixed),
-            "surround": spec.surround, "reused": sweep.reused, "complete": sweep.complete,
+            "surround": spec.surround, "rounds": spec.rounds, "reused": sweep.reused, "complete": sweep.complete,
             "points": [{"value": int(v), "median_s": t.stats.median_s, "ci_low_s": t.stats.ci_low_s,
-                        "ci_high_s": t.stats.ci_high_s, "n": t.stats.n, "stop_reason": t.stop_reason}
-                       for v, t in zip(sweep.x, sweep.timings)]}
+                        "ci_high_s": t.stats.ci_high_s, "n": t.stats.n, "stop_reason": t.stop_reason,
+                        **({"round_medians_s": [r.stats.median_s for r in rounds]} if spec.rounds > 1 else {})}
+                       for v, t, rounds in zip(sweep.x, sweep.timings, sweep.repeats or [()] * len(sweep.timings))]}
 
 
 def sweep_summary(sweep: Sweep, store_path: Path) -> list[str]:
@@ -39,7 +40,8 @@ def sweep_summary(sweep: Sweep, store_path: Path) -> list[str]:
     short = "" if converged == len(y) else f" (the rest stopped at the {spec.harness.budget_s:g} s budget)"
     return [
         (f"sweep {sweep.run_id} on {sweep.system_label}: {spec.base.kind} {spec.parameter} "
-         f"{spec.values[0]}..{spec.values[-1]} ({len(sweep.timings)} points; {fixed}; surround {spec.surround}) {how}"),
+         f"{spec.values[0]}..{spec.values[-1]} ({len(sweep.timings)} points"
+         f"{f' x {spec.rounds} rounds' if spec.rounds > 1 else ''}; {fixed}; surround {spec.surround}) {how}"),
         (f"latency {_ms(float(y.min()))}-{_ms(float(y.max()))} ms; {converged} of {len(y)} points reached the "
          f"{spec.harness.target_ci:.0%} confidence target{short}"),
         f"stored in {store_path}; fit it with: nnperf steps fit {sweep.run_id}",

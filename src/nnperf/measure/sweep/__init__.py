@@ -18,17 +18,19 @@ from nnperf.measure.sweep._config import (
 from nnperf.measure.sweep._network import UNDER_TEST, profiling_network, time_in_context
 from nnperf.measure.sweep._surround import (
     SURROUND_MARGIN,
+    SURROUND_ROUNDS,
     SURROUND_WIDTHS,
     SurroundChoice,
     choose_width,
     find_surround,
     recorded_surround,
+    surround_width,
 )
 from nnperf.measure.sweep._sweep import SWEEP_HARNESS, Sweep, SweepSpec, load_sweep, run_sweep, sweep_runs
 
 __all__ = [
-    "DEFAULTS", "KINDS", "PARAMETERS", "SURROUND_MARGIN", "SURROUND_WIDTHS", "SWEEP_HARNESS", "UNDER_TEST",
+    "DEFAULTS", "KINDS", "PARAMETERS", "SURROUND_MARGIN", "SURROUND_ROUNDS", "SURROUND_WIDTHS", "SWEEP_HARNESS", "UNDER_TEST",
     "LayerConfig", "SurroundChoice", "Sweep", "SweepInputError", "SweepSpec", "check_kind", "check_parameter",
     "choose_width", "find_surround", "load_sweep", "parse_fixed", "parse_range", "profiling_network",
-    "recorded_surround", "run_sweep", "sweep_runs", "time_in_context",
+    "recorded_surround", "run_sweep", "surround_width", "sweep_runs", "time_in_context",
 ]

@@ -9,8 +9,13 @@ nnperf sweeps the surround width w (the channels the profiling network takes
 in and gives out) over ``SURROUND_WIDTHS``, times the layer under test at each,
 takes the time at the widest surround as the convergence point, and chooses
 the smallest w from which every wider surround stays within ``margin`` of it.
-Every point is stored (campaign ``surround|...``), and the choice is recorded
-per system and layer kind as a model document of kind ``steps-surround``.
+The widths are measured in ``SURROUND_ROUNDS`` interleaved passes and each
+width's time is the median of its passes: on this shared VM the same layer
+drifted by 7% between neighbouring single measurements, more than the margin,
+and one such drift alone decided the choice. Every point is stored (campaign
+``surround|...``; an interrupted sweep resumes and a finished one is reused
+unless ``fresh``), and the choice is recorded per system and layer kind as a
+model document of kind ``steps-surround``.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from nnperf.measure._harness import HarnessConfig
 from nnperf.measure._types import LayerMeasurement, Method
@@ -35,6 +42,7 @@ Progress = Callable[[str, int, int], None]
 
 SURROUND_WIDTHS = (1, 2, 4, 8, 16, 32, 64, 128)
 SURROUND_MARGIN = 0.03
+SURROUND_ROUNDS = 3
 SURROUND_KIND = "steps-surround"
 
 
@@ -85,38 +93,56 @@ def choose_width(widths: tuple[int, ...], latency_s: tuple[float, ...], margin: 
 
 def find_surround(backend: Backend, store: Store, config: LayerConfig,
                   widths: tuple[int, ...] = SURROUND_WIDTHS, margin: float = SURROUND_MARGIN,
-                  harness: HarnessConfig = SWEEP_HARNESS, progress: Progress | None = None) -> SurroundChoice:
-    """Sweeps the surround width for ``config``, stores every point and records the choice."""
+                  harness: HarnessConfig = SWEEP_HARNESS, progress: Progress | None = None,
+                  rounds: int = SURROUND_ROUNDS, fresh: bool = False) -> SurroundChoice:
+    """Sweeps the surround width for ``config`` in ``rounds`` interleaved passes, stores every point and
+    records the choice. A finished surround sweep with the same settings on this system is reused unless
+    ``fresh``."""
     if not 0 < margin < 1:
         raise SweepInputError(f"the surround margin must be a fraction in (0, 1), got {margin}")
+    if rounds < 1:
+        raise SweepInputError(f"a surround sweep needs at least one round, got {rounds}")
     widths = tuple(sorted(set(widths)))
     system = store.add_system(backend.system())
-    settings = {"config": config.describe(), "widths": list(widths), "harness": asdict(harness)}
+    settings = {"config": config.describe(), "widths": list(widths), "harness": asdict(harness), "rounds": rounds}
     key = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
-    run = store.start_run(system.id, f"surround|{key}", f"surround:{config.kind}", key, Method.PROFILER.value,
-                          settings)
+    campaign = f"surround|{key}"
+    finished = [r for r in store.runs(system_id=system.id) if r.campaign == campaign and r.status == "done"]
+    run = finished[-1] if finished and not fresh else store.start_run(
+        system.id, campaign, f"surround:{config.kind}", key, Method.PROFILER.value, settings)
     done = {r.layer: r.timing for r in store.layer_measurements(run_id=run.id)}
     report = progress or (lambda what, done_, total: None)
-    latency: list[float] = []
+    total = len(widths) * rounds
+    by_width: dict[int, list[float]] = {w: [] for w in widths}
     try:
-        for i, width in enumerate(widths):
-            name = f"surround={width}"
-            report(name, i, len(widths))
-            timing = done.get(name)
-            if timing is None:
-                timing = time_in_context(backend, profiling_network(config, width), harness)
-                store.add_layer_measurement(run.id, LayerMeasurement(name, config.kind, Method.PROFILER, timing,
-                                                                     UNDER_TEST))
-            latency.append(timing.stats.median_s)
-        report("done", len(widths), len(widths))
-        store.finish_run(run.id, "done")
+        for round_ in range(1, rounds + 1):
+            for i, width in enumerate(widths):
+                name = f"surround={width}" + (f"#{round_}" if round_ > 1 else "")
+                report(name.replace("#", " round "), (round_ - 1) * len(widths) + i, total)
+                timing = done.get(name)
+                if timing is None:
+                    timing = time_in_context(backend, profiling_network(config, width), harness)
+                    store.add_layer_measurement(run.id, LayerMeasurement(name, config.kind, Method.PROFILER,
+                                                                         timing, UNDER_TEST))
+                by_width[width].append(timing.stats.median_s)
+        report("done", total, total)
+        if run.status != "done":
+            store.finish_run(run.id, "done")
     except BaseException:
-        store.finish_run(run.id, "failed")
+        if run.status != "done":
+            store.finish_run(run.id, "failed")
         raise
+    latency = [float(np.median(by_width[w])) for w in widths]
     chosen, converged = choose_width(widths, tuple(latency), margin)
     choice = SurroundChoice(config.kind, config, widths, tuple(latency), margin, chosen, converged)
     store.save_model(system.id, SURROUND_KIND, choice.to_dict())
     return choice
+
+
+def surround_width(store: Store, system_id: int, kind: str) -> int:
+    """The recorded surround width for ``kind`` on this system, or 1 when none was chosen yet."""
+    choice = recorded_surround(store, system_id, kind)
+    return choice.chosen if choice is not None else 1
 
 
 def recorded_surround(store: Store, system_id: int, kind: str) -> SurroundChoice | None:

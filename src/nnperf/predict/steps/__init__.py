@@ -7,6 +7,13 @@ configuration from about four measurements, :func:`compose` combines the
 per-parameter models into a prediction for any configuration.
 """
 
+from nnperf.predict.steps._characterise import (
+    CHARACTERISE_ROUNDS,
+    STEPPED,
+    Characterisation,
+    characterise,
+    global_shape,
+)
 from nnperf.predict.steps._compose import ComposedModel, compose, effective, work
 from nnperf.predict.steps._detect import DetectionConfig, StepDetection, detect_steps
 from nnperf.predict.steps._fits import (
@@ -15,7 +22,7 @@ from nnperf.predict.steps._fits import (
     SweepFit,
     composed_model,
     fit_sweep,
-    latest_fits,
+    global_fits,
     model_from_dict,
     save_fit,
     sweep_points,
@@ -31,8 +38,9 @@ from nnperf.predict.steps._model import (
 )
 
 __all__ = [
-    "FIT_KIND", "ComposedModel", "DetectionConfig", "Line", "MissingStepModelError", "StepDetection", "StepModel",
-    "StepModelError", "StepShape", "SweepFit", "characterisation_points", "compose", "composed_model",
-    "detect_steps", "effective", "fit_lines", "fit_sweep", "latest_fits", "mape", "model_from_dict", "save_fit",
+    "CHARACTERISE_ROUNDS", "FIT_KIND", "STEPPED", "Characterisation", "ComposedModel", "DetectionConfig", "Line",
+    "MissingStepModelError", "StepDetection", "StepModel", "StepModelError", "StepShape", "SweepFit",
+    "characterisation_points", "characterise", "compose", "composed_model", "detect_steps", "effective",
+    "fit_lines", "fit_sweep", "global_fits", "global_shape", "mape", "model_from_dict", "save_fit",
     "sweep_points", "work",
 ]

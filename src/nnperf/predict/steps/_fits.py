@@ -102,12 +102,14 @@ def save_fit(store: Store, fit: SweepFit) -> int:
     return store.save_model(fit.sweep.system_id, FIT_KIND, fit.to_dict())
 
 
-def latest_fits(store: Store, system_id: int, kind: str | None = None) -> dict[tuple[str, str], dict[str, Any]]:
-    """The newest stored fit document per (layer kind, parameter) on a system."""
+def global_fits(store: Store, system_id: int, kind: str | None = None) -> dict[tuple[str, str], dict[str, Any]]:
+    """The global model per (layer kind, parameter) on a system: the stored fit of the sweep with the most
+    points (the newest among equals). A held-out or characterisation sweep fitted later does not replace the
+    full sweep's d and r."""
     out: dict[tuple[str, str], dict[str, Any]] = {}
-    for doc in store.models(system_id, FIT_KIND):
+    for doc in store.models(system_id, FIT_KIND):  # newest first
         key = (doc["kind"], doc["parameter"])
-        if key not in out and (kind is None or doc["kind"] == kind):
+        if (kind is None or doc["kind"] == kind) and (key not in out or doc["points"] > out[key]["points"]):
             out[key] = doc
     return out
 
@@ -125,7 +127,7 @@ def sweep_points(store: Store, system_id: int, kind: str) -> list[tuple[LayerCon
 
 def composed_model(store: Store, system_id: int, kind: str) -> ComposedModel:
     """The composition of the system's newest fitted step models of ``kind``, scaled on all its sweep points."""
-    fits = latest_fits(store, system_id, kind)
+    fits = global_fits(store, system_id, kind)
     if not fits:
         raise MissingStepModelError(
             f"{store.path}: no fitted {kind} step model on system {system_id}; measure a sweep "
