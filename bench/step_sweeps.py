@@ -1,7 +1,7 @@
 """Step-model measurements (issue 6): the sweeps that bench/step_models.py evaluates, into one store.
 
 Run: .venv/bin/python bench/step_sweeps.py --db bench/results/steps.db [--backends torch,onnxruntime]
-     [--device cuda]   (about 10-15 minutes per CPU backend here)
+     [--device cuda] [--rounds 3] [--channel-step 2]   (about 25 minutes per CPU backend here)
 
 Per backend, on conv2d at size 28, kernel 3 (the paper used 256x256 on a GPU; 28x28 keeps a 521-point
 sweep to minutes on this CPU):
@@ -14,7 +14,10 @@ sweep to minutes on this CPU):
    20 random conv2d configurations (channels and filters 16-384, size 7-56, kernel 1/3/5) for the
    composed model's held-out error.
 
-Every point is committed as it is measured; re-running the script resumes or reuses what is stored.
+Every sweep passes over its values --rounds times (default 3) and takes each point's median over the rounds
+(`nnperf sweep --rounds`), so that a burst of contention on this shared VM lands on one round only. Every point
+is committed as it is measured; re-running the script resumes or reuses what is stored, the surround choice
+included.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from measure_backends import log
 
 from nnperf.measure.backends import BackendOptions, create_backend
-from nnperf.measure.sweep import LayerConfig, SweepSpec, find_surround, run_sweep
+from nnperf.measure.sweep import SWEEP_HARNESS, LayerConfig, SweepSpec, find_surround, run_sweep
 from nnperf.store import Store
 
 BASE = {"size": 28, "kernel": 3}
@@ -54,18 +57,22 @@ def random_configs(seed: int = 6) -> list[LayerConfig]:
     return configs
 
 
-def sweeps(surround: int, channel_step: int = 1) -> list[tuple[str, SweepSpec]]:
+def sweeps(surround: int, channel_step: int = 1, rounds: int = 1) -> list[tuple[str, SweepSpec]]:
     base = LayerConfig.of("conv2d", BASE)
-    out = [("full", SweepSpec(base, "channels", tuple(range(10, 531, channel_step)), surround)),
-           ("full", SweepSpec(base, "filters", tuple(range(1, 531, 2)), surround)),
-           ("dimension", SweepSpec(base, "size", tuple(range(7, 65, 3)), surround)),
-           ("dimension", SweepSpec(base, "kernel", (1, 3, 5, 7), surround))]
+
+    def spec(config: LayerConfig, parameter: str, values: tuple[int, ...]) -> SweepSpec:
+        return SweepSpec(config, parameter, values, surround, SWEEP_HARNESS, rounds)
+
+    out = [("full", spec(base, "channels", tuple(range(10, 531, channel_step)))),
+           ("full", spec(base, "filters", tuple(range(1, 531, 2)))),
+           ("dimension", spec(base, "size", tuple(range(7, 65, 3)))),
+           ("dimension", spec(base, "kernel", (1, 3, 5, 7)))]
     for other in HELD_OUT_OTHER:
-        out.append(("held-out", SweepSpec(base.with_value("filters", other), "channels", HELD_OUT_VALUES, surround)))
+        out.append(("held-out", spec(base.with_value("filters", other), "channels", HELD_OUT_VALUES)))
     for other in HELD_OUT_FILTER_OTHER:
-        out.append(("held-out", SweepSpec(base.with_value("channels", other), "filters", HELD_OUT_VALUES, surround)))
+        out.append(("held-out", spec(base.with_value("channels", other), "filters", HELD_OUT_VALUES)))
     for config in random_configs():
-        out.append(("random", SweepSpec(config, "channels", (config["channels"],), surround)))
+        out.append(("random", spec(config, "channels", (config["channels"],))))
     return out
 
 
@@ -78,6 +85,7 @@ def main() -> int:
                         help="which sweeps to measure (a comma list of full, dimension, held-out, random)")
     parser.add_argument("--held-out", type=int, default=None, help="measure only the first N held-out sweeps")
     parser.add_argument("--channel-step", type=int, default=1, help="step of the full channel sweep (default 1)")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved passes per sweep (default 3)")
     args = parser.parse_args()
     args.db.parent.mkdir(parents=True, exist_ok=True)
     with Store(args.db) as store:
@@ -88,7 +96,8 @@ def main() -> int:
             log(f"{name}: surround {choice.chosen} (converged {choice.converged}); "
                 f"{[round(t * 1e3, 3) for t in choice.latency_s]} ms")
             roles = set(args.roles.split(","))
-            plan = [(role, spec) for role, spec in sweeps(choice.chosen, args.channel_step) if role in roles]
+            plan = [(role, spec) for role, spec in sweeps(choice.chosen, args.channel_step, args.rounds)
+                    if role in roles]
             if args.held_out is not None:
                 held = [p for p in plan if p[0] == "held-out"][:args.held_out]
                 plan = [p for p in plan if p[0] != "held-out"] + held
