@@ -9,9 +9,11 @@ Per system (backend) in the store:
 2. held-out sweeps (the paper's 3.4.3 design): the global d and r come from the full sweep of the same
    parameter; each held-out sweep's lines are fitted on the four points `characterisation_points` picks
    from its own grid (their measured medians, as `steps predict --characterise` would measure them), and
-   the MAPE is taken over the other points of the sweep. Beside it, the same four points fitted by a line
-   (no steps) and the composed model with no measurement of that configuration. The d and r detected on
-   each held-out sweep alone are listed too (the paper's claim that they are global);
+   the MAPE is taken over the other points of the sweep. Beside it: the same four points fitted by a line
+   (no steps); the global shape's lines fitted on all points of the sweep (the floor the shape and the
+   measurement noise leave to any characterisation); the round-to-round spread of the points (the median
+   over points of (slowest - fastest round) / median); and the d and r detected on each held-out sweep alone
+   (the paper's claim that they are global);
 3. the composed model (fitted on the full and dimension sweeps only) on the random configurations:
    MAPE, share within +/-10%, inside and outside the swept ranges, against the smooth composition
    (every effective size proportional to its work).
@@ -24,6 +26,7 @@ import argparse
 import json
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +56,13 @@ def role(sweep: Sweep) -> str:
     if (values[0], values[-1]) == HELD_OUT_RANGE[:2] and values[1] - values[0] == HELD_OUT_RANGE[2]:
         return "held-out"
     return "full"
+
+
+def round_spread(sweep: Sweep) -> float:
+    """The median over points of (slowest round - fastest round) / the point's median; 0 with one round."""
+    spreads = [(max(t.stats.median_s for t in r) - min(t.stats.median_s for t in r)) / m
+               for r, m in zip(sweep.repeats, sweep.latency_s) if len(r) > 1]
+    return float(np.median(spreads)) if spreads else 0.0
 
 
 def shape_text(shape: StepShape) -> dict[str, Any]:
@@ -98,11 +108,14 @@ def evaluate_system(store: Store, system_id: int, figures: Path | None) -> dict[
             at = np.isin(x, points)
             local = fit_lines(shape, x[at], y[at], parameter)
             line = fit_lines(StepShape("linear"), x[at], y[at], parameter)
+            best = fit_lines(shape, x, y, parameter)
             own = fit_sweep(sweep).detection
             rows.append({"run_id": sweep.run_id, "fixed": dict(sweep.spec.fixed), "points": list(points),
                          "mape_held_out": mape(local.predict(x[~at]), y[~at]),
                          "mape_all": mape(local.predict(x), y),
                          "line_mape_held_out": mape(line.predict(x[~at]), y[~at]),
+                         "floor_mape_held_out": mape(best.predict(x[~at]), y[~at]),
+                         "round_spread": round_spread(sweep),
                          "own_shape": None if own is None else shape_text(own.shape),
                          "own_confidence": None if own is None else own.confidence})
             if figures is not None and len(rows) == 1:
@@ -114,7 +127,9 @@ def evaluate_system(store: Store, system_id: int, figures: Path | None) -> dict[
                 "global_shape": shape_text(shape), "sweeps": rows,
                 "mape_held_out": float(np.mean([r["mape_held_out"] for r in rows])),
                 "mape_all": float(np.mean([r["mape_all"] for r in rows])),
-                "line_mape_held_out": float(np.mean([r["line_mape_held_out"] for r in rows]))}
+                "line_mape_held_out": float(np.mean([r["line_mape_held_out"] for r in rows])),
+                "floor_mape_held_out": float(np.mean([r["floor_mape_held_out"] for r in rows])),
+                "round_spread": float(np.median([r["round_spread"] for r in rows]))}
     scale_points = [(s.spec.config_at(int(v)), float(t)) for s in by_role.get("full", []) + by_role.get("dimension", [])
                     for v, t in zip(s.x, s.latency_s)]
     random_tests = [(s.spec.config_at(int(s.x[0])), float(s.latency_s[0])) for s in by_role.get("random", [])]
@@ -152,13 +167,16 @@ def markdown(results: list[dict[str, Any]]) -> str:
                          f"{(str(s['r']) + (' aligned' if s['selector'] == 'aligned' else '')) if s['r'] else '-'} | "
                          f"{f['confidence']:.0%} | {f['evidence']:.1f} | {f['rss_share']:.1%} | {f['fit_mape']:.2%} |")
     lines += ["", ("| system | held-out sweeps | global shape | 4-point MAPE (held-out points) | all points | "
-                  "4-point line, no steps | own d/r per sweep |"), "|---|---|---|---|---|---|---|"]
+                  "4-point line, no steps | shape fitted on all points | round spread | own d/r per sweep |"),
+              "|---|---|---|---|---|---|---|---|---|"]
     for res in results:
         for parameter, h in res["held_out"].items():
-            own = ", ".join(sorted({r["own_shape"]["text"] for r in h["sweeps"] if r["own_shape"]}))
+            own = ", ".join(f"{text} ({n})" for text, n in sorted(
+                Counter(r["own_shape"]["text"] for r in h["sweeps"] if r["own_shape"]).items()))
             lines.append(f"| {res['system']} | {len(h['sweeps'])} x {parameter} 120:219:3 | "
                          f"{h['global_shape']['text']} | {h['mape_held_out']:.2%} | {h['mape_all']:.2%} | "
-                         f"{h['line_mape_held_out']:.2%} | {own} |")
+                         f"{h['line_mape_held_out']:.2%} | {h['floor_mape_held_out']:.2%} | "
+                         f"{h['round_spread']:.1%} | {own} |")
     lines += ["", ("| system | composed model on | configs | MAPE | within 10% | smooth composition MAPE | "
                   "MAPE inside / outside the swept ranges |"), "|---|---|---|---|---|---|---|"]
     for res in results:

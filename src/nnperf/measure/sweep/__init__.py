@@ -29,7 +29,8 @@ from nnperf.measure.sweep._surround import (
 from nnperf.measure.sweep._sweep import SWEEP_HARNESS, Sweep, SweepSpec, load_sweep, run_sweep, sweep_runs
 
 __all__ = [
-    "DEFAULTS", "KINDS", "PARAMETERS", "SURROUND_MARGIN", "SURROUND_ROUNDS", "SURROUND_WIDTHS", "SWEEP_HARNESS", "UNDER_TEST",
+    "DEFAULTS", "KINDS", "PARAMETERS", "SURROUND_MARGIN", "SURROUND_ROUNDS", "SURROUND_WIDTHS", "SWEEP_HARNESS",
+    "UNDER_TEST",
     "LayerConfig", "SurroundChoice", "Sweep", "SweepInputError", "SweepSpec", "check_kind", "check_parameter",
     "choose_width", "find_surround", "load_sweep", "parse_fixed", "parse_range", "profiling_network",
     "recorded_surround", "run_sweep", "surround_width", "sweep_runs", "time_in_context",

@@ -33,7 +33,7 @@ from nnperf.measure._types import LayerMeasurement, Method
 from nnperf.measure.backends._base import Backend
 from nnperf.measure.sweep._config import LayerConfig, SweepInputError
 from nnperf.measure.sweep._network import UNDER_TEST, profiling_network, time_in_context
-from nnperf.measure.sweep._sweep import SWEEP_HARNESS
+from nnperf.measure.sweep._sweep import SWEEP_HARNESS, point_name
 
 if TYPE_CHECKING:
     from nnperf.store import Store
@@ -117,7 +117,7 @@ def find_surround(backend: Backend, store: Store, config: LayerConfig,
     try:
         for round_ in range(1, rounds + 1):
             for i, width in enumerate(widths):
-                name = f"surround={width}" + (f"#{round_}" if round_ > 1 else "")
+                name = point_name("surround", width, round_)
                 report(name.replace("#", " round "), (round_ - 1) * len(widths) + i, total)
                 timing = done.get(name)
                 if timing is None:
