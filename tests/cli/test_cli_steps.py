@@ -179,21 +179,21 @@ def test_steps_fit_a_short_sweep_gets_a_line(capsys: pytest.CaptureFixture[str],
 
 
 def test_steps_predict_one_configuration(capsys: pytest.CaptureFixture[str], channels_db: str) -> None:
-    doc = run_json(capsys, "steps", "predict", "conv2d", "--config", "channels=20,filters=64,size=8", *FAKE,
+    doc = run_json(capsys, "steps", "predict", "conv2d", "--config", "channels=30,filters=64,size=8", *FAKE,
                    "--db", channels_db)
     assert (doc["format"], doc["kind"], doc["system"]) == ("nnperf-steps-prediction", "conv2d", SYSTEM)
-    assert doc["config"] == {"channels": 20, "filters": 64, "size": 8, "kernel": 3, "stride": 1}
+    assert doc["config"] == {"channels": 30, "filters": 64, "size": 8, "kernel": 3, "stride": 1}
     assert doc["composition"]["modelled"] == ["channels"]
     assert doc["composition"]["points"] == 31
-    expected = fake_cost("conv2d", channels=20, filters=64, size=8)
+    expected = fake_cost("conv2d", channels=30, filters=64, size=8)
     assert doc["latency_s"] > 0
     assert doc["latency_s"] == pytest.approx(expected, rel=0.2)
     assert doc["latency_s"] == pytest.approx(expected, rel=0.05)  # filters proportional to their work: near exact
     assert doc["extrapolated"] == ["filters=64 (covered 128-128)"]
-    code, out, err = run_cli(capsys, "steps", "predict", "conv2d", "--config", "channels=20,filters=64,size=8",
+    code, out, err = run_cli(capsys, "steps", "predict", "conv2d", "--config", "channels=30,filters=64,size=8",
                              *FAKE, "--db", channels_db)
     assert code == 0, err
-    assert f"conv2d(channels=20, filters=64, size=8, kernel=3, stride=1): predicted {doc['latency_s'] * 1e3:.4g} ms" \
+    assert f"conv2d(channels=30, filters=64, size=8, kernel=3, stride=1): predicted {doc['latency_s'] * 1e3:.4g} ms" \
         in out
     assert "extrapolated beyond the measured data: filters=64 (covered 128-128)" in out
 

@@ -15,9 +15,13 @@ step model's own shape, normalised by its first line), so a staircase gives
 ceil(w/d)*d and a fluctuating model its upper/lower pattern; for a parameter
 without a fitted model, E_p(w) = w (latency proportional to the work, as the
 paper found along the input size). a and b are fitted by relative least
-squares on every stored sweep point of the kind. How far this reaches is
-measured, not assumed: bench/step_models.py reports its error on random
-configurations, inside and outside the swept ranges.
+squares on every stored sweep point of the kind. A configuration is
+extrapolated when one of its parameters lies outside the values measured, or
+when its product (its effective MACs) lies outside the products of the
+measured points: a 1x1 layer on a 9x9 input has every parameter inside the
+swept ranges and still a tenth of the smallest measured layer's work. How far
+this reaches is measured, not assumed: bench/step_models.py reports its error
+on random configurations, inside and outside the covered ranges.
 """
 
 from __future__ import annotations
@@ -57,7 +61,8 @@ class ComposedModel:
 
     ``models`` maps the parameters with a fitted step model to it (others are
     proportional to their work); ``ranges`` gives the parameter values the
-    data covered, per parameter, for the extrapolation warnings.
+    data covered, per parameter, and ``product_range`` the products of the
+    fitted points, for the extrapolation warnings.
     """
 
     kind: str
@@ -66,6 +71,7 @@ class ComposedModel:
     models: Mapping[str, StepModel]
     ranges: Mapping[str, tuple[int, int]]
     fitted_points: int
+    product_range: tuple[float, float] = (0.0, float("inf"))
 
     def product(self, config: LayerConfig) -> float:
         value = 1.0
@@ -82,12 +88,16 @@ class ComposedModel:
         return self.offset_s + self.scale_s * self.product(config)
 
     def extrapolated(self, config: LayerConfig) -> list[str]:
-        """The parameters of ``config`` outside the values the data covered, as 'name=value (covered lo-hi)'."""
+        """What of ``config`` lies outside the data: each parameter outside the values covered, as
+        'name=value (covered lo-hi)', and a product outside the fitted points' products, as 'effective MACs'."""
         out = []
         for parameter, (low, high) in self.ranges.items():
             value = config[parameter]
             if not low <= value <= high:
                 out.append(f"{parameter}={value} (covered {low}-{high})")
+        product, (low_p, high_p) = self.product(config), self.product_range
+        if not low_p <= product <= high_p:
+            out.append(f"effective MACs {product:.3g} (covered {low_p:.3g}-{high_p:.3g})")
         return out
 
 
@@ -111,4 +121,5 @@ def compose(kind: str, models: Mapping[str, StepModel],
     design = np.stack([x, np.ones_like(x)], axis=1) * w[:, None]
     (scale, offset), *_ = np.linalg.lstsq(design, y * w, rcond=None)
     ranges = {p: (min(c[p] for c, _ in points), max(c[p] for c, _ in points)) for p in PARAMETERS[kind]}
-    return ComposedModel(kind, float(scale), float(offset), dict(models), ranges, len(points))
+    return ComposedModel(kind, float(scale), float(offset), dict(models), ranges, len(points),
+                         (float(x.min()), float(x.max())))
