@@ -14,7 +14,7 @@ from nnperf.predict.steps._characterise import (
     characterise,
     global_shape,
 )
-from nnperf.predict.steps._compose import ComposedModel, compose, effective, work
+from nnperf.predict.steps._compose import ComposedModel, compose, effective, total_work, work
 from nnperf.predict.steps._detect import DetectionConfig, StepDetection, detect_steps
 from nnperf.predict.steps._fits import (
     FIT_KIND,
@@ -42,5 +42,5 @@ __all__ = [
     "MissingStepModelError", "StepDetection", "StepModel", "StepModelError", "StepShape", "SweepFit",
     "characterisation_points", "characterise", "compose", "composed_model", "detect_steps", "effective",
     "fit_lines", "fit_sweep", "global_fits", "global_shape", "mape", "model_from_dict", "save_fit",
-    "sweep_points", "work",
+    "sweep_points", "total_work", "work",
 ]

@@ -17,15 +17,16 @@ without a fitted model, E_p(w) = w (latency proportional to the work, as the
 paper found along the input size). a and b are fitted by relative least
 squares on every stored sweep point of the kind. A configuration is
 extrapolated when one of its parameters lies outside the values measured, or
-when its product (its effective MACs) lies outside the products of the
-measured points: a 1x1 layer on a 9x9 input has every parameter inside the
-swept ranges and still a tenth of the smallest measured layer's work. How far
+when its work (the product of the work variables: its MACs) lies outside the
+work of the measured points: a layer with 500 channels and 500 filters has
+each inside the swept ranges and twice the work of any layer measured. How far
 this reaches is measured, not assumed: bench/step_models.py reports its error
 on random configurations, inside and outside the covered ranges.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -46,6 +47,11 @@ def work(config: LayerConfig, parameter: str) -> int:
     return config[parameter]
 
 
+def total_work(config: LayerConfig) -> int:
+    """The product of ``config``'s work variables: its MACs (bias excluded)."""
+    return math.prod(work(config, parameter) for parameter in PARAMETERS[config.kind])
+
+
 def effective(model: StepModel, w: np.ndarray) -> np.ndarray:
     """E(w) = (T(w) - b_ref) / m_ref: the step model's shape normalised by its first line."""
     ref = model.lines[0]
@@ -61,7 +67,7 @@ class ComposedModel:
 
     ``models`` maps the parameters with a fitted step model to it (others are
     proportional to their work); ``ranges`` gives the parameter values the
-    data covered, per parameter, and ``product_range`` the products of the
+    data covered, per parameter, and ``macs_range`` the work (MACs) of the
     fitted points, for the extrapolation warnings.
     """
 
@@ -71,7 +77,7 @@ class ComposedModel:
     models: Mapping[str, StepModel]
     ranges: Mapping[str, tuple[int, int]]
     fitted_points: int
-    product_range: tuple[float, float] = (0.0, float("inf"))
+    macs_range: tuple[int, int] = (0, 2 ** 63)
 
     def product(self, config: LayerConfig) -> float:
         value = 1.0
@@ -89,15 +95,15 @@ class ComposedModel:
 
     def extrapolated(self, config: LayerConfig) -> list[str]:
         """What of ``config`` lies outside the data: each parameter outside the values covered, as
-        'name=value (covered lo-hi)', and a product outside the fitted points' products, as 'effective MACs'."""
+        'name=value (covered lo-hi)', and work outside the fitted points' work, as 'MACs'."""
         out = []
         for parameter, (low, high) in self.ranges.items():
             value = config[parameter]
             if not low <= value <= high:
                 out.append(f"{parameter}={value} (covered {low}-{high})")
-        product, (low_p, high_p) = self.product(config), self.product_range
-        if not low_p <= product <= high_p:
-            out.append(f"effective MACs {product:.3g} (covered {low_p:.3g}-{high_p:.3g})")
+        macs, (low_m, high_m) = total_work(config), self.macs_range
+        if not low_m <= macs <= high_m:
+            out.append(f"MACs {macs:.3g} (covered {low_m:.3g}-{high_m:.3g})")
         return out
 
 
@@ -121,5 +127,6 @@ def compose(kind: str, models: Mapping[str, StepModel],
     design = np.stack([x, np.ones_like(x)], axis=1) * w[:, None]
     (scale, offset), *_ = np.linalg.lstsq(design, y * w, rcond=None)
     ranges = {p: (min(c[p] for c, _ in points), max(c[p] for c, _ in points)) for p in PARAMETERS[kind]}
+    macs = [total_work(c) for c, _ in points]
     return ComposedModel(kind, float(scale), float(offset), dict(models), ranges, len(points),
-                         (float(x.min()), float(x.max())))
+                         (min(macs), max(macs)))
