@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--tolerance", type=_fraction, default=0.10, metavar="PCT",
                    help="how far a width may move, e.g. 10%% (default) or 0.05")
     p.add_argument("--min-bonus", type=_fraction, default=0.01, metavar="PCT",
-                   help="least saving beyond the smooth model's, over the affected layers' time (default 1%%)")
+                   help="least saving beyond the trend's over the tolerance window, as a share of the affected layers' time (default 1%%)")
     p.add_argument("--verify", action="store_true", help="measure each suggestion (both widths) on the backend")
     p.add_argument("--json", action="store_true", help="print JSON")
     add_db_argument(p)

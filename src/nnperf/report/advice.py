@@ -13,7 +13,7 @@ def advice_table(advice: Advice) -> Table:
     table = Table(title=f"{advice.network}: width changes within +/-{advice.tolerance:.0%} that run faster "
                         "(predicted by the composed step models)")
     for name in ("layer", "width", "suggested", "layers affected", "predicted now (ms)", "then (ms)", "saving",
-                 "beyond smooth", "measured saving"):
+                 "beyond trend", "measured saving"):
         table.add_column(name, justify="left" if name == "layer" else "right")
     for s in advice.suggestions:
         measured = s.measured_saving

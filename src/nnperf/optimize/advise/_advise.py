@@ -9,11 +9,13 @@ depthwise convolutions) with the system's composed step models.
 
 Fewer filters always do less work, so a smaller width would always "win".
 The advisor therefore ranks a change by its *step bonus*: the predicted saving
-beyond what the same change saves under the smooth model (the same
-composition with every effective size proportional to its work). A change is
-listed when it lowers the predicted latency and its bonus is at least
-``min_bonus`` of the affected layers' time: a step edge or an aligned fast path
-the width lands on. Widths feeding an add, a concat, a reshape or the
+beyond what the same change saves along the trend, the straight line fitted
+by least squares through the predicted times of every width in the tolerance
+window. (A smooth composition with its own scale would not do: its slope is
+not the stepped model's, and the difference, not the steps, would decide.) A
+change is listed when it lowers the predicted latency and its bonus is at
+least ``min_bonus`` of the affected layers' time: a step edge or an aligned
+fast path the width lands on. Widths feeding an add, a concat, a reshape or the
 network's output are coupled to other layers and are skipped, with the reason.
 """
 
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -34,6 +36,9 @@ PASS_THROUGH = frozenset(ACTIVATIONS | NOOPS | {OpType.BATCH_NORM, OpType.SCALE,
                                                 OpType.LRN, OpType.PAD, OpType.GLOBAL_AVG_POOL,
                                                 OpType.GLOBAL_MAX_POOL})
 """Layers that keep the channel count: a width change passes through them."""
+
+VERIFY_ROUNDS = 3
+"""--verify measures both widths of every affected layer this many times, interleaved."""
 
 
 class AdviceError(NnperfError):
@@ -81,7 +86,7 @@ class Suggestion:
     affected: tuple[str, ...]
     current_s: float
     suggested_s: float
-    smooth_saving_s: float
+    trend_saving_s: float
     measured_current_s: float | None = None
     measured_suggested_s: float | None = None
 
@@ -96,8 +101,8 @@ class Suggestion:
 
     @property
     def bonus_s(self) -> float:
-        """The saving beyond the smooth model's for the same change (seconds)."""
-        return self.saving_s - self.smooth_saving_s
+        """The saving beyond the trend's for the same change (seconds)."""
+        return self.saving_s - self.trend_saving_s
 
     @property
     def measured_saving(self) -> float | None:
@@ -193,28 +198,28 @@ def advise(network: Network, models: Mapping[str, ComposedModel], system: str, t
         considered += 1
         width = config.out_channels
         low, high = max(1, math.ceil(width * (1 - tolerance))), math.floor(width * (1 + tolerance))
-        candidates = [w for w in range(low, high + 1) if w != width]
-        if not candidates:
-            continue
+        widths = np.arange(low, high + 1)
+        if len(widths) < 3:
+            continue  # no trend to step off
 
-        now = _total(models, config, follower_configs, width, smooth=False)
-        predicted = np.array([_total(models, config, follower_configs, w, smooth=False) for w in candidates])
-        smooth_saving = _total(models, config, follower_configs, width, smooth=True) - np.array(
-            [_total(models, config, follower_configs, w, smooth=True) for w in candidates])
-        bonus = (now - predicted) - smooth_saving
+        predicted = np.array([_total(models, config, follower_configs, int(w)) for w in widths])
+        trend = np.polyval(np.polyfit(widths, predicted, 1), widths)
+        at = int(np.flatnonzero(widths == width)[0])
+        now, saving, trend_saving = predicted[at], predicted[at] - predicted, trend[at] - trend
+        bonus = np.where((widths != width) & (saving > 0), saving - trend_saving, -np.inf)
         best = int(np.argmax(bonus))
-        if now - predicted[best] <= 0 or bonus[best] < min_bonus * now:
+        if bonus[best] < min_bonus * now:
             continue
-        chosen = candidates[best]
+        chosen = int(widths[best])
         suggestion = Suggestion(layer.name, "filters" if config.kind != "depthwise" else "channels", width, chosen,
-                                (layer.name, *followers), now, float(predicted[best]), float(smooth_saving[best]))
+                                (layer.name, *followers), float(now), float(predicted[best]),
+                                float(trend_saving[best]))
         if measure is not None:
             configs_now = [config] + follower_configs
             configs_then = [_with_width(config, "out", chosen)] + [_with_width(c, "in", chosen)
                                                                    for c in follower_configs]
-            suggestion = Suggestion(**{**suggestion.__dict__,
-                                       "measured_current_s": sum(measure(c) for c in configs_now),
-                                       "measured_suggested_s": sum(measure(c) for c in configs_then)})
+            now_s, then_s = _measured(measure, configs_now, configs_then)
+            suggestion = replace(suggestion, measured_current_s=now_s, measured_suggested_s=then_s)
         suggestions.append(suggestion)
     if progress is not None:
         progress("done", len(knobs), len(knobs))
@@ -222,14 +227,19 @@ def advise(network: Network, models: Mapping[str, ComposedModel], system: str, t
     return Advice(network.name, system, tolerance, tuple(suggestions), skipped, considered)
 
 
-def _total(models: Mapping[str, ComposedModel], config: LayerConfig, followers: list[LayerConfig], width: int,
-           smooth: bool) -> float:
+def _measured(measure: Callable[[LayerConfig], float], now: list[LayerConfig],
+              then: list[LayerConfig]) -> tuple[float, float]:
+    """The summed time of ``now`` and of ``then``: each configuration measured in ``VERIFY_ROUNDS`` interleaved
+    rounds (now, then, now, then, ...) and its median taken, so that drift between the two does not decide."""
+    times: list[list[float]] = [[] for _ in now + then]
+    for _ in range(VERIFY_ROUNDS):
+        for i, config in enumerate(now + then):
+            times[i].append(measure(config))
+    medians = [float(np.median(t)) for t in times]
+    return sum(medians[:len(now)]), sum(medians[len(now):])
+
+
+def _total(models: Mapping[str, ComposedModel], config: LayerConfig, followers: list[LayerConfig], width: int) -> float:
     """Predicted time of the layer with ``width`` outputs and of its followers with ``width`` inputs."""
     configs = [_with_width(config, "out", width)] + [_with_width(c, "in", width) for c in followers]
-    return sum(_predict(models[c.kind], c, smooth) for c in configs)
-
-
-def _predict(model: ComposedModel, config: LayerConfig, smooth: bool) -> float:
-    if not smooth:
-        return model.predict(config)
-    return model.offset_s + model.scale_s * ComposedModel(model.kind, 1.0, 0.0, {}, {}, 0).product(config)
+    return sum(models[c.kind].predict(c) for c in configs)
