@@ -21,6 +21,7 @@ from nnperf.predict.steps import (
     mape,
     work,
 )
+from nnperf.predict.steps._model import branch_of
 
 X = np.arange(10, 531)  # the paper's channel sweep, 10:530:1
 FAST = DetectionConfig(max_depth=80, max_period=16, resamples=20)
@@ -56,6 +57,20 @@ def test_detects_the_papers_d_and_r_in_noise(seed):
     assert detection.shape == StepShape("fluctuating", 32, 8)
     assert detection.confidence >= 0.9
     assert detection.rss_share < 0.2
+
+
+def test_an_even_grid_that_cannot_tell_the_selectors_apart_keeps_the_aligned_reading():
+    """On channels 10, 12, 14, ... the paper's selector with r = 4 and the aligned one split the points alike
+    (x = 2 mod 4 upper, x = 0 mod 4 lower); the fit is the same, and the aligned reading is kept: at odd
+    channel counts it predicts the slow line, which is what ONNX Runtime did on the held-out sweeps."""
+    x = np.arange(10, 531, 2)
+    truth = StepModel(StepShape("fluctuating", 4, 4, selector="aligned"), (Line(2.4e-5, 6e-5), Line(2.0e-5, 3e-5)))
+    detection = detect_steps(x, noisy(truth.predict(x), 0.01, 0), FAST)
+    assert detection.shape == StepShape("fluctuating", 4, 4, selector="aligned")
+    half = StepShape("fluctuating", 4, 4, selector="half")
+    assert np.array_equal(branch_of(half, x), branch_of(detection.shape, x))  # the tie
+    odd = np.arange(11, 531, 4)  # x = 3 mod 4: the selectors disagree here
+    assert not np.array_equal(branch_of(half, odd), branch_of(detection.shape, odd))
 
 
 @pytest.mark.parametrize(("depth", "form"), [(8, "ceil"), (16, "floor"), (24, "ceil")])

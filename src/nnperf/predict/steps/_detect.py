@@ -4,7 +4,8 @@ The paper reads d and r off the plot by eye (3.3.3). nnperf searches for them:
 
 1. **Candidates.** Linear; a staircase of depth d in ceil and floor form;
    Eq. 3.1-3.3 with depth d and period r, with the paper's selector and
-   nnperf's 'aligned' one (see :mod:`._model`). d runs over the integers from twice
+   nnperf's 'aligned' one (see :mod:`._model`; where the two split the
+   sweep's grid alike, as r = 4 on an even grid does, 'aligned' is kept). d runs over the integers from twice
    the sweep's sampling step to a third of its span (at least three steps in
    view), r from twice the sampling step to a quarter of the span (each half
    period holds a sample; four periods in view), both capped (``max_depth``,
@@ -38,7 +39,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from nnperf.predict.steps._model import (
-    SELECTORS,
     StepModel,
     StepModelError,
     StepShape,
@@ -46,6 +46,9 @@ from nnperf.predict.steps._model import (
     on_upper,
     quantised,
 )
+
+TIE_ORDER = ("aligned", "half")
+"""The selectors in the order candidates are listed: of two that fit a grid identically, the first is kept."""
 
 MAX_DEPTH = 512
 MAX_PERIOD = 64
@@ -126,7 +129,9 @@ def _candidates(x: np.ndarray, config: DetectionConfig) -> _Candidates:
             lo_m.append(zeros)
             lo_q.append(zeros)
     n_stairs = len(shapes) - 1
-    upper_masks = {(r, sel): on_upper(x, r, sel).astype(float) for r in periods for sel in SELECTORS}
+    # aligned first: where both selectors split the grid alike (r = 4 on an even grid), the tie keeps the
+    # aligned reading, a fast path at multiples of r, which is how a CPU kernel's vector width shows
+    upper_masks = {(r, sel): on_upper(x, r, sel).astype(float) for r in periods for sel in TIE_ORDER}
     for d in depths:
         floor_q, ceil_q = quantised(x, d, "floor"), quantised(x, d, "ceil")
         for (r, sel), upper in upper_masks.items():
