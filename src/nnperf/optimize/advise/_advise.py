@@ -239,7 +239,8 @@ def _measured(measure: Callable[[LayerConfig], float], now: list[LayerConfig],
     return sum(medians[:len(now)]), sum(medians[len(now):])
 
 
-def _total(models: Mapping[str, ComposedModel], config: LayerConfig, followers: list[LayerConfig], width: int) -> float:
+def _total(models: Mapping[str, ComposedModel], config: LayerConfig, followers: list[LayerConfig],
+           width: int) -> float:
     """Predicted time of the layer with ``width`` outputs and of its followers with ``width`` inputs."""
     configs = [_with_width(config, "out", width)] + [_with_width(c, "in", width) for c in followers]
     return sum(models[c.kind].predict(c) for c in configs)

@@ -126,7 +126,8 @@ def sweep_points(store: Store, system_id: int, kind: str) -> list[tuple[LayerCon
 
 
 def composed_model(store: Store, system_id: int, kind: str) -> ComposedModel:
-    """The composition of the system's newest fitted step models of ``kind``, scaled on all its sweep points."""
+    """The composition of the system's global step models of ``kind`` (:func:`global_fits`), scaled on all its
+    sweep points."""
     fits = global_fits(store, system_id, kind)
     if not fits:
         raise MissingStepModelError(
