@@ -175,6 +175,9 @@ def test_add_system_is_idempotent_and_systems_are_found_by_id_or_key_prefix(stor
         store.system(999)
     with pytest.raises(StoreError, match="no system whose key starts with 'zz'"):
         store.system("zz")
+    assert store.find_system(b.key) == b
+    assert store.find_system(b.key[:6]) is None  # the whole key, not a prefix
+    assert store.find_system(make_spec(threads="16").key) is None
 
 
 def test_ambiguous_key_prefix_is_refused(store: Store) -> None:
@@ -261,6 +264,23 @@ def test_a_failed_run_resumes_but_another_network_does_not(store: Store) -> None
     assert resumed.resumed and resumed.id == run.id and resumed.finished_at is None
     other = store.start_run(system.id, "c", "m", "h2", "isolated", {})
     assert not other.resumed and other.id != run.id
+
+
+def test_finished_run_is_the_newest_done_run_of_the_campaign(store: Store) -> None:
+    system = store.add_system(make_spec())
+    other_system = store.add_system(make_spec(threads="8"))
+    assert store.finished_run(system.id, "c") is None
+    first = store.start_run(system.id, "c", "m", "h", "isolated", {})
+    assert store.finished_run(system.id, "c") is None  # still running
+    store.finish_run(first.id, "done")
+    second = store.start_run(system.id, "c", "m", "h", "isolated", {})
+    store.finish_run(second.id, "done")
+    failed = store.start_run(system.id, "c", "m", "h", "isolated", {})
+    store.finish_run(failed.id, "failed")
+    store.finish_run(store.start_run(system.id, "d", "m", "h", "isolated", {}).id, "done")
+    store.finish_run(store.start_run(other_system.id, "c", "m", "h", "isolated", {}).id, "done")
+    found = store.finished_run(system.id, "c")
+    assert found is not None and (found.id, found.status) == (second.id, "done")
 
 
 # -- concurrency ---------------------------------------------------------------------------------------------------

@@ -52,12 +52,12 @@ def run(args: argparse.Namespace) -> int:
     out = console()
     with open_store(args) as store, backend_from_args(args) as backend:
         spec = backend.system()
-        matches = [s for s in store.systems() if s.key == spec.key]
-        if not matches:
+        found = store.find_system(spec.key)
+        if found is None:
             raise NnperfError(f"{store.path} has no step models of {spec.label}; measure sweeps with `nnperf sweep "
                               "conv2d --param channels ...` (and filters) on these backend options, then `nnperf "
                               "steps fit`")
-        system = matches[0]
+        system = found
         models = {}
         for kind in ("conv2d", "depthwise", "fc"):
             try:

@@ -149,12 +149,11 @@ def run_predict(args: argparse.Namespace) -> int:
                                       f"{backend.system().label}; measure on the system whose models you use")
             else:
                 assert backend is not None
-                key = backend.system().key
-                matches = [s for s in store.systems() if s.key == key]
-                if not matches:
+                found = store.find_system(backend.system().key)
+                if found is None:
                     raise NnperfError(f"{store.path} has no sweeps of {backend.system().label}; measure them with "
                                       f"`nnperf sweep {args.kind} ...` on these backend options")
-                system = matches[0]
+                system = found
             doc["system"] = system.label
             composed = composed_model(store, system.id, args.kind)
             doc["composition"] = {"scale_s": composed.scale_s, "offset_s": composed.offset_s,

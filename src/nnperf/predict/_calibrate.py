@@ -131,7 +131,7 @@ def _prefixed(progress: RunsProgress | None, prefix: str) -> RunsProgress | None
 
 def load_system_model(store: Store, system_key: str, label: str, backend: str = "torch") -> SystemModel:
     """The latest stored model of a system; a missing one says how to calibrate."""
-    record = next((s for s in store.systems() if s.key == system_key), None)
+    record = store.find_system(system_key)
     document = None if record is None else store.latest_model(record.id, MODEL_KIND)
     if document is None:
         raise MissingCalibrationError(

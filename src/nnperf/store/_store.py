@@ -116,6 +116,11 @@ class Store:
         """Every stored system, oldest first."""
         return [system_record(r) for r in self._read("SELECT * FROM systems ORDER BY id")]
 
+    def find_system(self, key: str) -> SystemRecord | None:
+        """The system with exactly this key, or None when it was never stored."""
+        rows = self._read("SELECT * FROM systems WHERE key = ?", (key,))
+        return system_record(rows[0]) if rows else None
+
     def system(self, id_or_key_prefix: int | str) -> SystemRecord:
         """The system with this id (int) or whose key starts with this text (str).
 
@@ -192,6 +197,12 @@ class Store:
         """Stored runs, oldest first, optionally only those of one system and/or model."""
         clause, params = where({"system_id": system_id, "model": model})
         return [run_record(r) for r in self._read(f"SELECT * FROM runs{clause} ORDER BY id", params)]
+
+    def finished_run(self, system_id: int, campaign: str) -> RunRecord | None:
+        """The newest run of ``campaign`` on a system that finished ('done'), or None."""
+        rows = self._read("SELECT * FROM runs WHERE system_id = ? AND campaign = ? AND status = 'done' "
+                          "ORDER BY id DESC LIMIT 1", (system_id, campaign))
+        return run_record(rows[0]) if rows else None
 
     # -- measurements -------------------------------------------------------
     def add_layer_measurement(self, run_id: int, m: LayerMeasurement) -> None:

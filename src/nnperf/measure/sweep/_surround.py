@@ -107,9 +107,9 @@ def find_surround(backend: Backend, store: Store, config: LayerConfig,
     settings = {"config": config.describe(), "widths": list(widths), "harness": asdict(harness), "rounds": rounds}
     key = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
     campaign = f"surround|{key}"
-    finished = [r for r in store.runs(system_id=system.id) if r.campaign == campaign and r.status == "done"]
-    run = finished[-1] if finished and not fresh else store.start_run(
-        system.id, campaign, f"surround:{config.kind}", key, Method.PROFILER.value, settings)
+    finished = None if fresh else store.finished_run(system.id, campaign)
+    run = finished or store.start_run(system.id, campaign, f"surround:{config.kind}", key, Method.PROFILER.value,
+                                      settings)
     done = {r.layer: r.timing for r in store.layer_measurements(run_id=run.id)}
     report = progress or (lambda what, done_, total: None)
     total = len(widths) * rounds

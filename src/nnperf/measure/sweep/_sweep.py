@@ -145,10 +145,9 @@ def run_sweep(backend: Backend, store: Store, spec: SweepSpec, progress: Progres
     """
     system = store.add_system(backend.system())
     campaign = f"sweep|{spec.key()}"
-    if not fresh:
-        for run in reversed(store.runs(system_id=system.id)):
-            if run.campaign == campaign and run.status == "done":
-                return load_sweep(store, run.id, reused=True)
+    finished = None if fresh else store.finished_run(system.id, campaign)
+    if finished is not None:
+        return load_sweep(store, finished.id, reused=True)
     run = store.start_run(system.id, campaign, spec.label, spec.key(), Method.PROFILER.value, spec.to_dict())
     done = {layer for layer, _ in store.done_layers(run.id)}
     report = progress or (lambda what, done_, total: None)
