@@ -14,22 +14,11 @@ import pytest
 from cli_helpers import assert_error, run_cli, run_json
 from nnperf.cli import main
 from nnperf.ir import AxisAttrs, ConvAttrs, Layer, LinearAttrs, Network, OpType, TensorSpec, save_network
-from nnperf.measure._stats import median_ci_ranks
 from nnperf.measure.backends._fake import CostModel
 from nnperf.measure.sweep import UNDER_TEST, LayerConfig, profiling_network
 
 FAKE = ["--backend", "fake"]
 SYSTEM = "fake/cpu[threads=1]"
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _stats_warm() -> None:
-    """Imports scipy (for the median's confidence ranks) before any point is timed.
-
-    time_in_context imports it lazily inside its stopping rule, and the ~1 s import counts against the first
-    point's 1 s budget: in a cold process that point can stop at "budget" with 10 samples (reported as a bug).
-    """
-    median_ci_ranks(10)
 
 
 def fake_cost(kind: str, **values: int) -> float:

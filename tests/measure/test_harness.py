@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from nnperf.ir import ConvAttrs, Layer, OpType
@@ -35,6 +38,96 @@ def test_summary_statistics_by_hand() -> None:
 @pytest.mark.parametrize(("n", "ranks"), [(5, None), (6, (0, 5)), (10, (1, 8)), (20, (5, 14)), (100, (39, 60))])
 def test_median_confidence_ranks_match_the_binomial_tables(n: int, ranks: tuple[int, int] | None) -> None:
     assert median_ci_ranks(n) == ranks
+
+
+def test_median_confidence_ranks_are_scipys() -> None:
+    """The exact integer tail gives the ranks ``scipy.stats.binom`` gives, ties at dyadic tails included."""
+    from scipy.stats import binom
+
+    def scipy_ranks(n: int, confidence: float) -> tuple[int, int] | None:
+        alpha = 1.0 - confidence
+        k = int(binom.ppf(alpha / 2, n, 0.5))
+        while k > 0 and binom.cdf(k - 1, n, 0.5) > alpha / 2:
+            k -= 1
+        return None if k < 1 else (k - 1, n - k)
+
+    for confidence in (0.5, 0.9, 0.95, 0.99):  # 0.5: P(B <= 0) = 1/4 = alpha / 2 exactly at n = 2, refused by both
+        for n in range(1, 400):
+            assert median_ci_ranks(n, confidence) == scipy_ranks(n, confidence), (n, confidence)
+
+
+# A fresh interpreter: every import the harness does inside its timed window shows up, none is already cached.
+FIRST_MEASUREMENT = """
+import sys
+from nnperf.measure import HarnessConfig, measure
+from nnperf.measure.backends._fake import CostModel, FakeBackend, FakeClock
+from nnperf.ir import ConvAttrs, Layer, OpType
+
+imported = []
+class Recorder:
+    timing = False
+    def find_spec(self, name, path=None, target=None):
+        if Recorder.timing:
+            imported.append(name)
+        return None
+sys.meta_path.insert(0, Recorder())
+
+def wall_clock():  # measure reads it once as the timed window opens and once as it closes
+    Recorder.timing = not Recorder.timing
+    return 0.0
+
+conv = Layer("conv", OpType.CONV, ("x",), ((1, 8, 16, 16),), (1, 8, 16, 16), ConvAttrs(kernel=(3, 3), padding=(1,) * 4))
+clock = FakeClock()
+timing = measure(FakeBackend(model=CostModel(noise_sigma=0.1), clock=clock).layer_timer(conv),
+                 HarnessConfig(target_ci=0.0, max_samples=50), clock=clock, wall_clock=wall_clock)
+assert timing.stats.n == 50, timing.stats.n
+print(sorted(set(imported)))
+"""
+
+
+def test_the_first_measurement_imports_nothing_inside_its_timed_window() -> None:
+    """SciPy's first import took about 1 s inside the stopping rule and was charged to the first budget."""
+    run = subprocess.run([sys.executable, "-c", FIRST_MEASUREMENT], capture_output=True, text=True, check=False)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "[]", f"imported inside the timed window: {run.stdout}"
+
+
+# The same for a layer timed inside a network through the profiler (sweeps), from the first round on. Only SciPy is
+# checked: a backend's profile may import on its first call (numpy 2.4's np.unique, under np.percentile, imports
+# numpy.ma), which is the backend's own cost, not the stopping rule's.
+FIRST_SWEEP_POINT = """
+import sys
+from nnperf.measure import HarnessConfig
+from nnperf.measure.backends._fake import CostModel, FakeBackend
+from nnperf.measure.sweep import LayerConfig, profiling_network, time_in_context
+
+imported = []
+class Recorder:
+    timing = False
+    def find_spec(self, name, path=None, target=None):
+        if Recorder.timing:
+            imported.append(name)
+        return None
+sys.meta_path.insert(0, Recorder())
+
+class Backend(FakeBackend):
+    def profile(self, network, runs):
+        Recorder.timing = True
+        return super().profile(network, runs)
+
+network = profiling_network(LayerConfig.of("conv2d", {"channels": 8, "filters": 8, "size": 8}), 1)
+timing = time_in_context(Backend(model=CostModel(noise_sigma=0.1)), network,
+                         HarnessConfig(target_ci=0.0, max_samples=50, budget_s=60.0))
+Recorder.timing = False
+assert timing.stats.n == 50, timing.stats.n
+print(sorted({name for name in imported if name.split(".")[0] == "scipy"}))
+"""
+
+
+def test_the_first_sweep_point_imports_nothing_inside_its_budget() -> None:
+    run = subprocess.run([sys.executable, "-c", FIRST_SWEEP_POINT], capture_output=True, text=True, check=False)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "[]", f"SciPy imported inside the budget: {run.stdout}"
 
 
 def test_block_size_grows_until_a_block_lasts_min_block() -> None:

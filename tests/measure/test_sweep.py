@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from nnperf.ir import ConvAttrs, Network, OpType
-from nnperf.measure._stats import median_ci_ranks
 from nnperf.measure.backends._base import ProfileResult
 from nnperf.measure.backends._fake import CostModel, FakeBackend
 from nnperf.measure.sweep import (
@@ -33,16 +32,6 @@ from nnperf.store import Store
 
 EXACT = CostModel(noise_sigma=0.0)
 """No noise: every profiled time is the cost model's, so each point converges in one round of 10 runs."""
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _stats_warm() -> None:
-    """Imports scipy (for the median's confidence ranks) before any point is timed.
-
-    time_in_context imports it lazily inside its stopping rule, and the ~1 s import counts against the first
-    point's 1 s budget: in a cold process that point can stop at "budget" with 10 samples (reported as a bug).
-    """
-    median_ci_ranks(10)
 
 
 def cost_of(config: LayerConfig, surround: int = 1, model: CostModel = EXACT) -> float:

@@ -11,7 +11,6 @@ import pytest
 
 from nnperf.errors import NnperfError
 from nnperf.ir import Layer
-from nnperf.measure._stats import median_ci_ranks
 from nnperf.measure.backends._fake import CostModel, FakeBackend
 from nnperf.measure.sweep import SWEEP_HARNESS, UNDER_TEST, LayerConfig, SweepSpec, run_sweep
 from nnperf.predict.steps import (
@@ -44,12 +43,6 @@ class SteppedCost(CostModel):
         scale = filters / 64
         model = StepModel(SHAPE, (Line(2.0e-7 * scale, 2e-5 * scale), Line(1.5e-7 * scale, 1e-5 * scale)))
         return float(model.predict(np.array([channels]))[0])
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _stats_warm() -> None:
-    """SciPy's first import must not count against a point's budget."""
-    median_ci_ranks(10)
 
 
 def stepped_backend() -> FakeBackend:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from nnperf.errors import NnperfError
-from nnperf.measure._stats import median_ci_ranks, median_ci_rel, summarize
+from nnperf.measure._stats import median_ci_rel, summarize
 from nnperf.measure._types import Timing
 
 
@@ -97,7 +97,6 @@ def measure(timer: Timer, config: HarnessConfig = HarnessConfig(), clock: Clock 
         runs += 1
     block = calibrate_block_size(timer, config)
     times: list[float] = []
-    median_ci_ranks(config.min_samples, config.confidence)  # imports SciPy now, not inside the timed window
     began, began_wall = clock(), wall_clock()  # the wall-clock window is for power traces: keep it tight
     reason = "max_samples"
     while len(times) < config.max_samples:
