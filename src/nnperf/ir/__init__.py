@@ -9,6 +9,7 @@ from nnperf.ir._network import Layer, Network, Shape, TensorSpec, conv_output_si
 from nnperf.ir._ops import (
     ACTIVATIONS,
     ELTWISE,
+    NO_ATTRIBUTES,
     NOOPS,
     Attributes,
     AxisAttrs,
@@ -24,12 +25,15 @@ from nnperf.ir._ops import (
     PoolAttrs,
     ScaleAttrs,
     UpsampleAttrs,
+    uncovered_ops,
 )
 from nnperf.ir._transforms import remove_noops
 
 __all__ = [
-    "ACTIVATIONS", "ELTWISE", "NOOPS", "Attributes", "AxisAttrs", "BatchNormAttrs", "ConvAttrs", "ConvKind",
+    "ACTIVATIONS", "ELTWISE", "NOOPS", "NO_ATTRIBUTES", "Attributes", "AxisAttrs", "BatchNormAttrs", "ConvAttrs",
+    "ConvKind",
     "Layer", "LeakyReluAttrs", "LinearAttrs", "LrnAttrs", "Network", "NoAttrs", "OpType", "PadAttrs",
     "PoolAttrs", "ScaleAttrs", "Shape", "TensorSpec", "UpsampleAttrs", "conv_output_size", "load_network_json",
     "network_from_dict", "network_to_dict", "numel", "pool_output_size", "remove_noops", "save_network", "shape_text",
+    "uncovered_ops",
 ]

@@ -1,13 +1,17 @@
 """Operator types of the IR and their typed attributes.
 
 Each op type has one attribute class; ``ATTRIBUTES_OF`` maps the op to it so a
-layer can never carry attributes of another op. Spatial tuples are (height,
-width); padding is (top, left, bottom, right), as ONNX orders begins then ends.
+layer can never carry attributes of another op, and ``NO_ATTRIBUTES`` lists
+the ops that carry none. :func:`uncovered_ops` is the check every per-op table
+of the package (metrics, importers, builders) is held to. Spatial tuples are
+(height, width); padding is (top, left, bottom, right), as ONNX orders begins
+then ends.
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -167,9 +171,28 @@ ATTRIBUTES_OF: dict[OpType, type] = {
 }
 
 
+NO_ATTRIBUTES = frozenset({
+    OpType.GLOBAL_AVG_POOL, OpType.GLOBAL_MAX_POOL, OpType.RELU, OpType.RELU6, OpType.SIGMOID, OpType.TANH,
+    OpType.HARDSWISH, OpType.SILU, OpType.ADD, OpType.MUL, OpType.MAX, OpType.RESHAPE, OpType.IDENTITY,
+    OpType.DROPOUT,
+})
+"""Ops whose layers carry :class:`NoAttrs`: their shapes say everything (a reshape's target is its output shape)."""
+
+
 def attributes_class(op: OpType) -> type:
     """The attribute class a layer of type ``op`` must carry."""
-    return ATTRIBUTES_OF.get(op, NoAttrs)
+    return NoAttrs if op in NO_ATTRIBUTES else ATTRIBUTES_OF[op]
+
+
+def uncovered_ops(handled: Iterable[OpType], not_applicable: Iterable[OpType] = ()) -> list[OpType]:
+    """The op types, in declaration order, that have neither a handler nor a place in ``not_applicable``.
+
+    Each concern (metrics, importers, graph builders, ...) keeps one table of
+    per-op handlers and, where an op does not apply to it, a named frozenset
+    saying so; this is the check that every op is one or the other.
+    """
+    covered = set(handled) | set(not_applicable)
+    return [op for op in OpType if op not in covered]
 
 
 UPSAMPLE_MODES = ("nearest", "linear")

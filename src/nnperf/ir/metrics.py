@@ -1,6 +1,7 @@
 """Architectural metrics per layer and per network (PreVIous, section III).
 
-Counts are pure functions of a layer's shapes and attributes:
+Counts are pure functions of a layer's shapes and attributes, one handler per
+op in ``METRIC_HANDLERS`` (adding an op type means adding its entry there):
 
 - ``macs``: multiply-accumulates of convolution, fully connected and scale
   layers. Convolution: kh*kw*Cin/groups*Hout*Wout*Cout*batch, plus
@@ -26,12 +27,12 @@ Counts are pure functions of a layer's shapes and attributes:
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from nnperf.ir._network import Layer, Network, numel
 from nnperf.ir._ops import (
-    ACTIVATIONS,
-    ELTWISE,
     BatchNormAttrs,
     ConvAttrs,
     LinearAttrs,
@@ -122,28 +123,34 @@ class NetworkMetrics:
         return self.params * dtype.itemsize
 
 
+@dataclass(frozen=True)
+class OpCounts:
+    """What one op's handler counts for a layer; n(I) and n(O) follow from the shapes alone."""
+
+    macs: int = 0
+    ops: int = 0
+    """#OPs: equal to ``macs`` for MAC layers"""
+    params: int = 0
+    n_input_im2col: int | None = None
+    """elements an im2col+GEMM reads, where that differs from n(I) (convolutions only)"""
+
+
+MetricHandler = Callable[[Layer], OpCounts]
+
+
 def layer_metrics(layer: Layer) -> LayerMetrics:
     """The architectural metrics of one layer."""
     n_in = sum(numel(s) for s in layer.input_shapes)
-    n_out = numel(layer.output_shape)
-    macs = _macs(layer)
-    ops = macs if macs else _non_mac_ops(layer, n_out)
-    n_in_im2col = n_in
-    if layer.op is OpType.CONV:
-        assert isinstance(layer.attrs, ConvAttrs)
-        kh, kw = layer.attrs.kernel
-        batch, c_in = layer.input_shape[:2]
-        _, _, h_out, w_out = layer.output_shape
-        n_in_im2col = kh * kw * c_in * h_out * w_out * batch
+    counts = METRIC_HANDLERS[layer.op](layer)
     return LayerMetrics(
         name=layer.name,
         op=layer.op,
-        macs=macs,
-        ops=ops,
-        params=_params(layer),
+        macs=counts.macs,
+        ops=counts.ops,
+        params=counts.params,
         n_input=n_in,
-        n_output=n_out,
-        n_input_im2col=n_in_im2col,
+        n_output=numel(layer.output_shape),
+        n_input_im2col=n_in if counts.n_input_im2col is None else counts.n_input_im2col,
     )
 
 
@@ -152,67 +159,109 @@ def network_metrics(network: Network) -> NetworkMetrics:
     return NetworkMetrics(name=network.name, layers=tuple(layer_metrics(layer) for layer in network.layers))
 
 
-def _macs(layer: Layer) -> int:
+# ---------------------------------------------------------------------- one handler per op (module docstring)
+def _conv(layer: Layer) -> OpCounts:
     attrs = layer.attrs
-    if layer.op is OpType.CONV:
-        assert isinstance(attrs, ConvAttrs)
-        kh, kw = attrs.kernel
-        c_in = layer.input_shape[1]
-        outputs = numel(layer.output_shape)  # batch * Cout * Hout * Wout
-        return kh * kw * (c_in // attrs.groups) * outputs + (outputs if attrs.bias else 0)
-    if layer.op is OpType.LINEAR:
-        n_in, n_out = layer.input_shape[-1], layer.output_shape[-1]
-        rows = numel(layer.input_shape[:-1])
-        return n_in * n_out * rows
-    if layer.op is OpType.SCALE:
-        return numel(layer.output_shape)
-    return 0
+    assert isinstance(attrs, ConvAttrs)
+    kh, kw = attrs.kernel
+    batch, c_in = layer.input_shape[:2]
+    _, c_out, h_out, w_out = layer.output_shape
+    outputs = numel(layer.output_shape)  # batch * Cout * Hout * Wout
+    macs = kh * kw * (c_in // attrs.groups) * outputs + (outputs if attrs.bias else 0)
+    params = kh * kw * (c_in // attrs.groups) * c_out + (c_out if attrs.bias else 0)
+    return OpCounts(macs=macs, ops=macs, params=params, n_input_im2col=kh * kw * c_in * h_out * w_out * batch)
 
 
-def _non_mac_ops(layer: Layer, n_out: int) -> int:
-    op = layer.op
-    if op in (OpType.MAX_POOL, OpType.AVG_POOL):
-        assert isinstance(layer.attrs, PoolAttrs)
-        kh, kw = layer.attrs.kernel
-        return kh * kw * n_out
-    if op in (OpType.GLOBAL_AVG_POOL, OpType.GLOBAL_MAX_POOL):
-        return numel(layer.input_shape)
-    if op is OpType.BATCH_NORM:
-        return 2 * n_out
-    if op in ACTIVATIONS:
-        return n_out
-    if op in ELTWISE:
-        return (len(layer.input_shapes) - 1) * n_out
-    if op is OpType.SOFTMAX:
-        return 3 * n_out
-    if op is OpType.LRN:
-        assert isinstance(layer.attrs, LrnAttrs)
-        return (layer.attrs.size + 3) * n_out
-    if op is OpType.UPSAMPLE:
-        assert isinstance(layer.attrs, UpsampleAttrs)
-        return 4 * n_out if layer.attrs.mode == "linear" else 0
-    return 0
-
-
-def _params(layer: Layer) -> int:
+def _linear(layer: Layer) -> OpCounts:
     attrs = layer.attrs
-    if layer.op is OpType.CONV:
-        assert isinstance(attrs, ConvAttrs)
-        kh, kw = attrs.kernel
-        c_in, c_out = layer.input_shape[1], layer.output_shape[1]
-        return kh * kw * (c_in // attrs.groups) * c_out + (c_out if attrs.bias else 0)
-    if layer.op is OpType.LINEAR:
-        assert isinstance(attrs, LinearAttrs)
-        n_in, n_out = layer.input_shape[-1], layer.output_shape[-1]
-        return n_in * n_out + (n_out if attrs.bias else 0)
-    if layer.op is OpType.BATCH_NORM:
-        assert isinstance(attrs, BatchNormAttrs)
-        return 2 * layer.input_shape[1] if attrs.affine else 0
-    if layer.op is OpType.SCALE:
-        assert isinstance(attrs, ScaleAttrs)
-        factors = layer.input_shape[1] if attrs.per_channel else 1
-        return factors * (2 if attrs.bias else 1)
-    return 0
+    assert isinstance(attrs, LinearAttrs)
+    n_in, n_out = layer.input_shape[-1], layer.output_shape[-1]
+    macs = n_in * n_out * numel(layer.input_shape[:-1])  # one row per leading index; the bias add is not a MAC
+    return OpCounts(macs=macs, ops=macs, params=n_in * n_out + (n_out if attrs.bias else 0))
 
 
-__all__ = ["DType", "LayerMetrics", "NetworkMetrics", "layer_metrics", "network_metrics"]
+def _scale(layer: Layer) -> OpCounts:
+    attrs = layer.attrs
+    assert isinstance(attrs, ScaleAttrs)
+    macs = numel(layer.output_shape)
+    factors = layer.input_shape[1] if attrs.per_channel else 1
+    return OpCounts(macs=macs, ops=macs, params=factors * (2 if attrs.bias else 1))
+
+
+def _pool(layer: Layer) -> OpCounts:
+    assert isinstance(layer.attrs, PoolAttrs)
+    kh, kw = layer.attrs.kernel
+    return OpCounts(ops=kh * kw * numel(layer.output_shape))
+
+
+def _global_pool(layer: Layer) -> OpCounts:
+    return OpCounts(ops=numel(layer.input_shape))  # the window is the whole input plane
+
+
+def _batch_norm(layer: Layer) -> OpCounts:
+    assert isinstance(layer.attrs, BatchNormAttrs)
+    return OpCounts(ops=2 * numel(layer.output_shape), params=2 * layer.input_shape[1] if layer.attrs.affine else 0)
+
+
+def _one_per_output(layer: Layer) -> OpCounts:
+    return OpCounts(ops=numel(layer.output_shape))
+
+
+def _eltwise(layer: Layer) -> OpCounts:
+    return OpCounts(ops=(len(layer.input_shapes) - 1) * numel(layer.output_shape))  # k operands: k-1 per output
+
+
+def _softmax(layer: Layer) -> OpCounts:
+    return OpCounts(ops=3 * numel(layer.output_shape))  # exp, accumulate, divide
+
+
+def _lrn(layer: Layer) -> OpCounts:
+    assert isinstance(layer.attrs, LrnAttrs)
+    return OpCounts(ops=(layer.attrs.size + 3) * numel(layer.output_shape))  # window sum, scale, power, divide
+
+
+def _upsample(layer: Layer) -> OpCounts:
+    assert isinstance(layer.attrs, UpsampleAttrs)
+    return OpCounts(ops=4 * numel(layer.output_shape) if layer.attrs.mode == "linear" else 0)
+
+
+def _data_movement(layer: Layer) -> OpCounts:
+    return OpCounts()
+
+
+METRIC_HANDLERS: Mapping[OpType, MetricHandler] = MappingProxyType({
+    OpType.CONV: _conv,
+    OpType.LINEAR: _linear,
+    OpType.MAX_POOL: _pool,
+    OpType.AVG_POOL: _pool,
+    OpType.GLOBAL_AVG_POOL: _global_pool,
+    OpType.GLOBAL_MAX_POOL: _global_pool,
+    OpType.BATCH_NORM: _batch_norm,
+    OpType.SCALE: _scale,
+    OpType.RELU: _one_per_output,
+    OpType.RELU6: _one_per_output,
+    OpType.LEAKY_RELU: _one_per_output,
+    OpType.SIGMOID: _one_per_output,
+    OpType.TANH: _one_per_output,
+    OpType.HARDSWISH: _one_per_output,
+    OpType.SILU: _one_per_output,
+    OpType.ADD: _eltwise,
+    OpType.MUL: _eltwise,
+    OpType.MAX: _eltwise,
+    OpType.CONCAT: _data_movement,
+    OpType.SOFTMAX: _softmax,
+    OpType.LRN: _lrn,
+    OpType.FLATTEN: _data_movement,
+    OpType.RESHAPE: _data_movement,
+    OpType.UPSAMPLE: _upsample,
+    OpType.PAD: _data_movement,
+    OpType.IDENTITY: _data_movement,
+    OpType.DROPOUT: _data_movement,
+})
+"""Each op's counts (MACs, #OPs, n(W), im2col input); every op has one, data movement counting zero."""
+
+
+__all__ = [
+    "METRIC_HANDLERS", "DType", "LayerMetrics", "MetricHandler", "NetworkMetrics", "OpCounts", "layer_metrics",
+    "network_metrics",
+]
