@@ -38,15 +38,16 @@ def noisy(y: np.ndarray, sigma: float, seed: int) -> np.ndarray:
 
 
 def test_equations_by_hand():
-    model = StepModel(StepShape("fluctuating", 32, 8), (Line(3.0e-6, 4e-4), Line(2.6e-6, 3e-4)))
+    model = StepModel.from_lines(StepShape("fluctuating", 32, 8), (Line(3.0e-6, 4e-4), Line(2.6e-6, 3e-4)))
     # x = 33: (33-1) mod 8 = 0 < 4 -> upper, floor(33/32)*32 = 32 -> 32*3e-6 + 4e-4
     assert model.predict_one(33) == pytest.approx(32 * 3.0e-6 + 4e-4)
     # x = 37: (36 mod 8) = 4 -> lower, ceil(37/32)*32 = 64 -> 64*2.6e-6 + 3e-4
     assert model.predict_one(37) == pytest.approx(64 * 2.6e-6 + 3e-4)
-    stair = StepModel(StepShape("staircase", 16, form="ceil"), (Line(1e-6, 1e-4),))
+    stair = StepModel.from_lines(StepShape("staircase", 16, form="ceil"), (Line(1e-6, 1e-4),))
     assert stair.predict_one(17) == pytest.approx(32 * 1e-6 + 1e-4)
     assert stair.predict_one(16) == pytest.approx(16 * 1e-6 + 1e-4)
-    aligned = StepModel(StepShape("fluctuating", 8, 4, selector="aligned"), (Line(2e-6, 0.0), Line(1e-6, 0.0)))
+    aligned = StepModel.from_lines(StepShape("fluctuating", 8, 4, selector="aligned"),
+                                   (Line(2e-6, 0.0), Line(1e-6, 0.0)))
     assert aligned.predict_one(44) == pytest.approx(48 * 1e-6)  # a multiple of 4: lower, ceil
     assert aligned.predict_one(45) == pytest.approx(40 * 2e-6)  # upper, floor
 
@@ -64,7 +65,8 @@ def test_an_even_grid_that_cannot_tell_the_selectors_apart_keeps_the_aligned_rea
     (x = 2 mod 4 upper, x = 0 mod 4 lower); the fit is the same, and the aligned reading is kept: at odd
     channel counts it predicts the slow line, which is what ONNX Runtime did on the held-out sweeps."""
     x = np.arange(10, 531, 2)
-    truth = StepModel(StepShape("fluctuating", 4, 4, selector="aligned"), (Line(2.4e-5, 6e-5), Line(2.0e-5, 3e-5)))
+    truth = StepModel.from_lines(StepShape("fluctuating", 4, 4, selector="aligned"),
+                                 (Line(2.4e-5, 6e-5), Line(2.0e-5, 3e-5)))
     detection = detect_steps(x, noisy(truth.predict(x), 0.01, 0), FAST)
     assert detection.shape == StepShape("fluctuating", 4, 4, selector="aligned")
     half = StepShape("fluctuating", 4, 4, selector="half")
@@ -107,14 +109,14 @@ def test_detection_refuses_bad_input():
 
 def test_four_point_characterisation_reproduces_a_synthetic_model():
     shape = StepShape("fluctuating", 32, 8)
-    truth = StepModel(shape, (Line(3.1e-6, 5e-4), Line(2.4e-6, 3.5e-4)))
+    truth = StepModel.from_lines(shape, (Line(3.1e-6, 5e-4), Line(2.4e-6, 3.5e-4)))
     values = np.arange(120, 220, 3)  # the paper's held-out sweeps, 120:219:3
     points = characterisation_points(shape, 120, 219, 3)
     assert len(points) == 4
     # (x-1) mod 8 < 4 is upper: 123 (122 mod 8 = 2) and 219 (2); lower: 120 (119 mod 8 = 7) and 216 (7)
     assert points == (120, 123, 216, 219)
     local = fit_lines(shape, points, truth.predict(np.array(points)))
-    for fitted, true in zip(local.lines, truth.lines):
+    for fitted, true in zip(local.lines_, truth.lines_):
         assert fitted.slope_s == pytest.approx(true.slope_s, rel=1e-9)
         assert fitted.intercept_s == pytest.approx(true.intercept_s, rel=1e-9)
     assert mape(local.predict(values), truth.predict(values)) < 1e-12
@@ -146,7 +148,7 @@ def test_work_variables():
 
 
 def test_effective_size_of_a_staircase_is_its_quantised_width():
-    stair = StepModel(StepShape("staircase", 16), (Line(2e-6, 1e-4),), "channels")
+    stair = StepModel.from_lines(StepShape("staircase", 16), (Line(2e-6, 1e-4),), "channels")
     assert effective(stair, np.array([17, 32, 33])).tolist() == pytest.approx([32, 32, 48])
 
 
@@ -168,8 +170,8 @@ def test_composition_recovers_a_separable_synthetic_device():
                              [t for _, t in filter_points], "filters"),
     }
     composed = compose("conv2d", models, channel_points + filter_points)
-    assert composed.scale_s == pytest.approx(a, rel=1e-6)  # E_c = ceil(c/8)*8, E_f = ceil(f/16)*16: a and b exactly
-    assert composed.offset_s == pytest.approx(b, rel=1e-6)
+    assert composed.scale_s_ == pytest.approx(a, rel=1e-6)  # E_c = ceil(c/8)*8, E_f = ceil(f/16)*16: a and b exactly
+    assert composed.offset_s_ == pytest.approx(b, rel=1e-6)
     for config in (LayerConfig.of("conv2d", {"channels": 37, "filters": 90, "size": 14, "kernel": 5}),
                    LayerConfig.of("conv2d", {"channels": 150, "filters": 33, "size": 40, "kernel": 1})):
         assert composed.predict(config) == pytest.approx(device(config), rel=1e-6)

@@ -41,7 +41,7 @@ class SteppedCost(CostModel):
             return super().layer_cost_s(layer)
         channels, filters = layer.input_shapes[0][1], layer.output_shape[1]
         scale = filters / 64
-        model = StepModel(SHAPE, (Line(2.0e-7 * scale, 2e-5 * scale), Line(1.5e-7 * scale, 1e-5 * scale)))
+        model = StepModel.from_lines(SHAPE, (Line(2.0e-7 * scale, 2e-5 * scale), Line(1.5e-7 * scale, 1e-5 * scale)))
         return float(model.predict(np.array([channels]))[0])
 
 
@@ -84,7 +84,7 @@ def test_characterise_fits_a_new_configuration_from_four_stored_points(tmp_path:
     assert found.shape == found.model.shape and (found.shape.depth, found.shape.period) == (8, 4)
     truth = np.array([SteppedCost().layer_cost_s(_under_test(config.with_value("channels", v))) for v in values])
     np.testing.assert_allclose(found.model.predict(np.array(values)), truth, rtol=1e-9)
-    assert found.model.lines[0].slope_s == pytest.approx(2.0e-7 * 1.5, rel=1e-9)
+    assert found.model.lines_[0].slope_s == pytest.approx(2.0e-7 * 1.5, rel=1e-9)
 
 
 def _under_test(config: LayerConfig) -> Layer:

@@ -156,8 +156,8 @@ def run_predict(args: argparse.Namespace) -> int:
                 system = found
             doc["system"] = system.label
             composed = composed_model(store, system.id, args.kind)
-            doc["composition"] = {"scale_s": composed.scale_s, "offset_s": composed.offset_s,
-                                  "modelled": sorted(composed.models), "points": composed.fitted_points}
+            doc["composition"] = {"scale_s": composed.scale_s_, "offset_s": composed.offset_s_,
+                                  "modelled": composed.modelled, "points": composed.fitted_points_}
             if args.param is None:
                 latency = composed.predict(config)
                 doc["latency_s"] = latency
@@ -178,7 +178,7 @@ def run_predict(args: argparse.Namespace) -> int:
                     doc["characterisation"] = {"shape": found.shape.describe(), "points": list(found.points),
                                                "rounds": found.sweep.spec.rounds, "run_id": found.sweep.run_id,
                                                "measured_s": found.sweep.latency_s.tolist(),
-                                               "lines": [[ln.slope_s, ln.intercept_s] for ln in local.lines]}
+                                               "lines": [[ln.slope_s, ln.intercept_s] for ln in local.lines_]}
                     doc["characterised_s"] = local.predict(np.array(values)).tolist()
                 sweep = None
                 if args.verify:

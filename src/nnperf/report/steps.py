@@ -69,7 +69,7 @@ def fit_table(fits: Sequence[SweepFit]) -> Table:
 def fit_lines_text(fit: SweepFit) -> str:
     names = fit.model.shape.branches
     return "; ".join(f"{name}: T = {line.slope_s * 1e6:.4g} us x q + {line.intercept_s * 1e3:.4g} ms"
-                     for name, line in zip(names, fit.model.lines))
+                     for name, line in zip(names, fit.model.lines_))
 
 
 def plot_sweep(sweep: Sweep, model: StepModel | None, path: str | Path, work: np.ndarray | None = None,

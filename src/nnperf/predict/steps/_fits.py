@@ -58,7 +58,7 @@ class SweepFit:
             "range": [spec.values[0], spec.values[-1]], "points": len(self.sweep.timings),
             "shape": {"kind": shape.kind, "depth": shape.depth, "period": shape.period, "form": shape.form,
                       "selector": shape.selector},
-            "lines": [{"slope_s": line.slope_s, "intercept_s": line.intercept_s} for line in self.model.lines],
+            "lines": [{"slope_s": line.slope_s, "intercept_s": line.intercept_s} for line in self.model.lines_],
             "confidence": None if det is None else det.confidence,
             "evidence": None if det is None else det.evidence,
             "rss_share": None if det is None else det.rss_share,
@@ -76,7 +76,7 @@ def model_from_dict(doc: Mapping[str, Any]) -> StepModel:
                                  f"({FIT_FORMAT[1]}); upgrade nnperf")
     shape = StepShape(**doc["shape"])
     lines = tuple(Line(float(line["slope_s"]), float(line["intercept_s"])) for line in doc["lines"])
-    return StepModel(shape, lines, doc["parameter"], tuple((k, int(v)) for k, v in doc["fixed"].items()))
+    return StepModel.from_lines(shape, lines, doc["parameter"], tuple((k, int(v)) for k, v in doc["fixed"].items()))
 
 
 def fit_sweep(sweep: Sweep, config: DetectionConfig | None = None) -> SweepFit:

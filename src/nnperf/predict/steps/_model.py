@@ -20,18 +20,25 @@ this family:
   multiple of d) or the floor form (Eq. 3.2 alone);
 - ``linear``: T = x * m + b, no steps.
 
-Times are seconds; x is a positive integer.
+Times are seconds; x is a positive integer. :class:`StepModel` is a
+:class:`~nnperf.predict.Predictor` (registered as 'step'): its parameters are
+the global shape, ``fit`` learns the local lines.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from nnperf.errors import NnperfError
+from nnperf.predict._base import Predictor, register_predictor
+
+if TYPE_CHECKING:
+    from typing import Self
 
 KINDS = ("linear", "staircase", "fluctuating")
 FORMS = ("ceil", "floor")
@@ -133,63 +140,127 @@ class Line:
     intercept_s: float
 
 
-@dataclass(frozen=True)
-class StepModel:
-    """A step model of one parameter at one layer configuration: global shape plus local lines.
+@register_predictor
+class StepModel(Predictor):
+    """A step model of one parameter at one layer configuration: a global shape and its fitted local lines.
 
-    ``lines`` follows ``shape.branches``. ``parameter`` names x (e.g.
-    'channels'); ``fixed`` the other parameters of the configuration.
+    Parameters
+    ----------
+    shape : StepShape, default linear
+        The global variables: kind, step depth d, period r, form and selector.
+    parameter : str, default 'x'
+        The name of x (e.g. 'channels'), for messages and composition.
+    fixed : tuple of (name, value), default ()
+        The other parameters of the layer configuration the model describes.
+
+    After ``fit``: ``lines_``, one :class:`Line` per name in ``shape.branches``
+    (slope in seconds per unit of the step-function argument q, intercept in
+    seconds).
     """
 
-    shape: StepShape
-    lines: tuple[Line, ...]
-    parameter: str = "x"
-    fixed: tuple[tuple[str, int], ...] = ()
+    name = "step"
+    label = "step model"
+    description = "Osterwind: the generalised step-function model of one layer parameter (Eq. 3.1-3.3)"
 
-    def __post_init__(self) -> None:
-        if len(self.lines) != len(self.shape.branches):
-            raise StepModelError(f"a {self.shape.kind} model has {len(self.shape.branches)} line(s), "
-                                 f"got {len(self.lines)}")
+    def __init__(self, shape: StepShape = StepShape(), parameter: str = "x",
+                 fixed: tuple[tuple[str, int], ...] = ()) -> None:
+        self.shape = shape
+        self.parameter = parameter
+        self.fixed = fixed
 
-    def predict(self, x: np.ndarray | Sequence[int] | int) -> np.ndarray:
-        """Latency (seconds) at every x."""
-        branch, q = features(self.shape, np.atleast_1d(np.asarray(x)))
-        slope = np.array([line.slope_s for line in self.lines])[branch]
-        intercept = np.array([line.intercept_s for line in self.lines])[branch]
-        return slope * q + intercept
+    @classmethod
+    def from_lines(cls, shape: StepShape, lines: Sequence[Line], parameter: str = "x",
+                   fixed: tuple[tuple[str, int], ...] = ()) -> StepModel:
+        """The model with these known lines (one per name in ``shape.branches``), as detection and stored fits
+        give them."""
+        model = cls(shape, parameter, fixed)
+        model.lines_ = _checked_lines(shape, lines)
+        return model
 
-    def predict_one(self, x: int) -> float:
-        return float(self.predict(x)[0])
+    def fit(self, x: np.ndarray | Sequence[int], latency_s: np.ndarray | Sequence[float]) -> Self:
+        """Fits the local lines of ``shape`` to measurements, by relative least squares per line.
 
+        Parameters
+        ----------
+        x : array of int
+            Parameter values (positive integers).
+        latency_s : array of float
+            The latency measured at each x, in seconds (positive).
 
-def fit_lines(shape: StepShape, x: np.ndarray | Sequence[int], latency_s: np.ndarray | Sequence[float],
-              parameter: str = "x", fixed: tuple[tuple[str, int], ...] = ()) -> StepModel:
-    """The local variables of ``shape`` fitted to measurements, by relative least squares per line.
+        Returns
+        -------
+        StepModel
+            ``self``, with ``lines_`` set.
 
-    Each line needs two points with different step-function arguments; with
-    exactly two per line this is the paper's interpolation (3.3.3). Relative
-    least squares (weights 1/T^2) minimises the relative error, as MAPE counts it.
-    """
-    x = np.asarray(x, dtype=float)
-    y = np.asarray(latency_s, dtype=float)
-    if x.shape != y.shape or x.ndim != 1:
-        raise StepModelError("need as many latencies as parameter values")
-    if np.any(~np.isfinite(y)) or np.any(y <= 0):
-        raise StepModelError("latencies must be positive and finite")
-    branch, q = features(shape, x)
-    lines = []
-    for index, name in enumerate(shape.branches):
-        sel = branch == index
+        Each line needs two points with different step-function arguments;
+        with exactly two per line this is the paper's interpolation (3.3.3).
+        Relative least squares (weights 1/T^2) minimises the relative error,
+        as MAPE counts it. Raises :class:`StepModelError` when a line has
+        too few points.
+        """
+        x = np.asarray(x, dtype=float)
+        y = np.asarray(latency_s, dtype=float)
+        if x.shape != y.shape or x.ndim != 1:
+            raise StepModelError("need as many latencies as parameter values")
+        if np.any(~np.isfinite(y)) or np.any(y <= 0):
+            raise StepModelError("latencies must be positive and finite")
+        branch, q = features(self.shape, x)
+        self.lines_ = tuple(self._fit_line(index, x, q, y, branch == index)
+                            for index in range(len(self.shape.branches)))
+        return self
+
+    def _fit_line(self, index: int, x: np.ndarray, q: np.ndarray, y: np.ndarray, sel: np.ndarray) -> Line:
+        """The relative least-squares line T = m q + b through the points ``sel`` of branch ``index``."""
         if len(np.unique(q[sel])) < 2:
-            where = "" if shape.kind != "fluctuating" else f" on the {name} step function"
+            where = "" if self.shape.kind != "fluctuating" else f" on the {self.shape.branches[index]} step function"
             raise StepModelError(f"need points{where} on at least two different steps to fit a "
-                                 f"{shape.describe()} model; got {parameter} = "
+                                 f"{self.shape.describe()} model; got {self.parameter} = "
                                  f"{', '.join(str(int(v)) for v in x[sel]) or 'none'}")
         weights = 1.0 / y[sel] ** 2
         design = np.stack([q[sel], np.ones(sel.sum())], axis=1) * np.sqrt(weights)[:, None]
         (slope, intercept), *_ = np.linalg.lstsq(design, y[sel] * np.sqrt(weights), rcond=None)
-        lines.append(Line(float(slope), float(intercept)))
-    return StepModel(shape, tuple(lines), parameter, fixed)
+        return Line(float(slope), float(intercept))
+
+    def predict(self, x: np.ndarray | Sequence[int] | int) -> np.ndarray:
+        """Latency (seconds) at every x."""
+        self.check_fitted()
+        branch, q = features(self.shape, np.atleast_1d(np.asarray(x)))
+        slope = np.array([line.slope_s for line in self.lines_])[branch]
+        intercept = np.array([line.intercept_s for line in self.lines_])[branch]
+        return slope * q + intercept
+
+    def predict_one(self, x: int) -> float:
+        """Latency (seconds) at one x."""
+        return float(self.predict(x)[0])
+
+    def params_to_dict(self) -> dict[str, Any]:
+        return {"shape": asdict(self.shape), "parameter": self.parameter, "fixed": dict(self.fixed)}
+
+    @classmethod
+    def params_from_dict(cls, params: Mapping[str, Any]) -> dict[str, Any]:
+        return {"shape": StepShape(**params["shape"]), "parameter": str(params["parameter"]),
+                "fixed": tuple((str(k), int(v)) for k, v in params["fixed"].items())}
+
+    def fitted_state(self) -> dict[str, Any]:
+        return {"lines": [asdict(line) for line in self.lines_]}
+
+    def load_fitted_state(self, state: Mapping[str, Any]) -> None:
+        lines = [Line(float(line["slope_s"]), float(line["intercept_s"])) for line in state["lines"]]
+        self.lines_ = _checked_lines(self.shape, lines)
+
+
+def _checked_lines(shape: StepShape, lines: Sequence[Line]) -> tuple[Line, ...]:
+    """``lines`` as a tuple, refused unless there is one per name in ``shape.branches``."""
+    if len(lines) != len(shape.branches):
+        raise StepModelError(f"a {shape.kind} model has {len(shape.branches)} line(s), got {len(lines)}")
+    return tuple(lines)
+
+
+def fit_lines(shape: StepShape, x: np.ndarray | Sequence[int], latency_s: np.ndarray | Sequence[float],
+              parameter: str = "x", fixed: tuple[tuple[str, int], ...] = ()) -> StepModel:
+    """``StepModel(shape, parameter, fixed).fit(x, latency_s)``: the local lines of ``shape`` fitted to
+    measurements (x: parameter values; latency_s: seconds)."""
+    return StepModel(shape, parameter, fixed).fit(x, latency_s)
 
 
 def characterisation_points(shape: StepShape, low: int, high: int, step: int = 1) -> tuple[int, ...]:
