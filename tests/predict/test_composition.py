@@ -34,11 +34,11 @@ def test_fusion_rules_are_learnt_from_profiler_groups() -> None:
 def test_composition_terms_and_latency() -> None:
     net = tiny_network()
     times = {layer.name: 1e-3 for layer in net.layers}
-    composition = Composition(delta_s=-1e-4, fusion=FusionRules({"conv>batch_norm": (1, 1), "conv>relu": (1, 1)}))
+    composition = Composition.of(-1e-4, FusionRules({"conv>batch_norm": (1, 1), "conv>relu": (1, 1)}))
     assert composition.terms(net, times) == pytest.approx((10e-3, 10))  # bn1 and relu1 run inside conv1
     assert composition.latency_s(net, times) == pytest.approx(10e-3 - 10 * 1e-4)
     assert Composition.from_dict(composition.to_dict()) == composition
-    assert Composition(-1.0).latency_s(net, times) == 0.0  # never negative
+    assert Composition.of(-1.0).latency_s(net, times) == 0.0  # never negative
 
 
 def test_fit_composition_recovers_a_known_per_call_difference() -> None:

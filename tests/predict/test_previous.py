@@ -5,13 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from harness_presets import SHORT_HARNESS
 from networks import tiny_network
+from nnperf.campaign import ProfileConfig
 from nnperf.errors import FormatVersionError
 from nnperf.ir import ConvAttrs, Layer, Network, OpType, TensorSpec
-from nnperf.measure import HarnessConfig, ProfileConfig
 from nnperf.measure.backends._fake import CostModel, FakeBackend
 from nnperf.predict import (
+    Composition,
     MissingCalibrationError,
+    PreviousModel,
     SystemModel,
     UncoveredLayersError,
     calibrate,
@@ -22,7 +25,7 @@ from nnperf.predict import (
 )
 from nnperf.store import Store
 
-FAST = ProfileConfig(harness=HarnessConfig(warmup_s=0.0, min_block_s=1e-4, target_ci=0.05, budget_s=0.05))
+FAST = ProfileConfig(harness=SHORT_HARNESS)
 
 
 def test_ridge_recovers_known_coefficients() -> None:
@@ -33,12 +36,12 @@ def test_ridge_recovers_known_coefficients() -> None:
     model = fit_ridge("conv", "latency_s", x, y)
     # the closed form on standardised predictors: w = (Z'Z + I)^-1 Z'(y - mean y)
     z = (x - x.mean(axis=0)) / x.std(axis=0)
-    np.testing.assert_allclose(model.coef, np.linalg.solve(z.T @ z + np.eye(3), z.T @ (y - y.mean())), rtol=1e-8)
+    np.testing.assert_allclose(model.coef_, np.linalg.solve(z.T @ z + np.eye(3), z.T @ (y - y.mean())), rtol=1e-8)
     # back in raw units (coef / scale) the penalty shrinks the weakest predictor most, by a few percent here
-    recovered = np.asarray(model.coef) / np.asarray(model.scale)
+    recovered = np.asarray(model.coef_) / np.asarray(model.scale_)
     np.testing.assert_allclose(recovered, true, rtol=0.05)
     np.testing.assert_allclose(model.predict(x), y, atol=0.01 * y.max())
-    assert model.r2 > 0.999 and model.n_samples == 400
+    assert model.r2_ > 0.999 and model.n_samples_ == 400
 
 
 def test_ridge_shrinks_by_n_over_n_plus_lambda() -> None:
@@ -46,8 +49,8 @@ def test_ridge_shrinks_by_n_over_n_plus_lambda() -> None:
     y = np.array([0.0, 1, 2, 3])
     model = fit_ridge("pool", "latency_s", x, y)
     # standardised x has sum of squares n = 4, so the slope shrinks to 4 / (4 + 1) of the least-squares slope
-    assert model.coef[0] / model.scale[0] == pytest.approx(4 / 5)
-    assert model.coef[1] == 0.0 and model.scale[1] == 1.0  # a constant predictor does nothing
+    assert model.coef_[0] / model.scale_[0] == pytest.approx(4 / 5)
+    assert model.coef_[1] == 0.0 and model.scale_[1] == 1.0  # a constant predictor does nothing
 
 
 def test_coefficient_c_is_the_slope_through_the_origin() -> None:
@@ -71,7 +74,7 @@ def test_calibrate_then_predict_an_unseen_network(tmp_path) -> None:  # type: ig
     with Store(tmp_path / "m.db") as store:
         model = calibrate(backend, store, calibration, FAST)
         assert set(model.latency) == {"conv", "relu", "eltwise"}
-        assert model.latency["conv"].n_samples == 24
+        assert model.latency["conv"].n_samples_ == 24
         assert model.coefficient_c == pytest.approx(0.9, rel=0.01)  # the fake network runs in 0.9 x its layers
         unseen = conv_net("unseen", 12, 24)
         prediction = model.predict(unseen)
@@ -136,10 +139,26 @@ def test_a_model_of_another_system_is_not_used(tmp_path) -> None:  # type: ignor
 
 
 def test_model_documents_are_versioned() -> None:
-    doc = SystemModel("k", "label", {"conv": fit_ridge("conv", "latency_s", [[1, 2, 3], [2, 3, 5]], [1, 2])},
-                      1.1).to_dict()
-    assert (doc["format"], doc["version"]) == ("nnperf-model", 2)
+    ridge = fit_ridge("conv", "latency_s", [[1, 2, 3], [2, 3, 5]], [1, 2])
+    doc = SystemModel("k", "label", {"conv": ridge}, {"previous": PreviousModel.of(1.1)}).to_dict()
+    assert (doc["format"], doc["version"]) == ("nnperf-model", 3)
     assert SystemModel.from_dict(doc).to_dict() == doc
-    for version in (1, 3):  # version 1 had one pooling model and no composition
+    for version in (1, 4):  # version 1 had one pooling model and no composition; 4 is newer than this nnperf
         with pytest.raises(FormatVersionError, match="recalibrate"):
             SystemModel.from_dict({**doc, "version": version})
+
+
+def test_version_2_documents_are_read() -> None:
+    """A calibration stored by the previous nnperf (c, composition and baselines as fixed keys) still predicts."""
+    ridge = fit_ridge("conv", "latency_s", [[1, 2, 3], [2, 3, 5]], [1, 2])
+    state = ridge.fitted_state()
+    doc_v2 = {"format": "nnperf-model", "version": 2, "features": ["n_weights", "ops", "mem_ops"],
+              "system_key": "k", "system_label": "label", "coefficient_c": 1.1, "energy_coefficient_c": None,
+              "latency": {"conv": {"key": "conv", "target": "latency_s", **state}}, "energy": {},
+              "calibration": {}, "composition": {"delta_s": 2e-6, "fusion": {}}, "macs": {"seconds_per_mac": 1e-9},
+              "roofline": None}
+    model = SystemModel.from_dict(doc_v2)
+    assert model.latency["conv"] == ridge
+    assert model.coefficient_c == 1.1 and model.composition == Composition.of(2e-6)
+    assert model.macs is not None and model.macs.seconds_per_mac_ == 1e-9 and model.roofline is None
+    assert sorted(model.predictors) == ["composed", "macs", "previous"]

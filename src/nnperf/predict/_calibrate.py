@@ -13,24 +13,23 @@ from dataclasses import replace
 
 import numpy as np
 
+from nnperf.campaign import ProfileConfig
 from nnperf.errors import NnperfError
 from nnperf.ir import Network
-from nnperf.measure import HarnessConfig, ProfileConfig
+from nnperf.measure import HarnessConfig
 from nnperf.measure.backends import Backend
 from nnperf.measure.power import PowerMeter
-from nnperf.predict._composition import Composition, fit_composition, learn_fusion
+from nnperf.predict._base import CalibrationSet, fit_network_predictors
 from nnperf.predict._features import features, model_key
-from nnperf.predict._model import MODEL_KIND, SystemModel, fit_coefficient
+from nnperf.predict._model import MODEL_KIND, SystemModel
+from nnperf.predict._previous import fit_coefficient
 from nnperf.predict._ridge import RidgeModel, fit_ridge
 from nnperf.predict._runs import MeasuredNetwork, RunsProgress, measure_networks
-from nnperf.predict.baselines import RooflineModel, fit_macs_model, measure_roofline
+from nnperf.predict.baselines import RooflineModel, measure_roofline
 from nnperf.store import Store
 
 FUSION_PROFILER_RUNS = 10
 """Profiled whole-network runs per calibration network: enough to see which layers the backend fuses."""
-
-MIN_COMPOSITION_NETWORKS = 3
-"""With fewer calibration networks, PreVIous' c alone is used: one network cannot separate delta from noise."""
 
 CALIBRATION_HARNESS = HarnessConfig(warmup_s=0.02, target_ci=0.02, budget_s=0.5)
 """Per-layer effort during calibration: 2% CI of the median or half a second per layer."""
@@ -43,7 +42,7 @@ class MissingCalibrationError(NnperfError):
 def calibration_networks() -> list[Network]:
     """The IR of every calibration network in the zoo (PreVIousNet-01 configurations, -02, nnperf's -03)."""
     from nnperf import zoo
-    from nnperf._load import zoo_network
+    from nnperf.zoo import zoo_network
 
     return [zoo_network(name) for name in zoo.calibration_names()]
 
@@ -51,11 +50,13 @@ def calibration_networks() -> list[Network]:
 def fit_system_model(runs: Sequence[MeasuredNetwork], system_key: str, system_label: str,
                      alpha: float = 1.0, profiled: Sequence[MeasuredNetwork] = (),
                      roofline: RooflineModel | None = None) -> SystemModel:
-    """Ridge models per layer type on the isolated layer medians, then c, the composition and the MACs
-    baseline on the whole-network medians.
+    """Ridge models per layer type on the isolated layer medians, then every registered network predictor
+    (c, the composition, the baselines, ...) that the calibration can fit, on the whole-network medians.
 
     ``profiled`` are the same networks measured with the framework profiler:
-    their node groups give the fusion rules of the composition.
+    their node groups give the fusion rules of the composition. ``roofline``
+    carries the peaks measured on the system; without it the roofline is not
+    fitted (``calibration['not_fitted']`` says so).
     """
     rows: dict[str, list[np.ndarray]] = {}
     latency: dict[str, list[float]] = {}
@@ -75,28 +76,26 @@ def fit_system_model(runs: Sequence[MeasuredNetwork], system_key: str, system_la
     for k, values in energy.items():
         if values and all(v is not None for v in values):
             energy_models[k] = fit_ridge(k, "energy_j", np.array(rows[k]), [float(v or 0.0) for v in values], alpha)
-    partial = SystemModel(system_key, system_label, latency_models, 1.0, energy_models)
-    predictions = [partial.predict(run.network) for run in runs]
-    c = fit_coefficient([p.layer_sum_s for p in predictions], [run.whole.median_s for run in runs])
+    layer_model = SystemModel(system_key, system_label, latency_models, {}, energy_models)
+    layer_predictions = [layer_model.predict_layers(run.network) for run in runs]
     energy_c = None
     if energy_models and all(run.whole.energy_j is not None for run in runs):
-        sums = [float(sum(lp.energy_j or 0.0 for lp in p.layers)) for p in predictions]
+        sums = [float(sum(lp.energy_j or 0.0 for lp in p)) for p in layer_predictions]
         energy_c = fit_coefficient(sums, [float(run.whole.energy_j or 0.0) for run in runs])
-    fusion = learn_fusion([(m.network, {r.layer: r.group for r in m.layers}) for m in profiled])
-    blank = Composition(0.0, fusion)
-    terms = [blank.terms(run.network, run.layer_median_s()) for run in runs]  # measured: what isolation misses
-    composition = fit_composition(terms, [run.whole.median_s for run in runs], fusion) \
-        if len(runs) >= MIN_COMPOSITION_NETWORKS else None
-    macs = fit_macs_model([run.network for run in runs], [run.whole.median_s for run in runs])
+    calibration_set = CalibrationSet(
+        runs, [{p.layer: p.latency_s for p in layers} for layers in layer_predictions], profiled,
+        None if roofline is None else roofline.ops_per_s_, None if roofline is None else roofline.bytes_per_s_)
+    skipped: dict[str, str] = {}
+    predictors = fit_network_predictors(calibration_set, on_skip=skipped.__setitem__)
     calibration = {
         "networks": [run.network.name for run in runs],
         "layers": sum(len(run.layers) for run in runs),
         "runs": [run.run.id for run in runs],
         "profiler_runs": [m.run.id for m in profiled],
         "alpha": alpha,
+        "not_fitted": skipped,
     }
-    return SystemModel(system_key, system_label, latency_models, c, energy_models, energy_c, calibration,
-                       composition, macs, roofline)
+    return SystemModel(system_key, system_label, latency_models, predictors, energy_models, energy_c, calibration)
 
 
 def calibrate(backend: Backend, store: Store, networks: Sequence[Network] | None = None,

@@ -23,13 +23,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from nnperf.errors import NnperfError
 from nnperf.ir import Layer, Network, OpType
 from nnperf.measure._attribution import FUSED_SUCCESSORS
+from nnperf.predict._base import CalibrationSet, NetworkInput, NetworkPredictor, register_predictor
+from nnperf._registry import Availability
+
+if TYPE_CHECKING:
+    from typing import Self
 
 COMPUTE_HEADS = frozenset({OpType.CONV, OpType.LINEAR})
 """Layers a backend fuses element-wise successors into."""
@@ -116,12 +121,59 @@ def learn_fusion(groups: Sequence[tuple[Network, Mapping[str, str]]]) -> FusionR
     return FusionRules({k: (v[0], v[1]) for k, v in observed.items()})
 
 
-@dataclass(frozen=True)
-class Composition:
-    """T = sum of unfused layer predictions + delta_s x unfused layer count (see the module docstring)."""
+MIN_COMPOSITION_NETWORKS = 3
+"""With fewer calibration networks the composition is not fitted: one network cannot separate delta from noise."""
 
-    delta_s: float
-    fusion: FusionRules = field(default_factory=FusionRules)
+
+@register_predictor
+class Composition(NetworkPredictor):
+    """T = sum of unfused layer predictions + delta_s_ x unfused layer count (see the module docstring).
+
+    After ``fit``: ``fusion_`` (the :class:`FusionRules` the calibration's
+    profiler pass showed) and ``delta_s_`` (seconds per unfused layer call).
+    """
+
+    name = "composed"
+    label = "nnperf composed"
+    description = "nnperf: per-layer predictions composed the way this backend runs them"
+    display_order = 20
+
+    @classmethod
+    def availability(cls, calibration: CalibrationSet) -> Availability:
+        if len(calibration.runs) < MIN_COMPOSITION_NETWORKS:
+            return Availability.no(f"the composition needs {MIN_COMPOSITION_NETWORKS} calibration networks, "
+                                   f"got {len(calibration.runs)}")
+        return Availability.yes()
+
+    @classmethod
+    def of(cls, delta_s: float, fusion: FusionRules | None = None) -> Composition:
+        """The composition with these learned values (``fusion`` defaults to no fusion)."""
+        model = cls()
+        model.delta_s_, model.fusion_ = float(delta_s), fusion or FusionRules()
+        return model
+
+    def fit(self, calibration: CalibrationSet) -> Self:
+        """Learns the fusion rules from the profiled runs, then delta on the measured (isolated) layer times:
+        delta is what isolation misses."""
+        fusion = learn_fusion([(m.network, {r.layer: r.group for r in m.layers}) for m in calibration.profiled])
+        blank = Composition.of(0.0, fusion)
+        terms = [blank.terms(run.network, run.layer_median_s()) for run in calibration.runs]
+        fitted = fit_composition(terms, calibration.measured_s, fusion)
+        self.delta_s_, self.fusion_ = fitted.delta_s_, fitted.fusion_
+        return self
+
+    def predict(self, x: NetworkInput) -> float:
+        return self.latency_s(x.network, x.layer_latency_s)
+
+    @property
+    def delta_s(self) -> float:
+        self.check_fitted()
+        return self.delta_s_
+
+    @property
+    def fusion(self) -> FusionRules:
+        self.check_fitted()
+        return self.fusion_
 
     def terms(self, network: Network, layer_latency_s: Mapping[str, float]) -> tuple[float, int]:
         """(sum of the unfused layers' predictions, unfused layer count)."""
@@ -133,12 +185,12 @@ class Composition:
         unfused_s, calls = self.terms(network, layer_latency_s)
         return max(unfused_s + self.delta_s * calls, 0.0)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"delta_s": self.delta_s, "fusion": self.fusion.to_dict()}
+    def fitted_state(self) -> dict[str, Any]:
+        return {"delta_s": self.delta_s_, "fusion": self.fusion_.to_dict()}
 
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Composition:
-        return cls(float(d["delta_s"]), FusionRules.from_dict(d.get("fusion", {})))
+    def load_fitted_state(self, state: Mapping[str, Any]) -> None:
+        self.delta_s_ = float(state["delta_s"])
+        self.fusion_ = FusionRules.from_dict(state.get("fusion", {}))
 
 
 def fit_composition(terms: Sequence[tuple[float, int]], measured_s: Sequence[float],
@@ -157,4 +209,4 @@ def fit_composition(terms: Sequence[tuple[float, int]], measured_s: Sequence[flo
     denominator = float(weight @ weight)
     if denominator <= 0:
         raise NnperfError("cannot fit the composition: the calibration networks have no unfused layers")
-    return Composition(float(weight @ (1 - s / y)) / denominator, fusion)
+    return Composition.of(float(weight @ (1 - s / y)) / denominator, fusion)

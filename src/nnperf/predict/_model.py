@@ -1,7 +1,8 @@
-"""A system's performance model: PreVIous' Ridge models per layer type and network coefficient c, nnperf's
-fusion-aware composition, and the two baselines fitted on the same calibration.
+"""A system's performance model: PreVIous' Ridge models per layer type and every network-level predictor
+(PreVIous' c, nnperf's fusion-aware composition, the two baselines, any other registered one) fitted on the
+same calibration.
 
-Stored as a versioned JSON document ("nnperf-model", version 2) in the
+Stored as a versioned JSON document ("nnperf-model", version 3) in the
 measurement store, next to the measurements it was fitted on.
 """
 
@@ -15,14 +16,22 @@ import numpy as np
 
 from nnperf.errors import FormatVersionError, NnperfError
 from nnperf.ir import Network
+from nnperf.predict._base import PREDICTOR_FORMAT, PREDICTOR_VERSION, PREDICTORS, NetworkInput, NetworkPredictor
 from nnperf.predict._composition import Composition
 from nnperf.predict._features import FEATURES, features, model_key
+from nnperf.predict._previous import PreviousModel  # noqa: F401  (registers 'previous')
 from nnperf.predict._ridge import RidgeModel
 from nnperf.predict.baselines import MacsModel, RooflineModel
 
 MODEL_FORMAT = "nnperf-model"
-MODEL_VERSION = 2
+MODEL_VERSION = 3
+"""Version 3 holds the network predictors by registry name; version 2 documents are read and converted."""
 MODEL_KIND = "previous"
+
+PREDICTION_FORMAT = ("nnperf-prediction", 2)
+
+PRIMARY = ("composed", "previous")
+"""The network predictors a prediction's ``latency_s`` comes from, the first one present."""
 
 
 class UncoveredLayersError(NnperfError):
@@ -49,19 +58,21 @@ class LayerPrediction:
 
 @dataclass(frozen=True)
 class NetworkPrediction:
-    """Per-layer predictions and the network total.
+    """Per-layer predictions and the network total of every network-level predictor.
 
-    ``previous_latency_s`` is PreVIous' c x the sum of layer predictions
-    (Eq. 6); ``composed_latency_s`` is nnperf's fusion-aware composition when
-    the model has one; ``latency_s`` is the composed value when present.
+    ``network_latency_s`` maps each fitted network predictor's name (see
+    :data:`~nnperf.predict.PREDICTORS`: 'previous' is PreVIous' c x the sum
+    of layer predictions, Eq. 6; 'composed' nnperf's fusion-aware
+    composition; 'macs' and 'roofline' the baselines) to its prediction in
+    seconds; ``latency_s`` is the first of ``PRIMARY`` present.
     """
 
     network: str
     system: str
     layers: tuple[LayerPrediction, ...]
-    coefficient_c: float
+    network_latency_s: Mapping[str, float]
+    coefficient_c: float | None = None
     energy_coefficient_c: float | None = None
-    composed_latency_s: float | None = None
     fused_layers: frozenset[str] = frozenset()
     """Layers the backend is expected to fuse into the compute layer before them."""
 
@@ -70,17 +81,26 @@ class NetworkPrediction:
         return float(sum(p.latency_s for p in self.layers))
 
     @property
-    def previous_latency_s(self) -> float:
-        return self.coefficient_c * self.layer_sum_s
+    def method(self) -> str:
+        """The predictor ``latency_s`` comes from: the first of ``PRIMARY`` present (else the first fitted)."""
+        for name in PRIMARY:
+            if name in self.network_latency_s:
+                return name
+        if not self.network_latency_s:
+            raise NnperfError(f"{self.network}: the system model holds no network-level predictor")
+        return next(iter(self.network_latency_s))
 
     @property
     def latency_s(self) -> float:
-        return self.composed_latency_s if self.composed_latency_s is not None else self.previous_latency_s
+        return self.network_latency_s[self.method]
 
     @property
-    def method(self) -> str:
-        """Which composition ``latency_s`` comes from: 'composed' or 'previous'."""
-        return "composed" if self.composed_latency_s is not None else "previous"
+    def previous_latency_s(self) -> float | None:
+        return self.network_latency_s.get("previous")
+
+    @property
+    def composed_latency_s(self) -> float | None:
+        return self.network_latency_s.get("composed")
 
     @property
     def energy_j(self) -> float | None:
@@ -94,28 +114,61 @@ class NetworkPrediction:
         ranked = sorted(self.layers, key=lambda p: p.latency_s, reverse=True)[:count]
         return [(p, p.latency_s / total if total > 0 else 0.0) for p in ranked]
 
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON document ("nnperf-prediction", version 2) that ``nnperf predict --json`` prints."""
+        return {
+            "format": PREDICTION_FORMAT[0], "version": PREDICTION_FORMAT[1], "network": self.network,
+            "system": self.system, "coefficient_c": self.coefficient_c,
+            "layer_sum_s": self.layer_sum_s, "latency_s": self.latency_s, "method": self.method,
+            "previous_latency_s": self.previous_latency_s, "composed_latency_s": self.composed_latency_s,
+            "network_latency_s": dict(self.network_latency_s), "energy_j": self.energy_j,
+            "layers": [{"layer": p.layer, "op": p.op, "model": p.key, "latency_s": p.latency_s, "energy_j": p.energy_j,
+                        "fused": p.layer in self.fused_layers} for p in self.layers],
+            "hotspots": [{"layer": p.layer, "share": share} for p, share in self.hotspots()],
+        }
+
 
 @dataclass(frozen=True)
 class SystemModel:
     """Everything nnperf predicts with, for one system.
 
     ``latency`` and ``energy`` map a layer-type key (see ``model_key``) to its
-    Ridge model; ``coefficient_c`` relates the sum of per-layer predictions to
-    whole-network measurements (Eq. 6), fitted on the calibration networks;
-    ``composition`` replaces c with the fusion-aware composition; ``macs``
-    and ``roofline`` are the baselines, for comparison only.
+    Ridge model; ``predictors`` holds every network-level predictor fitted on
+    the calibration, by registry name ('previous': c of Eq. 6, 'composed':
+    the fusion-aware composition, 'macs' and 'roofline': the baselines, and
+    any other registered :class:`~nnperf.predict.NetworkPredictor`).
+    ``calibration`` records the networks, layer count, wall time and the
+    predictors that could not be fitted, with the reason.
     """
 
     system_key: str
     system_label: str
     latency: Mapping[str, RidgeModel]
-    coefficient_c: float
+    predictors: Mapping[str, NetworkPredictor] = field(default_factory=dict)
     energy: Mapping[str, RidgeModel] = field(default_factory=dict)
     energy_coefficient_c: float | None = None
     calibration: Mapping[str, Any] = field(default_factory=dict)  # networks, layer count, wall time, ...
-    composition: Composition | None = None
-    macs: MacsModel | None = None
-    roofline: RooflineModel | None = None
+
+    @property
+    def coefficient_c(self) -> float | None:
+        """PreVIous' c (Eq. 6), when the 'previous' predictor is fitted."""
+        previous = self.predictors.get("previous")
+        return None if previous is None else float(previous.coefficient_c_)  # type: ignore[attr-defined]
+
+    @property
+    def composition(self) -> Composition | None:
+        found = self.predictors.get("composed")
+        return found if isinstance(found, Composition) else None
+
+    @property
+    def macs(self) -> MacsModel | None:
+        found = self.predictors.get("macs")
+        return found if isinstance(found, MacsModel) else None
+
+    @property
+    def roofline(self) -> RooflineModel | None:
+        found = self.predictors.get("roofline")
+        return found if isinstance(found, RooflineModel) else None
 
     def missing(self, network: Network) -> dict[str, list[str]]:
         """Layer types of ``network`` with no latency model, with the layers of each."""
@@ -126,8 +179,8 @@ class SystemModel:
                 missing.setdefault(key, []).append(layer.name)
         return missing
 
-    def predict(self, network: Network) -> NetworkPrediction:
-        """Per-layer and network predictions; raises UncoveredLayersError naming any uncovered layer type."""
+    def predict_layers(self, network: Network) -> tuple[LayerPrediction, ...]:
+        """Every layer's predicted latency (and energy); raises UncoveredLayersError naming any uncovered type."""
         missing = self.missing(network)
         if missing:
             raise UncoveredLayersError(network.name, missing, self.system_label)
@@ -140,58 +193,77 @@ class SystemModel:
             latency[idx] = self.latency[key].predict(rows[idx])
             if energy is not None:
                 energy[idx] = self.energy[key].predict(rows[idx]) if key in self.energy else np.nan
-        layers = tuple(
+        return tuple(
             LayerPrediction(layer.name, layer.op.value, key, float(latency[i]),
                             None if energy is None or np.isnan(energy[i]) else float(energy[i]))
             for i, (layer, key) in enumerate(zip(network.layers, keys))
         )
-        composed_s, fused = None, frozenset[str]()
-        if self.composition is not None:
-            per_layer = {p.layer: p.latency_s for p in layers}
-            composed_s = self.composition.latency_s(network, per_layer)
-            fused = frozenset(self.composition.fusion.fused_layers(network))
-        return NetworkPrediction(network.name, self.system_label, layers, self.coefficient_c,
-                                 self.energy_coefficient_c, composed_s, fused)
+
+    def predict(self, network: Network) -> NetworkPrediction:
+        """Per-layer predictions and every network predictor's total; raises UncoveredLayersError naming any
+        uncovered layer type."""
+        layers = self.predict_layers(network)
+        x = NetworkInput(network, {p.layer: p.latency_s for p in layers})
+        totals = {name: float(predictor.predict(x)) for name, predictor in self.predictors.items()}
+        composition = self.composition
+        fused = frozenset(composition.fusion.fused_layers(network)) if composition is not None else frozenset[str]()
+        return NetworkPrediction(network.name, self.system_label, layers, totals, self.coefficient_c,
+                                 self.energy_coefficient_c, fused)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "format": MODEL_FORMAT, "version": MODEL_VERSION, "features": list(FEATURES),
             "system_key": self.system_key, "system_label": self.system_label,
-            "coefficient_c": self.coefficient_c, "energy_coefficient_c": self.energy_coefficient_c,
             "latency": {k: m.to_dict() for k, m in sorted(self.latency.items())},
             "energy": {k: m.to_dict() for k, m in sorted(self.energy.items())},
+            "energy_coefficient_c": self.energy_coefficient_c,
+            "predictors": {name: p.to_dict() for name, p in self.predictors.items()},
             "calibration": dict(self.calibration),
-            "composition": None if self.composition is None else self.composition.to_dict(),
-            "macs": None if self.macs is None else self.macs.to_dict(),
-            "roofline": None if self.roofline is None else self.roofline.to_dict(),
         }
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SystemModel:
         if d.get("format") != MODEL_FORMAT:
             raise NnperfError(f"not an nnperf model document (format {d.get('format')!r})")
+        if d.get("version") == 2:
+            d = _from_version_2(d)
         if d.get("version") != MODEL_VERSION:
             raise FormatVersionError(f"model format version {d.get('version')!r}; this nnperf reads version "
                                      f"{MODEL_VERSION}: recalibrate with `nnperf calibrate`")
         if tuple(d.get("features", ())) != FEATURES:
             raise NnperfError(f"the stored model uses predictors {d.get('features')}, this nnperf uses {FEATURES}: "
                               "recalibrate with `nnperf calibrate`")
+        predictors: dict[str, NetworkPredictor] = {}
+        for name, document in d.get("predictors", {}).items():
+            predictors[name] = NetworkPredictor.from_dict(document)
         return cls(
             str(d["system_key"]), str(d["system_label"]),
-            {k: RidgeModel.from_dict(v) for k, v in d["latency"].items()}, float(d["coefficient_c"]),
+            {k: RidgeModel.from_dict(v) for k, v in d["latency"].items()}, predictors,
             {k: RidgeModel.from_dict(v) for k, v in d.get("energy", {}).items()},
             None if d.get("energy_coefficient_c") is None else float(d["energy_coefficient_c"]),
             dict(d.get("calibration", {})),
-            None if d.get("composition") is None else Composition.from_dict(d["composition"]),
-            None if d.get("macs") is None else MacsModel.from_dict(d["macs"]),
-            None if d.get("roofline") is None else RooflineModel.from_dict(d["roofline"]),
         )
 
 
-def fit_coefficient(layer_sums: list[float], measured: list[float]) -> float:
-    """c of Eq. 6: the least-squares slope through the origin of measured totals on summed predictions."""
-    s, y = np.asarray(layer_sums, dtype=float), np.asarray(measured, dtype=float)
-    denominator = float(s @ s)
-    if denominator <= 0:
-        raise NnperfError("cannot fit the network coefficient c: the summed layer predictions are all zero")
-    return float(s @ y) / denominator
+def _from_version_2(d: Mapping[str, Any]) -> dict[str, Any]:
+    """A version-2 model document (c, composition and baselines as fixed keys) in the version-3 layout."""
+    def predictor(name: str, state: Mapping[str, Any]) -> dict[str, Any]:
+        klass = PREDICTORS.create(name)
+        return {"format": PREDICTOR_FORMAT, "version": PREDICTOR_VERSION, "name": name,
+                "state_version": klass.version, "params": {}, "fitted": dict(state)}
+
+    predictors = {"previous": predictor("previous", {"coefficient_c": d["coefficient_c"]})}
+    for name, key in (("composed", "composition"), ("macs", "macs"), ("roofline", "roofline")):
+        if d.get(key) is not None:
+            predictors[name] = predictor(name, d[key])
+    return {**d, "version": MODEL_VERSION, "predictors": predictors,
+            "latency": {k: _ridge_v2(v) for k, v in d["latency"].items()},
+            "energy": {k: _ridge_v2(v) for k, v in d.get("energy", {}).items()}}
+
+
+def _ridge_v2(v: Mapping[str, Any]) -> dict[str, Any]:
+    """A version-2 Ridge document (learned values beside key and target) as a predictor document."""
+    state = {k: v[k] for k in ("mean", "scale", "coef", "intercept", "n_samples", "r2", "y_min", "y_max")}
+    return {"format": PREDICTOR_FORMAT, "version": PREDICTOR_VERSION, "name": RidgeModel.name,
+            "state_version": RidgeModel.version,
+            "params": {"key": v["key"], "target": v["target"], "alpha": 1.0}, "fitted": state}

@@ -7,71 +7,92 @@ alone and a model file is JSON, never a pickle.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from nnperf.errors import NnperfError
+from nnperf.predict._base import Predictor, register_predictor
+
+if TYPE_CHECKING:
+    from typing import Self
 
 
-@dataclass(frozen=True)
-class RidgeModel:
+@register_predictor
+class RidgeModel(Predictor):
     """y = intercept + sum(coef * (x - mean) / scale), for one layer type and one target.
 
-    ``n_samples`` calibration layers fitted it; ``r2`` is the fit's coefficient
-    of determination on them; ``y_min``/``y_max`` bound the responses seen.
+    Parameters
+    ----------
+    key : str
+        The layer type it models (see ``model_key``), for messages.
+    target : str, default 'latency_s'
+        What it predicts: 'latency_s' (seconds) or 'energy_j' (joules).
+    alpha : float, default 1.0
+        The Ridge penalty lambda on the standardised predictors (PreVIous used 1).
+
+    After ``fit``: ``mean_`` and ``scale_`` of the predictors, ``coef_`` and
+    ``intercept_``, ``n_samples_`` (calibration layers fitted), ``r2_`` (the
+    coefficient of determination on them), ``y_min_``/``y_max_`` (the range of
+    the responses seen).
     """
 
-    key: str
-    target: str  # 'latency_s' or 'energy_j'
-    mean: tuple[float, ...]
-    scale: tuple[float, ...]
-    coef: tuple[float, ...]
-    intercept: float
-    n_samples: int
-    r2: float
-    y_min: float
-    y_max: float
+    name = "ridge"
+    description = "PreVIous: standardised Ridge regression of one layer type on n(W), #OPs and #memOPs (Eq. 4)"
+
+    def __init__(self, key: str = "", target: str = "latency_s", alpha: float = 1.0) -> None:
+        self.key = key
+        self.target = target
+        self.alpha = alpha
+
+    def fit(self, x: Sequence[Sequence[float]] | np.ndarray, y: Sequence[float] | np.ndarray) -> Self:
+        """Fits on predictor rows ``x`` (n x p) and responses ``y`` (n).
+
+        A predictor that is constant over the samples gets scale 1 (it then only
+        shifts the intercept), as scikit-learn's StandardScaler does.
+        """
+        from sklearn.linear_model import Ridge
+        from sklearn.preprocessing import StandardScaler
+
+        x = np.asarray(x, dtype=float)
+        y = np.asarray(y, dtype=float)
+        if x.ndim != 2 or len(x) != len(y) or len(y) < 1:
+            raise NnperfError(f"layer type {self.key!r}: need matching predictors and responses, got {x.shape} "
+                              f"and {y.shape}")
+        scaler = StandardScaler().fit(x)
+        ridge = Ridge(alpha=self.alpha).fit(scaler.transform(x), y)
+        self.mean_ = tuple(map(float, scaler.mean_))
+        self.scale_ = tuple(map(float, scaler.scale_))
+        self.coef_ = tuple(map(float, ridge.coef_))
+        self.intercept_ = float(ridge.intercept_)
+        self.n_samples_ = len(y)
+        self.r2_ = float(ridge.score(scaler.transform(x), y)) if len(y) > 1 and np.ptp(y) > 0 else 1.0
+        self.y_min_, self.y_max_ = float(y.min()), float(y.max())
+        return self
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         """Predictions for rows of predictors ``x`` (n x p), floored at zero (a layer never takes negative time)."""
-        z = (np.atleast_2d(x) - np.asarray(self.mean)) / np.asarray(self.scale)
-        return np.maximum(self.intercept + z @ np.asarray(self.coef), 0.0)
+        self.check_fitted()
+        z = (np.atleast_2d(x) - np.asarray(self.mean_)) / np.asarray(self.scale_)
+        return np.maximum(self.intercept_ + z @ np.asarray(self.coef_), 0.0)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"key": self.key, "target": self.target, "mean": list(self.mean), "scale": list(self.scale),
-                "coef": list(self.coef), "intercept": self.intercept, "n_samples": self.n_samples,
-                "r2": self.r2, "y_min": self.y_min, "y_max": self.y_max}
+    def fitted_state(self) -> dict[str, Any]:
+        return {"mean": list(self.mean_), "scale": list(self.scale_), "coef": list(self.coef_),
+                "intercept": self.intercept_, "n_samples": self.n_samples_, "r2": self.r2_,
+                "y_min": self.y_min_, "y_max": self.y_max_}
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> RidgeModel:
-        try:
-            return cls(str(d["key"]), str(d["target"]), tuple(map(float, d["mean"])), tuple(map(float, d["scale"])),
-                       tuple(map(float, d["coef"])), float(d["intercept"]), int(d["n_samples"]), float(d["r2"]),
-                       float(d["y_min"]), float(d["y_max"]))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise NnperfError(f"a stored regression model is malformed: {exc}") from exc
+    def load_fitted_state(self, state: Mapping[str, Any]) -> None:
+        self.mean_ = tuple(map(float, state["mean"]))
+        self.scale_ = tuple(map(float, state["scale"]))
+        self.coef_ = tuple(map(float, state["coef"]))
+        self.intercept_ = float(state["intercept"])
+        self.n_samples_ = int(state["n_samples"])
+        self.r2_ = float(state["r2"])
+        self.y_min_, self.y_max_ = float(state["y_min"]), float(state["y_max"])
 
 
 def fit_ridge(key: str, target: str, x: Sequence[Sequence[float]] | np.ndarray, y: Sequence[float] | np.ndarray,
               alpha: float = 1.0) -> RidgeModel:
-    """Fits a standardised Ridge model (predictors scaled to zero mean, unit variance; penalty ``alpha``).
-
-    A predictor that is constant over the samples gets scale 1 (it then only
-    shifts the intercept), as scikit-learn's StandardScaler does.
-    """
-    from sklearn.linear_model import Ridge
-    from sklearn.preprocessing import StandardScaler
-
-    x = np.asarray(x, dtype=float)
-    y = np.asarray(y, dtype=float)
-    if x.ndim != 2 or len(x) != len(y) or len(y) < 1:
-        raise NnperfError(f"layer type {key!r}: need matching predictors and responses, got {x.shape} and {y.shape}")
-    scaler = StandardScaler().fit(x)
-    ridge = Ridge(alpha=alpha).fit(scaler.transform(x), y)
-    r2 = float(ridge.score(scaler.transform(x), y)) if len(y) > 1 and np.ptp(y) > 0 else 1.0
-    return RidgeModel(key, target, tuple(map(float, scaler.mean_)), tuple(map(float, scaler.scale_)),
-                      tuple(map(float, ridge.coef_)), float(ridge.intercept_), len(y), r2, float(y.min()),
-                      float(y.max()))
+    """``RidgeModel(key, target, alpha).fit(x, y)``."""
+    return RidgeModel(key, target, alpha).fit(x, y)

@@ -12,14 +12,18 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nnperf.errors import NnperfError
 from nnperf.ir import ConvAttrs, Layer, Network, OpType
 from nnperf.ir.metrics import layer_metrics, network_metrics
 from nnperf.measure import HarnessConfig, measure
 from nnperf.measure.backends import Backend
+from nnperf.predict._base import CalibrationSet, NetworkInput, NetworkPredictor, register_predictor
+from nnperf._registry import Availability
+
+if TYPE_CHECKING:
+    from typing import Self
 
 BYTES_PER_ELEMENT = 4
 """float32: every backend here runs the networks in single precision."""
@@ -55,49 +59,91 @@ def layer_bytes(layer: Layer) -> int:
     return layer_metrics(layer).mem_ops * BYTES_PER_ELEMENT
 
 
-@dataclass(frozen=True)
-class MacsModel:
-    """latency_s = seconds_per_mac x MACs."""
+@register_predictor
+class MacsModel(NetworkPredictor):
+    """latency_s = seconds_per_mac_ x MACs, the slope fitted through the origin on the calibration networks."""
 
-    seconds_per_mac: float
+    name = "macs"
+    label = "MACs baseline"
+    description = "baseline: seconds per MAC x MACs, fitted on the calibration networks"
+    display_order = 30
+
+    def fit(self, calibration: CalibrationSet) -> Self:
+        self.seconds_per_mac_ = _macs_slope([run.network for run in calibration.runs], calibration.measured_s)
+        return self
+
+    def predict(self, x: NetworkInput) -> float:
+        return self.latency_s(x.network)
 
     def layer_latency_s(self, layer: Layer) -> float:
-        return self.seconds_per_mac * layer_metrics(layer).macs
+        self.check_fitted()
+        return self.seconds_per_mac_ * layer_metrics(layer).macs
 
     def latency_s(self, network: Network) -> float:
-        return self.seconds_per_mac * network_metrics(network).macs
+        self.check_fitted()
+        return self.seconds_per_mac_ * network_metrics(network).macs
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"seconds_per_mac": self.seconds_per_mac}
+    def fitted_state(self) -> dict[str, Any]:
+        return {"seconds_per_mac": self.seconds_per_mac_}
 
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> MacsModel:
-        return cls(float(d["seconds_per_mac"]))
+    def load_fitted_state(self, state: Mapping[str, Any]) -> None:
+        self.seconds_per_mac_ = float(state["seconds_per_mac"])
 
 
-def fit_macs_model(networks: Sequence[Network], measured_s: Sequence[float]) -> MacsModel:
+def _macs_slope(networks: Sequence[Network], measured_s: Sequence[float]) -> float:
     """The least-squares slope through the origin of measured whole-network times on MACs."""
     macs = [float(network_metrics(n).macs) for n in networks]
     denominator = sum(m * m for m in macs)
     if denominator <= 0:
         raise NnperfError("cannot fit the MACs-proportional baseline: the networks have no MACs")
-    return MacsModel(sum(m * t for m, t in zip(macs, measured_s)) / denominator)
+    return sum(m * t for m, t in zip(macs, measured_s)) / denominator
 
 
-@dataclass(frozen=True)
-class RooflineModel:
-    """Per-layer bound max(ops / ops_per_s, bytes / bytes_per_s), from measured peaks."""
+def fit_macs_model(networks: Sequence[Network], measured_s: Sequence[float]) -> MacsModel:
+    """A :class:`MacsModel` whose slope is fitted on ``networks`` and their measured times (seconds)."""
+    model = MacsModel()
+    model.load_fitted_state({"seconds_per_mac": _macs_slope(networks, measured_s)})
+    return model
 
-    ops_per_s: float
-    bytes_per_s: float
 
-    def __post_init__(self) -> None:
-        if self.ops_per_s <= 0 or self.bytes_per_s <= 0:
-            raise NnperfError(f"roofline peaks must be positive, got {self.ops_per_s} op/s and "
-                              f"{self.bytes_per_s} B/s")
+@register_predictor
+class RooflineModel(NetworkPredictor):
+    """Per-layer bound max(ops / ops_per_s_, bytes / bytes_per_s_), from peaks measured on the system.
+
+    ``fit`` takes the peaks the calibration measured (see
+    :func:`measure_roofline`); nothing else is fitted: it is a bound.
+    """
+
+    name = "roofline"
+    label = "roofline baseline"
+    description = "baseline: sum of max(#OPs / peak, bytes / bandwidth) from measured peaks"
+    display_order = 40
+
+    @classmethod
+    def availability(cls, calibration: CalibrationSet) -> Availability:
+        if calibration.peak_ops_per_s is None or calibration.peak_bytes_per_s is None:
+            return Availability.no("the calibration measured no roofline peaks")
+        return Availability.yes()
+
+    @classmethod
+    def from_peaks(cls, ops_per_s: float, bytes_per_s: float) -> RooflineModel:
+        """The bound of these peaks (#OPs per second, bytes per second)."""
+        model = cls()
+        model.load_fitted_state({"ops_per_s": ops_per_s, "bytes_per_s": bytes_per_s})
+        return model
+
+    def fit(self, calibration: CalibrationSet) -> Self:
+        if not self.availability(calibration).ok:
+            raise NnperfError("the roofline needs the peaks measured during calibration")
+        self.load_fitted_state({"ops_per_s": calibration.peak_ops_per_s, "bytes_per_s": calibration.peak_bytes_per_s})
+        return self
+
+    def predict(self, x: NetworkInput) -> float:
+        return self.latency_s(x.network)
 
     def layer_latency_s(self, layer: Layer) -> float:
-        return max(layer_metrics(layer).ops / self.ops_per_s, layer_bytes(layer) / self.bytes_per_s)
+        self.check_fitted()
+        return max(layer_metrics(layer).ops / self.ops_per_s_, layer_bytes(layer) / self.bytes_per_s_)
 
     def latency_s(self, network: Network) -> float:
         return float(sum(self.layer_latency_s(layer) for layer in network.layers))
@@ -105,14 +151,16 @@ class RooflineModel:
     @property
     def ridge_ops_per_byte(self) -> float:
         """Arithmetic intensity above which a layer is compute-bound."""
-        return self.ops_per_s / self.bytes_per_s
+        return self.ops_per_s_ / self.bytes_per_s_
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"ops_per_s": self.ops_per_s, "bytes_per_s": self.bytes_per_s}
+    def fitted_state(self) -> dict[str, Any]:
+        return {"ops_per_s": self.ops_per_s_, "bytes_per_s": self.bytes_per_s_}
 
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> RooflineModel:
-        return cls(float(d["ops_per_s"]), float(d["bytes_per_s"]))
+    def load_fitted_state(self, state: Mapping[str, Any]) -> None:
+        ops_per_s, bytes_per_s = float(state["ops_per_s"]), float(state["bytes_per_s"])
+        if not (ops_per_s > 0 and bytes_per_s > 0):
+            raise NnperfError(f"roofline peaks must be positive, got {ops_per_s} op/s and {bytes_per_s} B/s")
+        self.ops_per_s_, self.bytes_per_s_ = ops_per_s, bytes_per_s
 
 
 def measure_roofline(backend: Backend, config: HarnessConfig = PROBE_HARNESS) -> RooflineModel:
@@ -121,4 +169,4 @@ def measure_roofline(backend: Backend, config: HarnessConfig = PROBE_HARNESS) ->
                     for p in COMPUTE_PROBES)
     bytes_per_s = max(layer_bytes(p) / measure(backend.layer_timer(p), config).stats.median_s
                       for p in BANDWIDTH_PROBES)
-    return RooflineModel(ops_per_s, bytes_per_s)
+    return RooflineModel.from_peaks(ops_per_s, bytes_per_s)

@@ -7,8 +7,10 @@ and computes, per network,
 - Table I: the sum of measured layer times t against the sum of predicted
   layer times t-hat (Eq. 5), and their error;
 - Fig. 7: the measured whole-network time against each method's network
-  prediction: PreVIous (c x the sum, Eq. 6), nnperf's composition, and the
-  MACs-proportional and roofline baselines;
+  prediction: every network-level predictor the system model holds
+  (registered in :data:`~nnperf.predict.PREDICTORS`: PreVIous' c x the sum,
+  Eq. 6, nnperf's composition, the MACs-proportional and roofline
+  baselines, and any other registered one);
 - Fig. 5: every layer's prediction against its measurement.
 
 Table II is the mean absolute Table I error over the networks.
@@ -24,18 +26,21 @@ from typing import Any
 import numpy as np
 
 from nnperf.ir.metrics import network_metrics
+from nnperf.predict._base import PREDICTORS, network_predictor_names
 from nnperf.predict._model import SystemModel
 from nnperf.predict._runs import MeasuredNetwork
 
 EVALUATION_FORMAT = ("nnperf-evaluation", 1)
 
-METHODS: Mapping[str, str] = {
-    "previous": "PreVIous: c x the sum of per-layer predictions (Eq. 6)",
-    "composed": "nnperf: per-layer predictions composed the way this backend runs them",
-    "macs": "baseline: seconds per MAC x MACs, fitted on the calibration networks",
-    "roofline": "baseline: sum of max(#OPs / peak, bytes / bandwidth) from measured peaks",
-}
-"""The network-level predictors compared, in display order."""
+
+def method_description(name: str) -> str:
+    """The one-line description of the registered network predictor ``name``."""
+    return PREDICTORS.create(name).description
+
+
+def method_label(name: str) -> str:
+    """The short table and legend label of the registered network predictor ``name``."""
+    return PREDICTORS.create(name).label or name
 
 
 @dataclass(frozen=True)
@@ -65,10 +70,10 @@ class NetworkComparison:
     measured_layer_sum_s: float
     predicted_layer_sum_s: float
     predicted_s: Mapping[str, float]
-    """Network latency predicted by each method of ``METHODS`` present."""
+    """Network latency predicted by each network predictor of the system model, by registry name."""
     layers: tuple[LayerComparison, ...]
     prediction_time_s: float
-    """Wall time of the PreVIous and composed predictions of this network."""
+    """Wall time of the prediction of this network: per-layer models and every network predictor."""
 
     @property
     def layer_sum_error(self) -> float:
@@ -116,7 +121,7 @@ class Evaluation:
         layer_errors = self.layer_errors
         return {
             "format": EVALUATION_FORMAT[0], "version": EVALUATION_FORMAT[1], "system": self.system,
-            "methods": {m: METHODS[m] for m in self.methods},
+            "methods": {m: method_description(m) for m in self.methods},
             "summary": {
                 "networks": len(self.networks),
                 "mape": {m: self.mape(m) for m in self.methods},
@@ -154,13 +159,7 @@ def compare(model: SystemModel, measured: MeasuredNetwork) -> NetworkComparison:
     times = measured.layer_median_s()
     layers = tuple(LayerComparison(p.layer, p.key, times[p.layer], p.latency_s)
                    for p in prediction.layers if p.layer in times)
-    predicted = {"previous": prediction.previous_latency_s}
-    if prediction.composed_latency_s is not None:
-        predicted["composed"] = prediction.composed_latency_s
-    if model.macs is not None:
-        predicted["macs"] = model.macs.latency_s(measured.network)
-    if model.roofline is not None:
-        predicted["roofline"] = model.roofline.latency_s(measured.network)
+    predicted = dict(prediction.network_latency_s)
     stats = measured.whole.stats
     return NetworkComparison(
         network=measured.network.name, macs=network_metrics(measured.network).macs,
@@ -174,5 +173,5 @@ def compare(model: SystemModel, measured: MeasuredNetwork) -> NetworkComparison:
 def evaluate(model: SystemModel, measured: Sequence[MeasuredNetwork]) -> Evaluation:
     """Compares the model with the measurements of every network."""
     comparisons = tuple(compare(model, m) for m in measured)
-    methods = tuple(m for m in METHODS if all(m in c.predicted_s for c in comparisons))
+    methods = tuple(m for m in network_predictor_names() if all(m in c.predicted_s for c in comparisons))
     return Evaluation(model.system_label, comparisons, methods, dict(model.calibration))

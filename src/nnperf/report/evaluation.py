@@ -10,13 +10,9 @@ import numpy as np
 from rich.table import Table
 from rich.text import Text
 
-from nnperf.predict.evaluation import METHODS, Evaluation
+from nnperf.predict.evaluation import Evaluation, method_description, method_label
 from nnperf.report._format import png_bytes, pyplot, si
 from nnperf.report.measurements import ms
-
-METHOD_LABELS = {"previous": "PreVIous (c)", "composed": "nnperf composed", "macs": "MACs baseline",
-                 "roofline": "roofline baseline"}
-
 
 def _pct(value: float) -> str:
     return f"{value:+.1%}"
@@ -66,7 +62,7 @@ def network_table(evaluation: Evaluation) -> Table:
     table.add_column("measured ms", justify="right", footer="spread (IQR)")
     table.add_column("IQR", justify="right", footer=f"{evaluation.measurement_spread:.1%}")
     for method in evaluation.methods:
-        table.add_column(f"{METHOD_LABELS[method]} ms", justify="right")
+        table.add_column(f"{method_label(method)} ms", justify="right")
         table.add_column("error", justify="right",
                          footer=f"{evaluation.mape(method):.1%} / {evaluation.within(method):.0%}")
     for n in evaluation.networks:
@@ -78,7 +74,7 @@ def network_table(evaluation: Evaluation) -> Table:
 
 
 def summary_lines(evaluation: Evaluation) -> list[str]:
-    lines = [f"{METHOD_LABELS[m]}: network MAPE {evaluation.mape(m):.1%}, within +/-10% "
+    lines = [f"{method_label(m)}: network MAPE {evaluation.mape(m):.1%}, within +/-10% "
              f"{evaluation.within(m):.0%} of {len(evaluation.networks)} networks" for m in evaluation.methods]
     times = [n.prediction_time_s for n in evaluation.networks]
     lines.append(f"prediction time per network: median {float(np.median(times)) * 1e3:.2f} ms, "
@@ -128,7 +124,7 @@ def _figure_7(evaluation: Evaluation):  # type: ignore[no-untyped-def]
     for i, method in enumerate(evaluation.methods):
         errors = [100 * n.error(method) for n in evaluation.networks]
         ax.bar(x + (i - (len(evaluation.methods) - 1) / 2) * width, errors, width,
-               label=f"{METHOD_LABELS[method]} (MAPE {evaluation.mape(method):.1%})")
+               label=f"{method_label(method)} (MAPE {evaluation.mape(method):.1%})")
     ax.axhspan(-10, 10, color="0.9", zorder=0)
     ax.axhline(0, color="k", linewidth=0.8)
     ax.set_xticks(x, names, rotation=45, ha="right", fontsize=8)
@@ -165,7 +161,7 @@ def _html(evaluation: Evaluation, figures: dict[str, bytes]) -> str:
     methods = evaluation.methods
     summary = _html_table(
         ["method", "what it is", "network MAPE", "within +/-10%"],
-        [[METHOD_LABELS[m], METHODS[m], f"{evaluation.mape(m):.1%}", f"{evaluation.within(m):.0%}"]
+        [[method_label(m), method_description(m), f"{evaluation.mape(m):.1%}", f"{evaluation.within(m):.0%}"]
          for m in methods])
     table_1 = _html_table(
         ["network", "layers", "measured ms (t)", "predicted ms (t-hat)", "error"],
@@ -173,7 +169,7 @@ def _html(evaluation: Evaluation, figures: dict[str, bytes]) -> str:
     table_2 = _html_table(["system", "Table II", "layers", "mean |layer error|", "median |layer error|"],
                           [_table2_row(evaluation)])
     networks = _html_table(
-        ["network", "MACs", "measured ms", "IQR"] + [f"{METHOD_LABELS[m]} ms (error)" for m in methods],
+        ["network", "MACs", "measured ms", "IQR"] + [f"{method_label(m)} ms (error)" for m in methods],
         [[n.network, si(n.macs), ms(n.measured_s), f"{n.measured_spread:.1%}"]
          + [f"{ms(n.predicted_s[m])} ({_pct(n.error(m))})" for m in methods] for n in evaluation.networks])
     images = {name: base64.b64encode(data).decode("ascii") for name, data in figures.items()}

@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from rich.table import Table
 from rich.text import Text
 
 from nnperf.ir import Network
-from nnperf.predict import NetworkPrediction, SystemModel
+from nnperf.predict import NetworkPrediction, SystemModel, Verification
 from nnperf.report.measurements import ms
 from nnperf.report.tables import layer_type
-
-PREDICTION_FORMAT = ("nnperf-prediction", 2)
-
 
 def calibration_table(model: SystemModel) -> Table:
     """One row per layer-type model: samples, fit quality and the response range it saw."""
@@ -24,9 +20,26 @@ def calibration_table(model: SystemModel) -> Table:
                             ("fastest ms", "right"), ("slowest ms", "right"), ("energy model", "left")):
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
     for key, m in sorted(model.latency.items()):
-        table.add_row(key, str(m.n_samples), f"{m.r2:.3f}", ms(m.y_min), ms(m.y_max),
+        table.add_row(key, str(m.n_samples_), f"{m.r2_:.3f}", ms(m.y_min_), ms(m.y_max_),
                       "yes" if key in model.energy else "-")
     return table
+
+
+def calibration_summary(model: SystemModel, store_path: str) -> list[str]:
+    """What the calibration measured and fitted: c, the composition, the roofline peaks, where it is stored."""
+    info = model.calibration
+    lines = [f"network coefficient c = {model.coefficient_c:.3f} (Eq. 6, from {len(info['networks'])} "
+             f"whole-network runs); {info['layers']} layers measured; {info['wall_s']:.0f} s "
+             f"({info['reused_networks']} network(s) reused from earlier runs)"]
+    if model.composition is not None:
+        fused = model.composition.fusion.fused_pairs
+        lines.append(f"composition: {model.composition.delta_s * 1e6:+.1f} us per unfused layer call; fused by this "
+                     f"backend: {', '.join(fused) or 'nothing'}")
+    if model.roofline is not None:
+        lines.append(f"roofline peaks: {model.roofline.ops_per_s_ / 1e9:.1f} GOP/s, "
+                     f"{model.roofline.bytes_per_s_ / 1e9:.1f} GB/s")
+    lines.append(f"stored for {model.system_label} (system {model.system_key[:8]}) in {store_path}")
+    return lines
 
 
 def prediction_table(network: Network, prediction: NetworkPrediction,
@@ -80,18 +93,17 @@ def prediction_summary(prediction: NetworkPrediction, count: int = 5) -> list[st
     return lines
 
 
-def prediction_document(network: Network, prediction: NetworkPrediction,
-                        verify: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    doc: dict[str, Any] = {
-        "format": PREDICTION_FORMAT[0], "version": PREDICTION_FORMAT[1], "network": network.name,
-        "system": prediction.system, "coefficient_c": prediction.coefficient_c,
-        "layer_sum_s": prediction.layer_sum_s, "latency_s": prediction.latency_s, "method": prediction.method,
-        "previous_latency_s": prediction.previous_latency_s, "composed_latency_s": prediction.composed_latency_s,
-        "energy_j": prediction.energy_j,
-        "layers": [{"layer": p.layer, "op": p.op, "model": p.key, "latency_s": p.latency_s, "energy_j": p.energy_j,
-                    "fused": p.layer in prediction.fused_layers} for p in prediction.layers],
-        "hotspots": [{"layer": p.layer, "share": share} for p, share in prediction.hotspots()],
-    }
-    if verify is not None:
-        doc["verify"] = dict(verify)
-    return doc
+def verification_summary(check: Verification) -> list[str]:
+    """The measured network latency against the prediction, and the per-layer errors."""
+    prediction = check.prediction
+    previous = check.previous_error
+    lines = [f"measured network latency: {check.measured_latency_s * 1e3:.4g} ms; predicted "
+             f"{prediction.latency_s * 1e3:.4g} ms; error {check.error:+.1%}"
+             + (f" (PreVIous' c x sum: {previous:+.1%})"
+                if prediction.method == "composed" and previous is not None else "")]
+    errors = sorted(abs(e) for e in check.layer_errors.values())
+    if errors:
+        lines.append(f"per-layer error: mean |error| {sum(errors) / len(errors):.1%}, median "
+                     f"{errors[len(errors) // 2]:.1%} over {len(errors)} layers (run {check.run_id} in "
+                     f"{check.store_path})")
+    return lines

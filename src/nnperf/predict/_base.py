@@ -1,0 +1,239 @@
+"""One interface for every model that predicts, in the manner of scikit-learn's estimators.
+
+A :class:`Predictor`'s ``__init__`` only stores its parameters (what
+:meth:`~Predictor.get_params` returns); :meth:`~Predictor.fit` learns from
+data, sets the learned attributes (their names end in ``_``) and returns the
+predictor itself; :meth:`~Predictor.predict` uses them. Every predictor is
+stored as a versioned JSON document (``to_dict``/``from_dict``, format
+``nnperf-predictor``), never a pickle, and registers under a name in
+:data:`PREDICTORS`, so that a document names the class that reads it and
+evaluation finds every network-level predictor without being told about it.
+
+:class:`NetworkPredictor` is the kind :func:`~nnperf.predict.evaluation.evaluate`
+compares: it is fitted on a system's calibration (:class:`CalibrationSet`) and
+predicts one network's latency in seconds.
+"""
+
+from __future__ import annotations
+
+import inspect
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+from nnperf.errors import FormatVersionError, NnperfError
+from nnperf.ir import Network
+from nnperf._registry import Availability, Registry
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from nnperf.predict._runs import MeasuredNetwork
+
+PREDICTOR_FORMAT = "nnperf-predictor"
+PREDICTOR_VERSION = 1
+"""The version of the predictor document's envelope; each class versions its own fitted state (``version``)."""
+
+
+class NotFittedError(NnperfError):
+    """A predictor asked to predict (or to be stored) before it was fitted."""
+
+
+class Predictor(ABC):
+    """The common interface: ``fit(...) -> self``, ``predict(...)``, ``get_params()``, ``to_dict``/``from_dict``.
+
+    Subclasses set ``name`` (the registry name), ``description`` (one line for
+    tables and reports) and ``version`` (of their fitted state), take only
+    parameters in ``__init__`` and keep what ``fit`` learns in attributes
+    ending in ``_``, listed by :meth:`fitted_state`.
+    """
+
+    name: ClassVar[str] = ""
+    label: ClassVar[str] = ""
+    """A short name for tables and legends (the registry name when empty)."""
+    description: ClassVar[str] = ""
+    version: ClassVar[int] = 1
+    display_order: ClassVar[int] = 100
+    """Where the predictor comes in tables and figures (lower first; ties by name)."""
+
+    def get_params(self) -> dict[str, Any]:
+        """The constructor parameters and their current values (as scikit-learn's ``get_params``)."""
+        signature = inspect.signature(type(self).__init__)
+        return {name: getattr(self, name) for name in signature.parameters
+                if name != "self" and signature.parameters[name].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD}
+
+    @abstractmethod
+    def fit(self, *args: Any, **kwargs: Any) -> Self:
+        """Learn from data; returns ``self``."""
+
+    @abstractmethod
+    def predict(self, *args: Any, **kwargs: Any) -> Any:
+        """Predict with what ``fit`` learnt."""
+
+    @abstractmethod
+    def fitted_state(self) -> dict[str, Any]:
+        """The learned attributes as JSON values (what ``to_dict`` stores beside the parameters)."""
+
+    @abstractmethod
+    def load_fitted_state(self, state: Mapping[str, Any]) -> None:
+        """Set the learned attributes from ``fitted_state``'s output."""
+
+    @property
+    def is_fitted(self) -> bool:
+        return any(name.endswith("_") and not name.startswith("_") for name in vars(self))
+
+    def check_fitted(self) -> None:
+        if not self.is_fitted:
+            raise NotFittedError(f"this {self.name or type(self).__name__} predictor is not fitted yet: call fit first")
+
+    def params_to_dict(self) -> dict[str, Any]:
+        """``get_params()`` as JSON values; override when a parameter is not a JSON value."""
+        return self.get_params()
+
+    @classmethod
+    def params_from_dict(cls, params: Mapping[str, Any]) -> dict[str, Any]:
+        """The constructor arguments stored by ``params_to_dict``."""
+        return dict(params)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The versioned JSON document of this predictor, fitted state included."""
+        self.check_fitted()
+        return {"format": PREDICTOR_FORMAT, "version": PREDICTOR_VERSION, "name": self.name,
+                "state_version": self.version, "params": self.params_to_dict(), "fitted": self.fitted_state()}
+
+    @classmethod
+    def from_dict(cls, document: Mapping[str, Any]) -> Self:
+        """The predictor stored by ``to_dict``; the document's ``name`` picks the class from :data:`PREDICTORS`."""
+        if not isinstance(document, Mapping) or document.get("format") != PREDICTOR_FORMAT:
+            raise NnperfError("not an nnperf predictor document (format "
+                              f"{document.get('format') if isinstance(document, Mapping) else None!r})")
+        if document.get("version") != PREDICTOR_VERSION:
+            raise FormatVersionError(f"predictor document version {document.get('version')!r}; this nnperf reads "
+                                     f"version {PREDICTOR_VERSION}")
+        klass = PREDICTORS.create(str(document.get("name")))
+        if not issubclass(klass, cls):
+            raise NnperfError(f"the document holds a {klass.name} predictor, not a {cls.name or cls.__name__}")
+        if document.get("state_version") != klass.version:
+            raise FormatVersionError(f"{klass.name} predictor state version {document.get('state_version')!r}; "
+                                     f"this nnperf reads version {klass.version}: fit it again")
+        try:
+            predictor = klass(**klass.params_from_dict(document["params"]))
+            predictor.load_fitted_state(document["fitted"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise NnperfError(f"a stored {klass.name} predictor is malformed: {exc!r}") from exc
+        return predictor  # type: ignore[return-value]
+
+    def __eq__(self, other: object) -> bool:
+        """Same class, same parameters and the same learned values (both unfitted counts as the same)."""
+        if type(self) is not type(other):
+            return NotImplemented
+        assert isinstance(other, Predictor)
+        if self.get_params() != other.get_params() or self.is_fitted != other.is_fitted:
+            return False
+        return not self.is_fitted or self.fitted_state() == other.fitted_state()
+
+    __hash__ = None  # type: ignore[assignment]  (mutable: fit changes it)
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({params})"
+
+
+PREDICTORS: Registry[type[Predictor]] = Registry("predictor", "nnperf.predictors")
+"""Every predictor class by name; third parties add theirs through the ``nnperf.predictors`` entry points."""
+
+P = TypeVar("P", bound=type[Predictor])
+
+
+def register_predictor(klass: P) -> P:
+    """Class decorator: registers ``klass`` under its ``name``."""
+    if not klass.name:
+        raise ValueError(f"{klass.__name__} has no registry name")
+    PREDICTORS.register(klass.name, lambda: klass)
+    return klass
+
+
+@dataclass(frozen=True)
+class CalibrationSet:
+    """What a system's calibration gives a network-level predictor to fit on.
+
+    ``runs`` are the calibration networks measured layer by layer (isolated)
+    and whole; ``predicted_layer_s[i]`` holds the per-layer latency model's
+    prediction of every layer of ``runs[i]`` (seconds); ``profiled`` are the
+    same networks measured with the framework profiler (their node groups show
+    what the backend fuses); ``peak_ops_per_s`` and ``peak_bytes_per_s`` are
+    the roofline peaks measured on the system, when they were.
+    """
+
+    runs: Sequence[MeasuredNetwork]
+    predicted_layer_s: Sequence[Mapping[str, float]]
+    profiled: Sequence[MeasuredNetwork] = ()
+    peak_ops_per_s: float | None = None
+    peak_bytes_per_s: float | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if len(self.runs) != len(self.predicted_layer_s):
+            raise NnperfError(f"{len(self.runs)} calibration runs but {len(self.predicted_layer_s)} sets of "
+                              "layer predictions")
+
+    @property
+    def measured_s(self) -> list[float]:
+        """The whole-network median of every run (seconds)."""
+        return [run.whole.median_s for run in self.runs]
+
+
+@dataclass(frozen=True)
+class NetworkInput:
+    """What a network-level predictor predicts from: the network and its per-layer predictions (seconds)."""
+
+    network: Network
+    layer_latency_s: Mapping[str, float]
+
+
+class NetworkPredictor(Predictor):
+    """A predictor of a whole network's latency in seconds, fitted on a system's calibration.
+
+    ``fit(calibration)`` learns from a :class:`CalibrationSet`;
+    ``predict(x)`` takes a :class:`NetworkInput`. ``availability`` says
+    whether a calibration holds what the predictor needs (a roofline needs
+    measured peaks); one that cannot be fitted is left out of the system's
+    model, with the reason kept in the calibration record.
+    """
+
+    @classmethod
+    def availability(cls, calibration: CalibrationSet) -> Availability:
+        return Availability.yes()
+
+    @abstractmethod
+    def fit(self, calibration: CalibrationSet) -> Self:  # type: ignore[override]
+        """Learn from the calibration; returns ``self``."""
+
+    @abstractmethod
+    def predict(self, x: NetworkInput) -> float:  # type: ignore[override]
+        """The network's latency in seconds."""
+
+
+def network_predictor_names() -> list[str]:
+    """The registered network-level predictors, in display order."""
+    classes = [PREDICTORS.create(name) for name in PREDICTORS.names()]
+    return [k.name for k in sorted((k for k in classes if issubclass(k, NetworkPredictor)),
+                                   key=lambda k: (k.display_order, k.name))]
+
+
+def fit_network_predictors(calibration: CalibrationSet, names: Sequence[str] | None = None,
+                           on_skip: Callable[[str, str], None] | None = None) -> dict[str, NetworkPredictor]:
+    """Every registered network predictor (or those ``names``) that this calibration can fit, fitted."""
+    fitted: dict[str, NetworkPredictor] = {}
+    for name in names if names is not None else network_predictor_names():
+        klass = PREDICTORS.create(name)
+        if not issubclass(klass, NetworkPredictor):
+            raise NnperfError(f"predictor {name!r} does not predict networks")
+        available = klass.availability(calibration)
+        if not available.ok:
+            if on_skip is not None:
+                on_skip(name, available.reason)
+            continue
+        fitted[name] = klass().fit(calibration)
+    return fitted
