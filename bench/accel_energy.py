@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from nnperf import accel
-from nnperf._load import load_model
+from nnperf.api import load_model
 from nnperf.optimize.partition import (
     NEUPART_INPUT_SPARSITIES,
     Channel,

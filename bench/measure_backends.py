@@ -36,9 +36,10 @@ from typing import Any, Self
 
 import numpy as np
 
-from nnperf._load import zoo_network
+from nnperf.zoo import zoo_network
+from nnperf.campaign import ProfileConfig, ProfileReport, profile_network
 from nnperf.ir import Network
-from nnperf.measure import HarnessConfig, ProfileConfig, ProfileReport, profile_network
+from nnperf.measure import HarnessConfig
 from nnperf.measure._host import cpu_model, package_versions
 from nnperf.measure.backends import Backend, BackendOptions, create_backend
 from nnperf.store import Store

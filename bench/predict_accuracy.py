@@ -37,8 +37,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 from measure_backends import PassLoad, log
 
 from nnperf import zoo
-from nnperf._load import zoo_network
-from nnperf.measure import ProfileConfig, host_info
+from nnperf.zoo import zoo_network
+from nnperf.campaign import ProfileConfig
+from nnperf.measure import host_info
 from nnperf.measure.backends import BackendOptions, create_backend
 from nnperf.predict import CALIBRATION_HARNESS, calibrate, measure_networks
 from nnperf.predict.evaluation import evaluate

@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from nnperf import zoo
-from nnperf._load import zoo_network
+from nnperf.zoo import zoo_network
 from nnperf.ir._export import export_onnx
 from nnperf.ir.importers import from_onnx, from_torch
 from nnperf.ir.metrics import network_metrics

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nnperf._load import load_model
+from nnperf.api import load_model
 from nnperf.accel import (
     AccelLayer,
     AccelMappingError,

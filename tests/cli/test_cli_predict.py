@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from cli_helpers import run_cli as run
 from networks import tiny_network
-from nnperf.cli import main
 from nnperf.ir import ConvAttrs, Layer, Network, OpType, TensorSpec, save_network
 
 
@@ -25,12 +25,6 @@ def conv_net(name: str, c: int, hw: int) -> Network:
 def small_calibration(monkeypatch: pytest.MonkeyPatch) -> None:
     nets = [conv_net(f"cal{c}x{hw}", c, hw) for c in (4, 8, 16) for hw in (8, 16)]
     monkeypatch.setattr("nnperf.predict._calibrate.calibration_networks", lambda: nets)
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 FAKE = ["--backend", "fake", "--budget-s", "0.02"]
@@ -146,7 +140,7 @@ def test_calibrate_if_needed_refits_an_older_model(capsys, tmp_path: Path, small
     code, out, _ = run(capsys, "calibrate", *FAKE, "--if-needed", "--db", db)
     assert code == 0 and "refitting: model format version 1" in out and "composition:" in out
     with Store(db) as store:
-        assert store.latest_model(system.id, "previous")["version"] == 2
+        assert store.latest_model(system.id, "previous")["version"] == 3
         assert len(store.layer_measurements()) == measured  # refitted from the stored measurements
 
 
@@ -163,4 +157,4 @@ def test_predict_with_a_stored_system(capsys, tmp_path: Path, small_calibration:
     code, _, err = run(capsys, "predict", str(net), "--system", "1", "--backend", "fake", "--threads", "2",
                        "--verify", "--db", db)
     assert code == 1
-    assert "--verify measures on fake/cpu[threads=2] here, but --system 1 is fake/cpu[threads=1]" in err
+    assert "verify measures on fake/cpu[threads=2] here, but system 1 is fake/cpu[threads=1]" in err

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from nnperf import zoo
-from nnperf._load import zoo_network
+from nnperf.zoo import zoo_network
 from nnperf.ir._export import export_onnx
 from nnperf.ir.importers import from_onnx, from_torch
 from nnperf.ir.metrics import layer_metrics, network_metrics

@@ -12,7 +12,7 @@ import onnxruntime as ort
 import pytest
 import torch
 
-from nnperf._load import zoo_network
+from nnperf.zoo import zoo_network
 from nnperf.errors import UnsupportedOperatorError
 from nnperf.ir import (
     AxisAttrs,

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from nnperf import zoo
-from nnperf._load import zoo_network
+from nnperf.zoo import zoo_network
 from nnperf.ir import ConvAttrs, ConvKind, Network, OpType, UpsampleAttrs
 from nnperf.ir.metrics import network_metrics
 

@@ -71,7 +71,7 @@ def load_source(args: argparse.Namespace) -> AccelSource:
         rows = accel.reference_network(args.network) if args.network else accel.read_table(args.table)
         name = args.network or args.table.stem
         return AccelSource(name=name, rows=tuple(rows), spec=spec, batch="table")
-    from nnperf._load import load_model
+    from nnperf.api import load_model
 
     network = load_model(args.model)
     sparsity, note = _sparsity(args, network)

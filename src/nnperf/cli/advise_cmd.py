@@ -40,9 +40,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace) -> int:
-    from nnperf._load import load_model
+    from nnperf.api import load_model
+    from nnperf.campaign import surround_width
     from nnperf.errors import NnperfError
-    from nnperf.measure.sweep import SWEEP_HARNESS, profiling_network, surround_width, time_in_context
+    from nnperf.measure.sweep import SWEEP_HARNESS, profiling_network, time_in_context
     from nnperf.optimize.advise import advise
     from nnperf.predict.steps import MissingStepModelError, composed_model
     from nnperf.report._format import console

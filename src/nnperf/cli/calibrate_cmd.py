@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from nnperf.cli._backend_args import Progress, add_backend_arguments, backend_from_args
-from nnperf.cli._store_arg import add_db_argument, open_store
+from nnperf.cli._backend_args import Progress, add_backend_arguments
+from nnperf.cli._store_arg import add_db_argument
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -29,50 +29,29 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace) -> int:
-    from dataclasses import replace
-
+    from nnperf.api import calibrate, open_backend, opened_store, stored_calibration
     from nnperf.errors import FormatVersionError
-    from nnperf.measure import ProfileConfig
-    from nnperf.measure.power import get_meter
-    from nnperf.predict import CALIBRATION_HARNESS, MissingCalibrationError, calibrate, load_system_model
     from nnperf.report._format import console
-    from nnperf.report.predictions import calibration_table
+    from nnperf.report.predictions import calibration_summary, calibration_table
+    from nnperf.store import default_store_path
 
-    harness = CALIBRATION_HARNESS
-    if args.budget_s is not None:
-        harness = replace(harness, budget_s=args.budget_s)
-    if args.target_ci is not None:
-        harness = replace(harness, target_ci=args.target_ci)
-    meter = get_meter(args.energy) if args.energy else None
     out = console()
-    with open_store(args) as store, backend_from_args(args) as backend:
-        if args.if_needed:
-            system = backend.system()
+    settings = {"backend": args.backend, "device": args.device, "threads": args.threads, "options": dict(args.option)}
+    if args.if_needed:
+        with opened_store(args.db) as store, open_backend(**settings) as backend:
             try:
-                existing = load_system_model(store, system.key, system.label, args.backend)
-            except MissingCalibrationError:
-                existing = None
+                existing = stored_calibration(store, backend)
             except FormatVersionError as exc:  # an older nnperf's model: refit (stored measurements are reused)
                 out.print(f"refitting: {exc}")
                 existing = None
             if existing is not None:
-                out.print(f"{system.label} is already calibrated in {store.path} (c = {existing.coefficient_c:.3f}, "
-                          f"{len(existing.latency)} layer-type models); nothing to do")
+                out.print(f"{existing.system_label} is already calibrated in {store.path} (c = "
+                          f"{existing.coefficient_c:.3f}, {len(existing.latency)} layer-type models); nothing to do")
                 return 0
-        with Progress(True, "calibrating") as progress:
-            model = calibrate(backend, store, config=ProfileConfig(per_layer="isolated", harness=harness),
-                              meter=meter, progress=progress)
+    with Progress(True, "calibrating") as progress:
+        model = calibrate(store=args.db, energy=args.energy, budget_s=args.budget_s, target_ci=args.target_ci,
+                          progress=progress, **settings)
     out.print(calibration_table(model))
-    info = model.calibration
-    out.print(f"network coefficient c = {model.coefficient_c:.3f} (Eq. 6, from {len(info['networks'])} "
-              f"whole-network runs); {info['layers']} layers measured; {info['wall_s']:.0f} s "
-              f"({info['reused_networks']} network(s) reused from earlier runs)")
-    if model.composition is not None:
-        fused = model.composition.fusion.fused_pairs
-        out.print(f"composition: {model.composition.delta_s * 1e6:+.1f} us per unfused layer call; fused by this "
-                  f"backend: {', '.join(fused) or 'nothing'}")
-    if model.roofline is not None:
-        out.print(f"roofline peaks: {model.roofline.ops_per_s / 1e9:.1f} GOP/s, "
-                  f"{model.roofline.bytes_per_s / 1e9:.1f} GB/s")
-    out.print(f"stored for {model.system_label} (system {model.system_key[:8]}) in {store.path}")
+    for line in calibration_summary(model, str(args.db or default_store_path())):
+        out.print(line)
     return 0

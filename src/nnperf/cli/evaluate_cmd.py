@@ -34,9 +34,9 @@ def run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from nnperf import zoo
-    from nnperf._load import load_model
+    from nnperf.api import load_model
+    from nnperf.campaign import ProfileConfig
     from nnperf.errors import NnperfError
-    from nnperf.measure import ProfileConfig
     from nnperf.predict import CALIBRATION_HARNESS, load_system_model, measure_networks
     from nnperf.predict.evaluation import evaluate
     from nnperf.report._format import console

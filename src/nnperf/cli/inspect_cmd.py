@@ -23,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace) -> int:
-    from nnperf._load import load_model
+    from nnperf.api import load_model
     from nnperf.ir import save_network
     from nnperf.ir.metrics import DType, network_metrics
     from nnperf.report._format import console

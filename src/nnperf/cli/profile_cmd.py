@@ -43,8 +43,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace) -> int:
-    from nnperf._load import load_model
-    from nnperf.measure import HarnessConfig, ProfileConfig, profile_network
+    from nnperf.api import load_model
+    from nnperf.campaign import ProfileConfig, profile_network
+    from nnperf.measure import HarnessConfig
     from nnperf.measure.power import get_meter
     from nnperf.report._format import console
     from nnperf.report.measurements import profile_document, profile_summary, profile_table
@@ -78,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _attach_trace(args: argparse.Namespace, network, backend, store, trace: Path) -> int:  # type: ignore[no-untyped-def]
-    from nnperf.measure import attach_trace
+    from nnperf.campaign import attach_trace
     from nnperf.measure.power import read_trace_csv
     from nnperf.report._format import console
 

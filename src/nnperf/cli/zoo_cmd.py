@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _row(entry: ZooEntry) -> dict[str, Any]:
-    from nnperf._load import zoo_network
+    from nnperf.zoo import zoo_network
     from nnperf.ir.metrics import network_metrics
 
     metrics = network_metrics(zoo_network(entry.name))

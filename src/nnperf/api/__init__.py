@@ -1,0 +1,21 @@
+"""nnperf's public functions: load a model, calibrate a system, predict, verify and profile.
+
+The command line calls these; so can any Python program::
+
+    import nnperf
+
+    network = nnperf.load_model("resnet18")          # a zoo name, .onnx/.json file, Network or torch module
+    nnperf.calibrate(backend="torch", if_needed=True)  # once per system, stored in ./nnperf.db
+    prediction = nnperf.predict(network)               # per-layer and network latency, no run needed
+    check = nnperf.verify(network)                     # measured against predicted
+"""
+
+from nnperf.api._load import InputShape, ModelLike, load_model
+from nnperf.api._predict import System, Verification, calibrate, predict, stored_calibration, verify
+from nnperf.api._profile import profile
+from nnperf.api._session import StoreLike, open_backend, opened_store
+
+__all__ = [
+    "InputShape", "ModelLike", "StoreLike", "System", "Verification", "calibrate", "load_model", "open_backend",
+    "opened_store", "predict", "profile", "stored_calibration", "verify",
+]

@@ -1,0 +1,185 @@
+"""The main job from Python: calibrate a system once, predict any network, verify against a measurement."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+
+from nnperf.api._load import InputShape, ModelLike, load_model
+from nnperf.api._session import StoreLike, open_backend, opened_store
+from nnperf.errors import FormatVersionError, NnperfError
+from nnperf.measure.backends import Backend
+from nnperf.predict import (
+    CALIBRATION_HARNESS,
+    MissingCalibrationError,
+    NetworkPrediction,
+    SystemModel,
+    Verification,
+    load_stored_model,
+    load_system_model,
+)
+from nnperf.predict import calibrate as calibrate_system
+from nnperf.store import Store
+
+Progress = Callable[[str, int, int], None]
+"""Called with (what is being measured, done, total)."""
+
+System = int | str | SystemModel | None
+"""A stored system's id or key prefix (``nnperf systems``), a :class:`~nnperf.predict.SystemModel`, or None for
+the system the backend settings describe on this host."""
+
+
+def calibrate(backend: str = "torch", device: str = "cpu", threads: int = 1,
+              options: Mapping[str, str] | None = None, store: StoreLike = None, *, if_needed: bool = False,
+              energy: str | None = None, budget_s: float | None = None, target_ci: float | None = None,
+              progress: Progress | None = None) -> SystemModel:
+    """Profiles the calibration networks on a system and fits its models (PreVIous IV-C/IV-D).
+
+    Every measurement is stored as it is taken: an interrupted calibration
+    resumes, and networks already calibrated on the system are reused. About
+    1.5 minutes per backend on a 2-core VM.
+
+    Parameters
+    ----------
+    backend : str, default 'torch'
+        'torch', 'onnxruntime' or 'opencv' (``nnperf backends`` says which run here).
+    device : str, default 'cpu'
+        'cpu', 'cuda' or 'cuda:N'.
+    threads : int, default 1
+        Intra-op threads (one is the quietest on a shared machine).
+    options : mapping of str to str, optional
+        Backend options, e.g. ``{"memory_format": "channels_last"}`` (torch).
+    store : Store, path or None, default None
+        The measurement store (None: ``$NNPERF_DB``, else ``./nnperf.db``).
+    if_needed : bool, default False
+        Return the stored model without measuring when the system has one.
+    energy : str, optional
+        A power meter ('nvml', 'rapl') to fit energy models as well.
+    budget_s, target_ci : float, optional
+        Per-layer time budget in seconds (default 0.5) and median CI target (default 0.02).
+    progress : callable, optional
+        Called with (what, done, total) as the calibration goes.
+
+    Returns
+    -------
+    SystemModel
+        The fitted models, also stored.
+    """
+    harness = CALIBRATION_HARNESS
+    if budget_s is not None:
+        harness = replace(harness, budget_s=budget_s)
+    if target_ci is not None:
+        harness = replace(harness, target_ci=target_ci)
+    from nnperf.campaign import ProfileConfig
+    from nnperf.measure.power import get_meter
+
+    meter = get_meter(energy) if energy else None
+    with opened_store(store) as opened, open_backend(backend, device, threads, options) as runner:
+        if if_needed:
+            try:
+                existing = stored_calibration(opened, runner)
+            except FormatVersionError:  # an older nnperf's model: refit (the stored measurements are reused)
+                existing = None
+            if existing is not None:
+                return existing
+        return calibrate_system(runner, opened, config=ProfileConfig(per_layer="isolated", harness=harness),
+                                meter=meter, progress=progress)
+
+
+def stored_calibration(store: Store, backend: Backend) -> SystemModel | None:
+    """The stored model of ``backend``'s system, or None when it has none.
+
+    Raises :class:`~nnperf.errors.FormatVersionError` for a model an older
+    nnperf stored in a format this one cannot read (calibrating refits it from
+    the stored measurements).
+    """
+    system = backend.system()
+    try:
+        return load_system_model(store, system.key, system.label, backend.name)
+    except MissingCalibrationError:
+        return None
+
+
+def predict(model: ModelLike, system: System = None, store: StoreLike = None, *, backend: str = "torch",
+            device: str = "cpu", threads: int = 1, options: Mapping[str, str] | None = None,
+            input_shape: InputShape | None = None) -> NetworkPrediction:
+    """Predicts a network's per-layer and total latency from a calibration, without running it.
+
+    Parameters
+    ----------
+    model : str, path-like, Network or torch.nn.Module
+        Anything :func:`load_model` takes.
+    system : int, str, SystemModel or None, default None
+        The calibrated system: a stored system's id or key prefix, a fitted
+        :class:`~nnperf.predict.SystemModel`, or None for the system that
+        ``backend``, ``device``, ``threads`` and ``options`` describe on this host.
+    store : Store, path or None, default None
+        Where the calibration is stored (None: ``$NNPERF_DB``, else ``./nnperf.db``).
+    backend, device, threads, options
+        The system's settings when ``system`` is None (as for :func:`calibrate`).
+    input_shape : optional
+        As for :func:`load_model`.
+
+    Returns
+    -------
+    NetworkPrediction
+        Per-layer latencies (seconds), every network predictor's total
+        (``network_latency_s``), ``latency_s`` (the composed one) and ``hotspots()``.
+
+    Raises
+    ------
+    MissingCalibrationError
+        The system has no calibration (the message names the command that makes one).
+    UncoveredLayersError
+        A layer type the calibration does not cover (every such layer is named).
+    """
+    network = load_model(model, input_shape)
+    if isinstance(system, SystemModel):
+        return system.predict(network)
+    with opened_store(store) as opened:
+        if system is not None:
+            return load_stored_model(opened, system).predict(network)
+        with open_backend(backend, device, threads, options) as runner:
+            return _system_model(opened, runner, None).predict(network)
+
+
+def _system_model(store: Store, backend: Backend, system: int | str | SystemModel | None) -> SystemModel:
+    """The model of ``system`` (default: ``backend``'s), refused when it is not the system ``backend`` measures."""
+    spec = backend.system()
+    if system is None:
+        return load_system_model(store, spec.key, spec.label, backend.name)
+    model = system if isinstance(system, SystemModel) else load_stored_model(store, system)
+    if model.system_key != spec.key:
+        named = "" if isinstance(system, SystemModel) else f" {system}"
+        raise NnperfError(
+            f"verify measures on {spec.label} here, but system{named} is {model.system_label} "
+            f"({model.system_key[:8]}, see `nnperf systems`): give that system's backend, device, threads and "
+            "options (--backend, --device, --threads, --option), on its host")
+    return model
+
+
+def verify(model: ModelLike, system: int | str | SystemModel | None = None, store: StoreLike = None, *,
+           backend: str = "torch", device: str = "cpu", threads: int = 1, options: Mapping[str, str] | None = None,
+           input_shape: InputShape | None = None, progress: Progress | None = None,
+           model_name: str | None = None) -> Verification:
+    """Predicts ``model`` and measures it on the same system (each layer alone, then whole), then compares.
+
+    Parameters are those of :func:`predict`; ``system``, when given, must be
+    the system the backend settings describe here. The measurement is stored
+    as a new run (a finished run is never overwritten) under ``model_name``
+    (default: ``model`` when it is a name or path, else the network's name);
+    ``progress`` is called with (what, done, total) as it goes.
+    """
+    from nnperf.campaign import ProfileConfig, profile_network
+
+    network = load_model(model, input_shape)
+    name = model_name or (os.fspath(model) if isinstance(model, (str, os.PathLike)) else network.name)
+    with opened_store(store) as opened, open_backend(backend, device, threads, options) as runner:
+        prediction = _system_model(opened, runner, system).predict(network)
+        report = profile_network(network, runner, opened, ProfileConfig(per_layer="isolated"), progress=progress,
+                                 model=name)
+        path = str(opened.path)
+    return Verification(prediction, report.network.timing.stats.median_s, report.layer_sum_s,
+                        {m.layer: m.timing.stats.median_s for m in report.layers}, report.run_id, path,
+                        tuple(report.warnings))
