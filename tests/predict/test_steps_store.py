@@ -22,6 +22,7 @@ from nnperf.predict.steps import (
     fit_sweep,
     global_fits,
     global_shape,
+    predict_steps,
     save_fit,
 )
 from nnperf.store import Store
@@ -115,3 +116,38 @@ def test_characterise_refuses_an_unstepped_parameter_or_a_missing_fit(tmp_path: 
         with pytest.raises(NnperfError, match="no fitted conv2d filters sweep on this system"):
             characterise(stepped_backend(), store, system.id, base(), "filters", tuple(range(8, 64)))
         assert store.runs() == []  # nothing measured
+
+
+def test_predict_steps_characterises_and_verifies_along_a_range(tmp_path: Path) -> None:
+    values = tuple(range(40, 101, 2))
+    config = base(filters=96)
+    with Store(tmp_path / "s.db") as store:
+        system_id = fitted_full_sweep(store)
+        one = predict_steps(store, system_id, config)
+        prediction = predict_steps(store, system_id, config, "channels", values,
+                                   characterise_with=stepped_backend(), verify_with=stepped_backend())
+    # one configuration: the composition of the channels model, filters proportional to their work (96 / 64)
+    assert one.latency_s == pytest.approx(one.composed.predict(config)) and one.values == ()
+    assert one.extrapolated == ("filters=96 (covered 64-64)",)
+    assert prediction.composed_s == pytest.approx([prediction.composed.predict(config.with_value("channels", v))
+                                                   for v in values])
+    found, verification = prediction.characterisation, prediction.verification
+    assert found is not None and verification is not None
+    truth = [SteppedCost().layer_cost_s(_under_test(config.with_value("channels", v))) for v in values]
+    np.testing.assert_allclose(verification.measured_s, truth, rtol=1e-9)  # the noise-free device, measured
+    assert verification.mape["characterised"] < 1e-9 and verification.mape["characterised_held_out"] < 1e-9
+    doc = prediction.to_dict()
+    assert (doc["format"], doc["version"], doc["kind"], doc["values"]) == ("nnperf-steps-prediction", 1, "conv2d",
+                                                                             list(values))
+    assert doc["characterisation"]["points"] == list(found.points) and len(doc["characterised_s"]) == len(values)
+    assert doc["verify_run_id"] == verification.sweep.run_id != found.sweep.run_id
+    assert set(doc["mape"]) == {"composed", "characterised", "characterised_held_out"}
+
+
+def test_predict_steps_measures_only_along_a_range(tmp_path: Path) -> None:
+    with Store(tmp_path / "s.db") as store:
+        system_id = fitted_full_sweep(store)
+        with pytest.raises(NnperfError, match="work along a range"):
+            predict_steps(store, system_id, base(), verify_with=stepped_backend())
+        with pytest.raises(NnperfError, match="a parameter and its values together"):
+            predict_steps(store, system_id, base(), "channels")

@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from nnperf.cli._backend_args import Progress, add_backend_arguments, backend_from_args
 from nnperf.cli._store_arg import add_db_argument, open_store
+
+if TYPE_CHECKING:
+    from nnperf.measure.backends._base import Backend
+    from nnperf.measure.sweep import LayerConfig
+    from nnperf.store import Store, SystemRecord
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -104,22 +110,40 @@ def run_fit(args: argparse.Namespace) -> int:
 
 
 def run_predict(args: argparse.Namespace) -> int:
-    import numpy as np
-
-    from nnperf.errors import NnperfError
-    from nnperf.measure.sweep import (
-        SWEEP_HARNESS,
-        LayerConfig,
-        SweepSpec,
-        check_parameter,
-        parse_fixed,
-        parse_range,
-        run_sweep,
-        surround_width,
-    )
-    from nnperf.predict.steps import STEPPED, characterise, composed_model, mape
+    from nnperf.predict.steps import predict_steps
     from nnperf.report._format import console
-    from nnperf.report.steps import plot_sweep
+    from nnperf.report.steps import plot_prediction, prediction_report
+
+    config, values = _predict_request(args)
+    measuring = args.characterise or args.verify
+    with open_store(args) as store:
+        backend = backend_from_args(args) if measuring or args.system is None else None
+        try:
+            system = _predict_system(args, store, backend)
+            with _FirstReportProgress(not args.json and measuring, "measuring") as progress:
+                prediction = predict_steps(store, system.id, config, args.param, values,
+                                           characterise_with=backend if args.characterise else None,
+                                           verify_with=backend if args.verify else None, progress=progress)
+        finally:
+            if backend is not None:
+                backend.close()
+    plot = plot_prediction(prediction, args.plot) if args.plot and prediction.parameter is not None else None
+    if args.json:
+        print(json.dumps(prediction.to_dict(), indent=1))
+        return 0
+    out = console()
+    for item in prediction_report(prediction):
+        out.print(item)
+    if plot is not None:
+        out.print(f"plot: {plot}")
+    return 0
+
+
+def _predict_request(args: argparse.Namespace) -> tuple[LayerConfig, tuple[int, ...]]:
+    """The configuration and the values along ``--param`` that ``steps predict`` asks for, checked."""
+    from nnperf.errors import NnperfError
+    from nnperf.measure.sweep import LayerConfig, check_parameter, parse_fixed, parse_range
+    from nnperf.predict.steps import STEPPED
 
     config = LayerConfig.of(args.kind, parse_fixed(args.config))
     if (args.param is None) != (args.values is None):
@@ -135,135 +159,46 @@ def run_predict(args: argparse.Namespace) -> int:
         values = parse_range(args.values)
         for value in values:  # every value makes a valid layer
             config.with_value(args.param, value)
-    need_backend = args.characterise or args.verify or args.system is None
-    doc: dict[str, Any] = {"format": "nnperf-steps-prediction", "version": 1, "kind": args.kind,
-                           "config": dict(config.params)}
-    out = console()
-    with open_store(args) as store:
-        backend = backend_from_args(args) if need_backend else None
-        try:
-            if args.system is not None:
-                system = store.system(args.system)
-                if backend is not None and system.key != backend.system().key:
-                    raise NnperfError(f"--system {args.system} is {system.label}, but the backend options describe "
-                                      f"{backend.system().label}; measure on the system whose models you use")
-            else:
-                assert backend is not None
-                found = store.find_system(backend.system().key)
-                if found is None:
-                    raise NnperfError(f"{store.path} has no sweeps of {backend.system().label}; measure them with "
-                                      f"`nnperf sweep {args.kind} ...` on these backend options")
-                system = found
-            doc["system"] = system.label
-            composed = composed_model(store, system.id, args.kind)
-            doc["composition"] = {"scale_s": composed.scale_s_, "offset_s": composed.offset_s_,
-                                  "modelled": composed.modelled, "points": composed.fitted_points_}
-            if args.param is None:
-                latency = composed.predict(config)
-                doc["latency_s"] = latency
-                doc["extrapolated"] = composed.extrapolated(config)
-            else:
-                configs = [config.with_value(args.param, v) for v in values]
-                composed_s = np.array([composed.predict(c) for c in configs])
-                doc["values"] = list(values)
-                doc["composed_s"] = composed_s.tolist()
-                doc["extrapolated"] = sorted({e for c in configs for e in composed.extrapolated(c)})
-                local = None
-                if args.characterise:
-                    assert backend is not None
-                    with Progress(not args.json, "characterising") as progress:
-                        found = characterise(backend, store, system.id, config, args.param, values,
-                                             progress=progress)
-                    local = found.model
-                    doc["characterisation"] = {"shape": found.shape.describe(), "points": list(found.points),
-                                               "rounds": found.sweep.spec.rounds, "run_id": found.sweep.run_id,
-                                               "measured_s": found.sweep.latency_s.tolist(),
-                                               "lines": [[ln.slope_s, ln.intercept_s] for ln in local.lines_]}
-                    doc["characterised_s"] = local.predict(np.array(values)).tolist()
-                sweep = None
-                if args.verify:
-                    assert backend is not None
-                    spec = SweepSpec(config.with_value(args.param, values[0]), args.param, values,
-                                     surround_width(store, system.id, args.kind), SWEEP_HARNESS)
-                    with Progress(not args.json, "verifying") as progress:
-                        sweep = run_sweep(backend, store, spec, progress=progress)
-                    truth = sweep.latency_s
-                    doc["measured_s"] = truth.tolist()
-                    doc["verify_run_id"] = sweep.run_id
-                    doc["mape"] = {"composed": mape(composed_s, truth)}
-                    if local is not None:
-                        held = np.array([v not in doc["characterisation"]["points"] for v in values])
-                        doc["mape"]["characterised"] = mape(local.predict(np.array(values)), truth)
-                        doc["mape"]["characterised_held_out"] = mape(local.predict(np.array(values))[held], truth[held])
-                if args.plot:
-                    _plot_prediction(args, values, composed_s, local, sweep, doc, plot_sweep)
-        finally:
-            if backend is not None:
-                backend.close()
-    if args.json:
-        print(json.dumps(doc, indent=1))
-        return 0
-    _print_prediction(out, args, doc)
-    return 0
+    return config, values
 
 
-def _plot_prediction(args, values, composed_s, local, sweep, doc, plot_sweep) -> None:  # type: ignore[no-untyped-def]
-    from pathlib import Path
+def _predict_system(args: argparse.Namespace, store: Store, backend: Backend | None) -> SystemRecord:
+    """The system whose models predict: ``--system``, which must be the backend's when one measures, or else the
+    backend's own."""
+    from nnperf.errors import NnperfError
 
-    import numpy as np
-
-    from nnperf.report._format import pyplot, write_png
-
-    if sweep is not None and local is not None:
-        plot_sweep(sweep, local, args.plot, title=f"{args.kind} {args.param}: characterised from "
-                   f"{len(doc['characterisation']['points'])} measurements (Fig. 3.5 style)")
-        return
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(10, 4.5))
-    ax.plot(values, np.asarray(composed_s) * 1e3, "-", label="composed prediction")
-    if sweep is not None:
-        ax.plot(sweep.x, sweep.latency_s * 1e3, ".", ms=3, label="measured")
-    if local is not None:
-        ax.plot(values, local.predict(np.array(values)) * 1e3, "_", label="characterised")
-    ax.set_xlabel(args.param)
-    ax.set_ylabel("latency (ms)")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    write_png(fig, Path(args.plot))
+    if args.system is not None:
+        system = store.system(args.system)
+        if backend is not None and system.key != backend.system().key:
+            raise NnperfError(f"--system {args.system} is {system.label}, but the backend options describe "
+                              f"{backend.system().label}; measure on the system whose models you use")
+        return system
+    assert backend is not None
+    found = store.find_system(backend.system().key)
+    if found is None:
+        raise NnperfError(f"{store.path} has no sweeps of {backend.system().label}; measure them with "
+                          f"`nnperf sweep {args.kind} ...` on these backend options")
+    return found
 
 
-def _print_prediction(out, args, doc) -> None:  # type: ignore[no-untyped-def]
-    comp = doc["composition"]
-    out.print(f"{doc['system']}: composition of {len(comp['modelled'])} fitted parameter model(s) "
-              f"({', '.join(comp['modelled'])}; others proportional to their work), scaled on {comp['points']} "
-              "measured points")
-    if "latency_s" in doc:
-        config = ", ".join(f"{k}={v}" for k, v in doc["config"].items())
-        out.print(f"{args.kind}({config}): predicted {doc['latency_s'] * 1e3:.4g} ms")
-    else:
-        from rich.table import Table
+class _FirstReportProgress:
+    """A :class:`Progress` bar opened at the first report, so that a request refused before anything is measured
+    (no fitted sweep to characterise with, too narrow a range) leaves stderr to its one error line."""
 
-        table = Table()
-        table.add_column(args.param, justify="right")
-        table.add_column("composed (ms)", justify="right")
-        for key, name in (("characterised_s", "characterised (ms)"), ("measured_s", "measured (ms)")):
-            if key in doc:
-                table.add_column(name, justify="right")
-        for i, value in enumerate(doc["values"]):
-            row = [str(value), f"{doc['composed_s'][i] * 1e3:.4g}"]
-            row += [f"{doc[k][i] * 1e3:.4g}" for k in ("characterised_s", "measured_s") if k in doc]
-            table.add_row(*row)
-        out.print(table)
-        if "characterisation" in doc:
-            ch = doc["characterisation"]
-            out.print(f"characterised from {len(ch['points'])} measurements at {args.param} = "
-                      f"{', '.join(map(str, ch['points']))} with the stored {ch['shape']}")
-        if "mape" in doc:
-            out.print("MAPE against the measured range: "
-                      + ", ".join(f"{k.replace('_', ' ')} {v:.2%}" for k, v in doc["mape"].items())
-                      + f" (run {doc['verify_run_id']})")
-    if doc["extrapolated"]:
-        out.print("extrapolated beyond the measured data: " + "; ".join(doc["extrapolated"]))
-    if args.plot:
-        out.print(f"plot: {args.plot}")
+    def __init__(self, enabled: bool, label: str) -> None:
+        self.bar = Progress(enabled, label)
+        self.update: Callable[[str, int, int], None] | None = None
+        self.opened = False
+
+    def __enter__(self) -> Callable[[str, int, int], None]:
+        return self.report
+
+    def report(self, what: str, done: int, total: int) -> None:
+        if not self.opened:
+            self.update, self.opened = self.bar.__enter__(), True
+        if self.update is not None:
+            self.update(what, done, total)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.opened:
+            self.bar.__exit__(*exc)

@@ -1,4 +1,4 @@
-"""Tables, JSON documents and figures of sweeps and step models (Osterwind Fig. 3.2 and 3.5)."""
+"""Tables, JSON documents and figures of sweeps, step models and their predictions (Osterwind Fig. 3.2 and 3.5)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from nnperf.report._format import pyplot, write_png
 
 if TYPE_CHECKING:
     from nnperf.measure.sweep import Sweep
-    from nnperf.predict.steps import StepModel, SweepFit
+    from nnperf.predict.steps import StepModel, StepsPrediction, SweepFit
 
 
 def _ms(seconds: float) -> str:
@@ -102,6 +102,74 @@ def plot_sweep(sweep: Sweep, model: StepModel | None, path: str | Path, work: np
     ax.set_ylabel("latency of the layer under test (ms)")
     fixed = ", ".join(f"{k}={v}" for k, v in spec.fixed)
     ax.set_title(title or f"{spec.base.kind} {spec.parameter} sweep ({fixed}) on {sweep.system_label}")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return write_png(fig, Path(path))
+
+
+def prediction_report(prediction: StepsPrediction) -> list[str | Table]:
+    """What ``nnperf steps predict`` prints: the composition, the prediction (a line, or a table along the
+    range with the characterised and measured times in ms) and what was extrapolated."""
+    composed = prediction.composed
+    modelled = composed.modelled
+    header = (f"{prediction.system}: composition of {len(modelled)} fitted parameter model(s) "
+              f"({', '.join(modelled)}; others proportional to their work), scaled on {composed.fitted_points_} "
+              "measured points")
+    out: list[str | Table] = [header]
+    if prediction.latency_s is not None:
+        config = ", ".join(f"{k}={v}" for k, v in prediction.config.params)
+        out.append(f"{prediction.kind}({config}): predicted {_ms(prediction.latency_s)} ms")
+    else:
+        out += _range_report(prediction)
+    if prediction.extrapolated:
+        out.append("extrapolated beyond the measured data: " + "; ".join(prediction.extrapolated))
+    return out
+
+
+def _range_report(prediction: StepsPrediction) -> list[str | Table]:
+    """The table along the range, the characterisation points and the MAPE against the measured range."""
+    columns = {"composed (ms)": prediction.composed_s}
+    if prediction.characterised_s is not None:
+        columns["characterised (ms)"] = prediction.characterised_s
+    verification = prediction.verification
+    if verification is not None:
+        columns["measured (ms)"] = tuple(verification.measured_s.tolist())
+    table = Table()
+    table.add_column(str(prediction.parameter), justify="right")
+    for name in columns:
+        table.add_column(name, justify="right")
+    for i, value in enumerate(prediction.values):
+        table.add_row(str(value), *(_ms(times[i]) for times in columns.values()))
+    out: list[str | Table] = [table]
+    found = prediction.characterisation
+    if found is not None:
+        out.append(f"characterised from {len(found.points)} measurements at {prediction.parameter} = "
+                   f"{', '.join(map(str, found.points))} with the stored {found.shape.describe()}")
+    if verification is not None:
+        out.append("MAPE against the measured range: "
+                   + ", ".join(f"{k.replace('_', ' ')} {v:.2%}" for k, v in verification.mape.items())
+                   + f" (run {verification.sweep.run_id})")
+    return out
+
+
+def plot_prediction(prediction: StepsPrediction, path: str | Path) -> Path:
+    """The prediction along its range: a characterised and verified one as :func:`plot_sweep` (Fig. 3.5 style),
+    otherwise the composed prediction with the characterised and measured times where there are."""
+    found, verification = prediction.characterisation, prediction.verification
+    if found is not None and verification is not None:
+        return plot_sweep(verification.sweep, found.model, path,
+                          title=f"{prediction.kind} {prediction.parameter}: characterised from "
+                                f"{len(found.points)} measurements (Fig. 3.5 style)")
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    ax.plot(prediction.values, np.asarray(prediction.composed_s) * 1e3, "-", label="composed prediction")
+    if verification is not None:
+        ax.plot(verification.sweep.x, verification.measured_s * 1e3, ".", ms=3, label="measured")
+    if prediction.characterised_s is not None:
+        ax.plot(prediction.values, np.asarray(prediction.characterised_s) * 1e3, "_", label="characterised")
+    ax.set_xlabel(str(prediction.parameter))
+    ax.set_ylabel("latency (ms)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()

@@ -4,7 +4,10 @@ One layer parameter swept inside a small profiling network shows a staircase:
 :func:`detect_steps` finds its global step depth d and fluctuation period r,
 :func:`fit_lines` and :func:`characterisation_points` characterise a new
 configuration from about four measurements, :func:`compose` combines the
-per-parameter models into a prediction for any configuration.
+per-parameter models into a prediction for any configuration, and
+:func:`predict_steps` does all three for a system's stored models.
+:class:`StepModel` and :class:`ComposedModel` follow the predictor interface
+(:class:`~nnperf.predict.Predictor`, registered as 'step' and 'step-composed').
 """
 
 from nnperf.predict.steps._characterise import (
@@ -36,11 +39,12 @@ from nnperf.predict.steps._model import (
     fit_lines,
     mape,
 )
+from nnperf.predict.steps._predict import StepsPrediction, StepsVerification, predict_steps
 
 __all__ = [
     "CHARACTERISE_ROUNDS", "FIT_KIND", "STEPPED", "Characterisation", "ComposedModel", "DetectionConfig", "Line",
-    "MissingStepModelError", "StepDetection", "StepModel", "StepModelError", "StepShape", "SweepFit",
-    "characterisation_points", "characterise", "compose", "composed_model", "detect_steps", "effective",
-    "fit_lines", "fit_sweep", "global_fits", "global_shape", "mape", "model_from_dict", "save_fit",
-    "sweep_points", "total_work", "work",
+    "MissingStepModelError", "StepDetection", "StepModel", "StepModelError", "StepShape", "StepsPrediction",
+    "StepsVerification", "SweepFit", "characterisation_points", "characterise", "compose", "composed_model",
+    "detect_steps", "effective", "fit_lines", "fit_sweep", "global_fits", "global_shape", "mape", "model_from_dict",
+    "predict_steps", "save_fit", "sweep_points", "total_work", "work",
 ]
