@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from nnperf.measure.sweep import LayerConfig
+from nnperf.predict import NotFittedError
 from nnperf.predict.steps import (
     DetectionConfig,
     Line,
@@ -129,6 +130,31 @@ def test_characterisation_needs_two_steps_per_line():
         characterisation_points(StepShape("linear"), 10, 12)
     with pytest.raises(StepModelError, match="two different steps"):
         fit_lines(StepShape("staircase", 32), [33, 40], [1e-3, 1e-3])
+
+
+def test_a_step_model_learns_its_lines_in_fit_and_keeps_its_parameters():
+    shape = StepShape("staircase", 16)
+    model = StepModel(shape, "channels", (("filters", 64),))
+    assert model.get_params() == {"shape": shape, "parameter": "channels", "fixed": (("filters", 64),)}
+    with pytest.raises(NotFittedError):
+        model.predict([17])
+    # two points on two steps: ceil(17/16)*16 = 32 and ceil(40/16)*16 = 48, T = 1e-6 s x q + 1e-4 s
+    assert model.fit([17, 40], [32 * 1e-6 + 1e-4, 48 * 1e-6 + 1e-4]) is model
+    (line,) = model.lines_
+    assert (line.slope_s, line.intercept_s) == (pytest.approx(1e-6), pytest.approx(1e-4))
+    assert model == StepModel.from_lines(shape, model.lines_, "channels", (("filters", 64),))
+    with pytest.raises(StepModelError, match="a fluctuating model has 2 line"):
+        StepModel.from_lines(StepShape("fluctuating", 8, 4), (Line(1e-6, 0.0),))
+
+
+def test_a_composed_model_learns_its_scale_in_fit():
+    base = LayerConfig.of("conv2d", {"size": 8})
+    model = compose("conv2d", {}, [(base.with_value("channels", c), 1e-4 + 1e-12 * c * 128 * 64 * 9)
+                                   for c in (8, 16, 32)])  # T = b + a * c * F * out^2 * k^2
+    assert (model.scale_s_, model.offset_s_) == (pytest.approx(1e-12), pytest.approx(1e-4))
+    assert (model.fitted_points_, model.ranges_["channels"], model.ranges_["filters"]) == (3, (8, 32), (128, 128))
+    assert model.macs_range_ == (8 * 128 * 64 * 9, 32 * 128 * 64 * 9)
+    assert model.modelled == [] and model.get_params() == {"kind": "conv2d", "models": {}}
 
 
 def test_shape_validation():
