@@ -2,8 +2,9 @@
 
 The file is parsed as data only: nothing in it is executed. Nodes that do not
 touch an activation (constants, shape arithmetic on ``Shape`` outputs) are
-folded away; the rest map to IR layers, with three exporter patterns fused
-back: Sigmoid+Mul into SiLU, MatMul+Add into a fully connected layer with a
+folded away; the rest map to IR layers by the rule of their operator in
+``ONNX_IMPORTERS`` (one handler per ``op_type``), with three exporter patterns
+fused back: Sigmoid+Mul into SiLU, MatMul+Add into a fully connected layer with a
 bias, and Mul+Add by per-channel constants into a scale layer with a bias.
 """
 
@@ -11,9 +12,10 @@ from __future__ import annotations
 
 import ast
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -40,18 +42,12 @@ from nnperf.ir._ops import (
 )
 from nnperf.ir._transforms import remove_noops
 from nnperf.ir.importers._common import NameTable, Unsupported, reshape_op, scale_kind
+from nnperf.ir.importers._table import ImportRule, rule
 
 Mapped = tuple[OpType, Attributes]
+_Result = tuple[OpType, Attributes, list[str], str]
+"""A mapped node: its op and attributes, the activation tensors it reads and the tensor it writes."""
 _METADATA_OPS = frozenset({"Shape", "Size"})
-_SIMPLE = {"Relu": OpType.RELU, "Sigmoid": OpType.SIGMOID, "Tanh": OpType.TANH, "HardSwish": OpType.HARDSWISH,
-           "Identity": OpType.IDENTITY, "Dropout": OpType.DROPOUT, "GlobalAveragePool": OpType.GLOBAL_AVG_POOL,
-           "GlobalMaxPool": OpType.GLOBAL_MAX_POOL, "BatchNormalization": OpType.BATCH_NORM}
-_ELTWISE = {"Add": OpType.ADD, "Sum": OpType.ADD, "Mul": OpType.MUL, "Max": OpType.MAX}
-_HANDLED = frozenset(_SIMPLE) | frozenset(_ELTWISE) | {
-    "Conv", "Gemm", "MatMul", "MaxPool", "AveragePool", "ReduceMean", "ReduceMax", "LeakyRelu", "Clip", "Concat",
-    "Softmax", "LRN", "Flatten", "Reshape", "Squeeze", "Unsqueeze", "Resize", "Upsample", "Pad",
-}
-"""ONNX operators the importer maps, at least for some attributes and operands."""
 
 
 def from_onnx(
@@ -267,15 +263,14 @@ class _Converter:
         node_name = _readable_name(node) or node.name or f"{node.op_type}_{index}"
         if any(t in self.failed for t in node.input):
             # downstream of an unsupported node: its shapes are unknown, so only name it if it is unsupported too
-            if node.op_type not in _HANDLED:
-                self.unsupported.add(_describe(node, self.opset), node_name)
+            if node.op_type not in ONNX_IMPORTERS:
+                self.unsupported.add(_describe(node), node_name)
             self.failed.update(node.output)
             return None
-        data_inputs = [t for t in node.input if t in data]
-        consts = [t for t in node.input if t and t not in data]
-        mapped = self._map(node, data_inputs, consts, data)
+        rule = ONNX_IMPORTERS.get(node.op_type)
+        mapped = None if rule is None else rule.handler(self, _Node.of(node, data, self.shapes))
         if mapped is None:
-            self.unsupported.add(_describe(node, self.opset), node_name)
+            self.unsupported.add(_describe(node), node_name)
             self.failed.update(node.output)
             return None
         op, attrs, inputs, output = mapped
@@ -288,119 +283,6 @@ class _Converter:
             raise InvalidNetworkError(f"{self.source}: node {node_name!r}: {exc}") from exc
         self.layer_of[output] = layer.name
         return layer
-
-    def _map(
-        self, node: onnx.NodeProto, data_inputs: list[str], consts: list[str], data: set[str]
-    ) -> tuple[OpType, Attributes, list[str], str] | None:
-        op_type, out = node.op_type, node.output[0]
-        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
-        x = data_inputs[0]
-        x_shape = self.shapes.get(x) or ()
-
-        def simple(mapped: Mapped | None) -> tuple[OpType, Attributes, list[str], str] | None:
-            return None if mapped is None else (mapped[0], mapped[1], data_inputs[:1], out)
-
-        if op_type == "Conv":
-            if len(x_shape) != 4 or node.input[0] != x or len(data_inputs) != 1:
-                return None
-            w_shape = self._shape(node.input[1], "weight")
-            groups = int(attrs.get("group", 1))
-            out_shape = self._shape(out, "tensor")
-            if len(w_shape) != 4 or w_shape[1] * groups != x_shape[1] or w_shape[0] != out_shape[1]:
-                raise ShapeInferenceError(
-                    f"{self.source}: Conv node {node.name or out!r}: weight {shape_text(w_shape)} with groups={groups} "
-                    f"does not fit input {shape_text(x_shape)} and output {shape_text(out_shape)}"
-                )
-            kernel = tuple(attrs.get("kernel_shape", w_shape[2:]))
-            strides = tuple(attrs.get("strides", (1, 1)))
-            dilations = tuple(attrs.get("dilations", (1, 1)))
-            pads = self._pads(attrs, x_shape, kernel, strides, dilations)
-            return simple((OpType.CONV, ConvAttrs(kernel=_ints2(kernel), stride=_ints2(strides), padding=pads,
-                                                  dilation=_ints2(dilations), groups=groups,
-                                                  bias=self._has_bias(node))))
-        if op_type == "Gemm":
-            if len(data_inputs) != 1 or node.input[0] != x or attrs.get("transA", 0):
-                return None
-            return simple((OpType.LINEAR, LinearAttrs(bias=self._has_bias(node))))
-        if op_type == "MatMul":
-            if len(data_inputs) != 1 or node.input[0] != x or len(self.shapes.get(node.input[1]) or ()) != 2:
-                return None
-            n_out = (self.shapes.get(node.input[1]) or (0, 0))[1]
-            add = self._sole_consumer(out, "Add")
-            if add is not None and self._is_vector_constant(add, out, n_out, data):
-                self.absorbed.add(id(add))
-                return OpType.LINEAR, LinearAttrs(bias=True), [x], add.output[0]
-            return simple((OpType.LINEAR, LinearAttrs(bias=False)))
-        if op_type in ("MaxPool", "AveragePool"):
-            if len(x_shape) != 4 or any(d != 1 for d in attrs.get("dilations", (1, 1))):
-                return None
-            kernel = tuple(attrs["kernel_shape"])
-            strides = tuple(attrs.get("strides", (1, 1)))
-            pads = self._pads(attrs, x_shape, kernel, strides, (1, 1))
-            return simple((OpType.MAX_POOL if op_type == "MaxPool" else OpType.AVG_POOL,
-                           PoolAttrs(kernel=_ints2(kernel), stride=_ints2(strides), padding=pads,
-                                     ceil_mode=bool(attrs.get("ceil_mode", 0)),
-                                     count_include_pad=op_type == "MaxPool" or bool(attrs.get("count_include_pad", 0)))))
-        if op_type in ("ReduceMean", "ReduceMax"):
-            axes = attrs.get("axes")
-            if axes is None and len(node.input) > 1:
-                value = self._value(node.input[1])
-                axes = None if value is None else value.tolist()
-            if len(x_shape) != 4 or axes is None or {int(a) % 4 for a in axes} != {2, 3}:
-                return None
-            return simple((OpType.GLOBAL_AVG_POOL if op_type == "ReduceMean" else OpType.GLOBAL_MAX_POOL, NoAttrs()))
-        if op_type == "BatchNormalization":
-            return simple((OpType.BATCH_NORM, BatchNormAttrs(eps=_f32(attrs.get("epsilon", 1e-5)), affine=True)))
-        if op_type == "Sigmoid":
-            mul = self._sole_consumer(out, "Mul")
-            if mul is not None and set(mul.input) == {x, out}:
-                self.absorbed.add(id(mul))
-                return OpType.SILU, NoAttrs(), [x], mul.output[0]
-            return simple((OpType.SIGMOID, NoAttrs()))
-        if op_type in _SIMPLE:
-            return simple((_SIMPLE[op_type], NoAttrs()))
-        if op_type == "LeakyRelu":
-            return simple((OpType.LEAKY_RELU, LeakyReluAttrs(negative_slope=_f32(attrs.get("alpha", 0.01)))))
-        if op_type == "Clip":
-            return simple(self._clip(node, attrs))
-        if op_type in _ELTWISE:
-            if len(data_inputs) >= 2:
-                return _ELTWISE[op_type], NoAttrs(), data_inputs, out
-            if op_type != "Mul" or len(consts) != 1:
-                return None
-            kind = scale_kind(self.shapes.get(consts[0]), x_shape)
-            if kind is None:
-                return None
-            per_channel = kind == "channel"
-            add = self._sole_consumer(out, "Add")
-            if add is not None and self._is_scale_bias(add, out, x_shape, data):
-                self.absorbed.add(id(add))
-                return OpType.SCALE, ScaleAttrs(bias=True, per_channel=per_channel), [x], add.output[0]
-            return simple((OpType.SCALE, ScaleAttrs(bias=False, per_channel=per_channel)))
-        if op_type == "Concat":
-            return OpType.CONCAT, AxisAttrs(axis=int(attrs["axis"]) % len(x_shape)), data_inputs, out
-        if op_type == "Softmax":
-            default = -1 if self.opset >= 13 else 1
-            return simple((OpType.SOFTMAX, AxisAttrs(axis=int(attrs.get("axis", default)) % len(x_shape))))
-        if op_type == "LRN":
-            return simple((OpType.LRN, LrnAttrs(size=int(attrs["size"]), alpha=_f32(attrs.get("alpha", 1e-4)),
-                                                beta=_f32(attrs.get("beta", 0.75)), k=_f32(attrs.get("bias", 1.0)))))
-        if op_type in ("Flatten", "Reshape", "Squeeze", "Unsqueeze"):
-            return simple(reshape_op(x_shape, self._shape(out, "tensor")))
-        if op_type in ("Resize", "Upsample"):
-            mode = attrs.get("mode", b"nearest")
-            mode = mode.decode() if isinstance(mode, bytes) else str(mode)
-            return simple((OpType.UPSAMPLE, UpsampleAttrs(mode=mode))) if mode in ("nearest", "linear") else None
-        if op_type == "Pad":
-            mode = attrs.get("mode", b"constant")
-            mode = mode.decode() if isinstance(mode, bytes) else str(mode)
-            mode = {"edge": "replicate"}.get(mode, mode)
-            if self.opset < 11:
-                value = attrs.get("value")
-            else:
-                value = self._value(node.input[2]) if len(node.input) > 2 else None
-            return simple((OpType.PAD, PadAttrs(mode=mode, value=_f32(value) if value is not None else 0.0)))
-        return None
 
     def _has_bias(self, node: onnx.NodeProto) -> bool:
         """Whether a Conv or Gemm adds a bias; an all-zero stored bias (an exporter's filler) does not count."""
@@ -453,6 +335,236 @@ class _Converter:
         return len(other) == 1 and other[0] not in data and scale_kind(self.shapes.get(other[0]), x_shape) is not None
 
 
+@dataclass(frozen=True)
+class _Node:
+    """A node as its handler sees it: attributes decoded, inputs split into activations and constants."""
+
+    proto: onnx.NodeProto
+    attrs: dict[str, Any]
+    data_inputs: list[str]
+    consts: list[str]
+    data: set[str]
+    """every activation tensor so far"""
+    x: str
+    """the first activation input"""
+    x_shape: Shape
+    out: str
+
+    @classmethod
+    def of(cls, node: onnx.NodeProto, data: set[str], shapes: Mapping[str, Shape | None]) -> _Node:
+        data_inputs = [t for t in node.input if t in data]
+        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+        return cls(node, attrs, data_inputs, [t for t in node.input if t and t not in data], data, data_inputs[0],
+                   shapes.get(data_inputs[0]) or (), node.output[0])
+
+    def single(self, mapped: Mapped | None) -> _Result | None:
+        """A layer reading the first activation input and writing the node's output."""
+        return None if mapped is None else (mapped[0], mapped[1], self.data_inputs[:1], self.out)
+
+    def text(self, key: str, default: str) -> str:
+        """A string attribute (ONNX stores bytes)."""
+        value = self.attrs.get(key, default)
+        return value.decode() if isinstance(value, bytes) else str(value)
+
+
+OnnxHandler = Callable[[_Converter, _Node], _Result | None]
+"""Maps one node, or returns None when its attributes or operands are not supported."""
+
+
+# ---------------------------------------------------------------------- one handler per ONNX operator
+def _conv(c: _Converter, n: _Node) -> _Result | None:
+    if len(n.x_shape) != 4 or n.proto.input[0] != n.x or len(n.data_inputs) != 1:
+        return None
+    w_shape = c._shape(n.proto.input[1], "weight")
+    groups = int(n.attrs.get("group", 1))
+    out_shape = c._shape(n.out, "tensor")
+    if len(w_shape) != 4 or w_shape[1] * groups != n.x_shape[1] or w_shape[0] != out_shape[1]:
+        raise ShapeInferenceError(
+            f"{c.source}: Conv node {n.proto.name or n.out!r}: weight {shape_text(w_shape)} with groups={groups} "
+            f"does not fit input {shape_text(n.x_shape)} and output {shape_text(out_shape)}"
+        )
+    kernel = tuple(n.attrs.get("kernel_shape", w_shape[2:]))
+    strides = tuple(n.attrs.get("strides", (1, 1)))
+    dilations = tuple(n.attrs.get("dilations", (1, 1)))
+    pads = c._pads(n.attrs, n.x_shape, kernel, strides, dilations)
+    return n.single((OpType.CONV, ConvAttrs(kernel=_ints2(kernel), stride=_ints2(strides), padding=pads,
+                                            dilation=_ints2(dilations), groups=groups, bias=c._has_bias(n.proto))))
+
+
+def _gemm(c: _Converter, n: _Node) -> _Result | None:
+    if len(n.data_inputs) != 1 or n.proto.input[0] != n.x or n.attrs.get("transA", 0):
+        return None
+    return n.single((OpType.LINEAR, LinearAttrs(bias=c._has_bias(n.proto))))
+
+
+def _matmul(c: _Converter, n: _Node) -> _Result | None:
+    """MatMul by a 2-D constant; with the Add of a vector after it, a fully connected layer with a bias."""
+    weight = n.proto.input[1]
+    if len(n.data_inputs) != 1 or n.proto.input[0] != n.x or len(c.shapes.get(weight) or ()) != 2:
+        return None
+    n_out = (c.shapes.get(weight) or (0, 0))[1]
+    add = c._sole_consumer(n.out, "Add")
+    if add is not None and c._is_vector_constant(add, n.out, n_out, n.data):
+        c.absorbed.add(id(add))
+        return OpType.LINEAR, LinearAttrs(bias=True), [n.x], add.output[0]
+    return n.single((OpType.LINEAR, LinearAttrs(bias=False)))
+
+
+def _pool(c: _Converter, n: _Node) -> _Result | None:
+    if len(n.x_shape) != 4 or any(d != 1 for d in n.attrs.get("dilations", (1, 1))):
+        return None
+    is_max = n.proto.op_type == "MaxPool"
+    kernel = tuple(n.attrs["kernel_shape"])
+    strides = tuple(n.attrs.get("strides", (1, 1)))
+    pads = c._pads(n.attrs, n.x_shape, kernel, strides, (1, 1))
+    return n.single((OpType.MAX_POOL if is_max else OpType.AVG_POOL,
+                     PoolAttrs(kernel=_ints2(kernel), stride=_ints2(strides), padding=pads,
+                               ceil_mode=bool(n.attrs.get("ceil_mode", 0)),
+                               count_include_pad=is_max or bool(n.attrs.get("count_include_pad", 0)))))
+
+
+def _reduce(c: _Converter, n: _Node) -> _Result | None:
+    """ReduceMean or ReduceMax over H and W: a global pool (axes an attribute, or an input from opset 18)."""
+    axes = n.attrs.get("axes")
+    if axes is None and len(n.proto.input) > 1:
+        value = c._value(n.proto.input[1])
+        axes = None if value is None else value.tolist()
+    if len(n.x_shape) != 4 or axes is None or {int(a) % 4 for a in axes} != {2, 3}:
+        return None
+    return n.single((OpType.GLOBAL_AVG_POOL if n.proto.op_type == "ReduceMean" else OpType.GLOBAL_MAX_POOL,
+                     NoAttrs()))
+
+
+def _batch_norm(c: _Converter, n: _Node) -> _Result | None:
+    return n.single((OpType.BATCH_NORM, BatchNormAttrs(eps=_f32(n.attrs.get("epsilon", 1e-5)), affine=True)))
+
+
+def _sigmoid(c: _Converter, n: _Node) -> _Result | None:
+    """Sigmoid, or SiLU when its only consumer multiplies it by its own input (how exporters write SiLU)."""
+    mul = c._sole_consumer(n.out, "Mul")
+    if mul is not None and set(mul.input) == {n.x, n.out}:
+        c.absorbed.add(id(mul))
+        return OpType.SILU, NoAttrs(), [n.x], mul.output[0]
+    return n.single((OpType.SIGMOID, NoAttrs()))
+
+
+def _plain(op: OpType) -> ImportRule[OnnxHandler]:
+    """The rule of an operator that maps to ``op`` whatever its attributes."""
+
+    def handle(c: _Converter, n: _Node) -> _Result | None:
+        return n.single((op, NoAttrs()))
+
+    return rule({op}, handle)
+
+
+def _leaky_relu(c: _Converter, n: _Node) -> _Result | None:
+    return n.single((OpType.LEAKY_RELU, LeakyReluAttrs(negative_slope=_f32(n.attrs.get("alpha", 0.01)))))
+
+
+def _clip(c: _Converter, n: _Node) -> _Result | None:
+    return n.single(c._clip(n.proto, n.attrs))
+
+
+def _eltwise(op: OpType) -> OnnxHandler:
+    """Add, Sum or Max of two or more activations."""
+
+    def handle(c: _Converter, n: _Node) -> _Result | None:
+        return (op, NoAttrs(), n.data_inputs, n.out) if len(n.data_inputs) >= 2 else None
+
+    return handle
+
+
+def _mul(c: _Converter, n: _Node) -> _Result | None:
+    """Mul of activations, or by a scalar or per-channel constant: a scale layer, with the Add of a bias after it."""
+    if len(n.data_inputs) >= 2:
+        return OpType.MUL, NoAttrs(), n.data_inputs, n.out
+    if len(n.consts) != 1:
+        return None
+    kind = scale_kind(c.shapes.get(n.consts[0]), n.x_shape)
+    if kind is None:
+        return None
+    per_channel = kind == "channel"
+    add = c._sole_consumer(n.out, "Add")
+    if add is not None and c._is_scale_bias(add, n.out, n.x_shape, n.data):
+        c.absorbed.add(id(add))
+        return OpType.SCALE, ScaleAttrs(bias=True, per_channel=per_channel), [n.x], add.output[0]
+    return n.single((OpType.SCALE, ScaleAttrs(bias=False, per_channel=per_channel)))
+
+
+def _concat(c: _Converter, n: _Node) -> _Result | None:
+    return OpType.CONCAT, AxisAttrs(axis=int(n.attrs["axis"]) % len(n.x_shape)), n.data_inputs, n.out
+
+
+def _softmax(c: _Converter, n: _Node) -> _Result | None:
+    default = -1 if c.opset >= 13 else 1  # opset 13 moved the default axis to the last
+    return n.single((OpType.SOFTMAX, AxisAttrs(axis=int(n.attrs.get("axis", default)) % len(n.x_shape))))
+
+
+def _lrn(c: _Converter, n: _Node) -> _Result | None:
+    return n.single((OpType.LRN, LrnAttrs(size=int(n.attrs["size"]), alpha=_f32(n.attrs.get("alpha", 1e-4)),
+                                          beta=_f32(n.attrs.get("beta", 0.75)), k=_f32(n.attrs.get("bias", 1.0)))))
+
+
+def _reshape(c: _Converter, n: _Node) -> _Result | None:
+    return n.single(reshape_op(n.x_shape, c._shape(n.out, "tensor")))
+
+
+def _resize(c: _Converter, n: _Node) -> _Result | None:
+    mode = n.text("mode", "nearest")
+    return n.single((OpType.UPSAMPLE, UpsampleAttrs(mode=mode))) if mode in ("nearest", "linear") else None
+
+
+def _pad(c: _Converter, n: _Node) -> _Result | None:
+    mode = n.text("mode", "constant")
+    mode = {"edge": "replicate"}.get(mode, mode)
+    if c.opset < 11:  # the fill value was an attribute before opset 11, an input since
+        value = n.attrs.get("value")
+    else:
+        value = c._value(n.proto.input[2]) if len(n.proto.input) > 2 else None
+    return n.single((OpType.PAD, PadAttrs(mode=mode, value=_f32(value) if value is not None else 0.0)))
+
+
+_RESHAPES = (OpType.FLATTEN, OpType.RESHAPE)
+ONNX_IMPORTERS: Mapping[str, ImportRule[OnnxHandler]] = MappingProxyType({
+    "Conv": rule({OpType.CONV}, _conv, "Conv (only 2-D)"),
+    "Gemm": rule({OpType.LINEAR}, _gemm),
+    "MatMul": rule({OpType.LINEAR}, _matmul),
+    "MaxPool": rule({OpType.MAX_POOL}, _pool, "MaxPool (only 2-D)"),
+    "AveragePool": rule({OpType.AVG_POOL}, _pool, "AveragePool (only 2-D)"),
+    "GlobalAveragePool": _plain(OpType.GLOBAL_AVG_POOL),
+    "GlobalMaxPool": _plain(OpType.GLOBAL_MAX_POOL),
+    "ReduceMean": rule({OpType.GLOBAL_AVG_POOL}, _reduce, "ReduceMean (only over H and W)"),
+    "ReduceMax": rule({OpType.GLOBAL_MAX_POOL}, _reduce, "ReduceMax (only over H and W)"),
+    "BatchNormalization": rule({OpType.BATCH_NORM}, _batch_norm),
+    "Relu": _plain(OpType.RELU),
+    "Clip": rule({OpType.RELU, OpType.RELU6}, _clip, "Clip (bounds other than ReLU/ReLU6)"),
+    "LeakyRelu": rule({OpType.LEAKY_RELU}, _leaky_relu),
+    "Sigmoid": rule({OpType.SIGMOID, OpType.SILU}, _sigmoid),
+    "Tanh": _plain(OpType.TANH),
+    "HardSwish": _plain(OpType.HARDSWISH),
+    "Add": rule({OpType.ADD}, _eltwise(OpType.ADD)),
+    "Sum": rule({OpType.ADD}, _eltwise(OpType.ADD)),
+    "Max": rule({OpType.MAX}, _eltwise(OpType.MAX)),
+    "Mul": rule({OpType.MUL, OpType.SCALE}, _mul, "Mul by a constant that is neither a scalar nor per-channel"),
+    "Concat": rule({OpType.CONCAT}, _concat),
+    "Softmax": rule({OpType.SOFTMAX}, _softmax),
+    "LRN": rule({OpType.LRN}, _lrn),
+    "Flatten": rule(_RESHAPES, _reshape),
+    "Reshape": rule(_RESHAPES, _reshape),
+    "Squeeze": rule(_RESHAPES, _reshape),
+    "Unsqueeze": rule(_RESHAPES, _reshape),
+    "Resize": rule({OpType.UPSAMPLE}, _resize),
+    "Upsample": rule({OpType.UPSAMPLE}, _resize),
+    "Pad": rule({OpType.PAD}, _pad),
+    "Identity": _plain(OpType.IDENTITY),
+    "Dropout": _plain(OpType.DROPOUT),
+})
+"""ONNX ``op_type`` -> the rule that maps its nodes (some only for some attributes and operands)."""
+
+ONNX_NOT_IMPORTED: frozenset[OpType] = frozenset()
+"""IR ops no ONNX operator maps to: none (SiLU comes from the Sigmoid+Mul that exporters write)."""
+
+
 def _f32(value: Any) -> float:
     """A float attribute as the decimal it was written as (ONNX stores float32: 1e-5 reads 9.99999974e-06)."""
     return float(f"{float(value):.7g}")
@@ -497,14 +609,10 @@ def _ints2(values: Sequence[int]) -> tuple[int, int]:
     return (v[0], v[1])
 
 
-def _describe(node: onnx.NodeProto, opset: int) -> str:
-    if node.op_type == "Clip":
-        return "Clip (bounds other than ReLU/ReLU6)"
-    if node.op_type in ("ReduceMean", "ReduceMax"):
-        return f"{node.op_type} (only over H and W)"
-    if node.op_type == "Mul":
-        return "Mul by a constant that is neither a scalar nor per-channel"
-    if node.op_type in ("Conv", "MaxPool", "AveragePool"):
-        return f"{node.op_type} (only 2-D)"
+def _describe(node: onnx.NodeProto) -> str:
+    """How an unsupported node is named: its rule's refusal, else the operator (with a foreign domain)."""
+    rule = ONNX_IMPORTERS.get(node.op_type)
+    if rule is not None and rule.refusal:
+        return rule.refusal
     domain = f"{node.domain}." if node.domain not in ("", "ai.onnx") else ""
     return f"{domain}{node.op_type}"

@@ -1,16 +1,18 @@
 """Import a ``torch.nn.Module`` into the IR with torch.fx and shape propagation.
 
-Leaf modules (Conv2d, BatchNorm2d, ...) map one to one to IR layers; common
-functional calls and tensor methods (``torch.cat``, ``+``, ``x.flatten(1)``)
-are mapped too. Nodes that compute no activation (parameters, sizes) are
+Leaf modules (Conv2d, BatchNorm2d, ...) map one to one to IR layers by the
+rule of their class in ``TORCH_MODULE_IMPORTERS``; common functional calls and
+tensor methods (``torch.cat``, ``+``, ``x.flatten(1)``) by their rule in
+``TORCH_CALL_IMPORTERS``. Nodes that compute no activation (parameters, sizes) are
 skipped. Every unsupported call is collected and reported in one error.
 """
 
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import torch
@@ -37,6 +39,7 @@ from nnperf.ir._ops import (
 )
 from nnperf.ir._transforms import remove_noops
 from nnperf.ir.importers._common import NameTable, Unsupported, adaptive_pool, reshape_op, scale_kind
+from nnperf.ir.importers._table import ImportRule, rule
 from nnperf.ir.modules import Scale
 
 Mapped = tuple[OpType, Attributes]
@@ -215,52 +218,6 @@ def _pool_attrs(kernel: Any, stride: Any, padding: Any, ceil_mode: bool, count_i
                      count_include_pad=bool(count_include_pad))
 
 
-def _map_module(m: nn.Module, ins: tuple[Shape, ...], out: Shape) -> Mapped | None:
-    if isinstance(m, nn.Conv2d):
-        k, d = _pair(m.kernel_size), _pair(m.dilation)
-        return OpType.CONV, ConvAttrs(kernel=k, stride=_pair(m.stride), padding=_padding(m.padding, k, d),
-                                      dilation=d, groups=m.groups, bias=m.bias is not None)
-    if isinstance(m, nn.Linear):
-        return OpType.LINEAR, LinearAttrs(bias=m.bias is not None)
-    if isinstance(m, nn.MaxPool2d):
-        if _pair(m.dilation) != (1, 1):
-            return None
-        return OpType.MAX_POOL, _pool_attrs(m.kernel_size, m.stride, m.padding, m.ceil_mode)
-    if isinstance(m, nn.AvgPool2d):
-        return OpType.AVG_POOL, _pool_attrs(m.kernel_size, m.stride, m.padding, m.ceil_mode, m.count_include_pad)
-    if isinstance(m, (nn.AdaptiveAvgPool2d, nn.AdaptiveMaxPool2d)):
-        return adaptive_pool((ins[0][-2], ins[0][-1]), (out[-2], out[-1]), isinstance(m, nn.AdaptiveMaxPool2d))
-    if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):
-        return OpType.BATCH_NORM, BatchNormAttrs(eps=float(m.eps), affine=bool(m.affine))
-    if isinstance(m, Scale):
-        return OpType.SCALE, ScaleAttrs(bias=m.bias is not None, per_channel=True)
-    if isinstance(m, nn.ReLU6) or (isinstance(m, nn.Hardtanh) and (m.min_val, m.max_val) == (0.0, 6.0)):
-        return OpType.RELU6, NoAttrs()
-    if isinstance(m, nn.LeakyReLU):
-        return OpType.LEAKY_RELU, LeakyReluAttrs(negative_slope=float(m.negative_slope))
-    simple = {nn.ReLU: OpType.RELU, nn.Sigmoid: OpType.SIGMOID, nn.Tanh: OpType.TANH, nn.Hardswish: OpType.HARDSWISH,
-              nn.SiLU: OpType.SILU, nn.Identity: OpType.IDENTITY, nn.Dropout: OpType.DROPOUT,
-              nn.Dropout2d: OpType.DROPOUT}
-    for cls, op in simple.items():
-        if type(m) is cls:
-            return op, NoAttrs()
-    if isinstance(m, nn.Softmax):
-        return OpType.SOFTMAX, AxisAttrs(axis=_axis(m.dim, len(out)))
-    if isinstance(m, nn.LocalResponseNorm):
-        return OpType.LRN, LrnAttrs(size=int(m.size), alpha=float(m.alpha), beta=float(m.beta), k=float(m.k))
-    if isinstance(m, nn.Flatten):
-        return reshape_op(ins[0], out)
-    if isinstance(m, nn.Upsample):
-        return _upsample(m.mode)
-    if isinstance(m, (nn.ZeroPad2d, nn.ConstantPad2d)):
-        return OpType.PAD, PadAttrs(mode="constant", value=float(getattr(m, "value", 0.0)))
-    if isinstance(m, nn.ReflectionPad2d):
-        return OpType.PAD, PadAttrs(mode="reflect")
-    if isinstance(m, nn.ReplicationPad2d):
-        return OpType.PAD, PadAttrs(mode="replicate")
-    return None
-
-
 def _upsample(mode: str) -> Mapped | None:
     if mode == "nearest":
         return OpType.UPSAMPLE, UpsampleAttrs(mode="nearest")
@@ -279,28 +236,167 @@ def _arg(node: fx.Node, index: int, key: str, default: Any) -> Any:
     return node.kwargs.get(key, default)
 
 
-_ACTIVATION_CALLS: dict[Any, OpType] = {
-    F.relu: OpType.RELU, torch.relu: OpType.RELU, torch.relu_: OpType.RELU, "relu": OpType.RELU,
-    "relu_": OpType.RELU, F.relu6: OpType.RELU6, torch.sigmoid: OpType.SIGMOID, F.sigmoid: OpType.SIGMOID,
-    "sigmoid": OpType.SIGMOID, torch.tanh: OpType.TANH, F.tanh: OpType.TANH, "tanh": OpType.TANH,
-    F.hardswish: OpType.HARDSWISH, F.silu: OpType.SILU,
-}
-_ELTWISE_CALLS: dict[Any, OpType] = {
-    operator.add: OpType.ADD, operator.iadd: OpType.ADD, torch.add: OpType.ADD, "add": OpType.ADD,
-    "add_": OpType.ADD, operator.mul: OpType.MUL, operator.imul: OpType.MUL, torch.mul: OpType.MUL,
-    "mul": OpType.MUL, "mul_": OpType.MUL, torch.maximum: OpType.MAX, torch.max: OpType.MAX,
-}
+ModuleHandler = Callable[[nn.Module, tuple[Shape, ...], Shape], Mapped | None]
+"""Maps a leaf module given its input shapes and output shape, or returns None when its settings are not supported."""
+CallHandler = Callable[[fx.Node, tuple[Shape, ...], Shape, list[Any]], Mapped | None]
+"""Maps a function or method call; the last argument holds its operands that are not activations."""
+
+
+def _map_module(m: nn.Module, ins: tuple[Shape, ...], out: Shape) -> Mapped | None:
+    """The rule of the most specific class of ``m`` that has one (so torch's subclasses share their base's)."""
+    for cls in type(m).__mro__:
+        found = TORCH_MODULE_IMPORTERS.get(cls)
+        if found is not None:
+            return found.handler(m, ins, out)
+    return None
 
 
 def _map_call(node: fx.Node, ins: tuple[Shape, ...], out: Shape, constants: list[Any]) -> Mapped | None:
     """Maps a function or method call; ``constants`` are its operands that are not activations."""
-    target = node.target
-    if target in _ACTIVATION_CALLS:
-        return _ACTIVATION_CALLS[target], NoAttrs()
-    if target is F.leaky_relu:
-        return OpType.LEAKY_RELU, LeakyReluAttrs(negative_slope=float(_arg(node, 1, "negative_slope", 0.01)))
-    if target in _ELTWISE_CALLS:
-        op = _ELTWISE_CALLS[target]
+    found = TORCH_CALL_IMPORTERS.get(node.target)
+    return None if found is None else found.handler(node, ins, out, constants)
+
+
+# ---------------------------------------------------------------------- one handler per leaf module class
+def _conv2d(m: nn.Module, ins: tuple[Shape, ...], out: Shape) -> Mapped | None:
+    assert isinstance(m, nn.Conv2d)
+    k, d = _pair(m.kernel_size), _pair(m.dilation)
+    return OpType.CONV, ConvAttrs(kernel=k, stride=_pair(m.stride), padding=_padding(m.padding, k, d),
+                                  dilation=d, groups=m.groups, bias=m.bias is not None)
+
+
+def _linear(m: nn.Module, ins: tuple[Shape, ...], out: Shape) -> Mapped | None:
+    assert isinstance(m, nn.Linear)
+    return OpType.LINEAR, LinearAttrs(bias=m.bias is not None)
+
+
+def _max_pool2d(m: nn.Module, ins: tuple[Shape, ...], out: Shape) -> Mapped | None:
+    assert isinstance(m, nn.MaxPool2d)
+    if _pair(m.dilation) != (1, 1):
+        return None
+    return OpType.MAX_POOL, _pool_attrs(m.kernel_size, m.stride, m.padding, m.ceil_mode)
+
+
+def _avg_pool2d(m: nn.Module, ins: tuple[Shape, ...], out: Shape) -> Mapped | None:
+    assert isinstance(m, nn.AvgPool2d)
+    return OpType.AVG_POOL, _pool_attrs(m.kernel_size, m.stride, m.padding, m.ceil_mode, m.count_include_pad)
+
+
+def _adaptive_pool2d(m: nn.Module, ins: tuple[Shape, ...], out: Shape) -> Mapped | None:
+    return adaptive_pool((ins[0][-2], ins[0][-1]), (out[-2], out[-1]), isinstance(m, nn.AdaptiveMaxPool2d))
+
+
+def _batch_norm(m: nn.Module, ins: tuple[Shape, ...], out: Shape) -> Mapped | None:
+    assert isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d))
+    return OpType.BATCH_NORM, BatchNormAttrs(eps=float(m.eps), affine=bool(m.affine))
+
+
+def _scale(m: nn.Module, ins: tuple[Shape, ...], out: Shape) -> Mapped | None:
+    assert isinstance(m, Scale)
+    return OpType.SCALE, ScaleAttrs(bias=m.bias is not None, per_channel=True)
+
+
+def _hardtanh(m: nn.Module, ins: tuple[Shape, ...], out: Shape) -> Mapped | None:
+    """ReLU6, or a Hardtanh with its bounds."""
+    assert isinstance(m, nn.Hardtanh)
+    return (OpType.RELU6, NoAttrs()) if (m.min_val, m.max_val) == (0.0, 6.0) else None
+
+
+def _leaky_relu(m: nn.Module, ins: tuple[Shape, ...], out: Shape) -> Mapped | None:
+    assert isinstance(m, nn.LeakyReLU)
+    return OpType.LEAKY_RELU, LeakyReluAttrs(negative_slope=float(m.negative_slope))
+
+
+def _exactly(cls: type[nn.Module], op: OpType) -> ImportRule[ModuleHandler]:
+    """``op`` for instances of ``cls`` itself: torch.ao's quantized ReLU6 subclasses nn.ReLU, for one."""
+
+    def handle(m: nn.Module, ins: tuple[Shape, ...], out: Shape) -> Mapped | None:
+        return (op, NoAttrs()) if type(m) is cls else None
+
+    return rule({op}, handle)
+
+
+def _softmax(m: nn.Module, ins: tuple[Shape, ...], out: Shape) -> Mapped | None:
+    assert isinstance(m, nn.Softmax)
+    return OpType.SOFTMAX, AxisAttrs(axis=_axis(m.dim, len(out)))
+
+
+def _lrn(m: nn.Module, ins: tuple[Shape, ...], out: Shape) -> Mapped | None:
+    assert isinstance(m, nn.LocalResponseNorm)
+    return OpType.LRN, LrnAttrs(size=int(m.size), alpha=float(m.alpha), beta=float(m.beta), k=float(m.k))
+
+
+def _flatten(m: nn.Module, ins: tuple[Shape, ...], out: Shape) -> Mapped | None:
+    return reshape_op(ins[0], out)
+
+
+def _upsample_module(m: nn.Module, ins: tuple[Shape, ...], out: Shape) -> Mapped | None:
+    assert isinstance(m, nn.Upsample)
+    return _upsample(m.mode)
+
+
+def _pad_module(mode: str) -> ModuleHandler:
+    def handle(m: nn.Module, ins: tuple[Shape, ...], out: Shape) -> Mapped | None:
+        value = float(getattr(m, "value", 0.0)) if mode == "constant" else 0.0
+        return OpType.PAD, PadAttrs(mode=mode, value=value)
+
+    return handle
+
+
+_POOLS = {nn.AdaptiveAvgPool2d: (OpType.GLOBAL_AVG_POOL, OpType.AVG_POOL),
+          nn.AdaptiveMaxPool2d: (OpType.GLOBAL_MAX_POOL, OpType.MAX_POOL)}
+_RESHAPES = (OpType.FLATTEN, OpType.RESHAPE)
+TORCH_MODULE_IMPORTERS: Mapping[type[nn.Module], ImportRule[ModuleHandler]] = MappingProxyType({
+    nn.Conv2d: rule({OpType.CONV}, _conv2d),
+    nn.Linear: rule({OpType.LINEAR}, _linear),
+    nn.MaxPool2d: rule({OpType.MAX_POOL}, _max_pool2d),
+    nn.AvgPool2d: rule({OpType.AVG_POOL}, _avg_pool2d),
+    nn.AdaptiveAvgPool2d: rule(_POOLS[nn.AdaptiveAvgPool2d], _adaptive_pool2d),
+    nn.AdaptiveMaxPool2d: rule(_POOLS[nn.AdaptiveMaxPool2d], _adaptive_pool2d),
+    nn.BatchNorm1d: rule({OpType.BATCH_NORM}, _batch_norm),
+    nn.BatchNorm2d: rule({OpType.BATCH_NORM}, _batch_norm),
+    Scale: rule({OpType.SCALE}, _scale),
+    nn.ReLU6: rule({OpType.RELU6}, _hardtanh),
+    nn.Hardtanh: rule({OpType.RELU6}, _hardtanh),
+    nn.LeakyReLU: rule({OpType.LEAKY_RELU}, _leaky_relu),
+    nn.ReLU: _exactly(nn.ReLU, OpType.RELU),
+    nn.Sigmoid: _exactly(nn.Sigmoid, OpType.SIGMOID),
+    nn.Tanh: _exactly(nn.Tanh, OpType.TANH),
+    nn.Hardswish: _exactly(nn.Hardswish, OpType.HARDSWISH),
+    nn.SiLU: _exactly(nn.SiLU, OpType.SILU),
+    nn.Identity: _exactly(nn.Identity, OpType.IDENTITY),
+    nn.Dropout: _exactly(nn.Dropout, OpType.DROPOUT),
+    nn.Dropout2d: _exactly(nn.Dropout2d, OpType.DROPOUT),
+    nn.Softmax: rule({OpType.SOFTMAX}, _softmax),
+    nn.LocalResponseNorm: rule({OpType.LRN}, _lrn),
+    nn.Flatten: rule(_RESHAPES, _flatten),
+    nn.Upsample: rule({OpType.UPSAMPLE}, _upsample_module),
+    nn.ZeroPad2d: rule({OpType.PAD}, _pad_module("constant")),
+    nn.ConstantPad2d: rule({OpType.PAD}, _pad_module("constant")),
+    nn.ReflectionPad2d: rule({OpType.PAD}, _pad_module("reflect")),
+    nn.ReplicationPad2d: rule({OpType.PAD}, _pad_module("replicate")),
+})
+"""Leaf module class -> its rule; a module takes the rule of the first class of its MRO found here."""
+
+
+# ---------------------------------------------------------------------- one handler per function or method
+def _call_plain(op: OpType) -> ImportRule[CallHandler]:
+    """The rule of a call that maps to ``op`` whatever its arguments."""
+
+    def handle(node: fx.Node, ins: tuple[Shape, ...], out: Shape, constants: list[Any]) -> Mapped | None:
+        return op, NoAttrs()
+
+    return rule({op}, handle)
+
+
+def _leaky_relu_call(node: fx.Node, ins: tuple[Shape, ...], out: Shape, constants: list[Any]) -> Mapped | None:
+    return OpType.LEAKY_RELU, LeakyReluAttrs(negative_slope=float(_arg(node, 1, "negative_slope", 0.01)))
+
+
+def _eltwise_call(op: OpType) -> ImportRule[CallHandler]:
+    """Add, mul or max of activations; add or mul of one activation and a constant is a scale layer."""
+
+    def handle(node: fx.Node, ins: tuple[Shape, ...], out: Shape, constants: list[Any]) -> Mapped | None:
         if len(ins) >= 2:
             return op, NoAttrs()
         if op is OpType.MAX:
@@ -311,36 +407,95 @@ def _map_call(node: fx.Node, ins: tuple[Shape, ...], out: Shape, constants: list
         if kind is None:
             return None
         return OpType.SCALE, ScaleAttrs(bias=op is OpType.ADD, per_channel=kind == "channel")
-    if target in (torch.cat, torch.concat):
-        return OpType.CONCAT, AxisAttrs(axis=_axis(_arg(node, 1, "dim", 0), len(out)))
-    if target in (torch.flatten, "flatten", "view", "reshape", torch.reshape, "squeeze", "unsqueeze", torch.squeeze,
-                  torch.unsqueeze):
-        return reshape_op(ins[0], out)
-    if target in (F.softmax, torch.softmax, "softmax"):
-        return OpType.SOFTMAX, AxisAttrs(axis=_axis(_arg(node, 1, "dim", None), len(out)))
-    if target in (F.adaptive_avg_pool2d, F.adaptive_max_pool2d):
-        return adaptive_pool((ins[0][-2], ins[0][-1]), (out[-2], out[-1]), target is F.adaptive_max_pool2d)
-    if target is F.max_pool2d:
-        return OpType.MAX_POOL, _pool_attrs(_arg(node, 1, "kernel_size", 1), _arg(node, 2, "stride", None),
-                                            _arg(node, 3, "padding", 0), _arg(node, 5, "ceil_mode", False))
-    if target is F.avg_pool2d:
-        return OpType.AVG_POOL, _pool_attrs(_arg(node, 1, "kernel_size", 1), _arg(node, 2, "stride", None),
-                                            _arg(node, 3, "padding", 0), _arg(node, 4, "ceil_mode", False),
-                                            _arg(node, 5, "count_include_pad", True))
-    if target in (torch.mean, "mean") and len(ins[0]) == 4:
-        dims = _arg(node, 1, "dim", None)
-        if dims is not None and {d % 4 for d in ((dims,) if isinstance(dims, int) else dims)} == {2, 3}:
-            return OpType.GLOBAL_AVG_POOL, NoAttrs()
+
+    return rule({op} if op is OpType.MAX else {op, OpType.SCALE}, handle)
+
+
+def _cat(node: fx.Node, ins: tuple[Shape, ...], out: Shape, constants: list[Any]) -> Mapped | None:
+    return OpType.CONCAT, AxisAttrs(axis=_axis(_arg(node, 1, "dim", 0), len(out)))
+
+
+def _reshape_call(node: fx.Node, ins: tuple[Shape, ...], out: Shape, constants: list[Any]) -> Mapped | None:
+    return reshape_op(ins[0], out)
+
+
+def _softmax_call(node: fx.Node, ins: tuple[Shape, ...], out: Shape, constants: list[Any]) -> Mapped | None:
+    return OpType.SOFTMAX, AxisAttrs(axis=_axis(_arg(node, 1, "dim", None), len(out)))
+
+
+def _adaptive_pool_call(node: fx.Node, ins: tuple[Shape, ...], out: Shape, constants: list[Any]) -> Mapped | None:
+    return adaptive_pool((ins[0][-2], ins[0][-1]), (out[-2], out[-1]), node.target is F.adaptive_max_pool2d)
+
+
+def _max_pool_call(node: fx.Node, ins: tuple[Shape, ...], out: Shape, constants: list[Any]) -> Mapped | None:
+    return OpType.MAX_POOL, _pool_attrs(_arg(node, 1, "kernel_size", 1), _arg(node, 2, "stride", None),
+                                        _arg(node, 3, "padding", 0), _arg(node, 5, "ceil_mode", False))
+
+
+def _avg_pool_call(node: fx.Node, ins: tuple[Shape, ...], out: Shape, constants: list[Any]) -> Mapped | None:
+    return OpType.AVG_POOL, _pool_attrs(_arg(node, 1, "kernel_size", 1), _arg(node, 2, "stride", None),
+                                        _arg(node, 3, "padding", 0), _arg(node, 4, "ceil_mode", False),
+                                        _arg(node, 5, "count_include_pad", True))
+
+
+def _mean_call(node: fx.Node, ins: tuple[Shape, ...], out: Shape, constants: list[Any]) -> Mapped | None:
+    """A mean over H and W of an NCHW tensor: a global average pool."""
+    if len(ins[0]) != 4:
         return None
-    if target is F.pad:
-        mode = _arg(node, 2, "mode", "constant")
-        return (OpType.PAD, PadAttrs(mode=mode, value=float(_arg(node, 3, "value", 0.0) or 0.0))) if mode in (
-            "constant", "reflect", "replicate") else None
-    if target is F.interpolate:
-        return _upsample(_arg(node, 3, "mode", "nearest"))
-    if target is F.local_response_norm:
-        return OpType.LRN, LrnAttrs(size=int(_arg(node, 1, "size", 5)), alpha=float(_arg(node, 2, "alpha", 1e-4)),
-                                    beta=float(_arg(node, 3, "beta", 0.75)), k=float(_arg(node, 4, "k", 1.0)))
-    if target in (F.dropout, "contiguous", "clone"):
-        return (OpType.DROPOUT if target is F.dropout else OpType.IDENTITY), NoAttrs()
+    dims = _arg(node, 1, "dim", None)
+    if dims is not None and {d % 4 for d in ((dims,) if isinstance(dims, int) else dims)} == {2, 3}:
+        return OpType.GLOBAL_AVG_POOL, NoAttrs()
     return None
+
+
+def _pad_call(node: fx.Node, ins: tuple[Shape, ...], out: Shape, constants: list[Any]) -> Mapped | None:
+    mode = _arg(node, 2, "mode", "constant")
+    if mode not in ("constant", "reflect", "replicate"):
+        return None
+    return OpType.PAD, PadAttrs(mode=mode, value=float(_arg(node, 3, "value", 0.0) or 0.0))
+
+
+def _interpolate_call(node: fx.Node, ins: tuple[Shape, ...], out: Shape, constants: list[Any]) -> Mapped | None:
+    return _upsample(_arg(node, 3, "mode", "nearest"))
+
+
+def _lrn_call(node: fx.Node, ins: tuple[Shape, ...], out: Shape, constants: list[Any]) -> Mapped | None:
+    return OpType.LRN, LrnAttrs(size=int(_arg(node, 1, "size", 5)), alpha=float(_arg(node, 2, "alpha", 1e-4)),
+                                beta=float(_arg(node, 3, "beta", 0.75)), k=float(_arg(node, 4, "k", 1.0)))
+
+
+_RELU, _SIGMOID, _TANH = _call_plain(OpType.RELU), _call_plain(OpType.SIGMOID), _call_plain(OpType.TANH)
+_ADD, _MUL, _MAX = _eltwise_call(OpType.ADD), _eltwise_call(OpType.MUL), _eltwise_call(OpType.MAX)
+_RESHAPE_CALL = rule(_RESHAPES, _reshape_call)
+_SOFTMAX_CALL = rule({OpType.SOFTMAX}, _softmax_call)
+TORCH_CALL_IMPORTERS: Mapping[Any, ImportRule[CallHandler]] = MappingProxyType({
+    F.relu: _RELU, torch.relu: _RELU, torch.relu_: _RELU, "relu": _RELU, "relu_": _RELU,
+    F.relu6: _call_plain(OpType.RELU6),
+    F.leaky_relu: rule({OpType.LEAKY_RELU}, _leaky_relu_call),
+    torch.sigmoid: _SIGMOID, F.sigmoid: _SIGMOID, "sigmoid": _SIGMOID,
+    torch.tanh: _TANH, F.tanh: _TANH, "tanh": _TANH,
+    F.hardswish: _call_plain(OpType.HARDSWISH),
+    F.silu: _call_plain(OpType.SILU),
+    operator.add: _ADD, operator.iadd: _ADD, torch.add: _ADD, "add": _ADD, "add_": _ADD,
+    operator.mul: _MUL, operator.imul: _MUL, torch.mul: _MUL, "mul": _MUL, "mul_": _MUL,
+    torch.maximum: _MAX, torch.max: _MAX,
+    torch.cat: rule({OpType.CONCAT}, _cat), torch.concat: rule({OpType.CONCAT}, _cat),
+    torch.flatten: _RESHAPE_CALL, "flatten": _RESHAPE_CALL, "view": _RESHAPE_CALL, "reshape": _RESHAPE_CALL,
+    torch.reshape: _RESHAPE_CALL, "squeeze": _RESHAPE_CALL, "unsqueeze": _RESHAPE_CALL,
+    torch.squeeze: _RESHAPE_CALL, torch.unsqueeze: _RESHAPE_CALL,
+    F.softmax: _SOFTMAX_CALL, torch.softmax: _SOFTMAX_CALL, "softmax": _SOFTMAX_CALL,
+    F.adaptive_avg_pool2d: rule(_POOLS[nn.AdaptiveAvgPool2d], _adaptive_pool_call),
+    F.adaptive_max_pool2d: rule(_POOLS[nn.AdaptiveMaxPool2d], _adaptive_pool_call),
+    F.max_pool2d: rule({OpType.MAX_POOL}, _max_pool_call),
+    F.avg_pool2d: rule({OpType.AVG_POOL}, _avg_pool_call),
+    torch.mean: rule({OpType.GLOBAL_AVG_POOL}, _mean_call), "mean": rule({OpType.GLOBAL_AVG_POOL}, _mean_call),
+    F.pad: rule({OpType.PAD}, _pad_call),
+    F.interpolate: rule({OpType.UPSAMPLE}, _interpolate_call),
+    F.local_response_norm: rule({OpType.LRN}, _lrn_call),
+    F.dropout: _call_plain(OpType.DROPOUT),
+    "contiguous": _call_plain(OpType.IDENTITY), "clone": _call_plain(OpType.IDENTITY),
+})
+"""``call_function`` target or ``call_method`` name (a Tensor method) -> its rule."""
+
+TORCH_NOT_IMPORTED: frozenset[OpType] = frozenset()
+"""IR ops that no module or call maps to: none."""
