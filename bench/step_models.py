@@ -32,7 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from nnperf.measure.sweep import Sweep, load_sweep, sweep_runs
+from nnperf.campaign import load_sweep, sweep_runs
+from nnperf.measure.sweep import Sweep
 from nnperf.predict.steps import (
     StepShape,
     characterisation_points,

@@ -32,8 +32,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 from measure_backends import log
 
+from nnperf.campaign import find_surround, run_sweep
 from nnperf.measure.backends import BackendOptions, create_backend
-from nnperf.measure.sweep import SWEEP_HARNESS, LayerConfig, SweepSpec, find_surround, run_sweep
+from nnperf.measure.sweep import SWEEP_HARNESS, LayerConfig, SweepSpec
 from nnperf.store import Store
 
 BASE = {"size": 28, "kernel": 3}

@@ -10,7 +10,8 @@ import pytest
 
 from networks import tiny_network
 from nnperf._registry import UnavailableError, UnknownPluginError
-from nnperf.measure import HarnessConfig, ProfileConfig, measure, profile_network
+from nnperf.campaign import ProfileConfig, profile_network
+from nnperf.measure import HarnessConfig, measure
 from nnperf.measure.backends import BackendOptionError, BackendOptions, backend_report, create_backend
 from nnperf.store import Store
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from nnperf.campaign import find_surround, load_sweep, recorded_surround, run_sweep, surround_width, sweep_runs
 from nnperf.ir import ConvAttrs, Network, OpType
 from nnperf.measure.backends._base import ProfileResult
 from nnperf.measure.backends._fake import CostModel, FakeBackend
@@ -18,15 +19,9 @@ from nnperf.measure.sweep import (
     SweepInputError,
     SweepSpec,
     choose_width,
-    find_surround,
-    load_sweep,
     parse_fixed,
     parse_range,
     profiling_network,
-    recorded_surround,
-    run_sweep,
-    surround_width,
-    sweep_runs,
 )
 from nnperf.store import Store
 

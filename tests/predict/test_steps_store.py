@@ -9,10 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from nnperf.campaign import run_sweep
 from nnperf.errors import NnperfError
 from nnperf.ir import Layer
 from nnperf.measure.backends._fake import CostModel, FakeBackend
-from nnperf.measure.sweep import SWEEP_HARNESS, UNDER_TEST, LayerConfig, SweepSpec, run_sweep
+from nnperf.measure.sweep import SWEEP_HARNESS, UNDER_TEST, LayerConfig, SweepSpec
 from nnperf.predict.steps import (
     CHARACTERISE_ROUNDS,
     Line,

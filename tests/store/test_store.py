@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from nnperf.errors import StoreError
-from nnperf.measure._types import (
+from nnperf.measure import (
     HostInfo,
     LayerMeasurement,
     Method,

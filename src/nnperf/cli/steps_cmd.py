@@ -65,8 +65,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def run_fit(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from nnperf.campaign import load_sweep, sweep_runs
     from nnperf.errors import NnperfError
-    from nnperf.measure.sweep import load_sweep, sweep_runs
     from nnperf.predict.steps import fit_sweep, save_fit
     from nnperf.report._format import console
     from nnperf.report.steps import fit_lines_text, fit_table, plot_sweep

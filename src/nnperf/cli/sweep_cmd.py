@@ -46,17 +46,15 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
+    from nnperf.campaign import find_surround, recorded_surround, run_sweep
     from nnperf.measure.sweep import (
         SWEEP_HARNESS,
         LayerConfig,
         SweepInputError,
         SweepSpec,
         check_parameter,
-        find_surround,
         parse_fixed,
         parse_range,
-        recorded_surround,
-        run_sweep,
     )
     from nnperf.report._format import console
     from nnperf.report.steps import plot_sweep, sweep_document, sweep_summary

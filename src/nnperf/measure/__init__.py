@@ -1,14 +1,13 @@
-"""Measurement: backends that run IR networks, the timing harness, power meters and profiling campaigns.
+"""Measurement: backends that run IR networks, the timing harness, power meters and the measured data.
 
 Everything here measures; nothing is modelled except by the ``fake`` backend,
-which exists to test the harness and never produces a reported figure.
+which exists to test the harness and never produces a reported figure. Nothing
+here stores: campaigns that measure into the store are ``nnperf.campaign``.
 """
 
-from nnperf.measure._campaign import SENTINEL, ProfileConfig, ProfileReport, network_hash, profile_network
 from nnperf.measure._harness import HarnessConfig, MeasurementError, Timer, calibrate_block_size, measure
 from nnperf.measure._host import host_info
-from nnperf.measure._stats import fixed_timing, summarize
-from nnperf.measure._trace_energy import attach_trace
+from nnperf.measure._stats import fixed_timing, relative_change, summarize
 from nnperf.measure._types import (
     HostInfo,
     LayerMeasurement,
@@ -17,10 +16,11 @@ from nnperf.measure._types import (
     SystemSpec,
     Timing,
     TimingStats,
+    fused_sum_s,
 )
 
 __all__ = [
-    "SENTINEL", "HarnessConfig", "HostInfo", "LayerMeasurement", "MeasurementError", "Method", "NetworkMeasurement",
-    "ProfileConfig", "ProfileReport", "SystemSpec", "Timer", "Timing", "TimingStats", "attach_trace",
-    "calibrate_block_size", "fixed_timing", "host_info", "measure", "network_hash", "profile_network", "summarize",
+    "HarnessConfig", "HostInfo", "LayerMeasurement", "MeasurementError", "Method", "NetworkMeasurement",
+    "SystemSpec", "Timer", "Timing", "TimingStats", "calibrate_block_size", "fixed_timing", "fused_sum_s",
+    "host_info", "measure", "relative_change", "summarize",
 ]

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from nnperf.campaign import ProfileConfig, profile_network
 from nnperf.errors import NnperfError
 from nnperf.ir import Network
-from nnperf.measure import ProfileConfig, network_hash, profile_network
 from nnperf.measure.backends import Backend
 from nnperf.measure.power import PowerMeter
 from nnperf.store import LayerRecord, NetworkRecord, RunRecord, Store
@@ -39,28 +39,18 @@ class MeasuredNetwork:
 def measure_networks(backend: Backend, store: Store, networks: Sequence[Network], config: ProfileConfig,
                      meter: PowerMeter | None = None, progress: RunsProgress | None = None) -> list[MeasuredNetwork]:
     """Measures every network layer by layer and whole, reusing finished campaigns of the same settings."""
-    system = store.add_system(backend.system())
     total = sum(len(n.layers) + 1 for n in networks)
     done_before = 0
     measured = []
     for net in networks:
-        campaign = config.campaign_key(net.name, network_hash(net))
+        def forward(what: str, done: int, _total: int, offset: int = done_before, name: str = net.name,
+                    size: int = len(net.layers)) -> None:
+            if progress is not None:
+                progress(f"{name}: {what}", offset + min(done, size), total)
 
-        def finished(net: Network = net, campaign: str = campaign) -> list[RunRecord]:
-            return [r for r in store.runs(system_id=system.id, model=net.name)
-                    if r.campaign == campaign and r.status == "done"]
-
-        runs = finished()
-        reused = bool(runs)
-        if not reused:
-            def forward(what: str, done: int, _total: int, offset: int = done_before, name: str = net.name,
-                        size: int = len(net.layers)) -> None:
-                if progress is not None:
-                    progress(f"{name}: {what}", offset + min(done, size), total)
-
-            profile_network(net, backend, store, config, meter=meter, progress=forward, model=net.name)
-            runs = finished()
-        run = max(runs, key=lambda r: r.started_at)
+        report = profile_network(net, backend, store, config, meter=meter, progress=forward, model=net.name,
+                                 reuse=True)
+        run, reused = store.run(report.run_id), report.reused
         layers = tuple(store.layer_measurements(run_id=run.id, method=config.per_layer)) \
             if config.per_layer != "none" else ()
         wholes = store.network_measurements(run_id=run.id)

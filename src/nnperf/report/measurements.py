@@ -8,9 +8,9 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
+from nnperf.campaign import ProfileReport
 from nnperf.ir import Network
-from nnperf.measure._campaign import ProfileReport
-from nnperf.measure._types import Timing
+from nnperf.measure import Timing
 from nnperf.report.tables import layer_type
 from nnperf.store import SystemRecord
 

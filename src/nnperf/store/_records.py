@@ -13,7 +13,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from nnperf.errors import StoreError
-from nnperf.measure._types import (
+from nnperf.measure import (
     HostInfo,
     LayerMeasurement,
     Method,

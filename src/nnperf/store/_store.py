@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nnperf.errors import StoreError
-from nnperf.measure._types import LayerMeasurement, Method, NetworkMeasurement, SystemSpec
+from nnperf.measure import LayerMeasurement, Method, NetworkMeasurement, SystemSpec
 from nnperf.store._records import (
     LayerRecord,
     NetworkRecord,
@@ -197,6 +197,13 @@ class Store:
         """Stored runs, oldest first, optionally only those of one system and/or model."""
         clause, params = where({"system_id": system_id, "model": model})
         return [run_record(r) for r in self._read(f"SELECT * FROM runs{clause} ORDER BY id", params)]
+
+    def run(self, run_id: int) -> RunRecord:
+        """The run with this id; a :class:`StoreError` when there is none."""
+        rows = self._read("SELECT * FROM runs WHERE id = ?", (run_id,))
+        if not rows:
+            raise StoreError(f"{self.path}: no run with id {run_id}")
+        return run_record(rows[0])
 
     def finished_run(self, system_id: int, campaign: str) -> RunRecord | None:
         """The newest run of ``campaign`` on a system that finished ('done'), or None."""

@@ -16,29 +16,18 @@ and one such drift alone decided the choice. Every point is stored (campaign
 ``surround|...``; an interrupted sweep resumes and a finished one is reused
 unless ``fresh``), and the choice is recorded per system and layer kind as a
 model document of kind ``steps-surround``.
+
+This module holds the choice as data and as a pure function of the times
+(:class:`SurroundChoice`, :func:`choose_width`); measuring the widths into the
+store and recording the choice is ``nnperf.campaign.find_surround``.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-from collections.abc import Callable
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
-import numpy as np
-
-from nnperf.measure._harness import HarnessConfig
-from nnperf.measure._types import LayerMeasurement, Method
-from nnperf.measure.backends._base import Backend
 from nnperf.measure.sweep._config import LayerConfig, SweepInputError
-from nnperf.measure.sweep._network import UNDER_TEST, profiling_network, time_in_context
-from nnperf.measure.sweep._sweep import SWEEP_HARNESS, point_name
-
-if TYPE_CHECKING:
-    from nnperf.store import Store
-
-Progress = Callable[[str, int, int], None]
 
 SURROUND_WIDTHS = (1, 2, 4, 8, 16, 32, 64, 128)
 SURROUND_MARGIN = 0.03
@@ -89,65 +78,3 @@ def choose_width(widths: tuple[int, ...], latency_s: tuple[float, ...], margin: 
     while chosen > 0 and within[chosen - 1]:
         chosen -= 1
     return widths[chosen], converged
-
-
-def find_surround(backend: Backend, store: Store, config: LayerConfig,
-                  widths: tuple[int, ...] = SURROUND_WIDTHS, margin: float = SURROUND_MARGIN,
-                  harness: HarnessConfig = SWEEP_HARNESS, progress: Progress | None = None,
-                  rounds: int = SURROUND_ROUNDS, fresh: bool = False) -> SurroundChoice:
-    """Sweeps the surround width for ``config`` in ``rounds`` interleaved passes, stores every point and
-    records the choice. A finished surround sweep with the same settings on this system is reused unless
-    ``fresh``."""
-    if not 0 < margin < 1:
-        raise SweepInputError(f"the surround margin must be a fraction in (0, 1), got {margin}")
-    if rounds < 1:
-        raise SweepInputError(f"a surround sweep needs at least one round, got {rounds}")
-    widths = tuple(sorted(set(widths)))
-    system = store.add_system(backend.system())
-    settings = {"config": config.describe(), "widths": list(widths), "harness": asdict(harness), "rounds": rounds}
-    key = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
-    campaign = f"surround|{key}"
-    finished = None if fresh else store.finished_run(system.id, campaign)
-    run = finished or store.start_run(system.id, campaign, f"surround:{config.kind}", key, Method.PROFILER.value,
-                                      settings)
-    done = {r.layer: r.timing for r in store.layer_measurements(run_id=run.id)}
-    report = progress or (lambda what, done_, total: None)
-    total = len(widths) * rounds
-    by_width: dict[int, list[float]] = {w: [] for w in widths}
-    try:
-        for round_ in range(1, rounds + 1):
-            for i, width in enumerate(widths):
-                name = point_name("surround", width, round_)
-                report(name.replace("#", " round "), (round_ - 1) * len(widths) + i, total)
-                timing = done.get(name)
-                if timing is None:
-                    timing = time_in_context(backend, profiling_network(config, width), harness)
-                    store.add_layer_measurement(run.id, LayerMeasurement(name, config.kind, Method.PROFILER,
-                                                                         timing, UNDER_TEST))
-                by_width[width].append(timing.stats.median_s)
-        report("done", total, total)
-        if run.status != "done":
-            store.finish_run(run.id, "done")
-    except BaseException:
-        if run.status != "done":
-            store.finish_run(run.id, "failed")
-        raise
-    latency = [float(np.median(by_width[w])) for w in widths]
-    chosen, converged = choose_width(widths, tuple(latency), margin)
-    choice = SurroundChoice(config.kind, config, widths, tuple(latency), margin, chosen, converged)
-    store.save_model(system.id, SURROUND_KIND, choice.to_dict())
-    return choice
-
-
-def surround_width(store: Store, system_id: int, kind: str) -> int:
-    """The recorded surround width for ``kind`` on this system, or 1 when none was chosen yet."""
-    choice = recorded_surround(store, system_id, kind)
-    return choice.chosen if choice is not None else 1
-
-
-def recorded_surround(store: Store, system_id: int, kind: str) -> SurroundChoice | None:
-    """The latest surround choice recorded for ``kind`` on this system, or None."""
-    for doc in store.models(system_id, SURROUND_KIND):
-        if doc.get("kind") == kind:
-            return SurroundChoice.from_dict(doc)
-    return None

@@ -1,42 +1,33 @@
-"""Parameter sweeps: one layer parameter varied inside the profiling network, every point stored as taken.
+"""Parameter sweeps as data: what a sweep measures (:class:`SweepSpec`) and what it measured (:class:`Sweep`).
 
-A sweep is a run in the store (campaign ``sweep|...``): its configuration
-(kind, parameter, values, fixed parameters, surround width, harness, rounds)
-is the run's config, and each point is a layer measurement named
-``PARAM=VALUE`` (method 'profiler'). An interrupted sweep resumes at the first
-missing point; a finished one with the same settings on the same system is
-reused.
+A sweep varies one layer parameter inside the profiling network. Measuring
+one into the store, resuming and reusing it is ``nnperf.campaign.run_sweep``:
+its configuration (kind, parameter, values, fixed parameters, surround width,
+harness, rounds) is the run's config (:meth:`SweepSpec.to_dict`, read back by
+:func:`spec_from_dict`), and each point is a layer measurement named
+``PARAM=VALUE`` (:func:`point_name`, method 'profiler').
 
 With ``rounds`` > 1 the sweep passes over its values that many times, one
 whole pass after the other (round k's points are named ``PARAM=VALUE#k``), and
-a point's latency is the median of its rounds. On a shared machine a burst of
-contention or a slow allocation lands on one round of a few neighbouring
-points, and the interleaved passes vote it out, where measuring one point
-longer would not: the harness's confidence interval describes one round only.
+a point's latency is the median of its rounds (:func:`median_round`). On a
+shared machine a burst of contention or a slow allocation lands on one round
+of a few neighbouring points, and the interleaved passes vote it out, where
+measuring one point longer would not: the harness's confidence interval
+describes one round only.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from nnperf.errors import NnperfError
 from nnperf.measure._harness import HarnessConfig
-from nnperf.measure._types import LayerMeasurement, Method, Timing
-from nnperf.measure.backends._base import Backend
+from nnperf.measure._types import Timing
 from nnperf.measure.sweep._config import LayerConfig, SweepInputError, check_parameter
-from nnperf.measure.sweep._network import UNDER_TEST, profiling_network, time_in_context
-
-if TYPE_CHECKING:
-    from nnperf.store import Store
-    from nnperf.store._records import RunRecord
-
-Progress = Callable[[str, int, int], None]
 
 SWEEP_FORMAT = ("nnperf-sweep", 1)
 
@@ -136,41 +127,6 @@ def median_round(timings: tuple[Timing, ...]) -> Timing:
     return ordered[(len(ordered) - 1) // 2]
 
 
-def run_sweep(backend: Backend, store: Store, spec: SweepSpec, progress: Progress | None = None,
-              fresh: bool = False) -> Sweep:
-    """Measures every point of ``spec`` on ``backend`` and stores each as it is taken.
-
-    Reuses a finished sweep with the same settings on this system unless
-    ``fresh``; resumes an interrupted one.
-    """
-    system = store.add_system(backend.system())
-    campaign = f"sweep|{spec.key()}"
-    finished = None if fresh else store.finished_run(system.id, campaign)
-    if finished is not None:
-        return load_sweep(store, finished.id, reused=True)
-    run = store.start_run(system.id, campaign, spec.label, spec.key(), Method.PROFILER.value, spec.to_dict())
-    done = {layer for layer, _ in store.done_layers(run.id)}
-    report = progress or (lambda what, done_, total: None)
-    total = len(spec.values) * spec.rounds
-    try:
-        for round_ in range(1, spec.rounds + 1):
-            for i, value in enumerate(spec.values):
-                name = point_name(spec.parameter, value, round_)
-                report(name.replace("#", " round "), (round_ - 1) * len(spec.values) + i, total)
-                if name in done:
-                    continue
-                network = profiling_network(spec.config_at(value), spec.surround)
-                timing = time_in_context(backend, network, spec.harness)
-                store.add_layer_measurement(run.id, LayerMeasurement(name, spec.base.kind, Method.PROFILER, timing,
-                                                                     UNDER_TEST))
-        report("done", total, total)
-        store.finish_run(run.id, "done")
-    except BaseException:
-        store.finish_run(run.id, "failed")
-        raise
-    return load_sweep(store, run.id, resumed=run.resumed)
-
-
 def spec_from_dict(document: dict[str, object]) -> SweepSpec:
     """The :class:`SweepSpec` stored as a sweep run's config."""
     if document.get("format") != SWEEP_FORMAT[0]:
@@ -187,30 +143,3 @@ def spec_from_dict(document: dict[str, object]) -> SweepSpec:
     return SweepSpec(base, parameter, values, int(document["surround"]),  # type: ignore[call-overload]
                      HarnessConfig(**document["harness"]),  # type: ignore[arg-type]
                      int(document.get("rounds", 1)))  # type: ignore[call-overload]
-
-
-def sweep_runs(store: Store, system_id: int | None = None) -> list[RunRecord]:
-    """The stored sweep runs, oldest first."""
-    return [r for r in store.runs(system_id=system_id) if r.campaign.startswith("sweep|")]
-
-
-def load_sweep(store: Store, run_id: int, reused: bool = False, resumed: bool = False) -> Sweep:
-    """A stored sweep (complete or not) by run id; raises :class:`NnperfError` when the run is not a sweep."""
-    runs = [r for r in store.runs() if r.id == run_id]
-    if not runs or not runs[0].campaign.startswith("sweep|"):
-        known = ", ".join(str(r.id) for r in sweep_runs(store)) or "none"
-        raise NnperfError(f"{store.path}: run {run_id} is not a stored sweep (sweeps: {known})")
-    run = runs[0]
-    spec = spec_from_dict(run.config)
-    by_name = {r.layer: r.timing for r in store.layer_measurements(run_id=run_id)}
-    repeats: list[tuple[Timing, ...]] = []
-    for value in spec.values:  # the measured prefix (of the first round); a resumed sweep fills the rest
-        rounds = tuple(t for r in range(1, spec.rounds + 1)
-                       if (t := by_name.get(point_name(spec.parameter, value, r))) is not None)
-        if not rounds:
-            break
-        repeats.append(rounds)
-    system = store.system(run.system_id)
-    return Sweep(spec, run.id, system.id, system.label, tuple(median_round(r) for r in repeats), reused, resumed,
-                 tuple(repeats))
-

@@ -14,14 +14,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from nnperf.campaign import run_sweep, surround_width
 from nnperf.errors import NnperfError
-from nnperf.measure.sweep import SWEEP_HARNESS, LayerConfig, Sweep, SweepSpec, run_sweep, surround_width
+from nnperf.measure.sweep import SWEEP_HARNESS, LayerConfig, Sweep, SweepSpec
 from nnperf.predict.steps._fits import global_fits, model_from_dict
 from nnperf.predict.steps._model import StepModel, StepShape, characterisation_points, fit_lines
 
 if TYPE_CHECKING:
+    from nnperf.campaign import Progress
     from nnperf.measure.backends._base import Backend
-    from nnperf.measure.sweep._sweep import Progress
     from nnperf.store import Store
 
 CHARACTERISE_ROUNDS = 3

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from nnperf.campaign import load_sweep, sweep_runs
 from nnperf.errors import FormatVersionError, NnperfError
-from nnperf.measure.sweep import PARAMETERS, LayerConfig, Sweep, load_sweep, sweep_runs
+from nnperf.measure.sweep import PARAMETERS, LayerConfig, Sweep
 from nnperf.predict.steps._compose import ComposedModel, compose, work
 from nnperf.predict.steps._detect import DetectionConfig, StepDetection, detect_steps
 from nnperf.predict.steps._model import Line, StepModel, StepShape, fit_lines, mape

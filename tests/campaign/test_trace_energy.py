@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from networks import tiny_network
+from nnperf.campaign import ProfileConfig, attach_trace, profile_network
 from nnperf.errors import NnperfError
-from nnperf.measure import HarnessConfig, ProfileConfig, attach_trace, profile_network
+from nnperf.measure import HarnessConfig
 from nnperf.measure.backends import create_backend
 from nnperf.measure.power import PowerTrace
 from nnperf.store import Store

@@ -1,7 +1,8 @@
 """A profiling campaign: one network on one backend, whole and layer by layer, into the store.
 
 Each measurement is committed as soon as it is taken; an interrupted campaign
-(same system, model and settings) resumes and skips what is stored. A sentinel
+(same system, model and settings) resumes and skips what is stored, and with
+``reuse`` a finished one is read back instead of measured again. A sentinel
 layer timed at the start and at the end detects a machine whose speed drifted
 during the campaign.
 """
@@ -12,23 +13,26 @@ import hashlib
 import json
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING
 
+from nnperf.campaign._campaign import Campaign, Progress, no_progress, open_campaign
 from nnperf.errors import NnperfError
 from nnperf.ir import ConvAttrs, Layer, Network, OpType, network_to_dict
-from nnperf.measure._harness import HarnessConfig, Timer, measure
-from nnperf.measure._stats import relative_change
-from nnperf.measure._types import LayerMeasurement, Method, NetworkMeasurement, Timing, fused_sum_s
-from nnperf.measure.backends._base import Backend
+from nnperf.measure import (
+    HarnessConfig,
+    LayerMeasurement,
+    Method,
+    NetworkMeasurement,
+    Timer,
+    Timing,
+    fused_sum_s,
+    measure,
+    relative_change,
+)
+from nnperf.measure.backends import Backend
 from nnperf.measure.power import PowerMeter, measure_energy, min_duration_s
-
-if TYPE_CHECKING:
-    from nnperf.store import Store
-
-Progress = Callable[[str, int, int], None]
-"""Called with (what is being measured, done, total)."""
+from nnperf.store import Store
 
 SENTINEL = Layer("sentinel", OpType.CONV, ("x",), ((1, 32, 28, 28),), (1, 32, 28, 28),
                  ConvAttrs(kernel=(3, 3), padding=(1, 1, 1, 1)))
@@ -76,7 +80,10 @@ class ProfileConfig:
 
 @dataclass(frozen=True)
 class ProfileReport:
-    """What a campaign measured (including what an earlier, interrupted session stored)."""
+    """What a campaign measured (including what an earlier, interrupted session stored).
+
+    ``reused`` is True when a finished campaign was read back instead of measured.
+    """
 
     system_label: str
     system_key: str
@@ -89,6 +96,7 @@ class ProfileReport:
     unattributed_s: dict[str, float] = field(default_factory=dict)
     drift: float | None = None
     warnings: tuple[str, ...] = ()
+    reused: bool = False
 
     @property
     def layer_sum_s(self) -> float:
@@ -109,54 +117,81 @@ def network_hash(network: Network) -> str:
 
 def profile_network(network: Network, backend: Backend, store: Store, config: ProfileConfig = ProfileConfig(),
                     meter: PowerMeter | None = None, progress: Progress | None = None,
-                    model: str | None = None) -> ProfileReport:
-    """Measures ``network`` on ``backend`` and stores every measurement as it is taken."""
+                    model: str | None = None, reuse: bool = False) -> ProfileReport:
+    """Measures ``network`` on ``backend`` and stores every measurement as it is taken.
+
+    With ``reuse`` a finished campaign of the same model, network and settings
+    on this system is read back instead (``ProfileReport.reused``); without it
+    (the default) the network is measured again in a new run.
+    """
     model = model or network.name
     system = backend.system()
-    system_rec = store.add_system(system)
     method = config.per_layer
     fingerprint = network_hash(network)
-    run = store.start_run(system_rec.id, config.campaign_key(model, fingerprint), model, fingerprint, method,
-                          {"per_layer": method, "harness": asdict(config.harness)})
-    warnings: list[str] = []
-    report = _noop if progress is None else progress
-    try:
-        sentinel_start = _sentinel(backend, config)
-        done = {layer for layer, m in store.done_layers(run.id) if m == method}
-        skipped = len(done)
-        unattributed: dict[str, float] = {}
-        if method == "isolated":
-            _isolated(network, backend, store, run.id, config, meter, done, report)
-        elif method == "profiler" and not done:
-            report("profiler runs", 0, 1)
-            result = backend.profile(network, config.profiler_runs)
-            for m in result.layers:
-                store.add_layer_measurement(run.id, m)
-            unattributed = dict(result.unattributed_s)
-            report("profiler runs", 1, 1)
-        report("whole network", 0, 1)
-        whole_timer = backend.network_timer(network)
-        whole = measure(whole_timer, config.harness)
-        sentinel_end = _sentinel(backend, config)
-        drift = relative_change(sentinel_start, sentinel_end)
-        if abs(drift) > config.drift_threshold:
-            warnings.append(f"the machine's speed drifted during the campaign: the sentinel layer took "
-                            f"{sentinel_start * 1e3:.3f} ms at the start and {sentinel_end * 1e3:.3f} ms at the end "
-                            f"({drift:+.1%}); close other programs and measure again")
-        energy_j, meter_name = _energy(whole_timer, whole, meter, config)
-        extra = {"sentinel_start_s": sentinel_start, "sentinel_end_s": sentinel_end, "drift": drift}
-        extra.update({f"unattributed:{k}": v for k, v in unattributed.items()})
-        net = NetworkMeasurement(whole, energy_j, meter_name, extra)
-        store.add_network_measurement(run.id, net)
-        report("whole network", 1, 1)
-        store.finish_run(run.id, "done")
-    except BaseException:
-        store.finish_run(run.id, "failed")
-        raise
+    with open_campaign(store, system, config.campaign_key(model, fingerprint), model, fingerprint, method,
+                       {"per_layer": method, "harness": asdict(config.harness)}, reuse=reuse) as campaign:
+        if campaign.reused:
+            net = _stored_whole(store, campaign, model)
+        else:
+            net = _measure(network, backend, campaign, config, meter, progress or no_progress)
+    unattributed = {k.removeprefix(_UNATTRIBUTED): v for k, v in net.extra.items() if k.startswith(_UNATTRIBUTED)}
     layers = () if method == "none" else tuple(
-        r.measurement() for r in store.layer_measurements(run_id=run.id, method=method))
-    return ProfileReport(system.label, system.key, run.id, run.resumed, net, _in_order(network, layers), method,
-                         skipped, unattributed, drift, tuple(warnings))
+        r.measurement() for r in store.layer_measurements(run_id=campaign.run.id, method=method))
+    drift = net.extra.get("drift")
+    return ProfileReport(system.label, system.key, campaign.run.id, campaign.resumed, net,
+                         _in_order(network, layers), method, len(campaign.done), unattributed, drift,
+                         _drift_warnings(net.extra, config.drift_threshold), campaign.reused)
+
+
+_UNATTRIBUTED = "unattributed:"
+"""The prefix of a whole-network measurement's extras that hold framework nodes outside the IR (seconds)."""
+
+
+def _measure(network: Network, backend: Backend, campaign: Campaign, config: ProfileConfig,
+             meter: PowerMeter | None, report: Progress) -> NetworkMeasurement:
+    """Times the sentinel, the layers not yet stored, the whole network and the sentinel again; stores them."""
+    method = config.per_layer
+    sentinel_start = _sentinel(backend, config)
+    unattributed: dict[str, float] = {}
+    if method == "isolated":
+        _isolated(network, backend, campaign, config, meter, report)
+    elif method == "profiler" and not campaign.done:
+        report("profiler runs", 0, 1)
+        result = backend.profile(network, config.profiler_runs)
+        for m in result.layers:
+            campaign.add_layer(m)
+        unattributed = dict(result.unattributed_s)
+        report("profiler runs", 1, 1)
+    report("whole network", 0, 1)
+    whole_timer = backend.network_timer(network)
+    whole = measure(whole_timer, config.harness)
+    sentinel_end = _sentinel(backend, config)
+    drift = relative_change(sentinel_start, sentinel_end)
+    energy_j, meter_name = _energy(whole_timer, whole, meter, config)
+    extra = {"sentinel_start_s": sentinel_start, "sentinel_end_s": sentinel_end, "drift": drift}
+    extra.update({f"{_UNATTRIBUTED}{k}": v for k, v in unattributed.items()})
+    net = NetworkMeasurement(whole, energy_j, meter_name, extra)
+    campaign.add_network(net)
+    report("whole network", 1, 1)
+    return net
+
+
+def _stored_whole(store: Store, campaign: Campaign, model: str) -> NetworkMeasurement:
+    """The whole-network measurement of a reused finished run (the latest, when there are several)."""
+    wholes = store.network_measurements(run_id=campaign.run.id)
+    if not wholes:
+        raise NnperfError(f"run {campaign.run.id} of {model} has no whole-network measurement")
+    return wholes[-1].measurement()
+
+
+def _drift_warnings(extra: Mapping[str, float], threshold: float) -> tuple[str, ...]:
+    """A warning when the sentinel's time moved by more than ``threshold`` (a fraction) over the campaign."""
+    start, end, drift = (extra.get(k) for k in ("sentinel_start_s", "sentinel_end_s", "drift"))
+    if start is None or end is None or drift is None or not abs(drift) > threshold:
+        return ()
+    return ((f"the machine's speed drifted during the campaign: the sentinel layer took "
+             f"{start * 1e3:.3f} ms at the start and {end * 1e3:.3f} ms at the end "
+             f"({drift:+.1%}); close other programs and measure again"),)
 
 
 def _sentinel(backend: Backend, config: ProfileConfig) -> float:
@@ -172,18 +207,18 @@ def _sentinel(backend: Backend, config: ProfileConfig) -> float:
     return min(t.stats.median_s for t in [first, *rest])
 
 
-def _isolated(network: Network, backend: Backend, store: Store, run_id: int, config: ProfileConfig,
-              meter: PowerMeter | None, done: set[str], report: Progress) -> None:
+def _isolated(network: Network, backend: Backend, campaign: Campaign, config: ProfileConfig,
+              meter: PowerMeter | None, report: Progress) -> None:
     total = len(network.layers)
     for i, layer in enumerate(network.layers):
         report(layer.name, i, total)
-        if layer.name in done:
+        if layer.name in campaign.done:
             continue
         timer = backend.layer_timer(layer)
         timing = measure(timer, config.harness)
         energy_j, meter_name = _energy(timer, timing, meter, config)
-        store.add_layer_measurement(run_id, LayerMeasurement(layer.name, layer.op.value, Method.ISOLATED, timing,
-                                                             layer.name, 1, energy_j, meter_name))
+        campaign.add_layer(LayerMeasurement(layer.name, layer.op.value, Method.ISOLATED, timing, layer.name, 1,
+                                            energy_j, meter_name))
         if config.gap_s:
             time.sleep(config.gap_s)
     report("layers", total, total)
@@ -202,7 +237,3 @@ def _energy(timer: Timer, timing: Timing, meter: PowerMeter | None,
 def _in_order(network: Network, layers: Sequence[LayerMeasurement]) -> tuple[LayerMeasurement, ...]:
     index = {layer.name: i for i, layer in enumerate(network.layers)}
     return tuple(sorted(layers, key=lambda m: index.get(m.layer, len(index))))
-
-
-def _noop(what: str, done: int, total: int) -> None:
-    return None

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from nnperf._registry import Availability
+from nnperf.campaign import SENTINEL, ProfileConfig, profile_network
 from nnperf.ir import ConvAttrs, Layer, Network, OpType, PoolAttrs, TensorSpec
-from nnperf.measure._campaign import SENTINEL, ProfileConfig, profile_network
 from nnperf.measure._harness import HarnessConfig
 from nnperf.measure.backends._fake import CostModel, FakeBackend, FakeClock
 from nnperf.measure.power import PowerMeter

@@ -10,14 +10,11 @@ their energy.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from nnperf.errors import NnperfError
-from nnperf.measure._types import SystemSpec
+from nnperf.measure import SystemSpec
 from nnperf.measure.power import PowerTrace, Window, WindowEnergy, integrate_windows
-
-if TYPE_CHECKING:
-    from nnperf.store import Store
+from nnperf.store import Store
 
 
 def attach_trace(store: Store, system: SystemSpec, model: str, trace: PowerTrace, offset_s: float = 0.0,

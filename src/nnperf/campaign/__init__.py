@@ -1,0 +1,31 @@
+"""Campaigns: measuring activities that bind a backend to the store, with one owner of the run bookkeeping.
+
+The layers are ir < zoo < measure < store < campaign < predict < ... :
+``nnperf.measure`` measures and holds the measured data (timings, specs, the
+profiling network, sweep specs and results, the surround rule) and stores
+nothing; ``nnperf.store`` keeps rows and knows no activity; this package is
+where the two meet, so everything that measures *into* the store lives here:
+
+- :func:`open_campaign` / :class:`Campaign`: the one mechanism that reuses a
+  finished run, resumes an interrupted one, says what is already stored and
+  finishes the run 'done' or 'failed' (``_campaign.py``);
+- :func:`profile_network` with :class:`ProfileConfig`, :class:`ProfileReport`,
+  the drift :data:`SENTINEL` and :func:`network_hash` (``_profile.py``);
+- :func:`run_sweep`, :func:`load_sweep`, :func:`sweep_runs` (``_sweep.py``);
+- :func:`find_surround`, :func:`surround_width`, :func:`recorded_surround`
+  (``_surround.py``);
+- :func:`attach_trace`, which writes a power trace's energies into a stored
+  run (``_trace.py``).
+"""
+
+from nnperf.campaign._campaign import Campaign, Progress, no_progress, open_campaign
+from nnperf.campaign._profile import SENTINEL, ProfileConfig, ProfileReport, network_hash, profile_network
+from nnperf.campaign._surround import find_surround, recorded_surround, surround_width
+from nnperf.campaign._sweep import SWEEP_CAMPAIGN, load_sweep, measure_rounds, run_sweep, sweep_runs
+from nnperf.campaign._trace import attach_trace
+
+__all__ = [
+    "SENTINEL", "SWEEP_CAMPAIGN", "Campaign", "ProfileConfig", "ProfileReport", "Progress", "attach_trace",
+    "find_surround", "load_sweep", "measure_rounds", "network_hash", "no_progress", "open_campaign",
+    "profile_network", "recorded_surround", "run_sweep", "surround_width", "sweep_runs",
+]
