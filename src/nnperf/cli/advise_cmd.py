@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
 
 from nnperf.cli._backend_args import Progress, add_backend_arguments, backend_from_args
 from nnperf.cli._store_arg import add_db_argument, open_store
+
+if TYPE_CHECKING:
+    from nnperf.measure.sweep import LayerConfig
 
 
 def _fraction(text: str) -> float:
@@ -45,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     from nnperf.errors import NnperfError
     from nnperf.measure.sweep import SWEEP_HARNESS, profiling_network, time_in_context
     from nnperf.optimize.advise import advise
-    from nnperf.predict.steps import MissingStepModelError, composed_model
+    from nnperf.predict.steps import composed_models
     from nnperf.report._format import console
     from nnperf.report.advice import advice_document, advice_table
 
@@ -59,19 +63,15 @@ def run(args: argparse.Namespace) -> int:
                               "conv2d --param channels ...` (and filters) on these backend options, then `nnperf "
                               "steps fit`")
         system = found
-        models = {}
-        for kind in ("conv2d", "depthwise", "fc"):
-            try:
-                models[kind] = composed_model(store, system.id, kind)
-            except MissingStepModelError:
-                continue
+        models = composed_models(store, system.id)
         if not models:
             raise NnperfError(f"{store.path} has no fitted step model on {system.label}; run `nnperf sweep` and "
                               "`nnperf steps fit` first")
 
-        def measure(config):  # type: ignore[no-untyped-def]
-            network = profiling_network(config, surround_width(store, system.id, config.kind))
-            return time_in_context(backend, network, SWEEP_HARNESS).stats.median_s
+        def measure(config: LayerConfig) -> float:
+            """The median latency (seconds) of ``config`` inside the system's profiling network."""
+            profiling = profiling_network(config, surround_width(store, system.id, config.kind))
+            return time_in_context(backend, profiling, SWEEP_HARNESS).stats.median_s
 
         with Progress(not args.json, "advising") as progress:
             advice = advise(network, models, system.label, args.tolerance, args.min_bonus,

@@ -24,6 +24,7 @@ from nnperf.predict.steps._fits import (
     MissingStepModelError,
     SweepFit,
     composed_model,
+    composed_models,
     fit_sweep,
     global_fits,
     model_from_dict,
@@ -45,6 +46,6 @@ __all__ = [
     "CHARACTERISE_ROUNDS", "FIT_KIND", "STEPPED", "Characterisation", "ComposedModel", "DetectionConfig", "Line",
     "MissingStepModelError", "StepDetection", "StepModel", "StepModelError", "StepShape", "StepsPrediction",
     "StepsVerification", "SweepFit", "characterisation_points", "characterise", "compose", "composed_model",
-    "detect_steps", "effective", "fit_lines", "fit_sweep", "global_fits", "global_shape", "mape", "model_from_dict",
-    "predict_steps", "save_fit", "sweep_points", "total_work", "work",
+    "composed_models", "detect_steps", "effective", "fit_lines", "fit_sweep", "global_fits", "global_shape", "mape",
+    "model_from_dict", "predict_steps", "save_fit", "sweep_points", "total_work", "work",
 ]

@@ -16,7 +16,7 @@ import numpy as np
 
 from nnperf.campaign import load_sweep, sweep_runs
 from nnperf.errors import FormatVersionError, NnperfError
-from nnperf.measure.sweep import PARAMETERS, LayerConfig, Sweep
+from nnperf.measure.sweep import KINDS, PARAMETERS, LayerConfig, Sweep
 from nnperf.predict.steps._compose import ComposedModel, compose, work
 from nnperf.predict.steps._detect import DetectionConfig, StepDetection, detect_steps
 from nnperf.predict.steps._model import Line, StepModel, StepShape, fit_lines, mape
@@ -137,3 +137,15 @@ def composed_model(store: Store, system_id: int, kind: str) -> ComposedModel:
     models = {parameter: model_from_dict(doc) for (_, parameter), doc in fits.items()
               if parameter in PARAMETERS[kind]}
     return compose(kind, models, sweep_points(store, system_id, kind))
+
+
+def composed_models(store: Store, system_id: int, kinds: tuple[str, ...] = KINDS) -> dict[str, ComposedModel]:
+    """:func:`composed_model` of every layer kind in ``kinds`` that has a fitted step model on the system; the
+    kinds without one are left out (an empty dict when none has)."""
+    models = {}
+    for kind in kinds:
+        try:
+            models[kind] = composed_model(store, system_id, kind)
+        except MissingStepModelError:
+            continue
+    return models
