@@ -7,12 +7,15 @@ bias, SiLU, a global pool flattened to NxC, ...) names its earlier helper
 nodes and their outputs ``f"{layer.name}/<step>"``; initializers are named
 ``f"{layer.name}/weight"``, ``.../bias`` and so on. Graph inputs keep the
 network's input names. :func:`onnx_node_layers` maps node names back.
+Each op's nodes come from its builder in ``ONNX_BUILDERS``.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -145,119 +148,171 @@ class _Graph:
         return name
 
 
-_SIMPLE = {OpType.RELU: "Relu", OpType.SIGMOID: "Sigmoid", OpType.TANH: "Tanh", OpType.HARDSWISH: "HardSwish",
-           OpType.IDENTITY: "Identity", OpType.DROPOUT: "Dropout"}
+OnnxBuilder = Callable[[_Graph, Layer, list[str], int], None]
+"""Adds the nodes of a layer reading the given tensors, with weights from the seed; the last is named layer.name."""
 
 
 def _emit(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
     """Adds the nodes of ``layer`` reading tensors ``ins``; the last node is named ``layer.name``."""
-    op, attrs, out, p = layer.op, layer.attrs, layer.name, layer.name + "/"
-    x = ins[0]
-    if op is OpType.CONV:
-        assert isinstance(attrs, ConvAttrs)
-        w = layer_weights(layer, seed)
-        operands = [x, g.const(p + "weight", w["weight"])] + ([g.const(p + "bias", w["bias"])] if attrs.bias else [])
-        g.node("Conv", operands, out, kernel_shape=list(attrs.kernel), strides=list(attrs.stride),
-               pads=list(attrs.padding), dilations=list(attrs.dilation), group=attrs.groups)
-    elif op is OpType.LINEAR:
-        assert isinstance(attrs, LinearAttrs)
-        w = layer_weights(layer, seed)
-        if len(layer.input_shape) == 2:
-            operands = [x, g.const(p + "weight", w["weight"])]
-            operands += [g.const(p + "bias", w["bias"])] if attrs.bias else []
-            g.node("Gemm", operands, out, transB=1)
-        elif attrs.bias:
-            y = g.node("MatMul", [x, g.const(p + "weight", w["weight"].T)], p + "matmul")
-            g.node("Add", [y, g.const(p + "bias", w["bias"])], out)
-        else:
-            g.node("MatMul", [x, g.const(p + "weight", w["weight"].T)], out)
-    elif op in (OpType.MAX_POOL, OpType.AVG_POOL):
-        assert isinstance(attrs, PoolAttrs)
-        common: dict[str, Any] = {"kernel_shape": list(attrs.kernel), "strides": list(attrs.stride),
-                                  "pads": list(attrs.padding), "ceil_mode": int(attrs.ceil_mode)}
-        if op is OpType.MAX_POOL:
-            g.node("MaxPool", [x], out, **common)
-        else:
-            g.node("AveragePool", [x], out, count_include_pad=int(attrs.count_include_pad), **common)
-    elif op in (OpType.GLOBAL_AVG_POOL, OpType.GLOBAL_MAX_POOL):
-        pool = "GlobalMaxPool" if op is OpType.GLOBAL_MAX_POOL else "GlobalAveragePool"
-        if len(layer.output_shape) == 4:
-            g.node(pool, [x], out)
-        else:
-            g.node("Flatten", [g.node(pool, [x], p + "pool")], out, axis=1)
-    elif op is OpType.BATCH_NORM:
-        assert isinstance(attrs, BatchNormAttrs)
-        w = layer_weights(layer, seed)
-        operands = [x] + [g.const(p + key, w[key]) for key in ("weight", "bias", "mean", "var")]
-        g.node("BatchNormalization", operands, out, epsilon=attrs.eps)
-    elif op is OpType.SCALE:
-        assert isinstance(attrs, ScaleAttrs)
-        w = layer_weights(layer, seed)
-        shape = (-1,) + (1,) * (len(layer.input_shape) - 2) if attrs.per_channel else (1,)
-        if "bias" in w:
-            y = g.node("Mul", [x, g.const(p + "scale", w["scale"].reshape(shape))], p + "mul")
-            g.node("Add", [y, g.const(p + "bias", w["bias"].reshape(shape))], out)
-        else:
-            g.node("Mul", [x, g.const(p + "scale", w["scale"].reshape(shape))], out)
-    elif op in _SIMPLE:
-        g.node(_SIMPLE[op], [x], out)
-    elif op is OpType.RELU6:
-        g.node("Clip", [x, g.const(p + "min", np.array(0.0, np.float32)), g.const(p + "max", np.array(6.0, np.float32))],
-               out)
-    elif op is OpType.LEAKY_RELU:
-        assert isinstance(attrs, LeakyReluAttrs)
-        g.node("LeakyRelu", [x], out, alpha=attrs.negative_slope)
-    elif op is OpType.SILU:
-        g.node("Mul", [x, g.node("Sigmoid", [x], p + "sigmoid")], out)
-    elif op is OpType.ADD:
-        g.node("Add" if len(ins) == 2 else "Sum", ins, out)
-    elif op is OpType.MAX:
-        g.node("Max", ins, out)
-    elif op is OpType.MUL:
-        y = ins[0]
-        for i, other in enumerate(ins[1:], start=1):
-            y = g.node("Mul", [y, other], out if i == len(ins) - 1 else f"{p}mul{i}")
-    elif op in (OpType.CONCAT, OpType.SOFTMAX):
-        assert isinstance(attrs, AxisAttrs)
-        g.node("Concat" if op is OpType.CONCAT else "Softmax", ins, out, axis=attrs.axis)
-    elif op is OpType.LRN:
-        assert isinstance(attrs, LrnAttrs)
-        _lrn(g, layer, attrs, x)
-    elif op is OpType.FLATTEN:
-        assert isinstance(attrs, AxisAttrs)
-        axis = attrs.axis % len(layer.input_shape)
-        if layer.output_shape == (math.prod(layer.input_shape[:axis]), math.prod(layer.input_shape[axis:])):
-            g.node("Flatten", [x], out, axis=axis)
-        else:
-            g.node("Reshape", [x, g.const(p + "shape", np.array(layer.output_shape, np.int64))], out)
-    elif op is OpType.RESHAPE:
-        g.node("Reshape", [x, g.const(p + "shape", np.array(layer.output_shape, np.int64))], out)
-    elif op is OpType.UPSAMPLE:
-        assert isinstance(attrs, UpsampleAttrs)
-        _resize(g, layer, attrs, x)
-    elif op is OpType.PAD:
-        assert isinstance(attrs, PadAttrs)
-        amounts = pad_amounts(layer)
-        pads = np.array([b for b, _ in amounts] + [e for _, e in amounts], np.int64)
-        operands = [x, g.const(p + "pads", pads)]
-        if attrs.mode == "constant":
-            operands.append(g.const(p + "value", np.array(attrs.value, np.float32)))
-        mode = {"replicate": "edge"}.get(attrs.mode, attrs.mode)
-        if mode not in ("constant", "reflect", "edge"):
-            raise _Unsupported(f"padding mode {attrs.mode!r}")
-        g.node("Pad", operands, out, mode=mode)
-    else:
+    builder = ONNX_BUILDERS.get(layer.op)
+    if builder is None:
         raise _Unsupported("no ONNX builder for this op")
+    builder(g, layer, ins, seed)
 
 
-def _lrn(g: _Graph, layer: Layer, attrs: LrnAttrs, x: str) -> None:
+# ---------------------------------------------------------------------- one builder per op
+def _conv(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
+    attrs, p = layer.attrs, layer.name + "/"
+    assert isinstance(attrs, ConvAttrs)
+    w = layer_weights(layer, seed)
+    operands = [ins[0], g.const(p + "weight", w["weight"])] + ([g.const(p + "bias", w["bias"])] if attrs.bias else [])
+    g.node("Conv", operands, layer.name, kernel_shape=list(attrs.kernel), strides=list(attrs.stride),
+           pads=list(attrs.padding), dilations=list(attrs.dilation), group=attrs.groups)
+
+
+def _linear(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
+    """Gemm for NxC input; MatMul (and Add) for more leading axes, which Gemm does not take."""
+    attrs, x, out, p = layer.attrs, ins[0], layer.name, layer.name + "/"
+    assert isinstance(attrs, LinearAttrs)
+    w = layer_weights(layer, seed)
+    if len(layer.input_shape) == 2:
+        operands = [x, g.const(p + "weight", w["weight"])]
+        operands += [g.const(p + "bias", w["bias"])] if attrs.bias else []
+        g.node("Gemm", operands, out, transB=1)
+    elif attrs.bias:
+        y = g.node("MatMul", [x, g.const(p + "weight", w["weight"].T)], p + "matmul")
+        g.node("Add", [y, g.const(p + "bias", w["bias"])], out)
+    else:
+        g.node("MatMul", [x, g.const(p + "weight", w["weight"].T)], out)
+
+
+def _pool(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
+    attrs = layer.attrs
+    assert isinstance(attrs, PoolAttrs)
+    common: dict[str, Any] = {"kernel_shape": list(attrs.kernel), "strides": list(attrs.stride),
+                              "pads": list(attrs.padding), "ceil_mode": int(attrs.ceil_mode)}
+    if layer.op is OpType.MAX_POOL:
+        g.node("MaxPool", ins[:1], layer.name, **common)
+    else:
+        g.node("AveragePool", ins[:1], layer.name, count_include_pad=int(attrs.count_include_pad), **common)
+
+
+def _global_pool(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
+    """The global pool, flattened to NxC when the layer's output is 2-D."""
+    pool = "GlobalMaxPool" if layer.op is OpType.GLOBAL_MAX_POOL else "GlobalAveragePool"
+    if len(layer.output_shape) == 4:
+        g.node(pool, ins[:1], layer.name)
+    else:
+        g.node("Flatten", [g.node(pool, ins[:1], layer.name + "/pool")], layer.name, axis=1)
+
+
+def _batch_norm(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
+    assert isinstance(layer.attrs, BatchNormAttrs)
+    w = layer_weights(layer, seed)
+    operands = ins[:1] + [g.const(f"{layer.name}/{key}", w[key]) for key in ("weight", "bias", "mean", "var")]
+    g.node("BatchNormalization", operands, layer.name, epsilon=layer.attrs.eps)
+
+
+def _scale(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
+    """Mul by the factors, broadcast over the axes after the channel (or a scalar), then Add of the bias."""
+    attrs, x, out, p = layer.attrs, ins[0], layer.name, layer.name + "/"
+    assert isinstance(attrs, ScaleAttrs)
+    w = layer_weights(layer, seed)
+    shape = (-1,) + (1,) * (len(layer.input_shape) - 2) if attrs.per_channel else (1,)
+    if "bias" in w:
+        y = g.node("Mul", [x, g.const(p + "scale", w["scale"].reshape(shape))], p + "mul")
+        g.node("Add", [y, g.const(p + "bias", w["bias"].reshape(shape))], out)
+    else:
+        g.node("Mul", [x, g.const(p + "scale", w["scale"].reshape(shape))], out)
+
+
+def _plain(op_type: str) -> OnnxBuilder:
+    """A builder for a layer that is one ONNX node of ``op_type`` without attributes."""
+
+    def build(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
+        g.node(op_type, ins[:1], layer.name)
+
+    return build
+
+
+def _relu6(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
+    p = layer.name + "/"
+    g.node("Clip", [ins[0], g.const(p + "min", np.array(0.0, np.float32)),
+                    g.const(p + "max", np.array(6.0, np.float32))], layer.name)
+
+
+def _leaky_relu(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
+    assert isinstance(layer.attrs, LeakyReluAttrs)
+    g.node("LeakyRelu", ins[:1], layer.name, alpha=layer.attrs.negative_slope)
+
+
+def _silu(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
+    x = ins[0]
+    g.node("Mul", [x, g.node("Sigmoid", [x], layer.name + "/sigmoid")], layer.name)
+
+
+def _add(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
+    g.node("Add" if len(ins) == 2 else "Sum", ins, layer.name)
+
+
+def _max(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
+    g.node("Max", ins, layer.name)
+
+
+def _mul(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
+    """A chain of binary Muls (ONNX has no variadic product)."""
+    y = ins[0]
+    for i, other in enumerate(ins[1:], start=1):
+        y = g.node("Mul", [y, other], layer.name if i == len(ins) - 1 else f"{layer.name}/mul{i}")
+
+
+def _axis_op(op_type: str) -> OnnxBuilder:
+    """Concat or Softmax along the layer's axis."""
+
+    def build(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
+        assert isinstance(layer.attrs, AxisAttrs)
+        g.node(op_type, ins, layer.name, axis=layer.attrs.axis)
+
+    return build
+
+
+def _flatten(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
+    assert isinstance(layer.attrs, AxisAttrs)
+    axis = layer.attrs.axis % len(layer.input_shape)
+    if layer.output_shape == (math.prod(layer.input_shape[:axis]), math.prod(layer.input_shape[axis:])):
+        g.node("Flatten", ins[:1], layer.name, axis=axis)
+    else:
+        _reshape(g, layer, ins, seed)
+
+
+def _reshape(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
+    g.node("Reshape", [ins[0], g.const(layer.name + "/shape", np.array(layer.output_shape, np.int64))], layer.name)
+
+
+def _pad(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
+    """Pad with all begins then all ends (ONNX's order), torch's 'replicate' being ONNX's 'edge'."""
+    attrs, p = layer.attrs, layer.name + "/"
+    assert isinstance(attrs, PadAttrs)
+    amounts = pad_amounts(layer)
+    pads = np.array([b for b, _ in amounts] + [e for _, e in amounts], np.int64)
+    operands = [ins[0], g.const(p + "pads", pads)]
+    if attrs.mode == "constant":
+        operands.append(g.const(p + "value", np.array(attrs.value, np.float32)))
+    mode = {"replicate": "edge"}.get(attrs.mode, attrs.mode)
+    if mode not in ("constant", "reflect", "edge"):
+        raise _Unsupported(f"padding mode {attrs.mode!r}")
+    g.node("Pad", operands, layer.name, mode=mode)
+
+
+def _lrn(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
     """LRN with torch's window, channels c - size//2 .. c + (size-1)//2.
 
     ONNX's LRN places even windows the other way (c - (size-1)//2 ..), so for
     an even size the scaled window sum is a 1x1 convolution of x*x with a band
     matrix, followed by (k + .)^beta and a division.
     """
-    out, p, rank = layer.name, layer.name + "/", len(layer.input_shape)
+    attrs, x, out, p, rank = layer.attrs, ins[0], layer.name, layer.name + "/", len(layer.input_shape)
+    assert isinstance(attrs, LrnAttrs)
     if rank < 3:
         raise _Unsupported("LRN needs at least one spatial axis")
     if attrs.size % 2:
@@ -275,8 +330,10 @@ def _lrn(g: _Graph, layer: Layer, attrs: LrnAttrs, x: str) -> None:
     g.node("Div", [x, denominator], out)
 
 
-def _resize(g: _Graph, layer: Layer, attrs: UpsampleAttrs, x: str) -> None:
+def _resize(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
     """Resize to the output shape: torch's 'nearest' (asymmetric, floor) or linear with align_corners=False."""
+    attrs, x = layer.attrs, ins[0]
+    assert isinstance(attrs, UpsampleAttrs)
     sizes = g.const(layer.name + "/sizes", np.array(layer.output_shape, np.int64))
     if attrs.mode == "nearest":
         g.node("Resize", [x, "", "", sizes], layer.name, mode="nearest",
@@ -285,3 +342,38 @@ def _resize(g: _Graph, layer: Layer, attrs: UpsampleAttrs, x: str) -> None:
         g.node("Resize", [x, "", "", sizes], layer.name, mode="linear", coordinate_transformation_mode="half_pixel")
     else:
         raise _Unsupported(f"upsampling mode {attrs.mode!r}")
+
+
+ONNX_BUILDERS: Mapping[OpType, OnnxBuilder] = MappingProxyType({
+    OpType.CONV: _conv,
+    OpType.LINEAR: _linear,
+    OpType.MAX_POOL: _pool,
+    OpType.AVG_POOL: _pool,
+    OpType.GLOBAL_AVG_POOL: _global_pool,
+    OpType.GLOBAL_MAX_POOL: _global_pool,
+    OpType.BATCH_NORM: _batch_norm,
+    OpType.SCALE: _scale,
+    OpType.RELU: _plain("Relu"),
+    OpType.RELU6: _relu6,
+    OpType.LEAKY_RELU: _leaky_relu,
+    OpType.SIGMOID: _plain("Sigmoid"),
+    OpType.TANH: _plain("Tanh"),
+    OpType.HARDSWISH: _plain("HardSwish"),
+    OpType.SILU: _silu,
+    OpType.ADD: _add,
+    OpType.MUL: _mul,
+    OpType.MAX: _max,
+    OpType.CONCAT: _axis_op("Concat"),
+    OpType.SOFTMAX: _axis_op("Softmax"),
+    OpType.LRN: _lrn,
+    OpType.FLATTEN: _flatten,
+    OpType.RESHAPE: _reshape,
+    OpType.UPSAMPLE: _resize,
+    OpType.PAD: _pad,
+    OpType.IDENTITY: _plain("Identity"),
+    OpType.DROPOUT: _plain("Dropout"),
+})
+"""IR op -> the builder of its ONNX nodes (adding an op type means adding its entry here)."""
+
+ONNX_NOT_BUILT: frozenset[OpType] = frozenset()
+"""IR ops the ONNX builder cannot express at all: none (some settings of an op still raise)."""

@@ -5,6 +5,7 @@ topological order, one ``torch.nn`` module per layer, so a caller can time or
 profile each layer call; :func:`layer_module` builds one layer alone, to time
 it in isolation. Weights come from :func:`layer_weights`, the same as the
 ONNX builder's, so both compute the same function.
+Each op's module comes from its builder in ``TORCH_BUILDERS``.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -248,69 +250,81 @@ class _PaddedPool(nn.Module):
 
 
 # ---------------------------------------------------------------------- one layer -> one module
+TorchBuilder = Callable[[IRLayer, int], nn.Module]
+"""Builds one layer's module from the layer and the weight seed; raises _Unsupported with the reason."""
+
+
 def _build(layer: IRLayer, seed: int) -> nn.Module:
-    op, attrs = layer.op, layer.attrs
-    if op is OpType.CONV:
-        assert isinstance(attrs, ConvAttrs)
-        return _conv(layer, attrs, seed)
-    if op is OpType.LINEAR:
-        assert isinstance(attrs, LinearAttrs)
-        w = layer_weights(layer, seed)
-        linear = nn.Linear(layer.input_shape[-1], layer.output_shape[-1], bias=attrs.bias)
-        _load(linear, w)
-        return linear
-    if op in (OpType.MAX_POOL, OpType.AVG_POOL):
-        assert isinstance(attrs, PoolAttrs)
-        return _pool(layer, attrs)
-    if op in (OpType.GLOBAL_AVG_POOL, OpType.GLOBAL_MAX_POOL):
-        return _GlobalPool(op is OpType.GLOBAL_MAX_POOL, flatten=len(layer.output_shape) == 2)
-    if op is OpType.BATCH_NORM:
-        assert isinstance(attrs, BatchNormAttrs)
-        return _batch_norm(layer, attrs, seed)
-    if op is OpType.SCALE:
-        assert isinstance(attrs, ScaleAttrs)
-        w = layer_weights(layer, seed)
-        return _Scale(w["scale"], w.get("bias"), len(layer.input_shape) if attrs.per_channel else 0)
-    if op is OpType.LEAKY_RELU:
-        assert isinstance(attrs, LeakyReluAttrs)
-        return nn.LeakyReLU(attrs.negative_slope)
-    if op in _SIMPLE:
-        return _SIMPLE[op]()
-    if op in (OpType.ADD, OpType.MUL, OpType.MAX):
-        return _Eltwise(op)
-    if op is OpType.CONCAT:
-        assert isinstance(attrs, AxisAttrs)
-        return _Concat(attrs.axis)
-    if op is OpType.SOFTMAX:
-        assert isinstance(attrs, AxisAttrs)
-        return nn.Softmax(dim=attrs.axis)
-    if op is OpType.LRN:
-        assert isinstance(attrs, LrnAttrs)
-        if len(layer.input_shape) < 3:
-            raise _Unsupported("LRN needs at least one spatial axis")
-        return nn.LocalResponseNorm(attrs.size, attrs.alpha, attrs.beta, attrs.k)
-    if op is OpType.FLATTEN:
-        assert isinstance(attrs, AxisAttrs)
-        x = layer.input_shape
-        axis = attrs.axis % len(x)
-        if layer.output_shape == x[:axis] + (math.prod(x[axis:]),):
-            return nn.Flatten(axis, -1)
-        return _Reshape(layer.output_shape)
-    if op is OpType.RESHAPE:
-        return _Reshape(layer.output_shape)
-    if op is OpType.UPSAMPLE:
-        assert isinstance(attrs, UpsampleAttrs)
-        return _upsample(layer, attrs)
-    if op is OpType.PAD:
-        assert isinstance(attrs, PadAttrs)
-        return _pad(layer, attrs)
-    raise _Unsupported("no torch builder for this op")
+    builder = TORCH_BUILDERS.get(layer.op)
+    if builder is None:
+        raise _Unsupported("no torch builder for this op")
+    return builder(layer, seed)
 
 
-_SIMPLE: dict[OpType, Callable[[], nn.Module]] = {
-    OpType.RELU: nn.ReLU, OpType.RELU6: nn.ReLU6, OpType.SIGMOID: nn.Sigmoid, OpType.TANH: nn.Tanh,
-    OpType.HARDSWISH: nn.Hardswish, OpType.SILU: nn.SiLU, OpType.IDENTITY: nn.Identity, OpType.DROPOUT: nn.Dropout,
-}
+def _plain(factory: Callable[[], nn.Module]) -> TorchBuilder:
+    """A builder for a layer computed by ``factory()`` whatever its shapes."""
+
+    def build(layer: IRLayer, seed: int) -> nn.Module:
+        return factory()
+
+    return build
+
+
+def _linear(layer: IRLayer, seed: int) -> nn.Module:
+    assert isinstance(layer.attrs, LinearAttrs)
+    linear = nn.Linear(layer.input_shape[-1], layer.output_shape[-1], bias=layer.attrs.bias)
+    _load(linear, layer_weights(layer, seed))
+    return linear
+
+
+def _global_pool(layer: IRLayer, seed: int) -> nn.Module:
+    return _GlobalPool(layer.op is OpType.GLOBAL_MAX_POOL, flatten=len(layer.output_shape) == 2)
+
+
+def _scale(layer: IRLayer, seed: int) -> nn.Module:
+    assert isinstance(layer.attrs, ScaleAttrs)
+    w = layer_weights(layer, seed)
+    return _Scale(w["scale"], w.get("bias"), len(layer.input_shape) if layer.attrs.per_channel else 0)
+
+
+def _leaky_relu(layer: IRLayer, seed: int) -> nn.Module:
+    assert isinstance(layer.attrs, LeakyReluAttrs)
+    return nn.LeakyReLU(layer.attrs.negative_slope)
+
+
+def _eltwise(layer: IRLayer, seed: int) -> nn.Module:
+    return _Eltwise(layer.op)
+
+
+def _concat(layer: IRLayer, seed: int) -> nn.Module:
+    assert isinstance(layer.attrs, AxisAttrs)
+    return _Concat(layer.attrs.axis)
+
+
+def _softmax(layer: IRLayer, seed: int) -> nn.Module:
+    assert isinstance(layer.attrs, AxisAttrs)
+    return nn.Softmax(dim=layer.attrs.axis)
+
+
+def _lrn(layer: IRLayer, seed: int) -> nn.Module:
+    attrs = layer.attrs
+    assert isinstance(attrs, LrnAttrs)
+    if len(layer.input_shape) < 3:
+        raise _Unsupported("LRN needs at least one spatial axis")
+    return nn.LocalResponseNorm(attrs.size, attrs.alpha, attrs.beta, attrs.k)
+
+
+def _flatten(layer: IRLayer, seed: int) -> nn.Module:
+    assert isinstance(layer.attrs, AxisAttrs)
+    x = layer.input_shape
+    axis = layer.attrs.axis % len(x)
+    if layer.output_shape == x[:axis] + (math.prod(x[axis:]),):
+        return nn.Flatten(axis, -1)
+    return _Reshape(layer.output_shape)
+
+
+def _reshape(layer: IRLayer, seed: int) -> nn.Module:
+    return _Reshape(layer.output_shape)
 
 
 def _load(module: nn.Module, arrays: dict[str, np.ndarray]) -> None:
@@ -320,7 +334,9 @@ def _load(module: nn.Module, arrays: dict[str, np.ndarray]) -> None:
             target.data.copy_(torch.from_numpy(value).reshape(target.shape))
 
 
-def _conv(layer: IRLayer, attrs: ConvAttrs, seed: int) -> nn.Module:
+def _conv(layer: IRLayer, seed: int) -> nn.Module:
+    attrs = layer.attrs
+    assert isinstance(attrs, ConvAttrs)
     top, left, bottom, right = attrs.padding
     symmetric = (top, left) == (bottom, right)
     conv = nn.Conv2d(layer.input_shape[1], layer.output_shape[1], attrs.kernel, attrs.stride,
@@ -332,7 +348,9 @@ def _conv(layer: IRLayer, attrs: ConvAttrs, seed: int) -> nn.Module:
     return nn.Sequential(_Pad((left, right, top, bottom)), conv)
 
 
-def _pool(layer: IRLayer, attrs: PoolAttrs) -> nn.Module:
+def _pool(layer: IRLayer, seed: int) -> nn.Module:
+    attrs = layer.attrs
+    assert isinstance(attrs, PoolAttrs)
     is_max = layer.op is OpType.MAX_POOL
     top, left, bottom, right = attrs.padding
     kh, kw = attrs.kernel
@@ -344,7 +362,9 @@ def _pool(layer: IRLayer, attrs: PoolAttrs) -> nn.Module:
     return _PaddedPool(is_max, attrs, layer.input_shape[2:], layer.output_shape[2:])
 
 
-def _batch_norm(layer: IRLayer, attrs: BatchNormAttrs, seed: int) -> nn.Module:
+def _batch_norm(layer: IRLayer, seed: int) -> nn.Module:
+    attrs = layer.attrs
+    assert isinstance(attrs, BatchNormAttrs)
     rank = len(layer.input_shape)
     classes: dict[int, type[nn.modules.batchnorm._BatchNorm]] = {
         2: nn.BatchNorm1d, 3: nn.BatchNorm1d, 4: nn.BatchNorm2d, 5: nn.BatchNorm3d}
@@ -360,7 +380,9 @@ def _batch_norm(layer: IRLayer, attrs: BatchNormAttrs, seed: int) -> nn.Module:
     return bn
 
 
-def _upsample(layer: IRLayer, attrs: UpsampleAttrs) -> nn.Module:
+def _upsample(layer: IRLayer, seed: int) -> nn.Module:
+    attrs = layer.attrs
+    assert isinstance(attrs, UpsampleAttrs)
     rank = len(layer.input_shape)
     if attrs.mode == "nearest" and rank >= 3:
         return _Upsample(layer.output_shape[2:], "nearest")
@@ -370,7 +392,9 @@ def _upsample(layer: IRLayer, attrs: UpsampleAttrs) -> nn.Module:
     raise _Unsupported(f"{attrs.mode} upsampling of a {rank}-D tensor")
 
 
-def _pad(layer: IRLayer, attrs: PadAttrs) -> nn.Module:
+def _pad(layer: IRLayer, seed: int) -> nn.Module:
+    attrs = layer.attrs
+    assert isinstance(attrs, PadAttrs)
     amounts = pad_amounts(layer)
     padded = [i for i, p in enumerate(amounts) if p != (0, 0)]
     first = padded[0] if padded else len(amounts)
@@ -384,3 +408,38 @@ def _pad(layer: IRLayer, attrs: PadAttrs) -> nn.Module:
     if not pads:
         return nn.Identity()
     return _Pad(pads, attrs.mode, attrs.value)
+
+
+TORCH_BUILDERS: Mapping[OpType, TorchBuilder] = MappingProxyType({
+    OpType.CONV: _conv,
+    OpType.LINEAR: _linear,
+    OpType.MAX_POOL: _pool,
+    OpType.AVG_POOL: _pool,
+    OpType.GLOBAL_AVG_POOL: _global_pool,
+    OpType.GLOBAL_MAX_POOL: _global_pool,
+    OpType.BATCH_NORM: _batch_norm,
+    OpType.SCALE: _scale,
+    OpType.RELU: _plain(nn.ReLU),
+    OpType.RELU6: _plain(nn.ReLU6),
+    OpType.LEAKY_RELU: _leaky_relu,
+    OpType.SIGMOID: _plain(nn.Sigmoid),
+    OpType.TANH: _plain(nn.Tanh),
+    OpType.HARDSWISH: _plain(nn.Hardswish),
+    OpType.SILU: _plain(nn.SiLU),
+    OpType.ADD: _eltwise,
+    OpType.MUL: _eltwise,
+    OpType.MAX: _eltwise,
+    OpType.CONCAT: _concat,
+    OpType.SOFTMAX: _softmax,
+    OpType.LRN: _lrn,
+    OpType.FLATTEN: _flatten,
+    OpType.RESHAPE: _reshape,
+    OpType.UPSAMPLE: _upsample,
+    OpType.PAD: _pad,
+    OpType.IDENTITY: _plain(nn.Identity),
+    OpType.DROPOUT: _plain(nn.Dropout),
+})
+"""IR op -> the builder of its module (adding an op type means adding its entry here)."""
+
+TORCH_NOT_BUILT: frozenset[OpType] = frozenset()
+"""IR ops the torch builder cannot express at all: none (some settings of an op still raise)."""

@@ -11,6 +11,8 @@ rectifiers", Eq. 10), std = sqrt(2 / fan_in).
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 
 import numpy as np
 
@@ -40,41 +42,73 @@ def layer_weights(layer: Layer, seed: int = 0) -> dict[str, np.ndarray]:
 
     The same ``(layer.name, seed)`` always gives the same arrays.
     """
-    rng = layer_rng(layer, seed)
+    if layer.op in NO_WEIGHTS:
+        return {}
+    return WEIGHT_MAKERS[layer.op](layer, layer_rng(layer, seed))
+
+
+WeightMaker = Callable[[Layer, np.random.Generator], dict[str, np.ndarray]]
+"""Draws one layer's float32 parameters, by name, from the layer's own generator."""
+
+
+def _conv(layer: Layer, rng: np.random.Generator) -> dict[str, np.ndarray]:
     attrs = layer.attrs
-    out: dict[str, np.ndarray] = {}
-    if layer.op is OpType.CONV:
-        assert isinstance(attrs, ConvAttrs)
-        c_in, c_out = layer.input_shape[1], layer.output_shape[1]
-        shape = (c_out, c_in // attrs.groups, *attrs.kernel)
-        fan_in = shape[1] * shape[2] * shape[3]
-        out["weight"] = _normal(rng, shape, np.sqrt(2.0 / fan_in))
-        if attrs.bias:
-            out["bias"] = _normal(rng, (c_out,), _BIAS_STD)
-    elif layer.op is OpType.LINEAR:
-        assert isinstance(attrs, LinearAttrs)
-        n_in, n_out = layer.input_shape[-1], layer.output_shape[-1]
-        out["weight"] = _normal(rng, (n_out, n_in), np.sqrt(2.0 / n_in))
-        if attrs.bias:
-            out["bias"] = _normal(rng, (n_out,), _BIAS_STD)
-    elif layer.op is OpType.BATCH_NORM:
-        assert isinstance(attrs, BatchNormAttrs)
-        channels = layer.input_shape[1]
-        out["mean"] = _normal(rng, (channels,), 0.1)
-        out["var"] = rng.uniform(0.5, 1.5, channels).astype(np.float32)
-        if attrs.affine:
-            out["weight"] = rng.uniform(0.5, 1.5, channels).astype(np.float32)
-            out["bias"] = _normal(rng, (channels,), _BIAS_STD)
-        else:
-            out["weight"] = np.ones(channels, np.float32)
-            out["bias"] = np.zeros(channels, np.float32)
-    elif layer.op is OpType.SCALE:
-        assert isinstance(attrs, ScaleAttrs)
-        size = layer.input_shape[1] if attrs.per_channel else 1
-        out["scale"] = rng.uniform(0.5, 1.5, size).astype(np.float32)
-        if attrs.bias:
-            out["bias"] = _normal(rng, (size,), _BIAS_STD)
+    assert isinstance(attrs, ConvAttrs)
+    c_in, c_out = layer.input_shape[1], layer.output_shape[1]
+    shape = (c_out, c_in // attrs.groups, *attrs.kernel)
+    fan_in = shape[1] * shape[2] * shape[3]
+    out = {"weight": _normal(rng, shape, np.sqrt(2.0 / fan_in))}
+    if attrs.bias:
+        out["bias"] = _normal(rng, (c_out,), _BIAS_STD)
     return out
+
+
+def _linear(layer: Layer, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    assert isinstance(layer.attrs, LinearAttrs)
+    n_in, n_out = layer.input_shape[-1], layer.output_shape[-1]
+    out = {"weight": _normal(rng, (n_out, n_in), np.sqrt(2.0 / n_in))}
+    if layer.attrs.bias:
+        out["bias"] = _normal(rng, (n_out,), _BIAS_STD)
+    return out
+
+
+def _batch_norm(layer: Layer, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    assert isinstance(layer.attrs, BatchNormAttrs)
+    channels = layer.input_shape[1]
+    out = {"mean": _normal(rng, (channels,), 0.1), "var": rng.uniform(0.5, 1.5, channels).astype(np.float32)}
+    if layer.attrs.affine:
+        out["weight"] = rng.uniform(0.5, 1.5, channels).astype(np.float32)
+        out["bias"] = _normal(rng, (channels,), _BIAS_STD)
+    else:
+        out["weight"] = np.ones(channels, np.float32)
+        out["bias"] = np.zeros(channels, np.float32)
+    return out
+
+
+def _scale(layer: Layer, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    assert isinstance(layer.attrs, ScaleAttrs)
+    size = layer.input_shape[1] if layer.attrs.per_channel else 1
+    out = {"scale": rng.uniform(0.5, 1.5, size).astype(np.float32)}
+    if layer.attrs.bias:
+        out["bias"] = _normal(rng, (size,), _BIAS_STD)
+    return out
+
+
+WEIGHT_MAKERS: Mapping[OpType, WeightMaker] = MappingProxyType({
+    OpType.CONV: _conv,
+    OpType.LINEAR: _linear,
+    OpType.BATCH_NORM: _batch_norm,
+    OpType.SCALE: _scale,
+})
+"""IR op -> the maker of its parameters; the draws' order is part of the contract (same seed, same arrays)."""
+
+NO_WEIGHTS = frozenset({
+    OpType.MAX_POOL, OpType.AVG_POOL, OpType.GLOBAL_AVG_POOL, OpType.GLOBAL_MAX_POOL, OpType.RELU, OpType.RELU6,
+    OpType.LEAKY_RELU, OpType.SIGMOID, OpType.TANH, OpType.HARDSWISH, OpType.SILU, OpType.ADD, OpType.MUL, OpType.MAX,
+    OpType.CONCAT, OpType.SOFTMAX, OpType.LRN, OpType.FLATTEN, OpType.RESHAPE, OpType.UPSAMPLE, OpType.PAD,
+    OpType.IDENTITY, OpType.DROPOUT,
+})
+"""Ops without parameters (n(W) = 0 in the metrics): :func:`layer_weights` gives them an empty dict."""
 
 
 def pad_amounts(layer: Layer) -> tuple[tuple[int, int], ...]:
