@@ -10,6 +10,8 @@ the IR (``map_network``, with sparsity measured, borrowed from a table or read f
 from nnperf.accel._dse import NEAR_OPTIMUM, DesignPoint, DesignSweep, SweepError, sweep_design
 from nnperf.accel._energy import COMPONENTS, LayerEnergy, NetworkEnergy, layer_energy, network_energy
 from nnperf.accel._from_ir import (
+    NOT_MAPPED,
+    ROW_GEOMETRY,
     AccelMappingError,
     IrMapping,
     chain_end,
@@ -43,7 +45,9 @@ from nnperf.accel._spec import (
 __all__ = [
     "COMPONENTS",
     "NEAR_OPTIMUM",
+    "NOT_MAPPED",
     "REFERENCE_NETWORKS",
+    "ROW_GEOMETRY",
     "AccelLayer",
     "AccelMappingError",
     "AcceleratorSpec",

@@ -4,7 +4,7 @@ Convolutions map to rows as the reference maps them: H is the padded input, a gr
 keeps C per group and M in all (as CNNergy treats AlexNet's two towers, so the MACs are exact), and
 a fully connected layer is an R x R convolution over the map it flattens (AlexNet's FC6 is 6 x 6 x
 256 -> 4096) or a 1 x 1 one. Pooling, activations, concatenation and the rest carry no energy
-(reference section 7) but change what a split after them would transmit.
+(reference section 7; ``NOT_MAPPED`` lists them) but change what a split after them would transmit.
 
 Sparsity is kept per tensor (the zero fraction of each network input and layer output) and comes
 from one of three sources: measured by running the network on images (``measure_sparsity``), a user
@@ -19,9 +19,10 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 
 from nnperf.accel._layers import AccelLayer, LayerTableError
 from nnperf.errors import NnperfError
@@ -29,7 +30,11 @@ from nnperf.ir import ACTIVATIONS, ConvAttrs, Layer, Network, OpType, numel
 
 CHAIN_OPS = ACTIVATIONS | {OpType.BATCH_NORM, OpType.SCALE}
 """Layers an accelerator applies to a convolution's output before writing it back."""
-PASS_THROUGH = {OpType.FLATTEN, OpType.RESHAPE, OpType.DROPOUT, OpType.IDENTITY}
+PASS_THROUGH = frozenset({OpType.FLATTEN, OpType.RESHAPE, OpType.DROPOUT, OpType.IDENTITY})
+"""Layers that keep their input's values, so a linear layer after them still sees the map they flatten."""
+
+Geometry = tuple[int, int, int, int, int, int, int, int]
+"""(R, M, H padded, C per group, U, E, groups, H unpadded) of an accelerator row."""
 
 
 class AccelMappingError(NnperfError):
@@ -49,8 +54,8 @@ class IrMapping:
 
 
 def energy_layers(network: Network) -> list[Layer]:
-    """The conv and linear layers, in topological order: the layers CNNergy gives energy to."""
-    return [layer for layer in network.layers if layer.op in (OpType.CONV, OpType.LINEAR)]
+    """The conv and linear layers (those in ``ROW_GEOMETRY``), in topological order: the layers CNNergy gives energy to."""
+    return [layer for layer in network.layers if layer.op in ROW_GEOMETRY]
 
 
 def chain_end(network: Network, name: str) -> str:
@@ -99,27 +104,48 @@ def map_network(network: Network, sparsity: Mapping[str, float]) -> IrMapping:
                      written=tuple(written))
 
 
-def _geometry(network: Network, layer: Layer) -> tuple[int, int, int, int, int, int, int, int]:
+def _geometry(network: Network, layer: Layer) -> Geometry:
     """(R, M, H padded, C per group, U, E, groups, H unpadded) of a conv or linear layer."""
-    if layer.op is OpType.CONV:
-        attrs = layer.attrs
-        assert isinstance(attrs, ConvAttrs)
-        _, c_in, h, w = layer.input_shape
-        _, c_out, e_h, e_w = layer.output_shape
-        top, left, bottom, right = attrs.padding
-        if h != w or e_h != e_w or attrs.kernel[0] != attrs.kernel[1] or attrs.stride[0] != attrs.stride[1] \
-                or (top + bottom) != (left + right):
-            raise AccelMappingError("CNNergy models square maps, filters and strides only")
-        if attrs.dilation != (1, 1):
-            raise AccelMappingError("dilated convolutions are not modelled")
-        return (attrs.kernel[0], c_out, h + top + bottom, c_in // attrs.groups, attrs.stride[0], e_h, attrs.groups,
-                h)
+    return ROW_GEOMETRY[layer.op](network, layer)
+
+
+def _conv_geometry(network: Network, layer: Layer) -> Geometry:
+    attrs = layer.attrs
+    assert isinstance(attrs, ConvAttrs)
+    _, c_in, h, w = layer.input_shape
+    _, c_out, e_h, e_w = layer.output_shape
+    top, left, bottom, right = attrs.padding
+    if h != w or e_h != e_w or attrs.kernel[0] != attrs.kernel[1] or attrs.stride[0] != attrs.stride[1] \
+            or (top + bottom) != (left + right):
+        raise AccelMappingError("CNNergy models square maps, filters and strides only")
+    if attrs.dilation != (1, 1):
+        raise AccelMappingError("dilated convolutions are not modelled")
+    return (attrs.kernel[0], c_out, h + top + bottom, c_in // attrs.groups, attrs.stride[0], e_h, attrs.groups, h)
+
+
+def _linear_geometry(network: Network, layer: Layer) -> Geometry:
+    """An R x R convolution over the square map the input was flattened from, else a 1 x 1 one."""
     features = layer.input_shape[-1]
     spatial = _flattened_map(network, layer)
     if spatial is not None:
         channels, size = spatial
         return size, layer.output_shape[-1], size, channels, 1, 1, 1, size
     return 1, layer.output_shape[-1], 1, features, 1, 1, 1, 1
+
+
+ROW_GEOMETRY: Mapping[OpType, Callable[[Network, Layer], Geometry]] = MappingProxyType({
+    OpType.CONV: _conv_geometry,
+    OpType.LINEAR: _linear_geometry,
+})
+"""IR op -> the geometry of the accelerator row it becomes: the layers CNNergy gives energy to."""
+
+NOT_MAPPED = frozenset({
+    OpType.MAX_POOL, OpType.AVG_POOL, OpType.GLOBAL_AVG_POOL, OpType.GLOBAL_MAX_POOL, OpType.BATCH_NORM,
+    OpType.SCALE, OpType.RELU, OpType.RELU6, OpType.LEAKY_RELU, OpType.SIGMOID, OpType.TANH, OpType.HARDSWISH,
+    OpType.SILU, OpType.ADD, OpType.MUL, OpType.MAX, OpType.CONCAT, OpType.SOFTMAX, OpType.LRN, OpType.FLATTEN,
+    OpType.RESHAPE, OpType.UPSAMPLE, OpType.PAD, OpType.IDENTITY, OpType.DROPOUT,
+})
+"""Ops that become no row: they carry no energy in CNNergy (reference section 7), only change what a split sends."""
 
 
 def _flattened_map(network: Network, layer: Layer) -> tuple[int, int] | None:
@@ -149,7 +175,7 @@ def propagate(network: Network, known: Mapping[str, float], input_sparsity: floa
     for layer in network.layers:
         if layer.name in known:
             out[layer.name] = known[layer.name]
-        elif layer.op in (OpType.CONV, OpType.LINEAR):
+        elif layer.op in ROW_GEOMETRY:
             out[layer.name] = 0.0
         else:
             sizes = [numel(shape) for shape in layer.input_shapes]

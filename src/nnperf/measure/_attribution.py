@@ -5,8 +5,8 @@ OpenCV: Conv+BN+ReLU), so their profilers report fewer nodes than the IR has
 layers, and a fused node is named after one of its members: ONNX Runtime
 often after the last (the tensor the group outputs), OpenCV after the first.
 A fused group is a compute layer (convolution, fully connected) followed by
-a chain of element-wise successors (BN, scale, activations, eltwise), each the
-only consumer of the one before. So a node claims the layer it is named
+a chain of element-wise successors (BN, scale, activations, eltwise; each
+op's part is in ``FUSION_ROLES``), each the only consumer of the one before. So a node claims the layer it is named
 after and, when that is an element-wise layer, walks upstream through
 producers no node is named after and that feed only the group; it claims
 them only if the walk ends at a compute layer no node is named after (so a
@@ -19,12 +19,56 @@ group's time; reports say the group's size so nothing is counted twice.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 
-from nnperf.ir import ACTIVATIONS, ELTWISE, Layer, Network, OpType
+from nnperf.ir import Layer, Network, OpType
 
-FUSED_SUCCESSORS = ACTIVATIONS | ELTWISE | {OpType.BATCH_NORM, OpType.SCALE}
+
+class FusionRole(str, enum.Enum):
+    """The part a layer of an op type plays in a framework's fused group."""
+
+    HEAD = "head"
+    """starts a group: a compute layer (convolution, fully connected), or any layer not folded backwards"""
+    SUCCESSOR = "successor"
+    """folded into the layer before it: batch norm, scale, activations, element-wise"""
+
+
+_HEAD, _SUCCESSOR = FusionRole.HEAD, FusionRole.SUCCESSOR
+FUSION_ROLES: Mapping[OpType, FusionRole] = MappingProxyType({
+    OpType.CONV: _HEAD,
+    OpType.LINEAR: _HEAD,
+    OpType.MAX_POOL: _HEAD,
+    OpType.AVG_POOL: _HEAD,
+    OpType.GLOBAL_AVG_POOL: _HEAD,
+    OpType.GLOBAL_MAX_POOL: _HEAD,
+    OpType.BATCH_NORM: _SUCCESSOR,
+    OpType.SCALE: _SUCCESSOR,
+    OpType.RELU: _SUCCESSOR,
+    OpType.RELU6: _SUCCESSOR,
+    OpType.LEAKY_RELU: _SUCCESSOR,
+    OpType.SIGMOID: _SUCCESSOR,
+    OpType.TANH: _SUCCESSOR,
+    OpType.HARDSWISH: _SUCCESSOR,
+    OpType.SILU: _SUCCESSOR,
+    OpType.ADD: _SUCCESSOR,
+    OpType.MUL: _SUCCESSOR,
+    OpType.MAX: _SUCCESSOR,
+    OpType.CONCAT: _HEAD,
+    OpType.SOFTMAX: _HEAD,
+    OpType.LRN: _HEAD,
+    OpType.FLATTEN: _HEAD,
+    OpType.RESHAPE: _HEAD,
+    OpType.UPSAMPLE: _HEAD,
+    OpType.PAD: _HEAD,
+    OpType.IDENTITY: _HEAD,
+    OpType.DROPOUT: _HEAD,
+})
+"""Each op's role in a fused group (adding an op type means adding its entry here)."""
+
+FUSED_SUCCESSORS = frozenset(op for op, role in FUSION_ROLES.items() if role is FusionRole.SUCCESSOR)
 """Layer types that frameworks fold into the compute layer before them."""
 
 
