@@ -85,9 +85,55 @@ def schedule(layer: AccelLayer, spec: AcceleratorSpec, batch: int | None = None)
     a GLB that cannot hold one row of the ifmap, or one so small that halving the ifmap's width (as
     the reference does) leaves a tile narrower than the filter.
     """
-    R, C, M, E = layer.filter_size, layer.channels, layer.filters, layer.ofmap_size
-    H, U = layer.ifmap_size, layer.stride
     where = f"layer {layer.name!r}"
+    passes = _passes(layer, spec, where)
+    tile = _glb_tile(layer, spec, passes, where)
+    n, y_comp = _batch_and_rule_6(layer, spec, passes, tile, where)
+    bits_per_kb = 8 * 1024 / spec.bits
+    psum_kb = tile.psum_kb
+    if batch is not None:
+        n = batch
+    if not passes.z:
+        psum_kb = n * tile.x_of * y_comp * passes.f_pass / bits_per_kb
+    ifmap_total_kb = tile.ifmap_kb * n
+    if passes.z and tile.n_max >= 1:
+        psum_kb = spec.glb_kb - ifmap_total_kb
+    return Schedule(
+        sets_per_pass=passes.sets, channels_per_set=passes.c_set, channels_per_pass=passes.c_pass,
+        filters_per_set=passes.f_set, filters_per_pass=passes.f_pass, all_channels_in_pass=passes.z,
+        x_ifmap=tile.x_if, y_ifmap=tile.y_if, x_ofmap=tile.x_of, y_ofmap=tile.y_of, y_ofmap_glb=y_comp, batch=n,
+        batch_max=tile.n_max, ifmap_kb=ifmap_total_kb, psum_kb=psum_kb, rules=tuple(passes.rules))
+
+
+@dataclass
+class _Passes:
+    """Channels and filters per set and per PE-array pass, as the exception rules leave them."""
+
+    sets: int
+    c_set: float
+    c_pass: float
+    f_set: float
+    f_pass: float
+    z: bool
+    rules: list[int]
+
+
+@dataclass
+class _Tile:
+    """What one pass covers of the ifmap and the ofmap, and the GLB it takes (kB)."""
+
+    x_if: float
+    y_if: float
+    x_of: float
+    y_of: float
+    ifmap_kb: float
+    psum_kb: float
+    n_max: float
+
+
+def _passes(layer: AccelLayer, spec: AcceleratorSpec, where: str) -> _Passes:
+    """Initial sets from the PE array and register files, then exception rules 1 to 5 in order."""
+    R, C, M, E = layer.filter_size, layer.channels, layer.filters, layer.ofmap_size
     sets = spec.pe_rows // R
     if sets < 1:
         raise ScheduleError(f"{where}: filter height R={R} exceeds the PE array's {spec.pe_rows} rows")
@@ -136,7 +182,12 @@ def schedule(layer: AccelLayer, spec: AcceleratorSpec, batch: int | None = None)
         rules.append(5)
         f_set = spec.psum_rf_entries
         f_pass = f_set * sets
+    return _Passes(sets=sets, c_set=c_set, c_pass=c_pass, f_set=f_set, f_pass=f_pass, z=z, rules=rules)
 
+
+def _glb_tile(layer: AccelLayer, spec: AcceleratorSpec, passes: _Passes, where: str) -> _Tile:
+    """Spatial coverage of a pass, then the x-adjustment: halve the ifmap width until the pass fits the GLB."""
+    R, E, H, U = layer.filter_size, layer.ofmap_size, layer.ifmap_size, layer.stride
     bits_per_kb = 8 * 1024 / spec.bits
     glb = spec.glb_kb
     row_kb = H / bits_per_kb
@@ -149,58 +200,57 @@ def schedule(layer: AccelLayer, spec: AcceleratorSpec, batch: int | None = None)
         y_if, y_of = float(H), float(E)
     else:
         y_if, y_of = float(y_span), float(spec.pe_cols)
-    ifmap_kb = x_if * y_if * c_pass / bits_per_kb
-    psum_kb = E * E * f_pass / bits_per_kb
+    ifmap_kb = x_if * y_if * passes.c_pass / bits_per_kb
+    psum_kb = E * E * passes.f_pass / bits_per_kb
     n_max = glb / (ifmap_kb + psum_kb)
 
     x_of: float = E
     while ifmap_kb >= glb:  # x-adjustment: halve the ifmap width until the pass fits
         x_if /= 2
-        ifmap_kb = x_if * y_if * c_pass / bits_per_kb
+        ifmap_kb = x_if * y_if * passes.c_pass / bits_per_kb
         x_of = (x_if - R) / U + 1
         if x_of < 1:
             raise ScheduleError(f"{where}: the GLB of {glb:g} kB cannot hold an ifmap tile as wide as the "
-                                f"filter (R={R}) for the pass's {c_pass:g} channels and {y_if:g} rows")
-        psum_kb = x_of * E * f_pass / bits_per_kb
+                                f"filter (R={R}) for the pass's {passes.c_pass:g} channels and {y_if:g} rows")
+        psum_kb = x_of * E * passes.f_pass / bits_per_kb
         n_max = glb / (ifmap_kb + psum_kb)
+    return _Tile(x_if=x_if, y_if=y_if, x_of=x_of, y_of=y_of, ifmap_kb=ifmap_kb, psum_kb=psum_kb, n_max=n_max)
 
-    if n_max >= 1:
-        n = math.floor(n_max)
+
+def _batch_and_rule_6(layer: AccelLayer, spec: AcceleratorSpec, passes: _Passes, tile: _Tile,
+                      where: str) -> tuple[int, float]:
+    """(n, y_comp): the batch the GLB holds, with the y-adjustment, then exception rule 6.
+
+    Rule 6 may take filters from ``passes`` and GLB room from ``tile``'s psums; both are updated.
+    """
+    E = layer.ofmap_size
+    bits_per_kb = 8 * 1024 / spec.bits
+    glb = spec.glb_kb
+    if tile.n_max >= 1:
+        n = math.floor(tile.n_max)
         y_comp: float = E
-    elif z:
+    elif passes.z:
         y_comp = E
         n = 1
-        psum_kb = glb - ifmap_kb
+        tile.psum_kb = glb - tile.ifmap_kb
     else:  # y-adjustment: halve the ofmap height kept in the GLB until one image fits
         y_comp = E
-        n_new = n_max
+        n_new = tile.n_max
         while n_new < 1:
             y_comp /= 2
-            n_new = glb / (ifmap_kb + x_of * y_comp * f_pass / bits_per_kb)
+            n_new = glb / (tile.ifmap_kb + tile.x_of * y_comp * passes.f_pass / bits_per_kb)
         n = 1
-    if y_comp < y_of:  # rule 6: keep every PE column busy; make room by taking fewer filters
-        rules.append(6)
-        y_comp = y_of
-        if not z:
+    if y_comp < tile.y_of:  # rule 6: keep every PE column busy; make room by taking fewer filters
+        passes.rules.append(6)
+        y_comp = tile.y_of
+        if not passes.z:
             fits = 0.0
             while fits < 1:
-                f_pass -= 1
-                if f_pass <= 0:
+                passes.f_pass -= 1
+                if passes.f_pass <= 0:
                     raise ScheduleError(f"{where}: the GLB of {glb:g} kB cannot hold the psums of one filter "
-                                        f"for {y_of:g} ofmap rows")
-                fits = glb / (ifmap_kb + x_of * y_of * f_pass / bits_per_kb)
+                                        f"for {tile.y_of:g} ofmap rows")
+                fits = glb / (tile.ifmap_kb + tile.x_of * tile.y_of * passes.f_pass / bits_per_kb)
         else:
-            psum_kb = glb - ifmap_kb
-    
-    if batch is not None:
-        n = batch
-    if not z:
-        psum_kb = n * x_of * y_comp * f_pass / bits_per_kb
-    ifmap_total_kb = ifmap_kb * n
-    if z and n_max >= 1:
-        psum_kb = glb - ifmap_total_kb
-    return Schedule(
-        sets_per_pass=sets, channels_per_set=c_set, channels_per_pass=c_pass, filters_per_set=f_set,
-        filters_per_pass=f_pass, all_channels_in_pass=z, x_ifmap=x_if, y_ifmap=y_if, x_ofmap=x_of, y_ofmap=y_of,
-        y_ofmap_glb=y_comp, batch=n, batch_max=n_max, ifmap_kb=ifmap_total_kb, psum_kb=psum_kb,
-        rules=tuple(rules))
+            tile.psum_kb = glb - tile.ifmap_kb
+    return n, y_comp
