@@ -8,6 +8,7 @@ from nnperf.ir._json import load_network_json, network_from_dict, network_to_dic
 from nnperf.ir._network import Layer, Network, Shape, TensorSpec, conv_output_size, numel, pool_output_size, shape_text
 from nnperf.ir._ops import (
     ACTIVATIONS,
+    ATTRIBUTES_OF,
     ELTWISE,
     NO_ATTRIBUTES,
     NOOPS,
@@ -30,7 +31,7 @@ from nnperf.ir._ops import (
 from nnperf.ir._transforms import remove_noops
 
 __all__ = [
-    "ACTIVATIONS", "ELTWISE", "NOOPS", "NO_ATTRIBUTES", "Attributes", "AxisAttrs", "BatchNormAttrs", "ConvAttrs",
+    "ACTIVATIONS", "ATTRIBUTES_OF", "ELTWISE", "NOOPS", "NO_ATTRIBUTES", "Attributes", "AxisAttrs", "BatchNormAttrs", "ConvAttrs",
     "ConvKind",
     "Layer", "LeakyReluAttrs", "LinearAttrs", "LrnAttrs", "Network", "NoAttrs", "OpType", "PadAttrs",
     "PoolAttrs", "ScaleAttrs", "Shape", "TensorSpec", "UpsampleAttrs", "conv_output_size", "load_network_json",
