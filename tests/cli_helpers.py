@@ -23,10 +23,11 @@ def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
 
 
 def assert_error(code: int, err: str, *needles: str) -> str:
-    """A user error: exit code 1, one line on stderr starting 'nnperf: error:', naming each needle."""
+    """A user error: exit code 1 (not the internal-error code 3), exactly one line on stderr starting
+    'nnperf: error:', naming each needle; returns that line."""
     assert code == 1, err
     assert "Traceback" not in err
-    lines = err.strip().splitlines()
+    lines = err.splitlines()
     assert len(lines) == 1, err
     assert lines[0].startswith("nnperf: error:"), lines[0]
     for needle in needles:

@@ -17,31 +17,10 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from cli_helpers import assert_error, run_cli
 from nnperf.cli import main
 from nnperf.ir import network_to_dict
 from nnperf.ir.importers import from_onnx
-
-# ---- helpers -------------------------------------------------------------------------------------
-
-
-def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def assert_one_line_error(code: int, err: str, *needles: str) -> str:
-    """The CLI's contract for a user error; returns the message line."""
-    assert code != 0
-    assert code == 1  # EXIT_ERROR, not the internal-error code 3
-    assert "Traceback" not in err
-    lines = err.splitlines()
-    assert len(lines) == 1, err
-    line = lines[0]
-    assert line.startswith("nnperf: error:"), line
-    for needle in needles:
-        assert needle in line, (needle, line)
-    return line
 
 
 def relu_model(op_type: str = "Relu", domain: str = "", node_name: str = "act") -> onnx.ModelProto:
@@ -143,36 +122,36 @@ def test_inspect_hand_written_json_succeeds(capsys: pytest.CaptureFixture[str], 
 
 def test_inspect_truncated_onnx(capsys: pytest.CaptureFixture[str], truncated_onnx: Path) -> None:
     code, _, err = run_cli(capsys, "inspect", truncated_onnx.name)
-    assert_one_line_error(code, err, "truncated.onnx", "not a valid ONNX model")
+    assert_error(code, err, "truncated.onnx", "not a valid ONNX model")
 
 
 def test_inspect_text_file_named_onnx(capsys: pytest.CaptureFixture[str], in_tmp: Path) -> None:
     (in_tmp / "model.onnx").write_text("hello, this is not onnx\n")
     code, _, err = run_cli(capsys, "inspect", "model.onnx")
-    assert_one_line_error(code, err, "model.onnx")
+    assert_error(code, err, "model.onnx")
 
 
 def test_inspect_empty_onnx(capsys: pytest.CaptureFixture[str], in_tmp: Path) -> None:
     (in_tmp / "empty.onnx").write_bytes(b"")
     code, _, err = run_cli(capsys, "inspect", "empty.onnx")
-    assert_one_line_error(code, err, "empty.onnx", "empty")
+    assert_error(code, err, "empty.onnx", "empty")
 
 
 def test_inspect_unknown_operator_custom_domain(capsys: pytest.CaptureFixture[str], in_tmp: Path) -> None:
     onnx.save(relu_model("FooOp", domain="my.ops", node_name="foo_1"), str(in_tmp / "foo.onnx"))
     code, _, err = run_cli(capsys, "inspect", "foo.onnx")
-    assert_one_line_error(code, err, "foo.onnx", "FooOp", "foo_1", "unsupported")
+    assert_error(code, err, "foo.onnx", "FooOp", "foo_1", "unsupported")
 
 
 def test_inspect_unknown_operator_default_domain(capsys: pytest.CaptureFixture[str], in_tmp: Path) -> None:
     onnx.save(relu_model("FooOp", node_name="foo_1"), str(in_tmp / "foo.onnx"))
     code, _, err = run_cli(capsys, "inspect", "foo.onnx")
-    assert_one_line_error(code, err, "foo.onnx", "FooOp")
+    assert_error(code, err, "foo.onnx", "FooOp")
 
 
 def test_inspect_missing_onnx(capsys: pytest.CaptureFixture[str], in_tmp: Path) -> None:
     code, _, err = run_cli(capsys, "inspect", "missing.onnx")
-    assert_one_line_error(code, err, "missing.onnx", "no such file")
+    assert_error(code, err, "missing.onnx", "no such file")
 
 
 def test_inspect_dynamic_spatial_dims_suggest_input_shape(capsys: pytest.CaptureFixture[str], in_tmp: Path) -> None:
@@ -182,7 +161,7 @@ def test_inspect_dynamic_spatial_dims_suggest_input_shape(capsys: pytest.Capture
     dims[2].dim_param = "H"
     onnx.save(model, str(in_tmp / "dyn.onnx"))
     code, _, err = run_cli(capsys, "inspect", "dyn.onnx")
-    assert_one_line_error(code, err, "dyn.onnx", "--input-shape")
+    assert_error(code, err, "dyn.onnx", "--input-shape")
     # and the suggested fix works
     code, _out, err = run_cli(capsys, "inspect", "dyn.onnx", "--input-shape", "x=1x3x8x8", "--json")
     assert code == 0, err
@@ -190,7 +169,7 @@ def test_inspect_dynamic_spatial_dims_suggest_input_shape(capsys: pytest.Capture
 
 def test_inspect_input_shape_for_unknown_input(capsys: pytest.CaptureFixture[str], good_onnx: Path) -> None:
     code, _, err = run_cli(capsys, "inspect", good_onnx.name, "--input-shape", "nope=1x3x8x8")
-    assert_one_line_error(code, err, "good.onnx", "nope")
+    assert_error(code, err, "good.onnx", "nope")
 
 
 # ---- inspect: zoo names and other files ----------------------------------------------------------
@@ -198,41 +177,41 @@ def test_inspect_input_shape_for_unknown_input(capsys: pytest.CaptureFixture[str
 
 def test_inspect_unknown_zoo_name_suggests_close_name(capsys: pytest.CaptureFixture[str], in_tmp: Path) -> None:
     code, _, err = run_cli(capsys, "inspect", "resnet19")
-    assert_one_line_error(code, err, "resnet19", "resnet18")
+    assert_error(code, err, "resnet19", "resnet18")
 
 
 def test_inspect_zoo_name_with_input_shape(capsys: pytest.CaptureFixture[str], in_tmp: Path) -> None:
     code, _, err = run_cli(capsys, "inspect", "resnet18", "--input-shape", "1x3x8x8")
-    assert_one_line_error(code, err, "resnet18", "ONNX")
+    assert_error(code, err, "resnet18", "ONNX")
 
 
 def test_inspect_existing_file_of_unknown_type(capsys: pytest.CaptureFixture[str], in_tmp: Path) -> None:
     (in_tmp / "weights.pt").write_bytes(b"\x00\x01")
     code, _, err = run_cli(capsys, "inspect", "weights.pt")
-    assert_one_line_error(code, err, "weights.pt", ".pt")
+    assert_error(code, err, "weights.pt", ".pt")
 
 
 def test_inspect_json_that_is_not_a_network(capsys: pytest.CaptureFixture[str], in_tmp: Path) -> None:
     write_json(in_tmp / "other.json", {"hello": "world"})
     code, _, err = run_cli(capsys, "inspect", "other.json")
-    assert_one_line_error(code, err, "other.json", "not an nnperf network")
+    assert_error(code, err, "other.json", "not an nnperf network")
 
 
 def test_inspect_json_list(capsys: pytest.CaptureFixture[str], in_tmp: Path) -> None:
     write_json(in_tmp / "list.json", [1, 2, 3])
     code, _, err = run_cli(capsys, "inspect", "list.json")
-    assert_one_line_error(code, err, "list.json", "not an nnperf network")
+    assert_error(code, err, "list.json", "not an nnperf network")
 
 
 def test_inspect_file_that_is_not_json(capsys: pytest.CaptureFixture[str], in_tmp: Path) -> None:
     (in_tmp / "broken.json").write_text("{not json")
     code, _, err = run_cli(capsys, "inspect", "broken.json")
-    assert_one_line_error(code, err, "broken.json", "JSON")
+    assert_error(code, err, "broken.json", "JSON")
 
 
 def test_inspect_missing_json(capsys: pytest.CaptureFixture[str], in_tmp: Path) -> None:
     code, _, err = run_cli(capsys, "inspect", "missing.json")
-    assert_one_line_error(code, err, "missing.json", "no such file")
+    assert_error(code, err, "missing.json", "no such file")
 
 
 def test_inspect_json_of_newer_version(capsys: pytest.CaptureFixture[str], in_tmp: Path) -> None:
@@ -240,7 +219,7 @@ def test_inspect_json_of_newer_version(capsys: pytest.CaptureFixture[str], in_tm
     data["version"] = 99
     write_json(in_tmp / "v99.json", data)
     code, _, err = run_cli(capsys, "inspect", "v99.json")
-    assert_one_line_error(code, err, "v99.json", "version 99")
+    assert_error(code, err, "v99.json", "version 99")
 
 
 @pytest.mark.parametrize(("label", "shape"), [("zero", [1, 3, 0, 8]), ("negative", [1, 3, -8, 8])])
@@ -248,7 +227,7 @@ def test_inspect_json_with_non_positive_dimension(capsys: pytest.CaptureFixture[
                                                    shape: list[int]) -> None:
     write_json(in_tmp / f"{label}.json", tiny_network_dict(shape))
     code, _, err = run_cli(capsys, "inspect", f"{label}.json")
-    line = assert_one_line_error(code, err, f"{label}.json", "'act'", "positive")
+    line = assert_error(code, err, f"{label}.json", "'act'", "positive")
     assert "input" in line
 
 
@@ -258,7 +237,7 @@ def test_inspect_json_with_zero_dimension_in_network_input(capsys: pytest.Captur
     data["inputs"][0]["shape"] = [1, 0, 8, 8]
     write_json(in_tmp / "zin.json", data)
     code, _, err = run_cli(capsys, "inspect", "zin.json")
-    assert_one_line_error(code, err, "zin.json", "input 'x'", "positive")
+    assert_error(code, err, "zin.json", "input 'x'", "positive")
 
 
 def test_inspect_json_with_unknown_op(capsys: pytest.CaptureFixture[str], in_tmp: Path) -> None:
@@ -266,7 +245,7 @@ def test_inspect_json_with_unknown_op(capsys: pytest.CaptureFixture[str], in_tmp
     data["layers"][0]["op"] = "frobnicate"
     write_json(in_tmp / "badop.json", data)
     code, _, err = run_cli(capsys, "inspect", "badop.json")
-    assert_one_line_error(code, err, "badop.json", "frobnicate")
+    assert_error(code, err, "badop.json", "frobnicate")
 
 
 def test_inspect_json_with_missing_key(capsys: pytest.CaptureFixture[str], in_tmp: Path) -> None:
@@ -274,7 +253,7 @@ def test_inspect_json_with_missing_key(capsys: pytest.CaptureFixture[str], in_tm
     del data["layers"][0]["output_shape"]
     write_json(in_tmp / "nokey.json", data)
     code, _, err = run_cli(capsys, "inspect", "nokey.json")
-    assert_one_line_error(code, err, "nokey.json", "output_shape")
+    assert_error(code, err, "nokey.json", "output_shape")
 
 
 def test_inspect_json_with_dangling_producer(capsys: pytest.CaptureFixture[str], in_tmp: Path) -> None:
@@ -282,7 +261,7 @@ def test_inspect_json_with_dangling_producer(capsys: pytest.CaptureFixture[str],
     data["layers"][0]["inputs"] = ["ghost"]
     write_json(in_tmp / "ghost.json", data)
     code, _, err = run_cli(capsys, "inspect", "ghost.json")
-    assert_one_line_error(code, err, "ghost.json", "'ghost'")
+    assert_error(code, err, "ghost.json", "'ghost'")
 
 
 def _conv_dict(attrs: dict[str, Any]) -> dict[str, Any]:
@@ -297,13 +276,13 @@ def test_inspect_json_conv_with_wrong_output_shape(capsys: pytest.CaptureFixture
     data["layers"][0]["output_shape"] = [1, 4, 5, 5]
     write_json(in_tmp / "conv.json", data)
     code, _, err = run_cli(capsys, "inspect", "conv.json")
-    assert_one_line_error(code, err, "conv.json", "'act'", "6x6")
+    assert_error(code, err, "conv.json", "'act'", "6x6")
 
 
 def test_inspect_json_conv_with_one_kernel_value(capsys: pytest.CaptureFixture[str], in_tmp: Path) -> None:
     write_json(in_tmp / "conv1.json", _conv_dict({"kernel": [3]}))
     code, _, err = run_cli(capsys, "inspect", "conv1.json")
-    assert_one_line_error(code, err, "conv1.json", "kernel")
+    assert_error(code, err, "conv1.json", "kernel")
 
 
 def test_inspect_json_lrn_with_string_size(capsys: pytest.CaptureFixture[str], in_tmp: Path) -> None:
@@ -311,7 +290,7 @@ def test_inspect_json_lrn_with_string_size(capsys: pytest.CaptureFixture[str], i
     data["layers"][0].update(op="lrn", attrs={"size": "big"})
     write_json(in_tmp / "lrn.json", data)
     code, _, err = run_cli(capsys, "inspect", "lrn.json")
-    assert_one_line_error(code, err, "lrn.json", "size")
+    assert_error(code, err, "lrn.json", "size")
 
 
 # ---- inspect: options ----------------------------------------------------------------------------
@@ -319,7 +298,7 @@ def test_inspect_json_lrn_with_string_size(capsys: pytest.CaptureFixture[str], i
 
 def test_inspect_save_ir_into_missing_folder(capsys: pytest.CaptureFixture[str], good_onnx: Path) -> None:
     code, _, err = run_cli(capsys, "inspect", good_onnx.name, "--save-ir", "no_such_dir/net.json")
-    assert_one_line_error(code, err, "no_such_dir")
+    assert_error(code, err, "no_such_dir")
 
 
 @pytest.mark.parametrize("bad", ["1x0x3", "1x-3x8", "axb", ""])
@@ -359,20 +338,20 @@ def test_debug_shows_the_traceback(capsys: pytest.CaptureFixture[str], truncated
 
 def test_export_needs_onnx_suffix(capsys: pytest.CaptureFixture[str], in_tmp: Path) -> None:
     code, _, err = run_cli(capsys, "export", "resnet18", "out.txt")
-    assert_one_line_error(code, err, "out.txt", ".onnx")
+    assert_error(code, err, "out.txt", ".onnx")
     assert not (in_tmp / "out.txt").exists()
 
 
 def test_export_unknown_model(capsys: pytest.CaptureFixture[str], in_tmp: Path) -> None:
     code, _, err = run_cli(capsys, "export", "nosuchnet", "x.onnx")
-    assert_one_line_error(code, err, "nosuchnet", "unknown model")
+    assert_error(code, err, "nosuchnet", "unknown model")
     assert not (in_tmp / "x.onnx").exists()
 
 
 def test_export_into_missing_folder(capsys: pytest.CaptureFixture[str], in_tmp: Path) -> None:
     target = in_tmp / "nonexistent_dir" / "x.onnx"
     code, _, err = run_cli(capsys, "export", "resnet18", str(target))
-    assert_one_line_error(code, err, str(in_tmp / "nonexistent_dir"), "does not exist")
+    assert_error(code, err, str(in_tmp / "nonexistent_dir"), "does not exist")
     assert not target.parent.exists()
 
 

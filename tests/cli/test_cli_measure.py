@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from cli_helpers import assert_error
+from cli_helpers import run_cli as run
 from networks import tiny_network
 from nnperf.cli import main
 from nnperf.ir import save_network
@@ -25,20 +27,6 @@ def tiny_json(tmp_path: Path) -> Path:
     path = tmp_path / "tiny.json"
     save_network(tiny_network(), path)
     return path
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
-def one_line_error(code: int, err: str, *needles: str) -> None:
-    assert code == 1 and "Traceback" not in err
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1, err
-    for needle in needles:
-        assert needle in lines[0], lines[0]
 
 
 def test_profile_prints_the_table_the_ratio_and_stores_it(capsys, tiny_json: Path, tmp_path: Path) -> None:
@@ -82,19 +70,19 @@ def test_backends_lists_availability(capsys) -> None:
 
 def test_unknown_backend_lists_the_known(capsys, tiny_json: Path, tmp_path: Path) -> None:
     code, _, err = run(capsys, "profile", str(tiny_json), "--backend", "tvm", "--db", str(tmp_path / "m.db"))
-    one_line_error(code, err, "unknown backend 'tvm'", "onnxruntime, opencv, torch")
+    assert_error(code, err, "unknown backend 'tvm'", "onnxruntime, opencv, torch")
 
 
 def test_unavailable_backend_says_why(capsys, tiny_json: Path, tmp_path: Path) -> None:
     code, _, err = run(capsys, "profile", str(tiny_json), "--backend", "onnxruntime", "--device", "cuda",
                        "--db", str(tmp_path / "m.db"))
-    one_line_error(code, err, "backend 'onnxruntime' cannot run here", "CUDA execution provider")
+    assert_error(code, err, "backend 'onnxruntime' cannot run here", "CUDA execution provider")
 
 
 def test_unavailable_power_meter_says_why(capsys, tiny_json: Path, tmp_path: Path) -> None:
     code, _, err = run(capsys, "profile", str(tiny_json), "--backend", "torch", "--energy", "rapl",
                        "--db", str(tmp_path / "m.db"))
-    one_line_error(code, err, "power meter 'rapl' cannot run here", "powercap")
+    assert_error(code, err, "power meter 'rapl' cannot run here", "powercap")
 
 
 @pytest.mark.parametrize("threads", ["0", "-2", "two"])
@@ -108,7 +96,7 @@ def test_non_positive_thread_count_is_a_usage_error(capsys, tiny_json: Path, thr
 def test_store_in_a_missing_folder(capsys, tiny_json: Path, tmp_path: Path) -> None:
     code, _, err = run(capsys, "profile", str(tiny_json), "--backend", "torch", "--db",
                        str(tmp_path / "nowhere" / "m.db"))
-    one_line_error(code, err, "nowhere")
+    assert_error(code, err, "nowhere")
 
 
 def test_malformed_trace_csv(capsys, tiny_json: Path, tmp_path: Path) -> None:
@@ -116,7 +104,7 @@ def test_malformed_trace_csv(capsys, tiny_json: Path, tmp_path: Path) -> None:
     trace.write_text("time_s,power_w\n0.0,1.5\n0.1,abc\n")
     code, _, err = run(capsys, "profile", str(tiny_json), "--backend", "torch", "--energy", str(trace),
                        "--db", str(tmp_path / "m.db"))
-    one_line_error(code, err, "trace.csv", "line 3")
+    assert_error(code, err, "trace.csv", "line 3")
 
 
 def test_trace_without_a_run_says_how_to_record_one(capsys, tiny_json: Path, tmp_path: Path) -> None:
@@ -124,7 +112,7 @@ def test_trace_without_a_run_says_how_to_record_one(capsys, tiny_json: Path, tmp
     trace.write_text("time_s,power_w\n0.0,1.5\n0.1,1.5\n")
     code, _, err = run(capsys, "profile", str(tiny_json), "--backend", "torch", "--energy", str(trace),
                        "--db", str(tmp_path / "m.db"))
-    one_line_error(code, err, "no finished isolated run of", "--gap-s")
+    assert_error(code, err, "no finished isolated run of", "--gap-s")
 
 
 def test_a_newer_store_is_refused(capsys, tiny_json: Path, tmp_path: Path) -> None:
@@ -135,4 +123,4 @@ def test_a_newer_store_is_refused(capsys, tiny_json: Path, tmp_path: Path) -> No
     with sqlite3.connect(db) as conn:
         conn.execute("PRAGMA user_version = 7")
     code, _, err = run(capsys, "systems", "--db", str(db))
-    one_line_error(code, err, "newer nnperf")
+    assert_error(code, err, "newer nnperf")

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import pytest
 
+from harness_presets import SMOKE_HARNESS
 from networks import tiny_network
 from nnperf._registry import UnavailableError, UnknownPluginError
 from nnperf.campaign import ProfileConfig, profile_network
-from nnperf.measure import HarnessConfig, measure
+from nnperf.measure import measure
 from nnperf.measure.backends import BackendOptionError, BackendOptions, backend_report, create_backend
 from nnperf.store import Store
 
 REAL = ["torch", "onnxruntime", "opencv"]
-QUICK = HarnessConfig(warmup_s=0.0, min_block_s=2e-4, target_ci=0.1, budget_s=0.05, min_samples=5)
 
 
 @pytest.fixture(params=REAL)
@@ -34,9 +34,9 @@ def test_every_real_backend_runs_here(backend) -> None:  # type: ignore[no-untyp
 
 
 def test_whole_network_timer(backend) -> None:  # type: ignore[no-untyped-def]
-    timing = measure(backend.network_timer(tiny_network()), QUICK)
+    timing = measure(backend.network_timer(tiny_network()), SMOKE_HARNESS)
     assert 1e-6 < timing.stats.median_s < 0.1
-    assert timing.block_size * timing.stats.median_s >= 0.5 * QUICK.min_block_s
+    assert timing.block_size * timing.stats.median_s >= 0.5 * SMOKE_HARNESS.min_block_s
 
 
 def test_every_layer_runs_in_isolation_with_all_its_inputs(backend) -> None:  # type: ignore[no-untyped-def]
@@ -57,7 +57,7 @@ def test_profiler_times_map_to_every_layer(backend) -> None:  # type: ignore[no-
 
 def test_isolated_campaign_into_the_store(backend, tmp_path) -> None:  # type: ignore[no-untyped-def]
     with Store(tmp_path / "m.db") as store:
-        report = profile_network(tiny_network(), backend, store, ProfileConfig(harness=QUICK))
+        report = profile_network(tiny_network(), backend, store, ProfileConfig(harness=SMOKE_HARNESS))
         assert len(store.layer_measurements(run_id=report.run_id)) == 12
         assert report.sum_ratio > 0.3  # isolated layers of a tiny net carry per-call overhead; never near zero
         assert store.systems()[0].backend == backend.name
@@ -108,11 +108,7 @@ def test_bad_backend_options_are_refused(options, message) -> None:  # type: ign
 
 @pytest.mark.gpu
 def test_torch_cuda_times_with_cuda_events() -> None:
-    import torch
-
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA device")
     with create_backend("torch", BackendOptions(device="cuda")) as gpu:
-        timing = measure(gpu.network_timer(tiny_network()), QUICK)
+        timing = measure(gpu.network_timer(tiny_network()), SMOKE_HARNESS)
         assert timing.stats.median_s > 0
         assert gpu.profile(tiny_network(), runs=3).layers

@@ -1,0 +1,28 @@
+"""What every test shares: the GPU skip. Helpers that tests import by name live in modules beside this one.
+
+- ``cli_helpers``: the CLI run in-process (``run_cli``), its JSON (``run_json``) and the one-line user error
+  (``assert_error``).
+- ``harness_presets``: the short harness settings for tests that measure for real.
+- ``networks``: tiny IR networks.
+
+pytest does not import ``conftest.py`` as an ordinary module, so these are not defined here. The markers
+(``slow``, ``gpu``) are declared once, in pyproject.toml; ``-m "not slow"`` leaves the slow tests out.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skips the tests marked ``gpu`` where torch sees no CUDA device."""
+    gpu_tests = [item for item in items if item.get_closest_marker("gpu") is not None]
+    if not gpu_tests:
+        return
+    import torch  # only when a GPU test was collected: importing torch takes a second or two
+
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA device (torch.cuda.is_available() is False)")
+    for item in gpu_tests:
+        item.add_marker(skip)
