@@ -6,15 +6,13 @@ from pathlib import Path
 
 import pytest
 
+from harness_presets import SHORT_HARNESS
 from nnperf._registry import Availability
 from nnperf.campaign import SENTINEL, ProfileConfig, profile_network
 from nnperf.ir import ConvAttrs, Layer, Network, OpType, PoolAttrs, TensorSpec
-from nnperf.measure._harness import HarnessConfig
 from nnperf.measure.backends._fake import CostModel, FakeBackend, FakeClock
 from nnperf.measure.power import PowerMeter
 from nnperf.store import Store
-
-FAST = HarnessConfig(warmup_s=0.0, min_block_s=1e-4, target_ci=0.05, budget_s=0.05)
 
 
 def small_net() -> Network:
@@ -42,7 +40,7 @@ class StopAfter:
 def test_campaign_stores_every_layer_and_the_sum_ratio(tmp_path: Path) -> None:
     backend = FakeBackend(model=CostModel(noise_sigma=0.0, network_factor=0.8))
     with Store(tmp_path / "m.db") as store:
-        report = profile_network(small_net(), backend, store, ProfileConfig(harness=FAST))
+        report = profile_network(small_net(), backend, store, ProfileConfig(harness=SHORT_HARNESS))
         assert [m.layer for m in report.layers] == ["conv1", "relu1", "pool1", "conv2", "add"]
         assert report.sum_ratio == pytest.approx(1 / 0.8)  # isolated layers sum to 1.25x the whole network
         assert not report.resumed and report.skipped == 0
@@ -55,7 +53,7 @@ def test_campaign_stores_every_layer_and_the_sum_ratio(tmp_path: Path) -> None:
 
 
 def test_an_interrupted_campaign_resumes_and_loses_nothing(tmp_path: Path) -> None:
-    net, config = small_net(), ProfileConfig(harness=FAST)
+    net, config = small_net(), ProfileConfig(harness=SHORT_HARNESS)
     with Store(tmp_path / "m.db") as store:
         with pytest.raises(KeyboardInterrupt):
             profile_network(net, FakeBackend(seed=1), store, config, progress=StopAfter(3))
@@ -86,7 +84,7 @@ class DriftingBackend(FakeBackend):
 def test_drift_beyond_five_percent_is_reported(tmp_path: Path) -> None:
     with Store(tmp_path / "m.db") as store:
         report = profile_network(small_net(), DriftingBackend(model=CostModel(noise_sigma=0.0)), store,
-                                 ProfileConfig(harness=FAST))
+                                 ProfileConfig(harness=SHORT_HARNESS))
     assert report.drift == pytest.approx(0.2)
     assert len(report.warnings) == 1 and "+20.0%" in report.warnings[0]
 
@@ -111,7 +109,8 @@ def test_counter_energy_is_per_execution(tmp_path: Path) -> None:
     clock = FakeClock()
     backend = FakeBackend(model=CostModel(noise_sigma=0.0), clock=clock)
     with Store(tmp_path / "m.db") as store:
-        report = profile_network(small_net(), backend, store, ProfileConfig(harness=FAST), meter=ClockMeter(clock))
+        report = profile_network(small_net(), backend, store, ProfileConfig(harness=SHORT_HARNESS),
+                                 meter=ClockMeter(clock))
     for m in report.layers:
         assert m.power_meter == "clock"
         assert m.energy_j == pytest.approx(10.0 * m.timing.stats.median_s)
@@ -121,7 +120,7 @@ def test_counter_energy_is_per_execution(tmp_path: Path) -> None:
 def test_profiler_campaign_stores_profiler_times(tmp_path: Path) -> None:
     with Store(tmp_path / "m.db") as store:
         report = profile_network(small_net(), FakeBackend(), store,
-                                 ProfileConfig(per_layer="profiler", harness=FAST, profiler_runs=7))
+                                 ProfileConfig(per_layer="profiler", harness=SHORT_HARNESS, profiler_runs=7))
         assert report.method == "profiler"
         assert [m.timing.stats.n for m in report.layers] == [7] * 5
         assert {r.method for r in store.layer_measurements()} == {"profiler"}
@@ -130,6 +129,6 @@ def test_profiler_campaign_stores_profiler_times(tmp_path: Path) -> None:
 def test_whole_network_only(tmp_path: Path) -> None:
     backend = FakeBackend(model=CostModel(noise_sigma=0.0))
     with Store(tmp_path / "m.db") as store:
-        report = profile_network(small_net(), backend, store, ProfileConfig(per_layer="none", harness=FAST))
+        report = profile_network(small_net(), backend, store, ProfileConfig(per_layer="none", harness=SHORT_HARNESS))
         assert report.layers == () and store.layer_measurements() == []
         assert report.network.timing.stats.median_s == pytest.approx(backend.network_cost_s(small_net()))

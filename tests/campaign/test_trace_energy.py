@@ -5,20 +5,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from harness_presets import SMOKE_HARNESS
 from networks import tiny_network
 from nnperf.campaign import ProfileConfig, attach_trace, profile_network
 from nnperf.errors import NnperfError
-from nnperf.measure import HarnessConfig
 from nnperf.measure.backends import create_backend
 from nnperf.measure.power import PowerTrace
 from nnperf.store import Store
 
-QUICK = HarnessConfig(warmup_s=0.0, min_block_s=2e-4, target_ci=0.1, budget_s=0.03, min_samples=5)
-
 
 def test_constant_power_gives_power_times_time_per_execution(tmp_path) -> None:  # type: ignore[no-untyped-def]
     with Store(tmp_path / "m.db") as store, create_backend("torch") as torch_backend:
-        report = profile_network(tiny_network(), torch_backend, store, ProfileConfig(harness=QUICK, gap_s=0.01))
+        report = profile_network(tiny_network(), torch_backend, store, ProfileConfig(harness=SMOKE_HARNESS, gap_s=0.01))
         records = store.layer_measurements(run_id=report.run_id)
         start = min(r.started_at for r in records) - 1.0
         end = max(r.ended_at for r in records) + 1.0
