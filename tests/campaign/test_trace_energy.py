@@ -30,7 +30,7 @@ def test_constant_power_gives_power_times_time_per_execution(tmp_path) -> None: 
             assert r.energy_j == pytest.approx(4.0 * (r.ended_at - r.started_at) / executions, rel=1e-6)
             assert r.power_meter == "trace:bench.csv"
             # the window holds every timed block, so it can never hold less than 4 W x the mean time
-            assert r.energy_j >= 4.0 * r.mean_s * (1 - 1e-9), r.layer
+            assert r.energy_j >= 4.0 * r.stats.mean_s * (1 - 1e-9), r.layer
 
 
 def test_a_trace_needs_a_finished_isolated_run(tmp_path) -> None:  # type: ignore[no-untyped-def]

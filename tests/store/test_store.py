@@ -132,7 +132,8 @@ def test_round_trip_of_system_run_layer_and_network(store: Store) -> None:
     assert [r.measurement() for r in records] == layers
     first = records[0]
     assert first.times_s == (1e-3, 0.1 + 0.2, 1 / 3 * 1e-3, 2.5e-3)
-    assert (first.median_s, first.q3_s, first.n, first.n_outliers, first.block_size) == (1.2e-3, 1 / 3, 4, 1, 16)
+    assert (first.median_s, first.stats.q3_s, first.n, first.stats.n_outliers, first.block_size) == (
+        1.2e-3, 1 / 3, 4, 1, 16)
     assert (first.energy_j, first.power_meter, first.group, first.group_size) == (0.0123, "rapl", "fused0", 2)
     assert records[1].energy_j is None and records[1].method is Method.PROFILER
     assert [r.layer for r in store.layer_measurements(method="profiler")] == ["conv1"]
@@ -158,7 +159,7 @@ def test_nan_statistic_reads_back_as_nan(store: Store) -> None:
     store.add_layer_measurement(run.id, LayerMeasurement("relu", "relu", Method.ISOLATED, one))
     store.add_network_measurement(run.id, NetworkMeasurement(t))
     (record,) = store.layer_measurements(run_id=run.id)
-    assert math.isnan(record.std_s) and record.median_s == 2e-3 and record.stop_reason == "budget"
+    assert math.isnan(record.stats.std_s) and record.median_s == 2e-3 and record.timing.stop_reason == "budget"
 
 
 def test_add_system_is_idempotent_and_systems_are_found_by_id_or_key_prefix(store: Store) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal, TextIO
 
 from nnperf.errors import StoreError
-from nnperf.store._records import LayerRecord, NetworkRecord, RunRecord, SystemRecord
+from nnperf.store._records import LayerRecord, NetworkRecord, RunRecord, SystemRecord, timing_fields
 from nnperf.store._schema import TIMING_COLUMNS
 from nnperf.store._store import Store
 
@@ -60,6 +60,7 @@ def _row(
         "network_hash": run.network_hash,
         "run_method": run.method,
         "times_s": " ".join(repr(t) for t in record.times_s),
+        **timing_fields(record.timing),
     }
     if isinstance(record, LayerRecord):
         known["method"] = record.method.value

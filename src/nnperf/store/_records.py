@@ -22,7 +22,7 @@ from nnperf.measure import (
     Timing,
     TimingStats,
 )
-from nnperf.store._schema import TIMING_COLUMNS
+from nnperf.store._schema import TIMING_FIELDS
 
 
 @dataclass(frozen=True)
@@ -78,40 +78,48 @@ class RunRecord:
 
 
 @dataclass(frozen=True, kw_only=True)
-class _TimingFields:
-    """The timing columns shared by layer and network records (seconds), and the :class:`Timing` they rebuild."""
+class _Timed:
+    """A stored measurement's :class:`Timing` (seconds), with the statistics that callers read most at hand."""
 
-    n: int
-    median_s: float
-    q1_s: float
-    q3_s: float
-    mean_s: float
-    std_s: float
-    min_s: float
-    max_s: float
-    ci_low_s: float
-    ci_high_s: float
-    confidence: float
-    n_outliers: int
-    block_size: int
-    stop_reason: str
-    wall_s: float
-    started_at: float
-    ended_at: float
-    times_s: tuple[float, ...]
+    timing: Timing
 
     @property
     def stats(self) -> TimingStats:
-        return TimingStats(**{f.name: getattr(self, f.name) for f in fields(TimingStats)})
+        return self.timing.stats
 
     @property
-    def timing(self) -> Timing:
-        kept = {f.name: getattr(self, f.name) for f in fields(Timing) if f.name != "stats"}
-        return Timing(stats=self.stats, **kept)
+    def median_s(self) -> float:
+        """The median per-execution time (seconds)."""
+        return self.timing.stats.median_s
+
+    @property
+    def n(self) -> int:
+        """How many timed blocks the statistics summarise."""
+        return self.timing.stats.n
+
+    @property
+    def block_size(self) -> int:
+        """Executions per timed block."""
+        return self.timing.block_size
+
+    @property
+    def times_s(self) -> tuple[float, ...]:
+        """The raw per-execution times (seconds)."""
+        return self.timing.times_s
+
+    @property
+    def started_at(self) -> float:
+        """Unix time of the first timed block (seconds)."""
+        return self.timing.started_at
+
+    @property
+    def ended_at(self) -> float:
+        """Unix time after the last timed block (seconds)."""
+        return self.timing.ended_at
 
 
 @dataclass(frozen=True, kw_only=True)
-class LayerRecord(_TimingFields):
+class LayerRecord(_Timed):
     """One stored layer measurement; times in seconds, ``energy_j`` in joules (None when unmeasured)."""
 
     id: int
@@ -133,7 +141,7 @@ class LayerRecord(_TimingFields):
 
 
 @dataclass(frozen=True, kw_only=True)
-class NetworkRecord(_TimingFields):
+class NetworkRecord(_Timed):
     """One stored whole-network measurement; times in seconds, ``energy_j`` in joules (None when unmeasured)."""
 
     id: int
@@ -156,25 +164,23 @@ def dumps(value: Any, what: str) -> str:
         raise StoreError(f"cannot store {what}: {err}") from err
 
 
+def timing_fields(t: Timing) -> dict[str, Any]:
+    """The scalar fields of ``t`` (its statistics' and its own) by column name, in column order."""
+    stats = {f.name: getattr(t.stats, f.name) for f in fields(TimingStats)}
+    return {name: stats[name] if name in stats else getattr(t, name) for name, _ in TIMING_FIELDS}
+
+
 def timing_values(t: Timing) -> tuple[Any, ...]:
     """The values of ``TIMING_COLUMNS`` for ``t``, in column order."""
-    values = {f.name: getattr(t.stats, f.name) for f in fields(TimingStats)}
-    values.update({f.name: getattr(t, f.name) for f in fields(Timing) if f.name not in ("stats", "times_s")})
-    values["times_json"] = json.dumps([float(x) for x in t.times_s])
-    return tuple(values[col] for col in TIMING_COLUMNS)
+    return (*timing_fields(t).values(), json.dumps([float(x) for x in t.times_s]))
 
 
-def _timing_fields(row: sqlite3.Row) -> dict[str, Any]:
-    out: dict[str, Any] = {"times_s": tuple(float(x) for x in json.loads(row["times_json"]))}
-    for col in TIMING_COLUMNS:
-        value = row[col]
-        if col == "times_json":
-            continue
-        if col in ("n", "n_outliers", "block_size", "stop_reason"):
-            out[col] = value
-        else:  # SQLite stores a NaN as NULL: read it back as NaN
-            out[col] = math.nan if value is None else float(value)
-    return out
+def _timing(row: sqlite3.Row) -> Timing:
+    """The :class:`Timing` stored in ``row``; SQLite stores a NaN as NULL, read back as NaN."""
+    values = {name: (math.nan if row[name] is None else float(row[name])) if kind is float else row[name]
+              for name, kind in TIMING_FIELDS}
+    stats = TimingStats(**{f.name: values.pop(f.name) for f in fields(TimingStats)})
+    return Timing(times_s=tuple(float(x) for x in json.loads(row["times_json"])), stats=stats, **values)
 
 
 def _pick(row: sqlite3.Row, *names: str) -> dict[str, Any]:
@@ -197,7 +203,7 @@ def run_record(row: sqlite3.Row, resumed: bool = False) -> RunRecord:
 def layer_record(row: sqlite3.Row) -> LayerRecord:
     return LayerRecord(
         **_pick(row, "id", "run_id", "layer", "op", "group_size", "energy_j", "power_meter", "created_at"),
-        **_timing_fields(row),
+        timing=_timing(row),
         method=method_of(row["method"]),
         group=row["grp"],
     )
@@ -206,7 +212,7 @@ def layer_record(row: sqlite3.Row) -> LayerRecord:
 def network_record(row: sqlite3.Row) -> NetworkRecord:
     return NetworkRecord(
         **_pick(row, "id", "run_id", "energy_j", "power_meter", "created_at"),
-        **_timing_fields(row),
+        timing=_timing(row),
         extra=json.loads(row["extra_json"]),
     )
 

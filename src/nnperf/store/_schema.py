@@ -14,10 +14,12 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Callable
+from dataclasses import fields
 from pathlib import Path
-from typing import TypeVar
+from typing import TypeVar, get_type_hints
 
 from nnperf.errors import StoreError
+from nnperf.measure import Timing, TimingStats
 
 SCHEMA_VERSION = 1
 """The store schema this nnperf writes and the newest one it reads."""
@@ -31,39 +33,33 @@ RETRIES = 6
 RETRY_BACKOFF_S = 0.05
 """The first pause between such attempts (seconds); it doubles after each one."""
 
-TIMING_COLUMNS: tuple[str, ...] = (
-    "n",
-    "median_s",
-    "q1_s",
-    "q3_s",
-    "mean_s",
-    "std_s",
-    "min_s",
-    "max_s",
-    "ci_low_s",
-    "ci_high_s",
-    "confidence",
-    "n_outliers",
-    "block_size",
-    "stop_reason",
-    "wall_s",
-    "started_at",
-    "ended_at",
-    "times_json",
-)
-"""The columns that hold one :class:`~nnperf.measure._types.Timing`, in table order."""
+_SQL_TYPES: dict[type, str] = {int: "INTEGER NOT NULL", float: "REAL", str: "TEXT NOT NULL"}
+"""The column type of a timing field by its Python type.
 
-# Statistics are nullable on purpose: SQLite stores a NaN as NULL, and a NaN
-# statistic (e.g. the std of one sample) must not make a measurement unstorable.
-_TIMING_DDL = """
-    n INTEGER NOT NULL,
-    median_s REAL, q1_s REAL, q3_s REAL, mean_s REAL, std_s REAL, min_s REAL, max_s REAL,
-    ci_low_s REAL, ci_high_s REAL, confidence REAL,
-    n_outliers INTEGER NOT NULL,
-    block_size INTEGER NOT NULL,
-    stop_reason TEXT NOT NULL,
-    wall_s REAL, started_at REAL, ended_at REAL,
-    times_json TEXT NOT NULL,"""
+Statistics are nullable on purpose: SQLite stores a NaN as NULL, and a NaN
+statistic (e.g. the std of one sample) must not make a measurement unstorable.
+"""
+
+
+def _timing_fields() -> tuple[tuple[str, type], ...]:
+    """(name, type) of every scalar field of a :class:`Timing`: its :class:`TimingStats` first, then its own.
+
+    The dataclasses are the one list of the fields; the raw times are stored
+    apart, as JSON (``times_json``).
+    """
+    stats, own = get_type_hints(TimingStats), get_type_hints(Timing)
+    return (*((f.name, stats[f.name]) for f in fields(TimingStats)),
+            *((f.name, own[f.name]) for f in fields(Timing) if f.name not in ("stats", "times_s")))
+
+
+TIMING_FIELDS: tuple[tuple[str, type], ...] = _timing_fields()
+"""(name, Python type) of the scalar timing columns, in table order."""
+
+TIMING_COLUMNS: tuple[str, ...] = (*(name for name, _ in TIMING_FIELDS), "times_json")
+"""The columns that hold one :class:`~nnperf.measure.Timing`, in table order."""
+
+_TIMING_DDL = "".join(f"\n    {name} {_SQL_TYPES[kind]}," for name, kind in TIMING_FIELDS) + \
+    "\n    times_json TEXT NOT NULL,"
 
 _DDL: tuple[str, ...] = (
     """CREATE TABLE systems (
