@@ -41,8 +41,8 @@ from nnperf.zoo import zoo_network
 from nnperf.campaign import ProfileConfig
 from nnperf.measure import host_info
 from nnperf.measure.backends import BackendOptions, create_backend
-from nnperf.predict import CALIBRATION_HARNESS, calibrate, measure_networks
-from nnperf.predict.evaluation import evaluate
+from nnperf.prediction import CALIBRATION_HARNESS, calibrate, measure_networks
+from nnperf.prediction.evaluation import evaluate
 from nnperf.report.evaluation import write_report
 from nnperf.store import Store
 

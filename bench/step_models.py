@@ -34,7 +34,7 @@ import numpy as np
 
 from nnperf.campaign import load_sweep, sweep_runs
 from nnperf.measure.sweep import Sweep
-from nnperf.predict.steps import (
+from nnperf.prediction.steps import (
     StepShape,
     characterisation_points,
     compose,

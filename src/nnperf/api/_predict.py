@@ -10,7 +10,7 @@ from nnperf.api._load import InputShape, ModelLike, load_model
 from nnperf.api._session import StoreLike, open_backend, opened_store
 from nnperf.errors import FormatVersionError, NnperfError
 from nnperf.measure.backends import Backend
-from nnperf.predict import (
+from nnperf.prediction import (
     CALIBRATION_HARNESS,
     MissingCalibrationError,
     NetworkPrediction,
@@ -19,14 +19,14 @@ from nnperf.predict import (
     load_stored_model,
     load_system_model,
 )
-from nnperf.predict import calibrate as calibrate_system
+from nnperf.prediction import calibrate as calibrate_system
 from nnperf.store import Store
 
 Progress = Callable[[str, int, int], None]
 """Called with (what is being measured, done, total)."""
 
 System = int | str | SystemModel | None
-"""A stored system's id or key prefix (``nnperf systems``), a :class:`~nnperf.predict.SystemModel`, or None for
+"""A stored system's id or key prefix (``nnperf systems``), a :class:`~nnperf.prediction.SystemModel`, or None for
 the system the backend settings describe on this host."""
 
 
@@ -112,7 +112,7 @@ def predict(model: ModelLike, system: System = None, store: StoreLike = None, *,
         Anything :func:`load_model` takes.
     system : int, str, SystemModel or None, default None
         The calibrated system: a stored system's id or key prefix, a fitted
-        :class:`~nnperf.predict.SystemModel`, or None for the system that
+        :class:`~nnperf.prediction.SystemModel`, or None for the system that
         ``backend``, ``device``, ``threads`` and ``options`` describe on this host.
     store : Store, path or None, default None
         Where the calibration is stored (None: ``$NNPERF_DB``, else ``./nnperf.db``).

@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     from nnperf.errors import NnperfError
     from nnperf.measure.sweep import SWEEP_HARNESS, profiling_network, time_in_context
     from nnperf.optimize.advise import advise
-    from nnperf.predict.steps import composed_models
+    from nnperf.prediction.steps import composed_models
     from nnperf.report._format import console
     from nnperf.report.advice import advice_document, advice_table
 

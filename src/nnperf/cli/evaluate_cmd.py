@@ -37,8 +37,8 @@ def run(args: argparse.Namespace) -> int:
     from nnperf.api import load_model
     from nnperf.campaign import ProfileConfig
     from nnperf.errors import NnperfError
-    from nnperf.predict import CALIBRATION_HARNESS, load_system_model, measure_networks
-    from nnperf.predict.evaluation import evaluate
+    from nnperf.prediction import CALIBRATION_HARNESS, load_system_model, measure_networks
+    from nnperf.prediction.evaluation import evaluate
     from nnperf.report._format import console
     from nnperf.report.evaluation import network_table, summary_lines, table1, table2, write_report
 

@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _system_client(args: argparse.Namespace, network):  # type: ignore[no-untyped-def]
     from nnperf.optimize.partition import parse_power
-    from nnperf.predict import load_stored_model
+    from nnperf.prediction import load_stored_model
 
     with open_store(args) as store:
         model = load_stored_model(store, args.system)

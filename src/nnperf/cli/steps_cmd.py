@@ -67,7 +67,7 @@ def run_fit(args: argparse.Namespace) -> int:
 
     from nnperf.campaign import load_sweep, sweep_runs
     from nnperf.errors import NnperfError
-    from nnperf.predict.steps import fit_sweep, save_fit
+    from nnperf.prediction.steps import fit_sweep, save_fit
     from nnperf.report._format import console
     from nnperf.report.steps import fit_lines_text, fit_table, plot_sweep
 
@@ -110,7 +110,7 @@ def run_fit(args: argparse.Namespace) -> int:
 
 
 def run_predict(args: argparse.Namespace) -> int:
-    from nnperf.predict.steps import predict_steps
+    from nnperf.prediction.steps import predict_steps
     from nnperf.report._format import console
     from nnperf.report.steps import plot_prediction, prediction_report
 
@@ -143,7 +143,7 @@ def _predict_request(args: argparse.Namespace) -> tuple[LayerConfig, tuple[int, 
     """The configuration and the values along ``--param`` that ``steps predict`` asks for, checked."""
     from nnperf.errors import NnperfError
     from nnperf.measure.sweep import LayerConfig, check_parameter, parse_fixed, parse_range
-    from nnperf.predict.steps import STEPPED
+    from nnperf.prediction.steps import STEPPED
 
     config = LayerConfig.of(args.kind, parse_fixed(args.config))
     if (args.param is None) != (args.values is None):

@@ -10,7 +10,7 @@ import numpy as np
 from rich.table import Table
 from rich.text import Text
 
-from nnperf.predict.evaluation import Evaluation, method_description, method_label
+from nnperf.prediction.evaluation import Evaluation, method_description, method_label
 from nnperf.report._format import png_bytes, pyplot, si
 from nnperf.report.measurements import ms
 

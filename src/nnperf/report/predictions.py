@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from nnperf.ir import Network
-from nnperf.predict import NetworkPrediction, SystemModel, Verification
+from nnperf.prediction import NetworkPrediction, SystemModel, Verification
 from nnperf.report.measurements import ms
 from nnperf.report.tables import layer_type
 

@@ -30,7 +30,7 @@ import numpy as np
 from nnperf.errors import NnperfError
 from nnperf.ir import ACTIVATIONS, NOOPS, ConvAttrs, Layer, Network, OpType
 from nnperf.measure.sweep import LayerConfig, SweepInputError
-from nnperf.predict.steps import ComposedModel
+from nnperf.prediction.steps import ComposedModel
 
 PASS_THROUGH = frozenset(ACTIVATIONS | NOOPS | {OpType.BATCH_NORM, OpType.SCALE, OpType.MAX_POOL, OpType.AVG_POOL,
                                                 OpType.LRN, OpType.PAD, OpType.GLOBAL_AVG_POOL,

@@ -6,7 +6,7 @@ import pytest
 
 from networks import tiny_network
 from nnperf.errors import NnperfError
-from nnperf.predict._composition import Composition, FusionRules, fit_composition, fusion_candidates, learn_fusion
+from nnperf.prediction._composition import Composition, FusionRules, fit_composition, fusion_candidates, learn_fusion
 
 
 def test_fusion_candidates_follow_sole_consumer_chains_to_a_compute_layer() -> None:

@@ -21,10 +21,10 @@ import numpy as np
 from nnperf.campaign import run_sweep, surround_width
 from nnperf.errors import NnperfError
 from nnperf.measure.sweep import SWEEP_HARNESS, LayerConfig, Sweep, SweepSpec
-from nnperf.predict.steps._characterise import Characterisation, characterise
-from nnperf.predict.steps._compose import ComposedModel
-from nnperf.predict.steps._fits import composed_model
-from nnperf.predict.steps._model import mape
+from nnperf.prediction.steps._characterise import Characterisation, characterise
+from nnperf.prediction.steps._compose import ComposedModel
+from nnperf.prediction.steps._fits import composed_model
+from nnperf.prediction.steps._model import mape
 
 if TYPE_CHECKING:
     from nnperf.campaign import Progress

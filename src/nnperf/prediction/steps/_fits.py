@@ -17,9 +17,9 @@ import numpy as np
 from nnperf.campaign import load_sweep, sweep_runs
 from nnperf.errors import FormatVersionError, NnperfError
 from nnperf.measure.sweep import KINDS, PARAMETERS, LayerConfig, Sweep
-from nnperf.predict.steps._compose import ComposedModel, compose, work
-from nnperf.predict.steps._detect import DetectionConfig, StepDetection, detect_steps
-from nnperf.predict.steps._model import Line, StepModel, StepShape, fit_lines, mape
+from nnperf.prediction.steps._compose import ComposedModel, compose, work
+from nnperf.prediction.steps._detect import DetectionConfig, StepDetection, detect_steps
+from nnperf.prediction.steps._model import Line, StepModel, StepShape, fit_lines, mape
 
 if TYPE_CHECKING:
     from nnperf.store import Store

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from nnperf.predict.steps._model import (
+from nnperf.prediction.steps._model import (
     StepModel,
     StepModelError,
     StepShape,

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nnperf.predict._model import NetworkPrediction
-from nnperf.predict.evaluation import relative_error
+from nnperf.prediction._model import NetworkPrediction
+from nnperf.prediction.evaluation import relative_error
 
 
 @dataclass(frozen=True)

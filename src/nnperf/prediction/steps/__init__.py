@@ -7,19 +7,19 @@ configuration from about four measurements, :func:`compose` combines the
 per-parameter models into a prediction for any configuration, and
 :func:`predict_steps` does all three for a system's stored models.
 :class:`StepModel` and :class:`ComposedModel` follow the predictor interface
-(:class:`~nnperf.predict.Predictor`, registered as 'step' and 'step-composed').
+(:class:`~nnperf.prediction.Predictor`, registered as 'step' and 'step-composed').
 """
 
-from nnperf.predict.steps._characterise import (
+from nnperf.prediction.steps._characterise import (
     CHARACTERISE_ROUNDS,
     STEPPED,
     Characterisation,
     characterise,
     global_shape,
 )
-from nnperf.predict.steps._compose import ComposedModel, compose, effective, total_work, work
-from nnperf.predict.steps._detect import DetectionConfig, StepDetection, detect_steps
-from nnperf.predict.steps._fits import (
+from nnperf.prediction.steps._compose import ComposedModel, compose, effective, total_work, work
+from nnperf.prediction.steps._detect import DetectionConfig, StepDetection, detect_steps
+from nnperf.prediction.steps._fits import (
     FIT_KIND,
     MissingStepModelError,
     SweepFit,
@@ -31,7 +31,7 @@ from nnperf.predict.steps._fits import (
     save_fit,
     sweep_points,
 )
-from nnperf.predict.steps._model import (
+from nnperf.prediction.steps._model import (
     Line,
     StepModel,
     StepModelError,
@@ -40,7 +40,7 @@ from nnperf.predict.steps._model import (
     fit_lines,
     mape,
 )
-from nnperf.predict.steps._predict import StepsPrediction, StepsVerification, predict_steps
+from nnperf.prediction.steps._predict import StepsPrediction, StepsVerification, predict_steps
 
 __all__ = [
     "CHARACTERISE_ROUNDS", "FIT_KIND", "STEPPED", "Characterisation", "ComposedModel", "DetectionConfig", "Line",

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from nnperf.measure.sweep import LayerConfig
-from nnperf.predict import NotFittedError
-from nnperf.predict.steps import (
+from nnperf.prediction import NotFittedError
+from nnperf.prediction.steps import (
     DetectionConfig,
     Line,
     StepModel,
@@ -22,7 +22,7 @@ from nnperf.predict.steps import (
     mape,
     work,
 )
-from nnperf.predict.steps._model import branch_of
+from nnperf.prediction.steps._model import branch_of
 
 X = np.arange(10, 531)  # the paper's channel sweep, 10:530:1
 FAST = DetectionConfig(max_depth=80, max_period=16, resamples=20)

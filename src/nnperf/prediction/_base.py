@@ -9,7 +9,7 @@ stored as a versioned JSON document (``to_dict``/``from_dict``, format
 :data:`PREDICTORS`, so that a document names the class that reads it and
 evaluation finds every network-level predictor without being told about it.
 
-:class:`NetworkPredictor` is the kind :func:`~nnperf.predict.evaluation.evaluate`
+:class:`NetworkPredictor` is the kind :func:`~nnperf.prediction.evaluation.evaluate`
 compares: it is fitted on a system's calibration (:class:`CalibrationSet`) and
 predicts one network's latency in seconds.
 """
@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from nnperf.errors import FormatVersionError, NnperfError
 from nnperf.ir import Network
-from nnperf._registry import Availability, Registry
+from nnperf.registry import Availability, Registry
 
 if TYPE_CHECKING:
     from typing import Self
 
-    from nnperf.predict._runs import MeasuredNetwork
+    from nnperf.prediction._runs import MeasuredNetwork
 
 PREDICTOR_FORMAT = "nnperf-predictor"
 PREDICTOR_VERSION = 1

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from nnperf.errors import NnperfError
-from nnperf.predict._base import Predictor, register_predictor
+from nnperf.prediction._base import Predictor, register_predictor
 
 if TYPE_CHECKING:
     from typing import Self

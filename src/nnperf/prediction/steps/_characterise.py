@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 from nnperf.campaign import run_sweep, surround_width
 from nnperf.errors import NnperfError
 from nnperf.measure.sweep import SWEEP_HARNESS, LayerConfig, Sweep, SweepSpec
-from nnperf.predict.steps._fits import global_fits, model_from_dict
-from nnperf.predict.steps._model import StepModel, StepShape, characterisation_points, fit_lines
+from nnperf.prediction.steps._fits import global_fits, model_from_dict
+from nnperf.prediction.steps._model import StepModel, StepShape, characterisation_points, fit_lines
 
 if TYPE_CHECKING:
     from nnperf.campaign import Progress

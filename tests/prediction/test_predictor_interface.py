@@ -16,7 +16,7 @@ from nnperf.ir import ConvAttrs, Layer, Network, OpType, TensorSpec
 from nnperf.measure import HarnessConfig
 from nnperf.measure.backends._fake import CostModel, FakeBackend
 from nnperf.measure.sweep import LayerConfig
-from nnperf.predict import (
+from nnperf.prediction import (
     PREDICTORS,
     CalibrationSet,
     Composition,
@@ -33,8 +33,8 @@ from nnperf.predict import (
     measure_networks,
     network_predictor_names,
 )
-from nnperf.predict.evaluation import evaluate, method_label
-from nnperf.predict.steps import ComposedModel, StepModel, StepShape, fit_lines
+from nnperf.prediction.evaluation import evaluate, method_label
+from nnperf.prediction.steps import ComposedModel, StepModel, StepShape, fit_lines
 from nnperf.report.evaluation import network_table
 from nnperf.store import Store
 

@@ -11,7 +11,7 @@ from nnperf.campaign import ProfileConfig
 from nnperf.errors import FormatVersionError
 from nnperf.ir import ConvAttrs, Layer, Network, OpType, TensorSpec
 from nnperf.measure.backends._fake import CostModel, FakeBackend
-from nnperf.predict import (
+from nnperf.prediction import (
     Composition,
     MissingCalibrationError,
     PreviousModel,

@@ -8,7 +8,7 @@ and computes, per network,
   layer times t-hat (Eq. 5), and their error;
 - Fig. 7: the measured whole-network time against each method's network
   prediction: every network-level predictor the system model holds
-  (registered in :data:`~nnperf.predict.PREDICTORS`: PreVIous' c x the sum,
+  (registered in :data:`~nnperf.prediction.PREDICTORS`: PreVIous' c x the sum,
   Eq. 6, nnperf's composition, the MACs-proportional and roofline
   baselines, and any other registered one);
 - Fig. 5: every layer's prediction against its measurement.
@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 
 from nnperf.ir.metrics import network_metrics
-from nnperf.predict._base import PREDICTORS, network_predictor_names
-from nnperf.predict._model import SystemModel
-from nnperf.predict._runs import MeasuredNetwork
+from nnperf.prediction._base import PREDICTORS, network_predictor_names
+from nnperf.prediction._model import SystemModel
+from nnperf.prediction._runs import MeasuredNetwork
 
 EVALUATION_FORMAT = ("nnperf-evaluation", 1)
 

@@ -19,13 +19,13 @@ from nnperf.ir import Network
 from nnperf.measure import HarnessConfig
 from nnperf.measure.backends import Backend
 from nnperf.measure.power import PowerMeter
-from nnperf.predict._base import CalibrationSet, fit_network_predictors
-from nnperf.predict._features import features, model_key
-from nnperf.predict._model import MODEL_KIND, SystemModel
-from nnperf.predict._previous import fit_coefficient
-from nnperf.predict._ridge import RidgeModel, fit_ridge
-from nnperf.predict._runs import MeasuredNetwork, RunsProgress, measure_networks
-from nnperf.predict.baselines import RooflineModel, measure_roofline
+from nnperf.prediction._base import CalibrationSet, fit_network_predictors
+from nnperf.prediction._features import features, model_key
+from nnperf.prediction._model import MODEL_KIND, SystemModel
+from nnperf.prediction._previous import fit_coefficient
+from nnperf.prediction._ridge import RidgeModel, fit_ridge
+from nnperf.prediction._runs import MeasuredNetwork, RunsProgress, measure_networks
+from nnperf.prediction.baselines import RooflineModel, measure_roofline
 from nnperf.store import Store
 
 FUSION_PROFILER_RUNS = 10

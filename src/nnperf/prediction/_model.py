@@ -16,12 +16,12 @@ import numpy as np
 
 from nnperf.errors import FormatVersionError, NnperfError
 from nnperf.ir import Network
-from nnperf.predict._base import PREDICTOR_FORMAT, PREDICTOR_VERSION, PREDICTORS, NetworkInput, NetworkPredictor
-from nnperf.predict._composition import Composition
-from nnperf.predict._features import FEATURES, features, model_key
-from nnperf.predict._previous import PreviousModel  # noqa: F401  (registers 'previous')
-from nnperf.predict._ridge import RidgeModel
-from nnperf.predict.baselines import MacsModel, RooflineModel
+from nnperf.prediction._base import PREDICTOR_FORMAT, PREDICTOR_VERSION, PREDICTORS, NetworkInput, NetworkPredictor
+from nnperf.prediction._composition import Composition
+from nnperf.prediction._features import FEATURES, features, model_key
+from nnperf.prediction._previous import PreviousModel  # noqa: F401  (registers 'previous')
+from nnperf.prediction._ridge import RidgeModel
+from nnperf.prediction.baselines import MacsModel, RooflineModel
 
 MODEL_FORMAT = "nnperf-model"
 MODEL_VERSION = 3
@@ -61,7 +61,7 @@ class NetworkPrediction:
     """Per-layer predictions and the network total of every network-level predictor.
 
     ``network_latency_s`` maps each fitted network predictor's name (see
-    :data:`~nnperf.predict.PREDICTORS`: 'previous' is PreVIous' c x the sum
+    :data:`~nnperf.prediction.PREDICTORS`: 'previous' is PreVIous' c x the sum
     of layer predictions, Eq. 6; 'composed' nnperf's fusion-aware
     composition; 'macs' and 'roofline' the baselines) to its prediction in
     seconds; ``latency_s`` is the first of ``PRIMARY`` present.
@@ -136,7 +136,7 @@ class SystemModel:
     Ridge model; ``predictors`` holds every network-level predictor fitted on
     the calibration, by registry name ('previous': c of Eq. 6, 'composed':
     the fusion-aware composition, 'macs' and 'roofline': the baselines, and
-    any other registered :class:`~nnperf.predict.NetworkPredictor`).
+    any other registered :class:`~nnperf.prediction.NetworkPredictor`).
     ``calibration`` records the networks, layer count, wall time and the
     predictors that could not be fitted, with the reason.
     """

@@ -23,7 +23,7 @@ each inside the swept ranges and twice the work of any layer measured. How far
 this reaches is measured, not assumed: bench/step_models.py reports its error
 on random configurations, inside and outside the covered ranges.
 
-:class:`ComposedModel` is a :class:`~nnperf.predict.Predictor` (registered as
+:class:`ComposedModel` is a :class:`~nnperf.prediction.Predictor` (registered as
 'step-composed'): its parameters are the layer kind and the per-parameter step
 models, ``fit`` learns a, b and the covered ranges.
 """
@@ -37,8 +37,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from nnperf.measure.sweep import PARAMETERS, LayerConfig
-from nnperf.predict._base import Predictor, register_predictor
-from nnperf.predict.steps._model import StepModel, StepModelError
+from nnperf.prediction._base import Predictor, register_predictor
+from nnperf.prediction.steps._model import StepModel, StepModelError
 
 if TYPE_CHECKING:
     from typing import Self

@@ -8,7 +8,7 @@ from networks import tiny_network
 from nnperf.errors import NnperfError
 from nnperf.ir.metrics import layer_metrics
 from nnperf.measure.backends._fake import CostModel, FakeBackend
-from nnperf.predict.baselines import (
+from nnperf.prediction.baselines import (
     BANDWIDTH_PROBES,
     COMPUTE_PROBES,
     MacsModel,

@@ -8,7 +8,7 @@ network-level ones (:class:`NetworkPredictor`) are fitted on every
 calibration and compared by the evaluation.
 """
 
-from nnperf.predict._base import (
+from nnperf.prediction._base import (
     PREDICTORS,
     CalibrationSet,
     NetworkInput,
@@ -19,7 +19,7 @@ from nnperf.predict._base import (
     network_predictor_names,
     register_predictor,
 )
-from nnperf.predict._calibrate import (
+from nnperf.prediction._calibrate import (
     CALIBRATION_HARNESS,
     MissingCalibrationError,
     calibrate,
@@ -28,19 +28,20 @@ from nnperf.predict._calibrate import (
     load_stored_model,
     load_system_model,
 )
-from nnperf.predict._composition import Composition, FusionRules, fit_composition, learn_fusion
-from nnperf.predict._features import FEATURES, features, model_key
-from nnperf.predict._model import (
+from nnperf.prediction._composition import Composition, FusionRules, fit_composition, learn_fusion
+from nnperf.prediction._features import FEATURES, features, model_key
+from nnperf.prediction._model import (
     LayerPrediction,
     NetworkPrediction,
     SystemModel,
     UncoveredLayersError,
 )
-from nnperf.predict._previous import PreviousModel, fit_coefficient
-from nnperf.predict._ridge import RidgeModel, fit_ridge
-from nnperf.predict._runs import MeasuredNetwork, measure_networks
-from nnperf.predict._verification import Verification
-from nnperf.predict.baselines import MacsModel, RooflineModel, fit_macs_model, measure_roofline
+from nnperf.prediction._previous import PreviousModel, fit_coefficient
+from nnperf.prediction._ridge import RidgeModel, fit_ridge
+from nnperf.prediction._runs import MeasuredNetwork, measure_networks
+from nnperf.prediction._verification import Verification
+from nnperf.prediction.baselines import MacsModel, RooflineModel, fit_macs_model, measure_roofline
+from nnperf.prediction import steps  # noqa: E402  (registers the step models: every predictor is known by name)
 
 __all__ = [
     "CALIBRATION_HARNESS", "FEATURES", "PREDICTORS", "CalibrationSet", "Composition", "FusionRules",
@@ -49,5 +50,5 @@ __all__ = [
     "RooflineModel", "SystemModel", "UncoveredLayersError", "Verification", "calibrate", "calibration_networks", "features",
     "fit_coefficient", "fit_composition", "fit_macs_model", "fit_network_predictors", "fit_ridge",
     "fit_system_model", "learn_fusion", "load_stored_model", "load_system_model", "measure_networks",
-    "measure_roofline", "model_key", "network_predictor_names", "register_predictor",
+    "measure_roofline", "model_key", "network_predictor_names", "register_predictor", "steps",
 ]

@@ -30,8 +30,8 @@ import numpy as np
 from nnperf.errors import NnperfError
 from nnperf.ir import Layer, Network, OpType
 from nnperf.measure._attribution import FUSED_SUCCESSORS
-from nnperf.predict._base import CalibrationSet, NetworkInput, NetworkPredictor, register_predictor
-from nnperf._registry import Availability
+from nnperf.prediction._base import CalibrationSet, NetworkInput, NetworkPredictor, register_predictor
+from nnperf.registry import Availability
 
 if TYPE_CHECKING:
     from typing import Self

@@ -14,7 +14,7 @@ from nnperf.errors import NnperfError
 from nnperf.ir import Layer
 from nnperf.measure.backends._fake import CostModel, FakeBackend
 from nnperf.measure.sweep import SWEEP_HARNESS, UNDER_TEST, LayerConfig, SweepSpec
-from nnperf.predict.steps import (
+from nnperf.prediction.steps import (
     CHARACTERISE_ROUNDS,
     Line,
     StepModel,

@@ -19,8 +19,8 @@ from nnperf.ir import ConvAttrs, Layer, Network, OpType
 from nnperf.ir.metrics import layer_metrics, network_metrics
 from nnperf.measure import HarnessConfig, measure
 from nnperf.measure.backends import Backend
-from nnperf.predict._base import CalibrationSet, NetworkInput, NetworkPredictor, register_predictor
-from nnperf._registry import Availability
+from nnperf.prediction._base import CalibrationSet, NetworkInput, NetworkPredictor, register_predictor
+from nnperf.registry import Availability
 
 if TYPE_CHECKING:
     from typing import Self

@@ -21,7 +21,7 @@ this family:
 - ``linear``: T = x * m + b, no steps.
 
 Times are seconds; x is a positive integer. :class:`StepModel` is a
-:class:`~nnperf.predict.Predictor` (registered as 'step'): its parameters are
+:class:`~nnperf.prediction.Predictor` (registered as 'step'): its parameters are
 the global shape, ``fit`` learns the local lines.
 """
 
@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from nnperf.errors import NnperfError
-from nnperf.predict._base import Predictor, register_predictor
+from nnperf.prediction._base import Predictor, register_predictor
 
 if TYPE_CHECKING:
     from typing import Self
