@@ -17,15 +17,7 @@ from pathlib import Path
 import pytest
 
 from nnperf.errors import StoreError
-from nnperf.measure import (
-    HostInfo,
-    LayerMeasurement,
-    Method,
-    NetworkMeasurement,
-    SystemSpec,
-    Timing,
-    TimingStats,
-)
+from nnperf.measure import HostInfo, LayerMeasurement, Method, NetworkMeasurement, SystemSpec, Timing, TimingStats
 from nnperf.store import SCHEMA_VERSION, Store, default_store_path, export_csv
 from nnperf.store._export import LAYER_COLUMNS, NETWORK_COLUMNS
 

@@ -13,15 +13,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from nnperf.errors import StoreError
-from nnperf.measure import (
-    HostInfo,
-    LayerMeasurement,
-    Method,
-    NetworkMeasurement,
-    SystemSpec,
-    Timing,
-    TimingStats,
-)
+from nnperf.measure import HostInfo, LayerMeasurement, Method, NetworkMeasurement, SystemSpec, Timing, TimingStats
 from nnperf.store._schema import TIMING_FIELDS
 
 
