@@ -21,7 +21,7 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "registry", "_registry"),
+    ("errors", "registry"),
     ("ir",),
     ("zoo",),
     ("measure",),
@@ -135,32 +135,6 @@ PENDING: dict[tuple[str, str, str], str] = {
         "steps command (prediction's area): the Backend type",
     ("nnperf.report.steps", "nnperf.prediction.steps._model", "private"):
         "report of step models: the step model types, to come from nnperf.prediction.steps",
-    ("nnperf.measure.backends", "nnperf._registry", "private"):
-        "the plug-in registry, to be public as nnperf.registry",
-    ("nnperf.measure.backends._base", "nnperf._registry", "private"):
-        "the plug-in registry, to be public as nnperf.registry",
-    ("nnperf.measure.backends._fake", "nnperf._registry", "private"):
-        "the plug-in registry, to be public as nnperf.registry",
-    ("nnperf.measure.backends._onnxruntime", "nnperf._registry", "private"):
-        "the plug-in registry, to be public as nnperf.registry",
-    ("nnperf.measure.backends._opencv", "nnperf._registry", "private"):
-        "the plug-in registry, to be public as nnperf.registry",
-    ("nnperf.measure.backends._torch", "nnperf._registry", "private"):
-        "the plug-in registry, to be public as nnperf.registry",
-    ("nnperf.measure.power", "nnperf._registry", "private"):
-        "the plug-in registry, to be public as nnperf.registry",
-    ("nnperf.measure.power._base", "nnperf._registry", "private"):
-        "the plug-in registry, to be public as nnperf.registry",
-    ("nnperf.measure.power._nvml", "nnperf._registry", "private"):
-        "the plug-in registry, to be public as nnperf.registry",
-    ("nnperf.measure.power._rapl", "nnperf._registry", "private"):
-        "the plug-in registry, to be public as nnperf.registry",
-    ("nnperf.prediction._base", "nnperf._registry", "private"):
-        "the plug-in registry, to be public as nnperf.registry",
-    ("nnperf.prediction._composition", "nnperf._registry", "private"):
-        "the plug-in registry, to be public as nnperf.registry",
-    ("nnperf.prediction.baselines", "nnperf._registry", "private"):
-        "the plug-in registry, to be public as nnperf.registry",
     ("nnperf.cli.accel_cmd", "nnperf.report._format", "private"):
         "display helpers, to be exported from nnperf.report",
     ("nnperf.cli.advise_cmd", "nnperf.report._format", "private"):
@@ -246,10 +220,10 @@ def test_a_package_in_no_layer_is_reported(tmp_path: Path) -> None:
     ("import nnperf.store._schema\n", "nnperf.store._schema"),
     ("from nnperf.store import _schema\n", "nnperf.store._schema"),
     ("from nnperf.store import _private_helper\n", "nnperf.store._private_helper"),
-    ("from nnperf import _registry\n", "nnperf._registry"),
+    ("from ..store import _schema\n", "nnperf.store._schema"),
 ])
 def test_private_imports_in_each_spelling(tmp_path: Path, text: str, expected: str) -> None:
-    for name in ("nnperf/__init__.py", "nnperf/_registry.py", "nnperf/store/__init__.py", "nnperf/store/_schema.py"):
+    for name in ("nnperf/__init__.py", "nnperf/store/__init__.py", "nnperf/store/_schema.py"):
         _write(tmp_path, name)
     _write(tmp_path, "nnperf/cli/__init__.py", text)
     assert [(v.imported, v.rule) for v in check_layering(tmp_path)] == [(expected, "private")]

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from harness_presets import SHORT_HARNESS
-from nnperf._registry import Availability
 from nnperf.campaign import SENTINEL, ProfileConfig, profile_network
 from nnperf.ir import ConvAttrs, Layer, Network, OpType, PoolAttrs, TensorSpec
 from nnperf.measure.backends._fake import CostModel, FakeBackend, FakeClock
 from nnperf.measure.power import PowerMeter
+from nnperf.registry import Availability
 from nnperf.store import Store
 
 

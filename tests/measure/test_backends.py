@@ -10,10 +10,10 @@ import pytest
 
 from harness_presets import SMOKE_HARNESS
 from networks import tiny_network
-from nnperf._registry import UnavailableError, UnknownPluginError
 from nnperf.campaign import ProfileConfig, profile_network
 from nnperf.measure import measure
 from nnperf.measure.backends import BackendOptionError, BackendOptions, backend_report, create_backend
+from nnperf.registry import UnavailableError, UnknownPluginError
 from nnperf.store import Store
 
 REAL = ["torch", "onnxruntime", "opencv"]

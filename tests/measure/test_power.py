@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nnperf._registry import Availability, UnavailableError, UnknownPluginError
 from nnperf.errors import NnperfError
 from nnperf.measure.power import (
     METERS,
@@ -28,6 +27,7 @@ from nnperf.measure.power import (
     min_duration_s,
     read_trace_csv,
 )
+from nnperf.registry import Availability, UnavailableError, UnknownPluginError
 
 # --- trace integration ------------------------------------------------------------------------
 

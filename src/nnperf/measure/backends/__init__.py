@@ -7,7 +7,6 @@ when their backend is created.
 
 from __future__ import annotations
 
-from nnperf._registry import Availability, Registry
 from nnperf.measure.backends._base import (
     DEFAULT_OPTIONS,
     Backend,
@@ -16,6 +15,7 @@ from nnperf.measure.backends._base import (
     ProfileResult,
     random_inputs,
 )
+from nnperf.registry import Availability, Registry
 
 
 def _torch() -> type[Backend]:

@@ -9,12 +9,12 @@ from typing import Self
 
 import numpy as np
 
-from nnperf._registry import Availability, UnavailableError
 from nnperf.errors import NnperfError
 from nnperf.ir import Layer, Network
 from nnperf.measure._harness import Timer
 from nnperf.measure._host import cpu_model, host_info
 from nnperf.measure._types import LayerMeasurement, SystemSpec, Timing, fused_sum_s
+from nnperf.registry import Availability, UnavailableError
 
 
 class BackendOptionError(NnperfError):

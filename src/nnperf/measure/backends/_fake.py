@@ -16,12 +16,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nnperf._registry import Availability
 from nnperf.ir import Layer, Network
 from nnperf.ir.metrics import layer_metrics
 from nnperf.measure._stats import fixed_timing
 from nnperf.measure._types import LayerMeasurement, Method
 from nnperf.measure.backends._base import DEFAULT_OPTIONS, Backend, BackendOptions, ProfileResult
+from nnperf.registry import Availability
 
 
 class FakeClock:

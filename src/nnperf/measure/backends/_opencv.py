@@ -9,7 +9,6 @@ from typing import Any
 
 import numpy as np
 
-from nnperf._registry import Availability
 from nnperf.ir import Layer, Network
 from nnperf.measure._attribution import attribute, match_node
 from nnperf.measure._harness import Timer
@@ -17,6 +16,7 @@ from nnperf.measure._stats import fixed_timing
 from nnperf.measure._types import LayerMeasurement, Method
 from nnperf.measure.backends._base import DEFAULT_OPTIONS, Backend, BackendOptions, ProfileResult, random_inputs
 from nnperf.measure.backends._timers import LoopTimer
+from nnperf.registry import Availability
 
 
 class OpenCvBackend(Backend):

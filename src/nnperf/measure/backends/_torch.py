@@ -9,13 +9,13 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from nnperf._registry import Availability
 from nnperf.ir import Layer, Network
 from nnperf.measure._harness import Timer
 from nnperf.measure._stats import fixed_timing
 from nnperf.measure._types import LayerMeasurement, Method
 from nnperf.measure.backends._base import DEFAULT_OPTIONS, Backend, BackendOptions, ProfileResult, random_inputs
 from nnperf.measure.backends._timers import CudaEventTimer, LoopTimer
+from nnperf.registry import Availability
 
 
 class TorchBackend(Backend):

@@ -7,7 +7,6 @@ run here or raises ``UnavailableError`` saying why not.
 
 from __future__ import annotations
 
-from nnperf._registry import Availability, Registry, UnavailableError
 from nnperf.measure.power._base import EnergyReading, PowerMeter, measure_energy, min_duration_s
 from nnperf.measure.power._nvml import NvmlMeter
 from nnperf.measure.power._rapl import RaplMeter
@@ -19,6 +18,7 @@ from nnperf.measure.power._trace import (
     integrate_windows,
     read_trace_csv,
 )
+from nnperf.registry import Availability, Registry, UnavailableError
 
 METERS = Registry[PowerMeter]("power meter", "nnperf.power_meters")
 METERS.register("nvml", NvmlMeter)

@@ -14,7 +14,7 @@ import abc
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from nnperf._registry import Availability
+from nnperf.registry import Availability
 
 
 class PowerMeter(abc.ABC):

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from nnperf._registry import Availability, UnavailableError
 from nnperf.measure.power._base import PowerMeter
+from nnperf.registry import Availability, UnavailableError
 
 
 class NvmlMeter(PowerMeter):

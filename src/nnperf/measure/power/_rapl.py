@@ -16,8 +16,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from nnperf._registry import Availability, UnavailableError
 from nnperf.measure.power._base import PowerMeter
+from nnperf.registry import Availability, UnavailableError
 
 _TOP_LEVEL = re.compile(r"^intel-rapl:\d+$")
 
