@@ -135,32 +135,6 @@ PENDING: dict[tuple[str, str, str], str] = {
         "steps command (prediction's area): the Backend type",
     ("nnperf.report.steps", "nnperf.prediction.steps._model", "private"):
         "report of step models: the step model types, to come from nnperf.prediction.steps",
-    ("nnperf.cli.accel_cmd", "nnperf.report._format", "private"):
-        "display helpers, to be exported from nnperf.report",
-    ("nnperf.cli.advise_cmd", "nnperf.report._format", "private"):
-        "display helpers, to be exported from nnperf.report",
-    ("nnperf.cli.backends_cmd", "nnperf.report._format", "private"):
-        "display helpers, to be exported from nnperf.report",
-    ("nnperf.cli.calibrate_cmd", "nnperf.report._format", "private"):
-        "display helpers, to be exported from nnperf.report",
-    ("nnperf.cli.evaluate_cmd", "nnperf.report._format", "private"):
-        "display helpers, to be exported from nnperf.report",
-    ("nnperf.cli.inspect_cmd", "nnperf.report._format", "private"):
-        "display helpers, to be exported from nnperf.report",
-    ("nnperf.cli.partition_cmd", "nnperf.report._format", "private"):
-        "display helpers, to be exported from nnperf.report",
-    ("nnperf.cli.predict_cmd", "nnperf.report._format", "private"):
-        "display helpers, to be exported from nnperf.report",
-    ("nnperf.cli.profile_cmd", "nnperf.report._format", "private"):
-        "display helpers, to be exported from nnperf.report",
-    ("nnperf.cli.steps_cmd", "nnperf.report._format", "private"):
-        "display helpers, to be exported from nnperf.report",
-    ("nnperf.cli.sweep_cmd", "nnperf.report._format", "private"):
-        "display helpers, to be exported from nnperf.report",
-    ("nnperf.cli.systems_cmd", "nnperf.report._format", "private"):
-        "display helpers, to be exported from nnperf.report",
-    ("nnperf.cli.zoo_cmd", "nnperf.report._format", "private"):
-        "display helpers, to be exported from nnperf.report",
     ("nnperf.cli._accel_source", "nnperf.accel._layers", "private"):
         "layer tables, to be exported from nnperf.accel",
     ("nnperf.cli.export_cmd", "nnperf.ir._export", "private"):

@@ -56,7 +56,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def run_energy(args: argparse.Namespace) -> int:
     from nnperf.accel import network_energy
-    from nnperf.report._format import console
+    from nnperf.report import console
     from nnperf.report.accel import energy_table, explain_table, plot_energy
 
     source = load_source(args)
@@ -85,7 +85,7 @@ def run_sweep(args: argparse.Namespace) -> int:
 
     from nnperf.accel import sweep_design
     from nnperf.cli._backend_args import Progress
-    from nnperf.report._format import console
+    from nnperf.report import console
     from nnperf.report.accel import plot_sweep, sweep_table
 
     glb = _numbers(args.glb, "--glb")

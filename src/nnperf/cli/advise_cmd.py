@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from nnperf.measure.sweep import SWEEP_HARNESS, profiling_network, time_in_context
     from nnperf.optimize.advise import advise
     from nnperf.prediction.steps import composed_models
-    from nnperf.report._format import console
+    from nnperf.report import console
     from nnperf.report.advice import advice_document, advice_table
 
     network = load_model(args.model)

@@ -17,7 +17,7 @@ def run(args: argparse.Namespace) -> int:
 
     from nnperf.measure.backends import backend_report
     from nnperf.measure.power import meter_report
-    from nnperf.report._format import console
+    from nnperf.report import console
 
     table = Table(title="backends and power meters", title_justify="left")
     for column in ("kind", "name", "device", "available", "why not"):

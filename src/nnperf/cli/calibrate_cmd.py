@@ -31,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def run(args: argparse.Namespace) -> int:
     from nnperf.api import calibrate, open_backend, opened_store, stored_calibration
     from nnperf.errors import FormatVersionError
-    from nnperf.report._format import console
+    from nnperf.report import console
     from nnperf.report.predictions import calibration_summary, calibration_table
     from nnperf.store import default_store_path
 

@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     from nnperf.errors import NnperfError
     from nnperf.prediction import CALIBRATION_HARNESS, load_system_model, measure_networks
     from nnperf.prediction.evaluation import evaluate
-    from nnperf.report._format import console
+    from nnperf.report import console
     from nnperf.report.evaluation import network_table, summary_lines, table1, table2, write_report
 
     if args.budget_s is not None and args.budget_s <= 0:

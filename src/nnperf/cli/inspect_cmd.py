@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
     from nnperf.api import load_model
     from nnperf.ir import save_network
     from nnperf.ir.metrics import DType, network_metrics
-    from nnperf.report._format import console
+    from nnperf.report import console
     from nnperf.report.tables import metrics_document, metrics_table
 
     network = load_model(args.model, dict(args.input_shape) or None)

@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         quartile_table,
         table_points,
     )
-    from nnperf.report._format import console
+    from nnperf.report import console
     from nnperf.report.partition import partition_table, quartile_rich_table
 
     channel = Channel(parse_bitrate(args.bitrate), parse_power(args.tx_power))

@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def run(args: argparse.Namespace) -> int:
     from nnperf.api import load_model, predict, verify
-    from nnperf.report._format import console
+    from nnperf.report import console
     from nnperf.report.predictions import prediction_summary, prediction_table, verification_summary
 
     network = load_model(args.model, dict(args.input_shape) or None)

@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from nnperf.campaign import ProfileConfig, profile_network
     from nnperf.measure import HarnessConfig
     from nnperf.measure.power import get_meter
-    from nnperf.report._format import console
+    from nnperf.report import console
     from nnperf.report.measurements import profile_document, profile_summary, profile_table
 
     if args.backend == "fake":
@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
 def _attach_trace(args: argparse.Namespace, network, backend, store, trace: Path) -> int:  # type: ignore[no-untyped-def]
     from nnperf.campaign import attach_trace
     from nnperf.measure.power import read_trace_csv
-    from nnperf.report._format import console
+    from nnperf.report import console
 
     energies = attach_trace(store, backend.system(), args.model, read_trace_csv(trace), args.trace_offset_s,
                             source=trace.name)

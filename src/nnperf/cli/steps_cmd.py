@@ -68,7 +68,7 @@ def run_fit(args: argparse.Namespace) -> int:
     from nnperf.campaign import load_sweep, sweep_runs
     from nnperf.errors import NnperfError
     from nnperf.prediction.steps import fit_sweep, save_fit
-    from nnperf.report._format import console
+    from nnperf.report import console
     from nnperf.report.steps import fit_lines_text, fit_table, plot_sweep
 
     out = console()
@@ -111,7 +111,7 @@ def run_fit(args: argparse.Namespace) -> int:
 
 def run_predict(args: argparse.Namespace) -> int:
     from nnperf.prediction.steps import predict_steps
-    from nnperf.report._format import console
+    from nnperf.report import console
     from nnperf.report.steps import plot_prediction, prediction_report
 
     config, values = _predict_request(args)

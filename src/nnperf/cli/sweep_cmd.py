@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         parse_fixed,
         parse_range,
     )
-    from nnperf.report._format import console
+    from nnperf.report import console
     from nnperf.report.steps import plot_sweep, sweep_document, sweep_summary
 
     check_parameter(args.kind, args.param)

@@ -18,7 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace) -> int:
-    from nnperf.report._format import console
+    from nnperf.report import console
     from nnperf.report.measurements import systems_table
 
     with open_store(args) as store:

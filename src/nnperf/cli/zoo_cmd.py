@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from nnperf import zoo
-    from nnperf.report._format import console, shape_text, si
+    from nnperf.report import console, shape_text, si
 
     reference = [_row(entry) for entry in zoo.entries()]
     calibration = [_row(entry) for entry in zoo.calibration_entries()]

@@ -1,1 +1,9 @@
-"""Reporting: terminal tables, JSON documents, (later) figures and HTML."""
+"""Reporting: terminal tables, JSON documents, figures.
+
+The display helpers are exported here; the report modules (``tables``, ``measurements``, ...) are imported by
+name, so that ``import nnperf.report`` loads neither rich nor matplotlib.
+"""
+
+from nnperf.report._format import console, pyplot, shape_text, si, write_png
+
+__all__ = ["console", "pyplot", "shape_text", "si", "write_png"]

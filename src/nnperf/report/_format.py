@@ -5,11 +5,12 @@ from __future__ import annotations
 import io
 import sys
 from pathlib import Path
-from typing import Any
-
-from rich.console import Console
+from typing import TYPE_CHECKING, Any
 
 from nnperf.ir import shape_text
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 __all__ = ["console", "png_bytes", "pyplot", "shape_text", "si", "write_png"]
 
@@ -27,8 +28,11 @@ def console() -> Console:
     """A console for stdout; wide when piped, so tables do not wrap in logs.
 
     Markup is off: names such as 'torch/cpu[threads=1]' print as they are.
-    Styles go through ``rich.text.Text`` instead.
+    Styles go through ``rich.text.Text`` instead. rich is imported here, not with the package, so that
+    ``import nnperf.report`` stays cheap.
     """
+    from rich.console import Console
+
     return Console(width=None if sys.stdout.isatty() else 200, soft_wrap=False, markup=False)
 
 
