@@ -18,7 +18,7 @@ import torch
 
 from nnperf import zoo
 from nnperf.zoo import zoo_network
-from nnperf.ir._export import export_onnx
+from nnperf.ir.export import export_onnx
 from nnperf.ir.importers import from_onnx, from_torch
 from nnperf.ir.metrics import network_metrics
 from nnperf.measure._host import cpu_model

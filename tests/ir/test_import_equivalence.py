@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from nnperf.ir import OpType
-from nnperf.ir._export import export_onnx
+from nnperf.ir.export import export_onnx
 from nnperf.ir.importers import from_onnx, from_torch
 from nnperf.ir.metrics import layer_metrics
 from nnperf.ir.modules import Scale

@@ -18,7 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def run(args: argparse.Namespace) -> int:
     from nnperf import zoo
     from nnperf.ir import shape_text
-    from nnperf.ir._export import check_output_path, export_onnx
+    from nnperf.ir.export import check_output_path, export_onnx
 
     check_output_path(args.out)  # before the (slow) build
     entry = zoo.get(args.name)

@@ -1,4 +1,7 @@
-"""Export a PyTorch module to ONNX without folding its layers together."""
+"""Export a PyTorch module to ONNX without folding its layers together.
+
+Imports torch, so it is a module of its own rather than a name in :mod:`nnperf.ir`.
+"""
 
 from __future__ import annotations
 
