@@ -135,14 +135,6 @@ PENDING: dict[tuple[str, str, str], str] = {
         "steps command (prediction's area): the Backend type",
     ("nnperf.report.steps", "nnperf.prediction.steps._model", "private"):
         "report of step models: the step model types, to come from nnperf.prediction.steps",
-    ("nnperf.cli._accel_source", "nnperf.accel._layers", "private"):
-        "layer tables, to be exported from nnperf.accel",
-    ("nnperf.cli.export_cmd", "nnperf.ir._export", "private"):
-        "the ONNX export, to be public in nnperf.ir",
-    ("nnperf.optimize.partition._points", "nnperf.accel._from_ir", "private"):
-        "CHAIN_OPS, to be exported from nnperf.accel",
-    ("nnperf.accel._measure_sparsity", "nnperf.measure.backends._torch_graph", "private"):
-        "build_torch, to be exported from nnperf.measure.backends",
 }
 """Violations in code being reworked now, each to be fixed there: (importer, imported, rule) -> why it is listed.
 

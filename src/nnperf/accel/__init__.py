@@ -10,6 +10,7 @@ the IR (``map_network``, with sparsity measured, borrowed from a table or read f
 from nnperf.accel._dse import NEAR_OPTIMUM, DesignPoint, DesignSweep, SweepError, sweep_design
 from nnperf.accel._energy import COMPONENTS, LayerEnergy, NetworkEnergy, layer_energy, network_energy
 from nnperf.accel._from_ir import (
+    CHAIN_OPS,
     NOT_MAPPED,
     ROW_GEOMETRY,
     AccelMappingError,
@@ -22,6 +23,7 @@ from nnperf.accel._from_ir import (
     table_sparsity,
 )
 from nnperf.accel._layers import (
+    NETWORK_ALIASES,
     REFERENCE_NETWORKS,
     AccelLayer,
     LayerTableError,
@@ -43,8 +45,10 @@ from nnperf.accel._spec import (
 )
 
 __all__ = [
+    "CHAIN_OPS",
     "COMPONENTS",
     "NEAR_OPTIMUM",
+    "NETWORK_ALIASES",
     "NOT_MAPPED",
     "REFERENCE_NETWORKS",
     "ROW_GEOMETRY",

@@ -61,7 +61,7 @@ def measure_sparsity(network: Network, images: Sequence[Path], seed: int = 0,
     """The zero fraction of the network input and every layer output, averaged over ``images``."""
     import torch
 
-    from nnperf.measure.backends._torch_graph import build_torch
+    from nnperf.measure.backends import build_torch
 
     if len(network.inputs) != 1 or len(network.inputs[0].shape) != 4 or network.inputs[0].shape[1] != 3:
         raise AccelMappingError(f"{network.name}: measuring sparsity on images needs one 3-channel NCHW input")

@@ -82,7 +82,7 @@ def load_source(args: argparse.Namespace) -> AccelSource:
 
 def _reference_name(args: argparse.Namespace) -> bool:
     """Whether MODEL names a shipped table and nothing asks for the IR path instead."""
-    from nnperf.accel._layers import NETWORK_ALIASES, REFERENCE_NETWORKS
+    from nnperf.accel import NETWORK_ALIASES, REFERENCE_NETWORKS
 
     name = args.model.lower()
     wants_ir = args.sparsity is not None or args.images or getattr(args, "system", None) is not None

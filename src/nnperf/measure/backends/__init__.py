@@ -7,6 +7,8 @@ when their backend is created.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from nnperf.measure.backends._base import (
     DEFAULT_OPTIONS,
     Backend,
@@ -16,6 +18,10 @@ from nnperf.measure.backends._base import (
     random_inputs,
 )
 from nnperf.registry import Availability, Registry
+
+if TYPE_CHECKING:
+    from nnperf.ir import Network
+    from nnperf.measure.backends._torch_graph import GraphModule
 
 
 def _torch() -> type[Backend]:
@@ -62,7 +68,14 @@ def backend_report(device: str = "cpu") -> list[tuple[str, Availability]]:
     return [(name, BACKENDS.create(name).availability(device)) for name in BACKENDS.names()]
 
 
+def build_torch(network: Network, seed: int = 0) -> GraphModule:
+    """``network`` as an eval-mode torch module with the torch backend's weights (``seed``); imports torch."""
+    from nnperf.measure.backends._torch_graph import build_torch as build
+
+    return build(network, seed)
+
+
 __all__ = [
     "BACKENDS", "DEFAULT_OPTIONS", "REAL_BACKENDS", "Backend", "BackendOptionError", "BackendOptions", "ProfileResult",
-    "backend_report", "create_backend", "random_inputs",
+    "backend_report", "build_torch", "create_backend", "random_inputs",
 ]

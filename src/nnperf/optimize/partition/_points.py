@@ -16,8 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from nnperf.accel import NetworkEnergy, blocks
-from nnperf.accel._from_ir import CHAIN_OPS
+from nnperf.accel import CHAIN_OPS, NetworkEnergy, blocks
 from nnperf.ir import Network, numel
 from nnperf.ir.metrics import layer_metrics
 from nnperf.optimize.partition._split import SplitPoint
