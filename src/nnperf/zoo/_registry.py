@@ -11,18 +11,16 @@ import torch
 from torch import nn
 
 from nnperf.errors import UnknownModelError
-from nnperf.zoo import (
-    alexnet,
-    allcnn,
-    googlenet,
-    mobilenet,
-    previousnet,
-    resnet,
-    simplenet,
-    squeezenet,
-    tinyyolo,
-    vgg,
-)
+from nnperf.zoo.alexnet import alexnet
+from nnperf.zoo.allcnn import allcnn_c
+from nnperf.zoo.googlenet import googlenet
+from nnperf.zoo.mobilenet import mobilenet_v1, mobilenet_v2
+from nnperf.zoo.previousnet import CONFIGURATIONS, previousnet01, previousnet02, previousnet03
+from nnperf.zoo.resnet import resnet18, resnet34
+from nnperf.zoo.simplenet import simplenet
+from nnperf.zoo.squeezenet import squeezenet1_0, squeezenet1_1
+from nnperf.zoo.tinyyolo import tiny_yolo_v2
+from nnperf.zoo.vgg import vgg11, vgg16, vgg19
 
 
 @dataclass(frozen=True)
@@ -67,47 +65,47 @@ _CIFAR = (1, 3, 32, 32)
 _ENTRIES: tuple[ZooEntry, ...] = (
     ZooEntry("alexnet", "AlexNet (Krizhevsky et al. 2012), ImageNet", _IMAGENET,
              "torchvision single-tower AlexNet (64-192-384-256-256, no LRN, adaptive 6x6 pool, dropout)",
-             alexnet.alexnet),
+             alexnet),
     ZooEntry("allcnn_c", "All-CNN-C (Springenberg et al. 2015), CIFAR-10", _CIFAR,
              "paper model C: ReLU after every conv except the final 1x1 to 10, input/stride-conv dropout, no BN",
-             allcnn.allcnn_c),
+             allcnn_c),
     ZooEntry("mobilenet_v1", "MobileNet v1 1.0 (Howard et al. 2017), ImageNet", _IMAGENET,
              "width 1.0, 224; conv-BN-ReLU, 13 depthwise-separable blocks, no conv bias",
-             mobilenet.mobilenet_v1),
+             mobilenet_v1),
     ZooEntry("mobilenet_v2", "MobileNet v2 1.0 (Sandler et al. 2018), ImageNet", _IMAGENET,
              "torchvision MobileNetV2, width 1.0, ReLU6, dropout 0.2 before the FC",
-             mobilenet.mobilenet_v2),
+             mobilenet_v2),
     ZooEntry("resnet18", "ResNet-18 (He et al. 2016), ImageNet", _IMAGENET,
              "torchvision ResNet-18 (BasicBlock, conv1x1+BN projection shortcuts)",
-             resnet.resnet18),
+             resnet18),
     ZooEntry("resnet34", "ResNet-34 (He et al. 2016), ImageNet", _IMAGENET,
              "torchvision ResNet-34 (BasicBlock, conv1x1+BN projection shortcuts)",
-             resnet.resnet34),
+             resnet34),
     ZooEntry("simplenet", "SimpleNet v1 (Hasanpour et al. 2016), CIFAR-100", _CIFAR,
              "13-layer 5.5M SimpleNet v1 as in the authors' PyTorch port (conv+BN+ReLU, global max pool),"
              " 100 classes, without the Dropout2d after pools",
-             simplenet.simplenet),
+             simplenet),
     ZooEntry("squeezenet1_0", "SqueezeNet 1.0 (Iandola et al. 2016), ImageNet", _IMAGENET,
              "torchvision SqueezeNet 1.0 (ceil-mode pools, conv1x1 classifier)",
-             squeezenet.squeezenet1_0),
+             squeezenet1_0),
     ZooEntry("squeezenet1_1", "SqueezeNet 1.1 (Iandola et al. 2016), ImageNet", _IMAGENET,
              "torchvision SqueezeNet 1.1 (3x3/64 stem, early pooling)",
-             squeezenet.squeezenet1_1),
+             squeezenet1_1),
     ZooEntry("tiny_yolo_v2", "Tiny YOLO v2 (Redmon & Farhadi 2017), PASCAL VOC", (1, 3, 416, 416),
              "darknet tiny-yolo-voc.cfg (1024-1024 head, 125-channel output), no region decoding",
-             tinyyolo.tiny_yolo_v2),
+             tiny_yolo_v2),
     ZooEntry("googlenet", "GoogLeNet / Inception v1 (Szegedy et al. 2015), ImageNet", _IMAGENET,
              "torchvision GoogLeNet (BN, 3x3 in the 5x5 branch, no aux heads)",
-             googlenet.googlenet),
+             googlenet),
     ZooEntry("vgg11", "VGG-11 (Simonyan & Zisserman 2015), ImageNet", _IMAGENET,
              "torchvision VGG-11 (configuration A), no BN",
-             vgg.vgg11),
+             vgg11),
     ZooEntry("vgg16", "VGG-16 (Simonyan & Zisserman 2015), ImageNet", _IMAGENET,
              "torchvision VGG-16 (configuration D), no BN",
-             vgg.vgg16),
+             vgg16),
     ZooEntry("vgg19", "VGG-19 (Simonyan & Zisserman 2015), ImageNet", _IMAGENET,
              "torchvision VGG-19 (configuration E), no BN",
-             vgg.vgg19),
+             vgg19),
 )
 
 
@@ -117,17 +115,17 @@ def _configurations(number: str, factory: Callable[[int], nn.Module], variant: s
         ZooEntry(f"previousnet{number}_{height}x{width}x{channels}",
                  f"PreVIousNet-{number} calibration network, input {height}x{width}x{channels} (HxWxC)",
                  (1, channels, height, width), variant, functools.partial(factory, channels), calibration=True)
-        for height, width, channels in previousnet.CONFIGURATIONS
+        for height, width, channels in CONFIGURATIONS
     )
 
 
 _CALIBRATION: tuple[ZooEntry, ...] = (
-    *_configurations("01", previousnet.previousnet01,
+    *_configurations("01", previousnet01,
                      "PreVIous Fig. 4(a): 15 conv, 7 BN, 7 Scale, 7 ReLU, 6 pool, 5 eltwise, 5 concat in 4 levels"),
     ZooEntry("previousnet02", "PreVIousNet-02 calibration network, input vector 1x256", (1, 256),
              "PreVIous Fig. 4(b): 32 FC on lengths 256-4096, 10 and 1000, 12 softmax",
-             previousnet.previousnet02, calibration=True),
-    *_configurations("03", previousnet.previousnet03,
+             previousnet02, calibration=True),
+    *_configurations("03", previousnet03,
                      "nnperf extension: ReLU6, leaky ReLU, sigmoid, tanh, hard-swish, SiLU, mul, max, LRN, pad,"
                      " upsample, reshape, global max pool, grouped conv in 4 levels"),
 )
