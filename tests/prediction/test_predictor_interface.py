@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from harness_presets import SHORT_HARNESS
 from nnperf.errors import FormatVersionError, NnperfError
 from nnperf.ir import ConvAttrs, Layer, Network, OpType, TensorSpec
-from nnperf.measure import HarnessConfig
 from nnperf.measure.backends._fake import CostModel, FakeBackend
 from nnperf.measure.sweep import LayerConfig
 from nnperf.prediction import (
@@ -62,7 +62,7 @@ def calibrated(tmp_path_factory: pytest.TempPathFactory) -> Calibrated:
     from nnperf.campaign import ProfileConfig
 
     backend = FakeBackend(model=CostModel(noise_sigma=0.0, network_factor=0.9))
-    config = ProfileConfig(harness=HarnessConfig(warmup_s=0.0, min_block_s=1e-4, target_ci=0.05, budget_s=0.05))
+    config = ProfileConfig(harness=SHORT_HARNESS)
     networks = [conv_net(f"cal{c}x{hw}", c, hw) for c in (4, 8, 16) for hw in (8, 16)]
     with Store(tmp_path_factory.mktemp("conformance") / "m.db") as store:
         runs = measure_networks(backend, store, networks, config)
@@ -195,7 +195,7 @@ def test_a_registered_predictor_is_fitted_evaluated_and_reported(tmp_path, monke
 
     monkeypatch.setitem(PREDICTORS._factories, TwiceTheSum.name, lambda: TwiceTheSum)
     backend = FakeBackend(model=CostModel(noise_sigma=0.0, network_factor=0.9))
-    config = ProfileConfig(harness=HarnessConfig(warmup_s=0.0, min_block_s=1e-4, target_ci=0.05, budget_s=0.05))
+    config = ProfileConfig(harness=SHORT_HARNESS)
     with Store(tmp_path / "m.db") as store:
         model = calibrate(backend, store, [conv_net(f"cal{c}", c, 8) for c in (4, 8, 16)], config)
         assert isinstance(model.predictors["twice-the-sum"], TwiceTheSum)
