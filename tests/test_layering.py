@@ -127,14 +127,6 @@ def check_layering(root: Path, package: str = "nnperf") -> list[Violation]:
 PENDING: dict[tuple[str, str, str], str] = {
     ("nnperf.prediction._composition", "nnperf.measure._attribution", "private"):
         "prediction: the fused-group attribution, to be made public by measure's owner",
-    ("nnperf.prediction.steps._characterise", "nnperf.measure.backends._base", "private"):
-        "prediction: the Backend type, to come from nnperf.measure.backends",
-    ("nnperf.prediction.steps._predict", "nnperf.measure.backends._base", "private"):
-        "prediction: the Backend type, to come from nnperf.measure.backends",
-    ("nnperf.cli.steps_cmd", "nnperf.measure.backends._base", "private"):
-        "steps command (prediction's area): the Backend type",
-    ("nnperf.report.steps", "nnperf.prediction.steps._model", "private"):
-        "report of step models: the step model types, to come from nnperf.prediction.steps",
 }
 """Violations in code being reworked now, each to be fixed there: (importer, imported, rule) -> why it is listed.
 

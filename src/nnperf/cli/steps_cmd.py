@@ -11,7 +11,7 @@ from nnperf.cli._backend_args import Progress, add_backend_arguments, backend_fr
 from nnperf.cli._store_arg import add_db_argument, open_store
 
 if TYPE_CHECKING:
-    from nnperf.measure.backends._base import Backend
+    from nnperf.measure.backends import Backend
     from nnperf.measure.sweep import LayerConfig
     from nnperf.store import Store, SystemRecord
 

@@ -89,7 +89,7 @@ def plot_sweep(sweep: Sweep, model: StepModel | None, path: str | Path, work: np
         w = x if work is None else work
         predicted = model.predict(w) * 1e3
         if model.shape.kind == "fluctuating":
-            from nnperf.prediction.steps._model import branch_of
+            from nnperf.prediction.steps import branch_of
 
             branch = branch_of(model.shape, np.asarray(w))
             for index, (name, color) in enumerate((("upper", "tab:red"), ("lower", "tab:green"))):

@@ -36,6 +36,7 @@ from nnperf.prediction.steps._model import (
     StepModel,
     StepModelError,
     StepShape,
+    branch_of,
     characterisation_points,
     fit_lines,
     mape,
@@ -45,7 +46,7 @@ from nnperf.prediction.steps._predict import StepsPrediction, StepsVerification,
 __all__ = [
     "CHARACTERISE_ROUNDS", "FIT_KIND", "STEPPED", "Characterisation", "ComposedModel", "DetectionConfig", "Line",
     "MissingStepModelError", "StepDetection", "StepModel", "StepModelError", "StepShape", "StepsPrediction",
-    "StepsVerification", "SweepFit", "characterisation_points", "characterise", "compose", "composed_model",
+    "StepsVerification", "SweepFit", "branch_of", "characterisation_points", "characterise", "compose", "composed_model",
     "composed_models", "detect_steps", "effective", "fit_lines", "fit_sweep", "global_fits", "global_shape", "mape",
     "model_from_dict", "predict_steps", "save_fit", "sweep_points", "total_work", "work",
 ]

@@ -22,7 +22,7 @@ from nnperf.prediction.steps._model import StepModel, StepShape, characterisatio
 
 if TYPE_CHECKING:
     from nnperf.campaign import Progress
-    from nnperf.measure.backends._base import Backend
+    from nnperf.measure.backends import Backend
     from nnperf.store import Store
 
 CHARACTERISE_ROUNDS = 3

@@ -28,7 +28,7 @@ from nnperf.prediction.steps._model import mape
 
 if TYPE_CHECKING:
     from nnperf.campaign import Progress
-    from nnperf.measure.backends._base import Backend
+    from nnperf.measure.backends import Backend
     from nnperf.store import Store
 
 PREDICTION_FORMAT = ("nnperf-steps-prediction", 1)
