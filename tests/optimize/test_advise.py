@@ -9,7 +9,7 @@ import pytest
 from nnperf.ir import AxisAttrs, ConvAttrs, Layer, LinearAttrs, Network, OpType, TensorSpec
 from nnperf.measure.sweep import LayerConfig
 from nnperf.optimize.advise import AdviceError, advise
-from nnperf.predict.steps import StepShape, compose, fit_lines
+from nnperf.prediction.steps import StepShape, compose, fit_lines
 
 SIZE = 8
 A, B = 1e-10, 2e-5
