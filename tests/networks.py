@@ -22,3 +22,14 @@ def tiny_network() -> Network:
         Layer("fc", OpType.LINEAR, ("flatten",), ((1, 16),), (1, 10), LinearAttrs()),
         Layer("softmax", OpType.SOFTMAX, ("fc",), ((1, 10),), (1, 10), AxisAttrs(1)),
     ), ("softmax",))
+
+
+def residual_conv_net(name: str, c: int, hw: int) -> Network:
+    """4 layers on a c x hw x hw map: 3x3 conv, ReLU, 1x1 conv, and an add of the two branches."""
+    s = (1, c, hw, hw)
+    return Network(name, (TensorSpec("x", s),), (
+        Layer("a", OpType.CONV, ("x",), (s,), s, ConvAttrs((3, 3), padding=(1,) * 4)),
+        Layer("r", OpType.RELU, ("a",), (s,), s),
+        Layer("b", OpType.CONV, ("r",), (s,), s, ConvAttrs((1, 1))),
+        Layer("add", OpType.ADD, ("b", "r"), (s, s), s),
+    ), ("add",))

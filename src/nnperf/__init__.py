@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-_API = ("Verification", "calibrate", "load_model", "predict", "profile", "verify")
-__all__ = ["__version__", *_API]
+__all__ = ["Verification", "__version__", "calibrate", "load_model", "predict", "profile", "verify"]
+_API = frozenset(__all__) - {"__version__"}
 
 if TYPE_CHECKING:
     from nnperf.api import Verification, calibrate, load_model, predict, profile, verify

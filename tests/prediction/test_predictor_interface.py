@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from harness_presets import SHORT_HARNESS
+from networks import residual_conv_net
 from nnperf.errors import FormatVersionError, NnperfError
-from nnperf.ir import ConvAttrs, Layer, Network, OpType, TensorSpec
 from nnperf.measure.backends._fake import CostModel, FakeBackend
 from nnperf.measure.sweep import LayerConfig
 from nnperf.prediction import (
@@ -24,8 +24,8 @@ from nnperf.prediction import (
     NetworkInput,
     NetworkPredictor,
     NotFittedError,
-    PreviousModel,
     Predictor,
+    PreviousModel,
     RidgeModel,
     RooflineModel,
     calibrate,
@@ -37,16 +37,6 @@ from nnperf.prediction.evaluation import evaluate, method_label
 from nnperf.prediction.steps import ComposedModel, StepModel, StepShape, fit_lines
 from nnperf.report.evaluation import network_table
 from nnperf.store import Store
-
-
-def conv_net(name: str, c: int, hw: int) -> Network:
-    s = (1, c, hw, hw)
-    return Network(name, (TensorSpec("x", s),), (
-        Layer("a", OpType.CONV, ("x",), (s,), s, ConvAttrs((3, 3), padding=(1,) * 4)),
-        Layer("r", OpType.RELU, ("a",), (s,), s),
-        Layer("b", OpType.CONV, ("r",), (s,), s, ConvAttrs((1, 1))),
-        Layer("add", OpType.ADD, ("b", "r"), (s, s), s),
-    ), ("add",))
 
 
 @dataclass(frozen=True)
@@ -63,7 +53,7 @@ def calibrated(tmp_path_factory: pytest.TempPathFactory) -> Calibrated:
 
     backend = FakeBackend(model=CostModel(noise_sigma=0.0, network_factor=0.9))
     config = ProfileConfig(harness=SHORT_HARNESS)
-    networks = [conv_net(f"cal{c}x{hw}", c, hw) for c in (4, 8, 16) for hw in (8, 16)]
+    networks = [residual_conv_net(f"cal{c}x{hw}", c, hw) for c in (4, 8, 16) for hw in (8, 16)]
     with Store(tmp_path_factory.mktemp("conformance") / "m.db") as store:
         runs = measure_networks(backend, store, networks, config)
         profiled = measure_networks(backend, store, networks, ProfileConfig(per_layer="profiler", profiler_runs=2,
@@ -71,7 +61,7 @@ def calibrated(tmp_path_factory: pytest.TempPathFactory) -> Calibrated:
     system = backend.system()
     layers = fit_system_model(runs, system.key, system.label, profiled=profiled)
     predicted = [{p.layer: p.latency_s for p in layers.predict_layers(run.network)} for run in runs]
-    unseen = conv_net("unseen", 12, 12)
+    unseen = residual_conv_net("unseen", 12, 12)
     return Calibrated(CalibrationSet(runs, predicted, profiled, 1e10, 1e10),
                       NetworkInput(unseen, {p.layer: p.latency_s for p in layers.predict_layers(unseen)}))
 
@@ -197,9 +187,9 @@ def test_a_registered_predictor_is_fitted_evaluated_and_reported(tmp_path, monke
     backend = FakeBackend(model=CostModel(noise_sigma=0.0, network_factor=0.9))
     config = ProfileConfig(harness=SHORT_HARNESS)
     with Store(tmp_path / "m.db") as store:
-        model = calibrate(backend, store, [conv_net(f"cal{c}", c, 8) for c in (4, 8, 16)], config)
+        model = calibrate(backend, store, [residual_conv_net(f"cal{c}", c, 8) for c in (4, 8, 16)], config)
         assert isinstance(model.predictors["twice-the-sum"], TwiceTheSum)
-        unseen = measure_networks(backend, store, [conv_net("unseen", 12, 12)], config)
+        unseen = measure_networks(backend, store, [residual_conv_net("unseen", 12, 12)], config)
     evaluation = evaluate(model, unseen)
     assert "twice-the-sum" in evaluation.methods
     comparison = evaluation.networks[0]

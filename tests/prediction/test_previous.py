@@ -6,10 +6,9 @@ import numpy as np
 import pytest
 
 from harness_presets import SHORT_HARNESS
-from networks import tiny_network
+from networks import residual_conv_net, tiny_network
 from nnperf.campaign import ProfileConfig
 from nnperf.errors import FormatVersionError
-from nnperf.ir import ConvAttrs, Layer, Network, OpType, TensorSpec
 from nnperf.measure.backends._fake import CostModel, FakeBackend
 from nnperf.prediction import (
     Composition,
@@ -58,25 +57,15 @@ def test_coefficient_c_is_the_slope_through_the_origin() -> None:
     assert fit_coefficient([1, 2, 3], [2, 3, 7]) == pytest.approx(29 / 14)
 
 
-def conv_net(name: str, c: int, hw: int) -> Network:
-    s = (1, c, hw, hw)
-    return Network(name, (TensorSpec("x", s),), (
-        Layer("a", OpType.CONV, ("x",), (s,), s, ConvAttrs((3, 3), padding=(1,) * 4)),
-        Layer("r", OpType.RELU, ("a",), (s,), s),
-        Layer("b", OpType.CONV, ("r",), (s,), s, ConvAttrs((1, 1))),
-        Layer("add", OpType.ADD, ("b", "r"), (s, s), s),
-    ), ("add",))
-
-
 def test_calibrate_then_predict_an_unseen_network(tmp_path) -> None:  # type: ignore[no-untyped-def]
     backend = FakeBackend(model=CostModel(noise_sigma=0.0, network_factor=0.9))
-    calibration = [conv_net(f"cal{c}x{hw}", c, hw) for c in (4, 8, 16, 32) for hw in (8, 16, 32)]
+    calibration = [residual_conv_net(f"cal{c}x{hw}", c, hw) for c in (4, 8, 16, 32) for hw in (8, 16, 32)]
     with Store(tmp_path / "m.db") as store:
         model = calibrate(backend, store, calibration, FAST)
         assert set(model.latency) == {"conv", "relu", "eltwise"}
         assert model.latency["conv"].n_samples_ == 24
         assert model.coefficient_c == pytest.approx(0.9, rel=0.01)  # the fake network runs in 0.9 x its layers
-        unseen = conv_net("unseen", 12, 24)
+        unseen = residual_conv_net("unseen", 12, 24)
         prediction = model.predict(unseen)
         truth = {layer.name: backend.model.layer_cost_s(layer) for layer in unseen.layers}
         by_name = {p.layer: p.latency_s for p in prediction.layers}
@@ -96,12 +85,12 @@ def test_calibrate_then_predict_an_unseen_network(tmp_path) -> None:  # type: ig
 def test_the_composition_recovers_a_per_call_difference(tmp_path) -> None:  # type: ignore[no-untyped-def]
     # inside the network each layer call costs 4 us less than alone (the fake's isolated overhead is 5 us)
     backend = FakeBackend(model=CostModel(noise_sigma=0.0, network_call_delta_s=-4e-6))
-    calibration = [conv_net(f"cal{c}x{hw}", c, hw) for c in (4, 8, 16, 32) for hw in (8, 16, 32)]
+    calibration = [residual_conv_net(f"cal{c}x{hw}", c, hw) for c in (4, 8, 16, 32) for hw in (8, 16, 32)]
     with Store(tmp_path / "m.db") as store:
         model = calibrate(backend, store, calibration, FAST)
     assert model.composition is not None and model.composition.fusion.fused_pairs == []  # the fake fuses nothing
     assert model.composition.delta_s == pytest.approx(-4e-6, rel=0.05)
-    unseen = conv_net("unseen", 12, 12)  # small layers: the per-call difference is a third of the network
+    unseen = residual_conv_net("unseen", 12, 12)  # small layers: the per-call difference is a third of the network
     truth = backend.network_cost_s(unseen)
     prediction = model.predict(unseen)
     assert prediction.method == "composed"
@@ -114,7 +103,7 @@ def test_the_composition_recovers_a_per_call_difference(tmp_path) -> None:  # ty
 def test_an_uncovered_layer_type_is_named_never_zero(tmp_path) -> None:  # type: ignore[no-untyped-def]
     backend = FakeBackend(model=CostModel(noise_sigma=0.0))
     with Store(tmp_path / "m.db") as store:
-        model = calibrate(backend, store, [conv_net("cal", 8, 8), conv_net("cal2", 4, 16)], FAST)
+        model = calibrate(backend, store, [residual_conv_net("cal", 8, 8), residual_conv_net("cal2", 4, 16)], FAST)
     with pytest.raises(UncoveredLayersError,
                        match="layer type.*global_avg_pool \\(gap\\); linear \\(fc\\); max_pool \\(pool\\); softmax"):
         model.predict(tiny_network())
@@ -132,7 +121,7 @@ def test_missing_calibration_says_how_to_calibrate(tmp_path) -> None:  # type: i
 def test_a_model_of_another_system_is_not_used(tmp_path) -> None:  # type: ignore[no-untyped-def]
     one = FakeBackend(model=CostModel(noise_sigma=0.0))
     with Store(tmp_path / "m.db") as store:
-        calibrate(one, store, [conv_net("cal", 8, 8)], FAST)
+        calibrate(one, store, [residual_conv_net("cal", 8, 8)], FAST)
         other = one.system().key[::-1]
         with pytest.raises(MissingCalibrationError, match="no calibration for fake/cpu\\[threads=2\\]"):
             load_system_model(store, other, "fake/cpu[threads=2]", "fake")

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 ModelLike = Union[str, "os.PathLike[str]", Network, "torch.nn.Module"]
 """What :func:`load_model` accepts."""
 
-InputShape = Union[Sequence[int], Mapping[str, Sequence[int]]]
+InputShape = Sequence[int] | Mapping[str, Sequence[int]]
 """One input's shape (batch first) or a mapping of ONNX input names to shapes."""
 
 MODEL_SUFFIXES = (".onnx", ".json")

@@ -8,6 +8,7 @@ network-level ones (:class:`NetworkPredictor`) are fitted on every
 calibration and compared by the evaluation.
 """
 
+from nnperf.prediction import steps
 from nnperf.prediction._base import (
     PREDICTORS,
     CalibrationSet,
@@ -41,7 +42,6 @@ from nnperf.prediction._ridge import RidgeModel, fit_ridge
 from nnperf.prediction._runs import MeasuredNetwork, measure_networks
 from nnperf.prediction._verification import Verification
 from nnperf.prediction.baselines import MacsModel, RooflineModel, fit_macs_model, measure_roofline
-from nnperf.prediction import steps  # noqa: E402  (registers the step models: every predictor is known by name)
 
 __all__ = [
     "CALIBRATION_HARNESS", "FEATURES", "PREDICTORS", "CalibrationSet", "Composition", "FusionRules",

@@ -14,6 +14,7 @@ from nnperf.prediction.evaluation import Evaluation, method_description, method_
 from nnperf.report._format import png_bytes, pyplot, si
 from nnperf.report.measurements import ms
 
+
 def _pct(value: float) -> str:
     return f"{value:+.1%}"
 

@@ -12,6 +12,7 @@ from nnperf.prediction import NetworkPrediction, SystemModel, Verification
 from nnperf.report.measurements import ms
 from nnperf.report.tables import layer_type
 
+
 def calibration_table(model: SystemModel) -> Table:
     """One row per layer-type model: samples, fit quality and the response range it saw."""
     table = Table(title=Text(f"calibration of {model.system_label}: latency models (standardised Ridge, lambda = 1)"),
