@@ -124,22 +124,9 @@ def check_layering(root: Path, package: str = "nnperf") -> list[Violation]:
     return sorted(violations, key=lambda v: (v.path, v.line, v.imported, v.rule))
 
 
-PENDING: dict[tuple[str, str, str], str] = {
-    ("nnperf.prediction._composition", "nnperf.measure._attribution", "private"):
-        "prediction: the fused-group attribution, to be made public by measure's owner",
-}
-"""Violations in code being reworked now, each to be fixed there: (importer, imported, rule) -> why it is listed.
-
-The real-tree test fails if one of these no longer occurs, so the list only shrinks; it ends empty.
-"""
-
-
 def test_the_source_tree_keeps_its_layers() -> None:
     found = check_layering(SRC)
-    new = [str(v) for v in found if v.key not in PENDING]
-    gone = sorted(set(PENDING) - {v.key for v in found})
-    assert not new, "layering violations:\n" + "\n".join(new)
-    assert not gone, "fixed, so remove them from PENDING:\n" + "\n".join(map(str, gone))
+    assert not found, "layering violations:\n" + "\n".join(map(str, found))
 
 
 def _write(root: Path, name: str, text: str = "") -> None:

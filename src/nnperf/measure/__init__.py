@@ -5,6 +5,7 @@ which exists to test the harness and never produces a reported figure. Nothing
 here stores: campaigns that measure into the store are ``nnperf.campaign``.
 """
 
+from nnperf.measure._attribution import FUSED_SUCCESSORS, FUSION_ROLES, FusionRole
 from nnperf.measure._harness import HarnessConfig, MeasurementError, Timer, calibrate_block_size, measure
 from nnperf.measure._host import host_info
 from nnperf.measure._stats import fixed_timing, relative_change, summarize
@@ -20,7 +21,7 @@ from nnperf.measure._types import (
 )
 
 __all__ = [
-    "HarnessConfig", "HostInfo", "LayerMeasurement", "MeasurementError", "Method", "NetworkMeasurement",
+    "FUSED_SUCCESSORS", "FUSION_ROLES", "FusionRole", "HarnessConfig", "HostInfo", "LayerMeasurement", "MeasurementError", "Method", "NetworkMeasurement",
     "SystemSpec", "Timer", "Timing", "TimingStats", "calibrate_block_size", "fixed_timing", "fused_sum_s",
     "host_info", "measure", "relative_change", "summarize",
 ]

@@ -29,7 +29,7 @@ import numpy as np
 
 from nnperf.errors import NnperfError
 from nnperf.ir import Layer, Network, OpType
-from nnperf.measure._attribution import FUSED_SUCCESSORS
+from nnperf.measure import FUSED_SUCCESSORS
 from nnperf.prediction._base import CalibrationSet, NetworkInput, NetworkPredictor, register_predictor
 from nnperf.registry import Availability
 
