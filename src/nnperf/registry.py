@@ -54,6 +54,11 @@ class Registry(Generic[T]):
             raise ValueError(f"{self.kind} {name!r} is already registered")
         self._factories[name] = factory
 
+    def unregister(self, name: str) -> None:
+        """Forget ``name`` (a plug-in registered for a while, as in a test); an unknown name is an error."""
+        if self._factories.pop(name, None) is None:
+            raise UnknownPluginError(f"unknown {self.kind} {name!r}")
+
     def names(self) -> list[str]:
         self._load_entry_points()
         return sorted(self._factories)

@@ -56,13 +56,9 @@ def test_median_confidence_ranks_are_scipys() -> None:
             assert median_ci_ranks(n, confidence) == scipy_ranks(n, confidence), (n, confidence)
 
 
-# A fresh interpreter: every import the harness does inside its timed window shows up, none is already cached.
-FIRST_MEASUREMENT = """
+# In a fresh interpreter, the finder below sees every import made while Recorder.timing is set: none is cached.
+RECORD_IMPORTS = """
 import sys
-from nnperf.measure import HarnessConfig, measure
-from nnperf.measure.backends._fake import CostModel, FakeBackend, FakeClock
-from nnperf.ir import ConvAttrs, Layer, OpType
-
 imported = []
 class Recorder:
     timing = False
@@ -71,6 +67,13 @@ class Recorder:
             imported.append(name)
         return None
 sys.meta_path.insert(0, Recorder())
+"""
+
+FIRST_MEASUREMENT = RECORD_IMPORTS + """
+from nnperf.measure import HarnessConfig, measure
+from nnperf.measure.backends._fake import CostModel, FakeBackend, FakeClock
+from nnperf.ir import ConvAttrs, Layer, OpType
+
 
 def wall_clock():  # measure reads it once as the timed window opens and once as it closes
     Recorder.timing = not Recorder.timing
@@ -95,20 +98,10 @@ def test_the_first_measurement_imports_nothing_inside_its_timed_window() -> None
 # The same for a layer timed inside a network through the profiler (sweeps), from the first round on. Only SciPy is
 # checked: a backend's profile may import on its first call (numpy 2.4's np.unique, under np.percentile, imports
 # numpy.ma), which is the backend's own cost, not the stopping rule's.
-FIRST_SWEEP_POINT = """
-import sys
+FIRST_SWEEP_POINT = RECORD_IMPORTS + """
 from nnperf.measure import HarnessConfig
 from nnperf.measure.backends._fake import CostModel, FakeBackend
 from nnperf.measure.sweep import LayerConfig, profiling_network, time_in_context
-
-imported = []
-class Recorder:
-    timing = False
-    def find_spec(self, name, path=None, target=None):
-        if Recorder.timing:
-            imported.append(name)
-        return None
-sys.meta_path.insert(0, Recorder())
 
 class Backend(FakeBackend):
     def profile(self, network, runs):

@@ -4,7 +4,7 @@ evaluation picking up a newly registered network predictor without being told ab
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +32,7 @@ from nnperf.prediction import (
     fit_system_model,
     measure_networks,
     network_predictor_names,
+    predictor_class,
 )
 from nnperf.prediction.evaluation import evaluate, method_label
 from nnperf.prediction.steps import ComposedModel, StepModel, StepShape, fit_lines
@@ -120,7 +121,7 @@ def test_every_registered_predictor_has_a_conformance_example() -> None:
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
 def test_predictor_conformance(name: str, calibrated: Calibrated) -> None:
     predictor, fit_args, x = EXAMPLES[name](calibrated)
-    klass = PREDICTORS.create(name)
+    klass = predictor_class(name)
     assert type(predictor) is klass and klass.name == name and klass.description
     params = predictor.get_params()
     assert klass(**params).get_params() == params  # __init__ stores parameters, nothing else
@@ -180,10 +181,18 @@ class TwiceTheSum(NetworkPredictor):
         self.factor_ = float(state["factor"])
 
 
-def test_a_registered_predictor_is_fitted_evaluated_and_reported(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+@pytest.fixture
+def twice_the_sum() -> Iterator[None]:
+    """TwiceTheSum registered as an entry point registers it: the class itself is the factory."""
+    PREDICTORS.register(TwiceTheSum.name, TwiceTheSum)  # type: ignore[arg-type]
+    yield
+    PREDICTORS.unregister(TwiceTheSum.name)
+
+
+def test_a_registered_predictor_is_fitted_evaluated_and_reported(tmp_path, twice_the_sum) -> None:  # type: ignore[no-untyped-def]
     from nnperf.campaign import ProfileConfig
 
-    monkeypatch.setitem(PREDICTORS._factories, TwiceTheSum.name, lambda: TwiceTheSum)
+    assert predictor_class(TwiceTheSum.name) is TwiceTheSum
     backend = FakeBackend(model=CostModel(noise_sigma=0.0, network_factor=0.9))
     config = ProfileConfig(harness=SHORT_HARNESS)
     with Store(tmp_path / "m.db") as store:

@@ -18,6 +18,7 @@ from nnperf.prediction._base import (
     Predictor,
     fit_network_predictors,
     network_predictor_names,
+    predictor_class,
     register_predictor,
 )
 from nnperf.prediction._calibrate import (
@@ -50,5 +51,5 @@ __all__ = [
     "RooflineModel", "SystemModel", "UncoveredLayersError", "Verification", "calibrate", "calibration_networks", "features",
     "fit_coefficient", "fit_composition", "fit_macs_model", "fit_network_predictors", "fit_ridge",
     "fit_system_model", "learn_fusion", "load_stored_model", "load_system_model", "measure_networks",
-    "measure_roofline", "model_key", "network_predictor_names", "register_predictor", "steps",
+    "measure_roofline", "model_key", "network_predictor_names", "predictor_class", "register_predictor", "steps",
 ]

@@ -20,10 +20,12 @@ import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from nnperf.errors import FormatVersionError, NnperfError
 from nnperf.ir import Network
+from nnperf.ir.metrics import NetworkMetrics, network_metrics
 from nnperf.registry import Availability, Registry
 
 if TYPE_CHECKING:
@@ -111,7 +113,7 @@ class Predictor(ABC):
         if document.get("version") != PREDICTOR_VERSION:
             raise FormatVersionError(f"predictor document version {document.get('version')!r}; this nnperf reads "
                                      f"version {PREDICTOR_VERSION}")
-        klass = PREDICTORS.create(str(document.get("name")))
+        klass = predictor_class(str(document.get("name")))
         if not issubclass(klass, cls):
             raise NnperfError(f"the document holds a {klass.name} predictor, not a {cls.name or cls.__name__}")
         if document.get("state_version") != klass.version:
@@ -141,7 +143,22 @@ class Predictor(ABC):
 
 
 PREDICTORS: Registry[type[Predictor]] = Registry("predictor", "nnperf.predictors")
-"""Every predictor class by name; third parties add theirs through the ``nnperf.predictors`` entry points."""
+"""Every predictor class by name; third parties add theirs through the ``nnperf.predictors`` entry-point group,
+each entry naming a :class:`Predictor` subclass. Read it through :func:`predictor_class`."""
+
+
+def predictor_class(name: str) -> type[Predictor]:
+    """The predictor class registered as ``name``; an unknown name lists the known ones.
+
+    A built-in is registered with a factory that returns its class; an entry
+    point loads the class itself, which the registry then calls: either way
+    the class comes back.
+    """
+    made: Any = PREDICTORS.create(name)
+    klass = made if isinstance(made, type) else type(made)
+    if not issubclass(klass, Predictor):
+        raise NnperfError(f"the predictor registered as {name!r} is a {klass.__name__}, not a Predictor")
+    return klass
 
 P = TypeVar("P", bound=type[Predictor])
 
@@ -186,10 +203,16 @@ class CalibrationSet:
 
 @dataclass(frozen=True)
 class NetworkInput:
-    """What a network-level predictor predicts from: the network and its per-layer predictions (seconds)."""
+    """What a network-level predictor predicts from: the network, its per-layer predictions (seconds) and its
+    metrics (computed once per prediction and shared by every predictor; from the network when not given)."""
 
     network: Network
     layer_latency_s: Mapping[str, float]
+    given_metrics: NetworkMetrics | None = None
+
+    @cached_property
+    def metrics(self) -> NetworkMetrics:
+        return self.given_metrics if self.given_metrics is not None else network_metrics(self.network)
 
 
 class NetworkPredictor(Predictor):
@@ -217,7 +240,7 @@ class NetworkPredictor(Predictor):
 
 def network_predictor_names() -> list[str]:
     """The registered network-level predictors, in display order."""
-    classes = [PREDICTORS.create(name) for name in PREDICTORS.names()]
+    classes = [predictor_class(name) for name in PREDICTORS.names()]
     return [k.name for k in sorted((k for k in classes if issubclass(k, NetworkPredictor)),
                                    key=lambda k: (k.display_order, k.name))]
 
@@ -227,7 +250,7 @@ def fit_network_predictors(calibration: CalibrationSet, names: Sequence[str] | N
     """Every registered network predictor (or those ``names``) that this calibration can fit, fitted."""
     fitted: dict[str, NetworkPredictor] = {}
     for name in names if names is not None else network_predictor_names():
-        klass = PREDICTORS.create(name)
+        klass = predictor_class(name)
         if not issubclass(klass, NetworkPredictor):
             raise NnperfError(f"predictor {name!r} does not predict networks")
         available = klass.availability(calibration)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from nnperf.ir import ELTWISE, Layer
-from nnperf.ir.metrics import layer_metrics
+from nnperf.ir.metrics import LayerMetrics, layer_metrics
 
 FEATURES = ("n_weights", "ops", "mem_ops")
 """The predictors, in column order: n(W), #OPs, #memOPs."""
@@ -30,5 +30,9 @@ def model_key(layer: Layer) -> str:
 
 def features(layer: Layer) -> np.ndarray:
     """The predictors of ``layer`` as a float vector in ``FEATURES`` order."""
-    m = layer_metrics(layer)
+    return metric_features(layer_metrics(layer))
+
+
+def metric_features(m: LayerMetrics) -> np.ndarray:
+    """The predictors of a layer with metrics ``m``, in ``FEATURES`` order."""
     return np.array([m.params, m.ops, m.mem_ops], dtype=float)

@@ -16,9 +16,10 @@ import numpy as np
 
 from nnperf.errors import FormatVersionError, NnperfError
 from nnperf.ir import Network
-from nnperf.prediction._base import PREDICTOR_FORMAT, PREDICTOR_VERSION, PREDICTORS, NetworkInput, NetworkPredictor
+from nnperf.ir.metrics import NetworkMetrics, network_metrics
+from nnperf.prediction._base import PREDICTOR_FORMAT, PREDICTOR_VERSION, NetworkInput, NetworkPredictor, predictor_class
 from nnperf.prediction._composition import Composition
-from nnperf.prediction._features import FEATURES, features, model_key
+from nnperf.prediction._features import FEATURES, metric_features, model_key
 from nnperf.prediction._previous import PreviousModel  # noqa: F401  (registers 'previous')
 from nnperf.prediction._ridge import RidgeModel
 from nnperf.prediction.baselines import MacsModel, RooflineModel
@@ -179,12 +180,16 @@ class SystemModel:
                 missing.setdefault(key, []).append(layer.name)
         return missing
 
-    def predict_layers(self, network: Network) -> tuple[LayerPrediction, ...]:
-        """Every layer's predicted latency (and energy); raises UncoveredLayersError naming any uncovered type."""
+    def predict_layers(self, network: Network, metrics: NetworkMetrics | None = None) -> tuple[LayerPrediction, ...]:
+        """Every layer's predicted latency (and energy); raises UncoveredLayersError naming any uncovered type.
+
+        ``metrics`` are the network's metrics when the caller has them already.
+        """
         missing = self.missing(network)
         if missing:
             raise UncoveredLayersError(network.name, missing, self.system_label)
-        rows = np.array([features(layer) for layer in network.layers]) if network.layers else np.zeros((0, 3))
+        layer_metrics = (metrics or network_metrics(network)).layers
+        rows = np.array([metric_features(m) for m in layer_metrics]) if network.layers else np.zeros((0, 3))
         keys = [model_key(layer) for layer in network.layers]
         latency = np.zeros(len(keys))
         energy: np.ndarray | None = np.zeros(len(keys)) if self.energy else None
@@ -202,8 +207,9 @@ class SystemModel:
     def predict(self, network: Network) -> NetworkPrediction:
         """Per-layer predictions and every network predictor's total; raises UncoveredLayersError naming any
         uncovered layer type."""
-        layers = self.predict_layers(network)
-        x = NetworkInput(network, {p.layer: p.latency_s for p in layers})
+        metrics = network_metrics(network)
+        layers = self.predict_layers(network, metrics)
+        x = NetworkInput(network, {p.layer: p.latency_s for p in layers}, metrics)
         totals = {name: float(predictor.predict(x)) for name, predictor in self.predictors.items()}
         composition = self.composition
         fused = frozenset(composition.fusion.fused_layers(network)) if composition is not None else frozenset[str]()
@@ -226,7 +232,11 @@ class SystemModel:
         if d.get("format") != MODEL_FORMAT:
             raise NnperfError(f"not an nnperf model document (format {d.get('format')!r})")
         if d.get("version") == 2:
-            d = _from_version_2(d)
+            try:
+                d = _from_version_2(d)
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                raise NnperfError(f"a stored version-2 model is malformed ({exc!r}): recalibrate with "
+                                  "`nnperf calibrate`") from exc
         if d.get("version") != MODEL_VERSION:
             raise FormatVersionError(f"model format version {d.get('version')!r}; this nnperf reads version "
                                      f"{MODEL_VERSION}: recalibrate with `nnperf calibrate`")
@@ -248,22 +258,23 @@ class SystemModel:
 def _from_version_2(d: Mapping[str, Any]) -> dict[str, Any]:
     """A version-2 model document (c, composition and baselines as fixed keys) in the version-3 layout."""
     def predictor(name: str, state: Mapping[str, Any]) -> dict[str, Any]:
-        klass = PREDICTORS.create(name)
+        klass = predictor_class(name)
         return {"format": PREDICTOR_FORMAT, "version": PREDICTOR_VERSION, "name": name,
                 "state_version": klass.version, "params": {}, "fitted": dict(state)}
 
+    alpha = float(d.get("calibration", {}).get("alpha", 1.0))
     predictors = {"previous": predictor("previous", {"coefficient_c": d["coefficient_c"]})}
     for name, key in (("composed", "composition"), ("macs", "macs"), ("roofline", "roofline")):
         if d.get(key) is not None:
             predictors[name] = predictor(name, d[key])
     return {**d, "version": MODEL_VERSION, "predictors": predictors,
-            "latency": {k: _ridge_v2(v) for k, v in d["latency"].items()},
-            "energy": {k: _ridge_v2(v) for k, v in d.get("energy", {}).items()}}
+            "latency": {k: _ridge_v2(v, alpha) for k, v in d["latency"].items()},
+            "energy": {k: _ridge_v2(v, alpha) for k, v in d.get("energy", {}).items()}}
 
 
-def _ridge_v2(v: Mapping[str, Any]) -> dict[str, Any]:
+def _ridge_v2(v: Mapping[str, Any], alpha: float) -> dict[str, Any]:
     """A version-2 Ridge document (learned values beside key and target) as a predictor document."""
     state = {k: v[k] for k in ("mean", "scale", "coef", "intercept", "n_samples", "r2", "y_min", "y_max")}
     return {"format": PREDICTOR_FORMAT, "version": PREDICTOR_VERSION, "name": RidgeModel.name,
             "state_version": RidgeModel.version,
-            "params": {"key": v["key"], "target": v["target"], "alpha": 1.0}, "fitted": state}
+            "params": {"key": v["key"], "target": v["target"], "alpha": alpha}, "fitted": state}

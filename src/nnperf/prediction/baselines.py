@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from nnperf.errors import NnperfError
 from nnperf.ir import ConvAttrs, Layer, Network, OpType
-from nnperf.ir.metrics import layer_metrics, network_metrics
+from nnperf.ir.metrics import LayerMetrics, layer_metrics, network_metrics
 from nnperf.measure import HarnessConfig, measure
 from nnperf.measure.backends import Backend
 from nnperf.prediction._base import CalibrationSet, NetworkInput, NetworkPredictor, register_predictor
@@ -73,7 +73,8 @@ class MacsModel(NetworkPredictor):
         return self
 
     def predict(self, x: NetworkInput) -> float:
-        return self.latency_s(x.network)
+        self.check_fitted()
+        return self.seconds_per_mac_ * x.metrics.macs
 
     def layer_latency_s(self, layer: Layer) -> float:
         self.check_fitted()
@@ -139,14 +140,18 @@ class RooflineModel(NetworkPredictor):
         return self
 
     def predict(self, x: NetworkInput) -> float:
-        return self.latency_s(x.network)
+        return float(sum(self.bound_s(m) for m in x.metrics.layers))
+
+    def bound_s(self, metrics: LayerMetrics) -> float:
+        """The bound of a layer with these metrics (seconds)."""
+        self.check_fitted()
+        return max(metrics.ops / self.ops_per_s_, metrics.mem_ops * BYTES_PER_ELEMENT / self.bytes_per_s_)
 
     def layer_latency_s(self, layer: Layer) -> float:
-        self.check_fitted()
-        return max(layer_metrics(layer).ops / self.ops_per_s_, layer_bytes(layer) / self.bytes_per_s_)
+        return self.bound_s(layer_metrics(layer))
 
     def latency_s(self, network: Network) -> float:
-        return float(sum(self.layer_latency_s(layer) for layer in network.layers))
+        return float(sum(self.bound_s(m) for m in network_metrics(network).layers))
 
     @property
     def ridge_ops_per_byte(self) -> float:

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from nnperf.ir.metrics import network_metrics
-from nnperf.prediction._base import PREDICTORS, network_predictor_names
+from nnperf.prediction._base import network_predictor_names, predictor_class
 from nnperf.prediction._model import SystemModel
 from nnperf.prediction._runs import MeasuredNetwork
 
@@ -35,12 +35,12 @@ EVALUATION_FORMAT = ("nnperf-evaluation", 1)
 
 def method_description(name: str) -> str:
     """The one-line description of the registered network predictor ``name``."""
-    return PREDICTORS.create(name).description
+    return predictor_class(name).description
 
 
 def method_label(name: str) -> str:
     """The short table and legend label of the registered network predictor ``name``."""
-    return PREDICTORS.create(name).label or name
+    return predictor_class(name).label or name
 
 
 @dataclass(frozen=True)
