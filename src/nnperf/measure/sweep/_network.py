@@ -23,7 +23,7 @@ import time
 
 from nnperf.ir import ConvAttrs, Layer, LinearAttrs, Network, OpType, TensorSpec
 from nnperf.measure._harness import HarnessConfig, MeasurementError, measure
-from nnperf.measure._stats import median_ci_ranks, median_ci_rel, summarize
+from nnperf.measure._stats import median_ci_rel, summarize
 from nnperf.measure._types import Timing
 from nnperf.measure.backends._base import Backend
 from nnperf.measure.sweep._config import LayerConfig
@@ -70,7 +70,6 @@ def time_in_context(backend: Backend, network: Network, harness: HarnessConfig,
         return measure(timer, harness)
     if not backend.has_profiler:
         raise MeasurementError(f"backend {backend.name!r} has no profiler to time a layer inside a network")
-    median_ci_ranks(harness.min_samples, harness.confidence)  # imports SciPy now, not inside the budget
     times: list[float] = []
     start = time.perf_counter()
     began_wall = time.time()
