@@ -348,9 +348,30 @@ def test_nvml_unavailable_reasons(monkeypatch: pytest.MonkeyPatch, module: objec
         meter.read_energy_j()
 
 
-def test_nvml_availability_on_this_machine() -> None:
-    avail = NvmlMeter().availability()
-    assert avail.ok or ("NVIDIA" in avail.reason or "nvidia-ml-py" in avail.reason)
+def test_nvml_without_a_gpu_at_that_index(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = _fake_pynvml()
+
+    def no_such_gpu(index: int) -> object:
+        raise fake.NVMLError("Invalid Argument")  # type: ignore[attr-defined]
+
+    fake.nvmlDeviceGetHandleByIndex = no_such_gpu  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    avail = NvmlMeter(device_index=3).availability()
+    assert not avail.ok
+    assert avail.reason == "no NVIDIA GPU with index 3: Invalid Argument"
+
+
+def test_nvml_energy_counter_that_cannot_be_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = _fake_pynvml()
+
+    def unreadable(handle: object) -> int:
+        raise fake.NVMLError("Insufficient Permissions")  # type: ignore[attr-defined]
+
+    fake.nvmlDeviceGetTotalEnergyConsumption = unreadable  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    avail = NvmlMeter(device_index=2).availability()
+    assert not avail.ok
+    assert avail.reason == "NVIDIA GPU 2: energy counter not readable: Insufficient Permissions"
 
 
 @pytest.mark.gpu
@@ -385,5 +406,15 @@ def test_get_meter_rapl_unavailable_here() -> None:
         get_meter("rapl")
 
 
-def test_available_meters_are_the_ok_ones() -> None:
-    assert available_meters() == [name for name, avail in meter_report() if avail.ok]
+@pytest.mark.parametrize(("nvml_ok", "rapl_ok"), [(True, False), (False, True), (True, True), (False, False)])
+def test_available_meters_are_the_ok_ones(monkeypatch: pytest.MonkeyPatch, nvml_ok: bool, rapl_ok: bool) -> None:
+    def verdict(ok: bool) -> Availability:
+        return Availability.yes() if ok else Availability.no("not here")
+
+    monkeypatch.setattr(NvmlMeter, "availability", lambda self: verdict(nvml_ok))
+    monkeypatch.setattr(RaplMeter, "availability", lambda self: verdict(rapl_ok))
+    report = dict(meter_report())
+    assert (report["nvml"].ok, report["rapl"].ok) == (nvml_ok, rapl_ok)
+    # only the built-in two are pinned: a third-party meter installed here may be in either list
+    listed = [name for name in available_meters() if name in ("nvml", "rapl")]
+    assert listed == [name for name, ok in (("nvml", nvml_ok), ("rapl", rapl_ok)) if ok]
