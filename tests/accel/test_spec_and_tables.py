@@ -290,6 +290,13 @@ def test_load_spec_invalid_yaml(tmp_path: Path) -> None:
         load_spec(path)
 
 
+def test_load_spec_binary_file(tmp_path: Path) -> None:
+    path = tmp_path / "bin.yaml"
+    path.write_bytes(bytes(range(256)))
+    with pytest.raises(AcceleratorSpecError, match=r"bin\.yaml: cannot read the accelerator spec: not UTF-8 text"):
+        load_spec(path)
+
+
 def test_load_spec_missing_file(tmp_path: Path) -> None:
     with pytest.raises(AcceleratorSpecError, match=r"absent\.yaml: cannot read the accelerator spec"):
         load_spec(tmp_path / "absent.yaml")
@@ -355,6 +362,13 @@ def test_table_fractional_whole_number_and_empty_file() -> None:
         parse_table("", "t.csv")
     with pytest.raises(LayerTableError, match=r"t\.csv: no layer rows"):
         parse_table(HEADER, "t.csv")
+
+
+def test_read_table_binary_file(tmp_path: Path) -> None:
+    path = tmp_path / "bin.csv"
+    path.write_bytes(bytes(range(256)))
+    with pytest.raises(LayerTableError, match=r"bin\.csv: cannot read the layer table: not UTF-8 text"):
+        read_table(path)
 
 
 def test_read_table_missing_file(tmp_path: Path) -> None:

@@ -122,6 +122,25 @@ def test_bad_table_files(tmp_path: Path, capsys: pytest.CaptureFixture[str], tex
     assert_error(code, err, str(table), *needles)
 
 
+BINARY = bytes(range(256)) * 4
+
+
+def test_binary_table_file_is_a_user_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    table = tmp_path / "bad.csv"
+    table.write_bytes(BINARY)
+    code, out, err = run_cli(capsys, "accel", "energy", "--table", str(table))
+    assert out == ""
+    assert_error(code, err, str(table), "UTF-8")
+
+
+def test_binary_spec_file_is_a_user_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "bad.yaml"
+    spec.write_bytes(BINARY)
+    code, out, err = run_cli(capsys, "accel", "energy", "--network", "alexnet", "--spec", str(spec))
+    assert out == ""
+    assert_error(code, err, str(spec), "UTF-8")
+
+
 def test_spec_file_bits_must_agree(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     spec = tmp_path / "spec.yaml"
     spec.write_text("version: 1\nbits: 8\n")

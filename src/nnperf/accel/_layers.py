@@ -118,6 +118,9 @@ def read_table(path: str | Path) -> list[AccelLayer]:
         text = path.read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise LayerTableError(f"{path}: cannot read the layer table: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise LayerTableError(f"{path}: cannot read the layer table: not UTF-8 text "
+                              f"(byte {exc.start}); expected a CSV file") from None
     return parse_table(text, str(path))
 
 

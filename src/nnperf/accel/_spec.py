@@ -170,6 +170,9 @@ def load_spec(path: str | Path) -> AcceleratorSpec:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise AcceleratorSpecError(f"{path}: cannot read the accelerator spec: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise AcceleratorSpecError(f"{path}: cannot read the accelerator spec: not UTF-8 text "
+                                   f"(byte {exc.start}); expected a YAML file") from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
