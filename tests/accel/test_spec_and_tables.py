@@ -290,6 +290,17 @@ def test_load_spec_invalid_yaml(tmp_path: Path) -> None:
         load_spec(path)
 
 
+def test_load_spec_invalid_yaml_is_one_line_with_its_position(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("version: 1\nglb_kb: [100\n", encoding="utf-8")
+    with pytest.raises(AcceleratorSpecError) as info:
+        load_spec(path)
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith(f"{path}: not valid YAML")
+    assert "line 3, column 1" in message
+
+
 def test_load_spec_binary_file(tmp_path: Path) -> None:
     path = tmp_path / "bin.yaml"
     path.write_bytes(bytes(range(256)))

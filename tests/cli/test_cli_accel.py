@@ -141,6 +141,14 @@ def test_binary_spec_file_is_a_user_error(tmp_path: Path, capsys: pytest.Capture
     assert_error(code, err, str(spec), "UTF-8")
 
 
+def test_malformed_yaml_spec_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "bad.yaml"
+    spec.write_text("version: 1\nglb_kb: [100\n")
+    code, out, err = run_cli(capsys, "accel", "energy", "--network", "alexnet", "--spec", str(spec))
+    assert out == ""
+    assert_error(code, err, str(spec), "not valid YAML", "line ")
+
+
 def test_spec_file_bits_must_agree(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     spec = tmp_path / "spec.yaml"
     spec.write_text("version: 1\nbits: 8\n")

@@ -176,7 +176,7 @@ def load_spec(path: str | Path) -> AcceleratorSpec:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise AcceleratorSpecError(f"{path}: not valid YAML: {exc}") from None
+        raise AcceleratorSpecError(f"{path}: not valid YAML: {_yaml_problem(exc)}") from None
     return spec_from_dict(data, str(path))
 
 
@@ -185,6 +185,18 @@ def spec_yaml(spec: AcceleratorSpec) -> str:
     import yaml
 
     return yaml.safe_dump(spec.to_dict(), sort_keys=False)
+
+
+def _yaml_problem(exc: Exception) -> str:
+    """A YAML error in one line: yaml's own message spans several lines and quotes the source."""
+    problem = getattr(exc, "problem", None)
+    mark = getattr(exc, "problem_mark", None)
+    if problem:
+        text = str(problem)
+        if mark is not None:
+            text += f" (line {mark.line + 1}, column {mark.column + 1})"
+        return text
+    return " ".join(str(exc).split())
 
 
 def _bits(value: Any, source: str) -> int:
