@@ -382,6 +382,14 @@ def test_read_table_binary_file(tmp_path: Path) -> None:
         read_table(path)
 
 
+def test_table_row_missing_cells_is_refused_but_an_empty_n_is_not() -> None:
+    with pytest.raises(LayerTableError, match=r"t\.csv, row 3: missing cell\(s\) for n"):
+        parse_table(HEADER + "A,3,64,16,8,1,14,0.1,0.2,\nB,3,64,16,64,1,14,0.3,0.4\n", "t.csv")
+    with pytest.raises(LayerTableError, match=r"t\.csv, row 2: missing cell\(s\) for s_of, n"):
+        parse_table(HEADER + "A,3,64,16,8,1,14,0.1\n", "t.csv")
+    assert parse_table(HEADER + "A,3,64,16,8,1,14,0.1,0.2,\n", "t.csv")[0].batch is None
+
+
 def test_read_table_missing_file(tmp_path: Path) -> None:
     with pytest.raises(LayerTableError, match=r"absent\.csv: cannot read the layer table"):
         read_table(tmp_path / "absent.csv")

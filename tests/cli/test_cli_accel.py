@@ -149,6 +149,14 @@ def test_malformed_yaml_spec_is_one_line(tmp_path: Path, capsys: pytest.CaptureF
     assert_error(code, err, str(spec), "not valid YAML", "line ")
 
 
+def test_table_row_missing_its_n_cell(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    table = tmp_path / "short.csv"
+    table.write_text(TABLE_HEADER + "L1,3,8,10,3,1,8,0,0.5,\nL2,3,16,10,8,1,8,0.5,0.25\n")
+    code, out, err = run_cli(capsys, "accel", "energy", "--table", str(table))
+    assert out == ""
+    assert_error(code, err, str(table), "row 3", "n")
+
+
 def test_spec_file_bits_must_agree(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     spec = tmp_path / "spec.yaml"
     spec.write_text("version: 1\nbits: 8\n")

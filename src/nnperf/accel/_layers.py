@@ -145,6 +145,11 @@ def parse_table(text: str, source: str) -> list[AccelLayer]:
         if not any(cells.values()):
             continue
         where = f"{source}, row {line}"
+        # csv fills the cells of a short row with None; only an empty cell (a trailing comma) means empty
+        short = [c for c in REQUIRED_COLUMNS if raw.get(c) is None]
+        if short:
+            raise LayerTableError(f"{where}: missing cell(s) for {', '.join(short)} (the row has fewer cells "
+                                  f"than the header; leave n empty with a trailing comma for the model's choice)")
         name = cells["name"] or f"L{len(layers) + 1}"
 
         try:
