@@ -1234,6 +1234,66 @@ def test_valid_protobuf_without_graph(tmp_path: Path) -> None:
         from_onnx(path)
 
 
+def _save_with_external_data(folder: Path, bias: np.ndarray) -> Path:
+    folder.mkdir()
+    node = helper.make_node("Conv", ["x", "W", "B"], ["y"], name="conv", pads=[1, 1, 1, 1])
+    model = make_model([node], [vi("x", [1, 3, 8, 8])], [out("y")],
+                       [f32("W", rng_array((8, 3, 3, 3))), f32("B", bias)])
+    path = folder / "model.onnx"
+    onnx.save_model(model, path, save_as_external_data=True, all_tensors_to_one_file=True,
+                    location="w.bin", size_threshold=0)
+    assert (folder / "w.bin").is_file()
+    assert not model.graph.initializer[0].raw_data  # the weights live in w.bin only
+    return path
+
+
+@pytest.mark.parametrize("relative", [False, True])
+def test_external_data_is_found_next_to_the_model_not_in_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, relative: bool
+) -> None:
+    path = _save_with_external_data(tmp_path / "sub", rng_array((8,)))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(tmp_path if relative else elsewhere)
+    layer = only_layer(from_onnx(Path("sub/model.onnx") if relative else path))
+    assert layer.op is OpType.CONV
+    assert layer.output_shape == (1, 8, 8, 8)
+    assert layer.attrs == ConvAttrs(kernel=(3, 3), stride=(1, 1), padding=(1, 1, 1, 1), dilation=(1, 1),
+                                    groups=1, bias=True)
+    # 8*3*3*3 weights + 8 biases = 224
+    assert layer_metrics(layer).params == 224
+
+
+def test_external_bias_values_are_read_from_the_model_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # an all-zero bias counts as no bias: only known if the values in w.bin were read
+    path = _save_with_external_data(tmp_path / "sub", np.zeros(8))
+    monkeypatch.chdir(tmp_path)
+    assert only_layer(from_onnx(path)).attrs.bias is False
+
+
+def test_large_external_weights_are_found_next_to_the_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # 128*64*3*3 = 73728 weights: over the 65536 whose values are read, so the file stays external
+    (tmp_path / "sub").mkdir()
+    node = helper.make_node("Conv", ["x", "W"], ["y"], name="conv")
+    model = make_model([node], [vi("x", [1, 64, 5, 5])], [out("y")], [f32("W", np.ones((128, 64, 3, 3)))])
+    path = tmp_path / "sub" / "model.onnx"
+    onnx.save_model(model, path, save_as_external_data=True, all_tensors_to_one_file=True,
+                    location="w.bin", size_threshold=0)
+    monkeypatch.chdir(tmp_path)
+    layer = only_layer(from_onnx(path))
+    assert layer.output_shape == (1, 128, 3, 3)
+    assert layer_metrics(layer).params == 73728
+
+
+def test_missing_external_data_file_is_a_model_file_error(tmp_path: Path) -> None:
+    path = _save_with_external_data(tmp_path / "sub", rng_array((8,)))
+    (tmp_path / "sub" / "w.bin").unlink()
+    with pytest.raises(ModelFileError) as info:
+        from_onnx(path)
+    assert str(path) in str(info.value)
+    assert "w.bin" in str(info.value)
+
+
 def test_unknown_operators_in_a_custom_domain_are_all_reported(tmp_path: Path) -> None:
     nodes = [
         helper.make_node("FooOp", ["x"], ["a"], name="foo_1", domain="my.ops"),

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import onnx
 from google.protobuf.message import DecodeError
-from onnx import numpy_helper, shape_inference
+from onnx import external_data_helper, numpy_helper, shape_inference
 
 from nnperf.errors import InvalidNetworkError, ModelFileError, ShapeInferenceError
 from nnperf.ir._network import Layer, Network, Shape, TensorSpec, numel, shape_text
@@ -48,6 +48,8 @@ Mapped = tuple[OpType, Attributes]
 _Result = tuple[OpType, Attributes, list[str], str]
 """A mapped node: its op and attributes, the activation tensors it reads and the tensor it writes."""
 _METADATA_OPS = frozenset({"Shape", "Size"})
+_MAX_LOADED_ELEMENTS = 65536
+"""Initializers larger than this keep only their shapes: their values are never needed."""
 
 
 def from_onnx(
@@ -96,11 +98,35 @@ def _read_model(path: Path) -> onnx.ModelProto:
     if not model.opset_import or not model.graph.node or not model.ir_version:
         raise ModelFileError(f"{path}: not an ONNX model (no graph, opset or IR version found)")
     _check_known_operators(model, path)
-    try:
-        onnx.checker.check_model(model)
+    still_external = _load_small_external_data(model, path)
+    try:  # external data is checked next to the model file (a model in memory would be checked against the cwd)
+        onnx.checker.check_model(str(path) if still_external else model)
     except onnx.checker.ValidationError as exc:
         raise ModelFileError(f"{path}: invalid ONNX model: {_one_line(exc)}") from exc
     return model
+
+
+def _load_small_external_data(model: onnx.ModelProto, path: Path, max_elements: int = _MAX_LOADED_ELEMENTS) -> bool:
+    """Reads the values of small initializers stored outside ``path`` from the model's folder.
+
+    External data locations are relative to the model file, not to the working
+    directory. Large tensors stay external (only their shapes are used; see
+    ``_drop_large_weights``). True when any initializer is still external.
+    """
+    still_external = False
+    for init in model.graph.initializer:
+        if init.data_location != onnx.TensorProto.EXTERNAL:
+            continue
+        if math.prod(init.dims) > max_elements:
+            still_external = True
+            continue
+        try:
+            external_data_helper.load_external_data_for_tensor(init, str(path.parent))
+        except (OSError, ValueError, onnx.checker.ValidationError) as exc:
+            raise ModelFileError(
+                f"{path}: the data of tensor {init.name!r} cannot be read from beside the model: {_one_line(exc)}"
+            ) from exc
+    return still_external
 
 
 def _check_known_operators(model: onnx.ModelProto, path: Path) -> None:
@@ -112,7 +138,7 @@ def _check_known_operators(model: onnx.ModelProto, path: Path) -> None:
     unknown.raise_if_any()
 
 
-def _drop_large_weights(model: onnx.ModelProto, max_elements: int = 65536) -> None:
+def _drop_large_weights(model: onnx.ModelProto, max_elements: int = _MAX_LOADED_ELEMENTS) -> None:
     """Forgets the values of large initializers, keeping their shapes.
 
     Only shapes and a few small constants (biases, clip bounds, axes) matter
