@@ -2,13 +2,15 @@
 
 Times are seconds, energies joules (an empty cell when unmeasured), instants
 Unix time (seconds); ``times_s`` holds the raw per-execution times separated
-by spaces.
+by spaces. Text cells beginning with ``=``, ``+``, ``-`` or ``@`` that are not
+numbers start with a ``'`` so that spreadsheets do not run them as formulas.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, TextIO
@@ -40,8 +42,18 @@ NETWORK_COLUMNS: tuple[str, ...] = (*_SYSTEM_COLUMNS, *_RUN_COLUMNS, *_STAT_COLU
 """The header of ``export_csv(..., 'networks')``; ``extra`` is a JSON object."""
 
 
+_FORMULA_STARTS = ("=", "+", "-", "@")
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
 def _cell(value: Any) -> Any:
-    return "" if value is None else value
+    """An empty cell for None; text a spreadsheet would run as a formula gets a leading ``'`` (OWASP's
+    advice against CSV injection), except text that is a plain number such as ``-0.5``."""
+    if value is None:
+        return ""
+    if isinstance(value, str) and value.startswith(_FORMULA_STARTS) and not _NUMBER.fullmatch(value):
+        return "'" + value
+    return value
 
 
 def _row(
