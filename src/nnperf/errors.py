@@ -54,3 +54,12 @@ class StoreError(NnperfError):
     Raised for a missing folder, a file that is not an nnperf store, a store
     written by a newer nnperf (schema version), or a write that stayed locked.
     """
+
+
+class MissingStoreError(StoreError):
+    """A command that only reads was pointed at a store file that does not exist (none is created)."""
+
+
+class OutputFileError(NnperfError):
+    """An output file (a figure, a report) that cannot be written: its path names a folder, or a
+    parent folder's path names a file, or the folder is not writable."""

@@ -462,3 +462,17 @@ def test_reference_name_as_model_takes_the_shipped_table(capsys: pytest.CaptureF
 def test_sparsity_options_do_not_apply_to_layer_tables(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run_cli(capsys, "accel", "energy", "--network", "alexnet", "--sparsity", "measure")
     assert code == 1 and "layer tables carry their own sparsities" in err
+
+
+def test_partition_out_naming_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "figs"
+    out.write_text("not a folder")
+    code, stdout, err = run_cli(capsys, "partition", "--network", "alexnet", "--out", str(out))
+    assert stdout == ""
+    assert_error(code, err, str(out), "cannot write", "is a file, not a folder")
+
+
+def test_energy_plot_naming_a_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, stdout, err = run_cli(capsys, "accel", "energy", "--network", "alexnet", "--plot", str(tmp_path))
+    assert stdout == ""
+    assert_error(code, err, str(tmp_path), "cannot write", "Is a directory")

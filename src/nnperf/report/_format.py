@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nnperf.errors import OutputFileError
 from nnperf.ir import shape_text
 
 if TYPE_CHECKING:
@@ -57,6 +58,16 @@ def png_bytes(fig: Any) -> bytes:
 def write_png(fig: Any, path: Path) -> Path:
     """The figure written as a PNG file (parent folders created); the figure is closed."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(png_bytes(fig))
+    data = png_bytes(fig)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    except OSError as exc:
+        # mkdir fails on the folder (a file of that name), write_bytes on the file itself (a folder)
+        if isinstance(exc, FileExistsError | NotADirectoryError) and str(exc.filename) != str(path):
+            reason = f"{exc.filename} is a file, not a folder"
+        else:
+            culprit = f"{exc.filename}: " if exc.filename and str(exc.filename) != str(path) else ""
+            reason = f"{culprit}{exc.strerror or exc}"
+        raise OutputFileError(f"cannot write {path}: {reason}") from None
     return path
