@@ -56,7 +56,30 @@ def test_profile_json_with_the_profiler(capsys, tiny_json: Path, tmp_path: Path)
     assert doc["whole_network"]["median_s"] > 0 and doc["sum_ratio"] > 0
 
 
-def test_systems_on_an_empty_store(capsys, tmp_path: Path) -> None:
+def test_commands_that_only_read_create_no_store(capsys, tmp_path: Path) -> None:
+    typo = tmp_path / "typo.db"
+    for argv in (("systems",), ("measurements", "export")):
+        code, _, err = run(capsys, *argv, "--db", str(typo))
+        assert code == 1 and f"no store at {typo}" in err and len(err.strip().splitlines()) == 1
+        assert not typo.exists()
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    code, _, err = run(capsys, "systems", "--db", str(empty))
+    assert code == 1 and "is an empty file, not an nnperf store" in err
+    assert empty.stat().st_size == 0 and not Path(f"{empty}-wal").exists()
+
+
+def test_a_refused_setting_creates_no_store(capsys, tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    code, _, err = run(capsys, "profile", "resnet18", "--backend", "fake", "--budget-s=-1", "--db", str(db))
+    assert code == 1 and "budget" in err
+    assert not db.exists()
+
+
+def test_systems_on_a_store_without_systems(capsys, tmp_path: Path) -> None:
+    from nnperf.store import Store
+
+    Store(tmp_path / "new.db").close()  # a command that measures created it
     code, out, _ = run(capsys, "systems", "--db", str(tmp_path / "new.db"))
     assert code == 0 and "no systems" in out
 
@@ -118,8 +141,10 @@ def test_trace_without_a_run_says_how_to_record_one(capsys, tiny_json: Path, tmp
 def test_a_newer_store_is_refused(capsys, tiny_json: Path, tmp_path: Path) -> None:
     import sqlite3
 
+    from nnperf.store import Store
+
     db = tmp_path / "m.db"
-    assert run(capsys, "systems", "--db", str(db))[0] == 0
+    Store(db).close()
     with sqlite3.connect(db) as conn:
         conn.execute("PRAGMA user_version = 7")
     code, _, err = run(capsys, "systems", "--db", str(db))

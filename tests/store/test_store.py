@@ -334,8 +334,41 @@ def test_database_of_another_program_is_refused(tmp_path: Path) -> None:
     raw.execute("CREATE TABLE invoices (id INTEGER)")
     raw.commit()
     raw.close()
+    before = path.read_bytes()
     with pytest.raises(StoreError, match="is not an nnperf store.*invoices"):
         Store(path)
+    assert path.read_bytes() == before  # not switched to WAL before it was refused
+    assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+
+
+def test_a_refused_newer_store_is_left_byte_for_byte(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    raw = sqlite3.connect(path)
+    raw.execute("PRAGMA user_version = 99")
+    raw.execute("CREATE TABLE systems (id INTEGER)")
+    raw.commit()
+    raw.close()
+    before = path.read_bytes()
+    with pytest.raises(StoreError, match="newer"):
+        Store(path)
+    assert path.read_bytes() == before and not Path(f"{path}-wal").exists()
+
+
+def test_reading_without_create_refuses_a_missing_or_empty_file(tmp_path: Path) -> None:
+    from nnperf.errors import MissingStoreError
+
+    missing = tmp_path / "typo.db"
+    with pytest.raises(MissingStoreError, match="no store at"):
+        Store(missing, create=False)
+    assert not missing.exists()
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    with pytest.raises(StoreError, match="empty file"):
+        Store(empty, create=False)
+    assert empty.stat().st_size == 0
+    Store(tmp_path / "real.db").close()
+    with Store(tmp_path / "real.db", create=False) as store:
+        assert store.systems() == []
 
 
 def test_missing_folder_is_named_and_not_created(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from nnperf.api._load import InputShape, ModelLike, load_model
 from nnperf.api._session import StoreLike, open_backend, opened_store
-from nnperf.errors import FormatVersionError, NnperfError
+from nnperf.errors import FormatVersionError, MissingStoreError, NnperfError
 from nnperf.measure.backends import Backend
 from nnperf.prediction import (
     CALIBRATION_HARNESS,
@@ -18,9 +18,10 @@ from nnperf.prediction import (
     Verification,
     load_stored_model,
     load_system_model,
+    missing_calibration,
 )
 from nnperf.prediction import calibrate as calibrate_system
-from nnperf.store import Store
+from nnperf.store import Store, default_store_path
 
 Progress = Callable[[str, int, int], None]
 """Called with (what is being measured, done, total)."""
@@ -137,11 +138,15 @@ def predict(model: ModelLike, system: System = None, store: StoreLike = None, *,
     network = load_model(model, input_shape)
     if isinstance(system, SystemModel):
         return system.predict(network)
-    with opened_store(store) as opened:
-        if system is not None:
+    if system is not None:
+        with opened_store(store, create=False) as opened:
             return load_stored_model(opened, system).predict(network)
-        with open_backend(backend, device, threads, options) as runner:
-            return _system_model(opened, runner, None).predict(network)
+    with open_backend(backend, device, threads, options) as runner:
+        try:
+            with opened_store(store, create=False) as opened:
+                return _system_model(opened, runner, None).predict(network)
+        except MissingStoreError as exc:  # no store yet: say how to calibrate this system
+            raise missing_calibration(runner.system().label, store or default_store_path(), runner.name) from exc
 
 
 def _system_model(store: Store, backend: Backend, system: int | str | SystemModel | None) -> SystemModel:

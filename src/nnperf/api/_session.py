@@ -14,12 +14,13 @@ StoreLike = Store | str | os.PathLike[str] | None
 
 
 @contextlib.contextmanager
-def opened_store(store: StoreLike) -> Iterator[Store]:
-    """The store named by ``store``; one opened here is closed on exit, one given is left open."""
+def opened_store(store: StoreLike, create: bool = True) -> Iterator[Store]:
+    """The store named by ``store``; one opened here is closed on exit, one given is left open. Without
+    ``create`` (only reading) a missing store is an error, not a new empty file."""
     if isinstance(store, Store):
         yield store
         return
-    with Store(default_store_path() if store is None else store) as opened:
+    with Store(default_store_path() if store is None else store, create=create) as opened:
         yield opened
 
 

@@ -26,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def run_export(args: argparse.Namespace) -> int:
     from nnperf.store import export_csv
 
-    with open_store(args) as store:
+    with open_store(args, create=False) as store:
         system_id = store.system(args.system).id if args.system else None
         rows = export_csv(store, args.output or sys.stdout, args.table, system_id=system_id)
     if args.output:

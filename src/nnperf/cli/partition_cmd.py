@@ -120,7 +120,7 @@ def _system_client(args: argparse.Namespace, network):  # type: ignore[no-untype
     from nnperf.optimize.partition import parse_power
     from nnperf.prediction import load_stored_model
 
-    with open_store(args) as store:
+    with open_store(args, create=False) as store:
         model = load_stored_model(store, args.system)
     prediction = model.predict(network)
     latency = {p.layer: p.latency_s for p in prediction.layers}

@@ -53,14 +53,14 @@ def run(args: argparse.Namespace) -> int:
     if args.backend == "fake":
         print("nnperf: warning: the fake backend's times come from a cost model, not a measurement", file=sys.stderr)
     network = load_model(args.model, dict(args.input_shape) or None)
-    store = open_store(args)
+    config = ProfileConfig(per_layer=args.per_layer, profiler_runs=args.profiler_runs, gap_s=args.gap_s,
+                           harness=HarnessConfig(target_ci=args.target_ci, budget_s=args.budget_s))
     trace = Path(args.energy) if args.energy and args.energy.lower().endswith(".csv") else None
+    store = open_store(args)  # only once every setting is valid: a refused command writes nothing
     with store, backend_from_args(args) as backend:
         if trace is not None:
             return _attach_trace(args, network, backend, store, trace)
         meter = get_meter(args.energy) if args.energy else None
-        config = ProfileConfig(per_layer=args.per_layer, profiler_runs=args.profiler_runs, gap_s=args.gap_s,
-                               harness=HarnessConfig(target_ci=args.target_ci, budget_s=args.budget_s))
         with Progress(not args.json) as progress:
             report = profile_network(network, backend, store, config, meter=meter, progress=progress,
                                      model=args.model)

@@ -21,7 +21,7 @@ def run(args: argparse.Namespace) -> int:
     from nnperf.report import console
     from nnperf.report.measurements import systems_table
 
-    with open_store(args) as store:
+    with open_store(args, create=False) as store:
         systems, counts = store.systems(), store.measurement_counts()
     if args.json:
         print(json.dumps([{"id": s.id, "key": s.key, "backend": s.backend, "device": s.device,

@@ -47,8 +47,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _row(entry: ZooEntry) -> dict[str, Any]:
-    from nnperf.zoo import zoo_network
     from nnperf.ir.metrics import network_metrics
+    from nnperf.zoo import zoo_network
 
     metrics = network_metrics(zoo_network(entry.name))
     return {"name": entry.name, "input_shape": list(entry.input_shape), "macs": metrics.macs,

@@ -133,11 +133,16 @@ def load_system_model(store: Store, system_key: str, label: str, backend: str = 
     record = store.find_system(system_key)
     document = None if record is None else store.latest_model(record.id, MODEL_KIND)
     if document is None:
-        raise MissingCalibrationError(
-            f"no calibration for {label} in {store.path}: run `nnperf calibrate --backend {backend}` "
-            "(with the same --device, --threads and --option settings) first"
-        )
+        raise missing_calibration(label, store.path, backend)
     return SystemModel.from_dict(document)
+
+
+def missing_calibration(label: str, path: object, backend: str) -> MissingCalibrationError:
+    """The error for a system with no calibration in the store at ``path``, naming the command that makes one."""
+    return MissingCalibrationError(
+        f"no calibration for {label} in {path}: run `nnperf calibrate --backend {backend}` "
+        "(with the same --device, --threads and --option settings) first"
+    )
 
 
 def load_stored_model(store: Store, system: int | str) -> SystemModel:

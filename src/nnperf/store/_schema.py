@@ -18,7 +18,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import TypeVar, get_type_hints
 
-from nnperf.errors import StoreError
+from nnperf.errors import MissingStoreError, StoreError
 from nnperf.measure import Timing, TimingStats
 
 SCHEMA_VERSION = 1
@@ -170,8 +170,10 @@ def _check_folder(path: Path) -> None:
         raise StoreError(f"cannot open the store {path}: it is a folder, not a file")
 
 
-def _prepare(conn: sqlite3.Connection, path: Path) -> None:
-    """Create the schema in a new file, or check an existing file's version and tables."""
+def _check(conn: sqlite3.Connection, path: Path, create: bool) -> bool:
+    """Refuse a file that is not an nnperf store (or a store from a newer nnperf); True when it is new (no schema
+    yet, no tables), which only a command that may create a store accepts. Reads only: nothing is written to a
+    file that is refused."""
     version = int(conn.execute("PRAGMA user_version").fetchone()[0])
     tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     tables = {t for t in tables if not t.startswith("sqlite_")}
@@ -185,10 +187,9 @@ def _prepare(conn: sqlite3.Connection, path: Path) -> None:
             raise StoreError(
                 f"{path} is not an nnperf store (no schema version, but it holds tables: {', '.join(sorted(tables))})"
             )
-        for statement in _DDL:
-            conn.execute(statement)
-        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        return
+        if not create:
+            raise StoreError(f"{path} is an empty database, not an nnperf store")
+        return True
     if version < SCHEMA_VERSION:  # pragma: no cover - no older schema exists yet
         raise StoreError(f"{path} has store schema {version}, which this nnperf cannot migrate")
     missing = TABLES - tables
@@ -196,6 +197,15 @@ def _prepare(conn: sqlite3.Connection, path: Path) -> None:
         raise StoreError(
             f"{path} is not an nnperf store (schema {version} but no table(s) {', '.join(sorted(missing))})"
         )
+    return False
+
+
+def _prepare(conn: sqlite3.Connection, path: Path) -> None:
+    """Create the schema in a new file (checked again under the write lock: another process may have made it)."""
+    if _check(conn, path, create=True):
+        for statement in _DDL:
+            conn.execute(statement)
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
 def _probe(conn: sqlite3.Connection, path: Path) -> None:
@@ -208,15 +218,22 @@ def _probe(conn: sqlite3.Connection, path: Path) -> None:
         raise StoreError(f"{path} is not an nnperf store (not an SQLite database: {err})") from err
 
 
-def connect(path: Path) -> sqlite3.Connection:
-    """Open (creating if needed) the store file ``path`` and make sure it holds our schema.
+def connect(path: Path, create: bool = True) -> sqlite3.Connection:
+    """Open the store file ``path`` (creating it when ``create``) and make sure it holds our schema.
 
     Does not create folders. Sets WAL journaling, a ``BUSY_TIMEOUT_S`` busy
-    timeout and foreign keys. Raises :class:`StoreError` for a missing folder,
-    a file that is not an SQLite database or not an nnperf store, and a store
-    written by a newer schema.
+    timeout and foreign keys, but only once the file is known to be an nnperf
+    store (or a new one): a refused file is left byte for byte as it was.
+    Raises :class:`StoreError` for a missing folder, a file that is not an
+    SQLite database or not an nnperf store, a store written by a newer schema,
+    and, without ``create``, a missing or empty file.
     """
     _check_folder(path)
+    if not create and not path.exists():
+        raise MissingStoreError(f"no store at {path}: nothing was measured into it yet (check --db or $NNPERF_DB, or "
+                         "measure first: `nnperf calibrate` or `nnperf profile MODEL`)")
+    if not create and path.stat().st_size == 0:
+        raise StoreError(f"{path} is an empty file, not an nnperf store")
     try:
         conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
     except sqlite3.Error as err:
@@ -224,6 +241,7 @@ def connect(path: Path) -> sqlite3.Connection:
     try:
         conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
         retry(conn, path, lambda c: _probe(c, path), write=False)
+        retry(conn, path, lambda c: _check(c, path, create), write=False)
         retry(conn, path, lambda c: c.execute("PRAGMA journal_mode = WAL").fetchone(), write=False)
         conn.execute("PRAGMA foreign_keys = ON")
         retry(conn, path, lambda c: _prepare(c, path), write=True)

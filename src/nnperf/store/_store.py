@@ -64,16 +64,17 @@ def _insert_sql(verb: str, table: str, columns: tuple[str, ...]) -> str:
 
 
 class Store:
-    """An nnperf measurement store: one SQLite file, opened or created at ``path``.
+    """An nnperf measurement store: one SQLite file, opened at ``path`` (created there when ``create``).
 
     Raises :class:`StoreError` when the folder of ``path`` is missing (it is
-    never created), when the file is not an nnperf store, or when a newer
-    nnperf wrote it. Use as a context manager or call :meth:`close`.
+    never created), when the file is not an nnperf store, when a newer nnperf
+    wrote it, or, without ``create`` (commands that only read), when there is
+    no store at ``path``. Use as a context manager or call :meth:`close`.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, create: bool = True) -> None:
         self.path = Path(path)
-        self._conn = connect(self.path)
+        self._conn = connect(self.path, create)
         self._conn.row_factory = sqlite3.Row
 
     # -- plumbing -----------------------------------------------------------
