@@ -348,30 +348,27 @@ def test_nvml_unavailable_reasons(monkeypatch: pytest.MonkeyPatch, module: objec
         meter.read_energy_j()
 
 
-def test_nvml_without_a_gpu_at_that_index(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("call", "error", "index", "reason"),
+    [
+        ("nvmlDeviceGetHandleByIndex", "Invalid Argument", 3, "no NVIDIA GPU with index 3: Invalid Argument"),
+        ("nvmlDeviceGetTotalEnergyConsumption", "Insufficient Permissions", 2,
+         "NVIDIA GPU 2: energy counter not readable: Insufficient Permissions"),
+    ],
+)
+def test_nvml_failures_name_the_gpu_and_the_error(monkeypatch: pytest.MonkeyPatch, call: str, error: str,
+                                                  index: int, reason: str) -> None:
+    """No GPU at that index, or an energy counter that cannot be read: NVML's own error in the reason."""
     fake = _fake_pynvml()
 
-    def no_such_gpu(index: int) -> object:
-        raise fake.NVMLError("Invalid Argument")  # type: ignore[attr-defined]
+    def failing(*args: object) -> object:
+        raise fake.NVMLError(error)  # type: ignore[attr-defined]
 
-    fake.nvmlDeviceGetHandleByIndex = no_such_gpu  # type: ignore[attr-defined]
+    setattr(fake, call, failing)
     monkeypatch.setitem(sys.modules, "pynvml", fake)
-    avail = NvmlMeter(device_index=3).availability()
+    avail = NvmlMeter(device_index=index).availability()
     assert not avail.ok
-    assert avail.reason == "no NVIDIA GPU with index 3: Invalid Argument"
-
-
-def test_nvml_energy_counter_that_cannot_be_read(monkeypatch: pytest.MonkeyPatch) -> None:
-    fake = _fake_pynvml()
-
-    def unreadable(handle: object) -> int:
-        raise fake.NVMLError("Insufficient Permissions")  # type: ignore[attr-defined]
-
-    fake.nvmlDeviceGetTotalEnergyConsumption = unreadable  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "pynvml", fake)
-    avail = NvmlMeter(device_index=2).availability()
-    assert not avail.ok
-    assert avail.reason == "NVIDIA GPU 2: energy counter not readable: Insufficient Permissions"
+    assert avail.reason == reason
 
 
 @pytest.mark.gpu

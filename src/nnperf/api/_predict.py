@@ -95,9 +95,8 @@ def stored_calibration(store: Store, backend: Backend) -> SystemModel | None:
     nnperf stored in a format this one cannot read (calibrating refits it from
     the stored measurements).
     """
-    system = backend.system()
     try:
-        return load_system_model(store, system.key, system.label, backend.name)
+        return _system_model(store, backend, None)
     except MissingCalibrationError:
         return None
 
