@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from harness_presets import SHORT_HARNESS
-from nnperf.campaign import SENTINEL, ProfileConfig, profile_network
+from nnperf.campaign import SENTINEL, ProfileConfig, profile_network, profiler_chunk
 from nnperf.ir import ConvAttrs, Layer, Network, OpType, PoolAttrs, TensorSpec
+from nnperf.measure.backends import ProfileResult
 from nnperf.measure.backends._fake import CostModel, FakeBackend, FakeClock
 from nnperf.measure.power import PowerMeter
 from nnperf.registry import Availability
@@ -132,3 +134,68 @@ def test_whole_network_only(tmp_path: Path) -> None:
         report = profile_network(small_net(), backend, store, ProfileConfig(per_layer="none", harness=SHORT_HARNESS))
         assert report.layers == () and store.layer_measurements() == []
         assert report.network.timing.stats.median_s == pytest.approx(backend.network_cost_s(small_net()))
+
+
+class ChunkedFake(FakeBackend):
+    """A fake backend that records the passes asked of each profiler call, reports an unattributed node (0.1 ms
+    per run) and, with ``stop_at``, is interrupted on that call (1-based)."""
+
+    def __init__(self, stop_at: int = 0) -> None:
+        super().__init__(seed=3)
+        self.calls: list[int] = []
+        self.stop_at = stop_at
+
+    def profile(self, network: Network, runs: int) -> ProfileResult:
+        self.calls.append(runs)
+        if len(self.calls) == self.stop_at:
+            raise KeyboardInterrupt
+        return replace(super().profile(network, runs), unattributed_s={"reorder": 1e-4})
+
+
+def test_profiler_passes_run_and_are_stored_in_chunks(tmp_path: Path) -> None:
+    config = ProfileConfig(per_layer="profiler", harness=SHORT_HARNESS, profiler_runs=12)
+    assert profiler_chunk(12) == 5 and profiler_chunk(50) == 10 and profiler_chunk(2) == 5
+    backend = ChunkedFake()
+    with Store(tmp_path / "m.db") as store:
+        report = profile_network(small_net(), backend, store, config)
+        assert backend.calls == [5, 5, 2]
+        assert [m.timing.stats.n for m in report.layers] == [12] * 5
+        assert report.unattributed_s == pytest.approx({"reorder": 1e-4})
+
+
+def test_a_profiler_campaign_killed_mid_pass_keeps_the_chunks_done_and_profiles_only_the_rest(
+        tmp_path: Path) -> None:
+    config = ProfileConfig(per_layer="profiler", harness=SHORT_HARNESS, profiler_runs=12)
+    with Store(tmp_path / "m.db") as store:
+        with pytest.raises(KeyboardInterrupt):
+            profile_network(small_net(), ChunkedFake(stop_at=3), store, config)  # killed in the third chunk
+        before = {r.layer: r.times_s for r in store.layer_measurements()}
+        assert sorted(before) == sorted(layer.name for layer in small_net().layers)
+        assert {len(t) for t in before.values()} == {5 + 5}
+        backend = ChunkedFake()
+        report = profile_network(small_net(), backend, store, config)
+        assert report.resumed and backend.calls == [12 - 10]
+        assert [m.timing.stats.n for m in report.layers] == [12] * 5
+        assert all(m.timing.times_s[:10] == before[m.layer] for m in report.layers)
+        assert len(store.layer_measurements()) == 5  # replaced, never added twice
+        assert report.unattributed_s == pytest.approx({"reorder": 1e-4})  # from the last chunk alone
+
+
+class StopAtWhole:
+    def __call__(self, what: str, done: int, total: int) -> None:
+        if what == "whole network":
+            raise KeyboardInterrupt
+
+
+def test_a_resumed_profiler_campaign_with_every_pass_stored_profiles_one_chunk_for_unattributed_nodes(
+        tmp_path: Path) -> None:
+    config = ProfileConfig(per_layer="profiler", harness=SHORT_HARNESS, profiler_runs=12)
+    with Store(tmp_path / "m.db") as store:
+        with pytest.raises(KeyboardInterrupt):
+            profile_network(small_net(), ChunkedFake(), store, config, progress=StopAtWhole())
+        before = {r.layer: r.times_s for r in store.layer_measurements()}
+        backend = ChunkedFake()
+        report = profile_network(small_net(), backend, store, config)
+        assert report.resumed and backend.calls == [profiler_chunk(12)]
+        assert {m.layer: m.timing.times_s for m in report.layers} == before  # the extra chunk is not stored
+        assert report.unattributed_s == pytest.approx({"reorder": 1e-4})

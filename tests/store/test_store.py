@@ -276,6 +276,42 @@ def test_finished_run_is_the_newest_done_run_of_the_campaign(store: Store) -> No
     assert found is not None and (found.id, found.status) == (second.id, "done")
 
 
+def _set_owner(path: Path, run_id: int, pid: int) -> None:
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE runs SET pid = ? WHERE id = ?", (pid, run_id))
+
+
+def test_a_run_whose_owner_is_alive_is_not_resumed_and_not_finished_by_another(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    owner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        with Store(path) as store:
+            system = store.add_system(make_spec())
+            theirs = store.start_run(system.id, "c", "m", "h", "isolated", {})
+            _set_owner(path, theirs.id, owner.pid)
+            mine = store.start_run(system.id, "c", "m", "h", "isolated", {})
+            assert not mine.resumed and mine.id != theirs.id and mine.pid == os.getpid()
+            with pytest.raises(StoreError, match=f"belongs to process {owner.pid}"):
+                store.finish_run(theirs.id, "done")
+            store.finish_run(mine.id, "done")
+            assert [(r.id, r.status, r.pid) for r in store.runs()] == [(theirs.id, "running", owner.pid),
+                                                                      (mine.id, "done", os.getpid())]
+            owner.kill()
+            os.waitid(os.P_PID, owner.pid, os.WEXITED | os.WNOWAIT)  # dead, not reaped: a zombie owns nothing
+            resumed = store.start_run(system.id, "c", "m", "h", "isolated", {})
+            assert resumed.resumed and resumed.id == theirs.id and resumed.pid == os.getpid()
+    finally:
+        owner.kill()
+        owner.wait(timeout=30)
+
+
+def test_a_running_run_of_this_very_process_is_resumed(store: Store) -> None:
+    system = store.add_system(make_spec())
+    first = store.start_run(system.id, "c", "m", "h", "isolated", {})
+    again = store.start_run(system.id, "c", "m", "h", "isolated", {})
+    assert again.resumed and again.id == first.id
+
+
 # -- concurrency ---------------------------------------------------------------------------------------------------
 def test_two_processes_writing_at_once_both_succeed(tmp_path: Path) -> None:
     path = tmp_path / "m.db"

@@ -10,7 +10,7 @@ where the two meet, so everything that measures *into* the store lives here:
   finished run, resumes an interrupted one, says what is already stored and
   finishes the run 'done' or 'failed' (``_campaign.py``);
 - :func:`profile_network` with :class:`ProfileConfig`, :class:`ProfileReport`,
-  the drift :data:`SENTINEL` and :func:`network_hash` (``_profile.py``);
+  the drift :data:`SENTINEL`, :func:`network_hash` and :func:`profiler_chunk` (``_profile.py``);
 - :func:`run_sweep`, :func:`load_sweep`, :func:`sweep_runs` (``_sweep.py``);
 - :func:`find_surround`, :func:`surround_width`, :func:`recorded_surround`
   (``_surround.py``);
@@ -19,7 +19,14 @@ where the two meet, so everything that measures *into* the store lives here:
 """
 
 from nnperf.campaign._campaign import Campaign, Progress, no_progress, open_campaign
-from nnperf.campaign._profile import SENTINEL, ProfileConfig, ProfileReport, network_hash, profile_network
+from nnperf.campaign._profile import (
+    SENTINEL,
+    ProfileConfig,
+    ProfileReport,
+    network_hash,
+    profile_network,
+    profiler_chunk,
+)
 from nnperf.campaign._surround import find_surround, recorded_surround, surround_width
 from nnperf.campaign._sweep import SWEEP_CAMPAIGN, load_sweep, measure_rounds, run_sweep, sweep_runs
 from nnperf.campaign._trace import attach_trace
@@ -27,5 +34,5 @@ from nnperf.campaign._trace import attach_trace
 __all__ = [
     "SENTINEL", "SWEEP_CAMPAIGN", "Campaign", "ProfileConfig", "ProfileReport", "Progress", "attach_trace",
     "find_surround", "load_sweep", "measure_rounds", "network_hash", "no_progress", "open_campaign",
-    "profile_network", "recorded_surround", "run_sweep", "surround_width", "sweep_runs",
+    "profile_network", "profiler_chunk", "recorded_surround", "run_sweep", "surround_width", "sweep_runs",
 ]

@@ -27,7 +27,7 @@ with the store, and this package is the one place that sees both sides.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -69,6 +69,11 @@ class Campaign:
         """Store one layer measurement in the run now (it survives a crash right after)."""
         self._check_open()
         self.store.add_layer_measurement(self.run.id, measurement)
+
+    def add_layers(self, measurements: Sequence[LayerMeasurement]) -> None:
+        """Store several layer measurements in the run now, in one transaction: a crash keeps all or none."""
+        self._check_open()
+        self.store.add_layer_measurements(self.run.id, measurements)
 
     def add_network(self, measurement: NetworkMeasurement) -> None:
         """Store one whole-network measurement in the run now."""

@@ -26,6 +26,7 @@ from nnperf.measure import (
     NetworkMeasurement,
     Timer,
     Timing,
+    fixed_timing,
     fused_sum_s,
     measure,
     relative_change,
@@ -51,7 +52,8 @@ class ProfileConfig:
 
     ``per_layer`` is 'isolated' (each layer alone, PreVIous IV-C2), 'profiler'
     (the framework's per-node times in whole-network runs) or 'none'.
-    ``profiler_runs`` whole-network runs feed the profiler (PreVIous averaged 50).
+    ``profiler_runs`` whole-network runs feed the profiler (PreVIous averaged 50);
+    they run in chunks (:func:`profiler_chunk`), each stored as it ends.
     ``gap_s`` idles between layers so an external power trace separates them
     (PreVIous used 300 ms).
     """
@@ -155,13 +157,8 @@ def _measure(network: Network, backend: Backend, campaign: Campaign, config: Pro
     unattributed: dict[str, float] = {}
     if method == "isolated":
         _isolated(network, backend, campaign, config, meter, report)
-    elif method == "profiler" and not campaign.done:
-        report("profiler runs", 0, 1)
-        result = backend.profile(network, config.profiler_runs)
-        for m in result.layers:
-            campaign.add_layer(m)
-        unattributed = dict(result.unattributed_s)
-        report("profiler runs", 1, 1)
+    elif method == "profiler":
+        unattributed = _profiler(network, backend, campaign, config.profiler_runs, report)
     report("whole network", 0, 1)
     whole_timer = backend.network_timer(network)
     whole = measure(whole_timer, config.harness)
@@ -222,6 +219,56 @@ def _isolated(network: Network, backend: Backend, campaign: Campaign, config: Pr
         if config.gap_s:
             time.sleep(config.gap_s)
     report("layers", total, total)
+
+
+PROFILER_CHUNKS = 5
+"""The profiler passes run in about this many chunks, each stored when it ends (a kill loses one chunk at most)."""
+
+PROFILER_MIN_CHUNK = 5
+"""The fewest passes in one chunk (each chunk warms the network up again)."""
+
+
+def profiler_chunk(runs: int) -> int:
+    """Profiler passes per chunk for ``runs`` passes in all: ceil(runs / PROFILER_CHUNKS), at least PROFILER_MIN_CHUNK."""
+    return max(PROFILER_MIN_CHUNK, -(-runs // PROFILER_CHUNKS))
+
+
+def _profiler(network: Network, backend: Backend, campaign: Campaign, runs: int,
+              report: Progress) -> dict[str, float]:
+    """Profiles the passes of ``runs`` not stored yet, chunk by chunk; returns the unattributed nodes (seconds).
+
+    After each chunk every layer's stored timing is replaced by its times so
+    far (stored and new, one transaction for all layers), so a kill loses the
+    chunk under way only; a resumed campaign counts the passes stored (the
+    most times any layer holds: a layer the profiler missed in a pass has
+    fewer) and profiles the rest, so a finished layer holds exactly ``runs``
+    times. Unattributed framework nodes belong to no layer and have no row:
+    they are the run-weighted mean of the per-chunk medians of the chunks this
+    session profiled, and a session that finds every pass stored profiles one
+    chunk more for them alone (its layer times are not stored).
+    """
+    times = {name: list(t.times_s) for name, t in campaign.done.items()}
+    done = max((len(t) for t in times.values()), default=0)
+    chunk = profiler_chunk(runs)
+    node_s: dict[str, float] = {}
+    profiled = 0
+    while done < runs or not profiled:
+        report("profiler runs", min(done, runs), runs)
+        n = min(chunk, runs - done) if done < runs else chunk
+        result = backend.profile(network, n)
+        for node, seconds in result.unattributed_s.items():
+            node_s[node] = node_s.get(node, 0.0) + seconds * n
+        profiled += n
+        if done >= runs:  # every pass was stored before: this chunk was for the unattributed nodes only
+            break
+        merged = []
+        for m in result.layers:
+            times[m.layer] = times.get(m.layer, []) + list(m.timing.times_s)
+            merged.append(replace(m, timing=fixed_timing(times[m.layer])))
+        campaign.add_layers(merged)
+        done += n
+    report("profiler runs", runs, runs)
+    return {node: total / profiled for node, total in node_s.items()}
 
 
 def _energy(timer: Timer, timing: Timing, meter: PowerMeter | None,

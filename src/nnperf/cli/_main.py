@@ -48,6 +48,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+RESUMABLE_COMMANDS = frozenset({"calibrate", "profile", "evaluate", "sweep"})
+"""Commands that store every measurement as it is taken and resume where an interrupted one stopped."""
+
+
+def interrupted_message(args: argparse.Namespace) -> str:
+    """The one line printed on Ctrl-C: a measuring command says where its measurements are and how to resume."""
+    if args.command not in RESUMABLE_COMMANDS:
+        return "nnperf: interrupted"
+    from nnperf.store import default_store_path
+
+    db = getattr(args, "db", None) or default_store_path()
+    return f"nnperf: interrupted; everything measured so far is saved in {db}; run the same command again to resume"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the CLI; returns the process exit code."""
     parser = build_parser()
@@ -60,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"nnperf: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
-        print("nnperf: interrupted", file=sys.stderr)
+        print(interrupted_message(args), file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as exc:  # noqa: BLE001 - the last line of defence: never a bare traceback
         if args.debug:

@@ -11,7 +11,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -57,6 +57,29 @@ _LAYER_COLUMNS = (
     "created_at",
 )
 _NETWORK_COLUMNS = ("run_id", *TIMING_COLUMNS, "energy_j", "power_meter", "extra_json", "created_at")
+
+
+def _owner_alive(pid: int) -> bool:
+    """Whether the process ``pid``, which owns a 'running' run, still runs it (on this host).
+
+    This process's own pid counts as gone (see :meth:`Store.start_run`), and
+    so does a zombie: a killed child its parent has not waited for yet.
+    """
+    if pid <= 0 or pid == os.getpid():  # os.kill(0, ...) would signal our own process group
+        return False
+    if os.name == "nt":  # os.kill would terminate the process there: never take over another pid's run
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, but another user's
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:  # no /proc (macOS), or it exited just now: trust the signal test
+        return True
+    return stat[stat.rfind(")") + 2:][:1] != "Z"
 
 
 def _insert_sql(verb: str, table: str, columns: tuple[str, ...]) -> str:
@@ -152,31 +175,46 @@ class Store:
     ) -> RunRecord:
         """Open a run of ``campaign`` on system ``system_id``, resuming an interrupted one.
 
-        A run of the same system, campaign and network hash whose status is
-        'running' or 'failed' is set back to 'running' and returned with
-        ``resumed=True`` (its measurements are kept: see :meth:`done_layers`);
-        otherwise a new run starts (``resumed=False``).
+        A run of the same system, campaign and network hash is resumed when it
+        'failed', or when it is still marked 'running' but its owner (the
+        ``pid`` stored with it) is gone: no process with that id is alive on
+        this host, or the id is this process's own (a process runs a campaign
+        once at a time, and in a container a restarted command often gets the
+        pid its killed predecessor had). The newest such run is set back to
+        'running', owned by this process, and returned with ``resumed=True``
+        (its measurements are kept: see :meth:`done_layers`); otherwise, e.g.
+        while another live process runs the same campaign, a new run starts
+        (``resumed=False``). The owner check and the claim happen in one
+        ``BEGIN IMMEDIATE`` transaction, so of two processes racing for a dead
+        owner's run one resumes it and the other starts a new run.
+
+        Ownership is a pid on this host: a store shared between hosts (a
+        network filesystem) may see another host's live campaign as gone and
+        resume it, so let one host at a time measure into a shared store.
         """
         config_json = dumps(dict(config), "run config")
+        own_pid = os.getpid()
 
         def write(c: sqlite3.Connection) -> tuple[int, bool]:
             if c.execute("SELECT 1 FROM systems WHERE id = ?", (system_id,)).fetchone() is None:
                 raise StoreError(f"{self.path}: no system with id {system_id}")
-            row = c.execute(
-                "SELECT id FROM runs WHERE system_id = ? AND campaign = ? AND network_hash = ? "
-                "AND status IN ('running', 'failed') ORDER BY id DESC LIMIT 1",
+            candidates = c.execute(
+                "SELECT id, status, pid FROM runs WHERE system_id = ? AND campaign = ? AND network_hash = ? "
+                "AND status IN ('running', 'failed') ORDER BY id DESC",
                 (system_id, campaign, network_hash),
-            ).fetchone()
-            if row is not None:
+            ).fetchall()
+            for row in candidates:
+                if row["status"] == "running" and _owner_alive(int(row["pid"])):
+                    continue
                 c.execute(
                     "UPDATE runs SET status = 'running', finished_at = NULL, pid = ? WHERE id = ?",
-                    (os.getpid(), row["id"]),
+                    (own_pid, row["id"]),
                 )
                 return int(row["id"]), True
             cur = c.execute(
                 "INSERT INTO runs (system_id, campaign, model, network_hash, method, config_json, status, "
                 "started_at, pid) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?)",
-                (system_id, campaign, model, network_hash, method, config_json, time.time(), os.getpid()),
+                (system_id, campaign, model, network_hash, method, config_json, time.time(), own_pid),
             )
             return int(cur.lastrowid or 0), False
 
@@ -184,12 +222,21 @@ class Store:
         return run_record(self._read("SELECT * FROM runs WHERE id = ?", (run_id,))[0], resumed)
 
     def finish_run(self, run_id: int, status: str = "done") -> None:
-        """Mark run ``run_id`` 'done' or 'failed' and record when it finished."""
+        """Mark run ``run_id`` 'done' or 'failed' and record when it finished.
+
+        Raises :class:`StoreError` when another process that is still alive
+        owns the run (see :meth:`start_run`): only a run's owner, or anyone
+        once the owner is gone, sets how it ended.
+        """
         if status not in ("done", "failed"):
             raise StoreError(f"a run finishes as 'done' or 'failed', not {status!r}")
 
         def write(c: sqlite3.Connection) -> None:
             self._require_run(c, run_id)
+            row = c.execute("SELECT status, pid FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if row["status"] == "running" and _owner_alive(int(row["pid"])):
+                raise StoreError(f"{self.path}: run {run_id} belongs to process {row['pid']}, which is still "
+                                 "running it; only that process finishes it")
             c.execute("UPDATE runs SET status = ?, finished_at = ? WHERE id = ?", (status, time.time(), run_id))
 
         retry(self._conn, self.path, write, write=True)
@@ -231,6 +278,21 @@ class Store:
         def write(c: sqlite3.Connection) -> None:
             self._require_run(c, run_id)
             c.execute(_insert_sql("INSERT OR REPLACE", "layer_measurements", _LAYER_COLUMNS), values)
+
+        retry(self._conn, self.path, write, write=True)
+
+    def add_layer_measurements(self, run_id: int, measurements: Sequence[LayerMeasurement]) -> None:
+        """Store several layer measurements in run ``run_id`` at once: all of them or, after a crash, none.
+
+        Each replaces an earlier one of the same layer and method.
+        """
+        now = time.time()
+        rows = [(run_id, m.layer, m.op, method_of(m.method).value, m.group, m.group_size, *timing_values(m.timing),
+                 m.energy_j, m.power_meter, now) for m in measurements]
+
+        def write(c: sqlite3.Connection) -> None:
+            self._require_run(c, run_id)
+            c.executemany(_insert_sql("INSERT OR REPLACE", "layer_measurements", _LAYER_COLUMNS), rows)
 
         retry(self._conn, self.path, write, write=True)
 
