@@ -63,3 +63,7 @@ class MissingStoreError(StoreError):
 class OutputFileError(NnperfError):
     """An output file (a figure, a report) that cannot be written: its path names a folder, or a
     parent folder's path names a file, or the folder is not writable."""
+
+
+class InsufficientMemoryError(NnperfError):
+    """Building a network or layer for measurement would need more memory than the machine has free."""

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from nnperf.errors import InvalidNetworkError
+from nnperf.ir._limits import check_layer_size, check_network_size, check_tensor_size
 from nnperf.ir._ops import (
     ACTIVATIONS,
     ELTWISE,
@@ -44,6 +45,7 @@ class TensorSpec:
 
     def __post_init__(self) -> None:
         _check_shape(self.shape, f"input {self.name!r}")
+        check_tensor_size(self.shape, f"input {self.name!r}")
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,7 @@ class Layer:
             _check_shape(shape, f"{where}, input {i}")
         _check_shape(self.output_shape, f"{where}, output")
         _check_layer_shapes(self, where)
+        check_layer_size(self, where)
 
     @property
     def input_shape(self) -> Shape:
@@ -146,6 +149,7 @@ class Network:
         for out in self.outputs:
             if out not in shapes:
                 raise InvalidNetworkError(f"network {self.name!r}: output {out!r} is not a layer or input")
+        check_network_size(self)
 
     def __iter__(self):  # type: ignore[no-untyped-def]
         return iter(self.layers)
