@@ -38,6 +38,7 @@ from nnperf.ir import (
     ScaleAttrs,
     UpsampleAttrs,
 )
+from nnperf.measure._memory import require_memory
 from nnperf.measure.backends._weights import layer_weights, pad_amounts
 
 IR_VERSION = 8
@@ -57,9 +58,11 @@ def build_onnx(network: Network, seed: int = 0, opset: int = 17) -> onnx.ModelPr
     """``network`` as an ONNX model (IR version 8, default domain at ``opset``).
 
     Raises UnsupportedOperatorError listing every layer that cannot be
-    expressed, and ValueError for an opset below 14.
+    expressed, ValueError for an opset below 14, and InsufficientMemoryError when its weights and tensors
+    would not fit in the free memory.
     """
     _check_opset(opset)
+    require_memory(network.layers, [s.shape for s in network.inputs], f"network {network.name!r}")
     graph = _Graph()
     problems: dict[str, list[str]] = {}
     for layer in network.layers:
@@ -88,6 +91,7 @@ def layer_onnx(layer: Layer, seed: int = 0, opset: int = 17) -> onnx.ModelProto:
     shapes; the output is named ``layer.name``.
     """
     _check_opset(opset)
+    require_memory([layer], layer.input_shapes, f"layer {layer.name!r}")
     graph = _Graph()
     names = [f"in{i}" for i in range(len(layer.inputs))]
     try:

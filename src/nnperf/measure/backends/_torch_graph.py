@@ -40,6 +40,7 @@ from nnperf.ir import (
     UpsampleAttrs,
 )
 from nnperf.ir import Layer as IRLayer
+from nnperf.measure._memory import require_memory
 from nnperf.measure.backends._weights import layer_weights, pad_amounts
 
 LayerHook = Callable[[str], AbstractContextManager[Any]]
@@ -122,8 +123,10 @@ class GraphModule(nn.Module):
 def build_torch(network: Network, seed: int = 0) -> GraphModule:
     """``network`` as an eval-mode :class:`GraphModule` with weights from :func:`layer_weights`.
 
-    Raises UnsupportedOperatorError listing every layer that cannot be built.
+    Raises UnsupportedOperatorError listing every layer that cannot be built, and InsufficientMemoryError
+    when its weights and tensors would not fit in the free memory.
     """
+    require_memory(network.layers, [s.shape for s in network.inputs], f"network {network.name!r}")
     return GraphModule(network, seed)
 
 
@@ -132,6 +135,7 @@ def layer_module(layer: IRLayer, seed: int = 0) -> nn.Module:
 
     Its weights are those the layer has inside :func:`build_torch`'s module.
     """
+    require_memory([layer], layer.input_shapes, f"layer {layer.name!r}")
     try:
         module = _build(layer, seed)
     except _Unsupported as exc:

@@ -121,5 +121,15 @@ def pad_amounts(layer: Layer) -> tuple[tuple[int, int], ...]:
     return tuple(((o - i) // 2, (o - i) - (o - i) // 2) for i, o in zip(layer.input_shape, layer.output_shape))
 
 
+_NORMAL_CHUNK = 1 << 22
+"""Values drawn at a time (in float64, 32 MiB): a large layer's weights never exist in float64 at once."""
+
+
 def _normal(rng: np.random.Generator, shape: tuple[int, ...], std: float) -> np.ndarray:
-    return (rng.standard_normal(shape) * std).astype(np.float32)
+    """``(rng.standard_normal(shape) * std).astype(np.float32)``, the same values, drawn a chunk at a time."""
+    out = np.empty(shape, np.float32)
+    flat = out.reshape(-1)
+    for start in range(0, flat.size, _NORMAL_CHUNK):
+        stop = min(start + _NORMAL_CHUNK, flat.size)
+        flat[start:stop] = rng.standard_normal(stop - start) * std
+    return out
