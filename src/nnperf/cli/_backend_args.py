@@ -43,7 +43,8 @@ def backend_from_args(args: argparse.Namespace) -> Backend:
 
 
 class Progress:
-    """A rich progress bar with an ETA on stderr (a no-op when ``enabled`` is false).
+    """A rich progress bar with an ETA on stderr (a no-op when ``enabled`` is false or stderr is no terminal,
+    where a transient bar would leave only an empty line).
 
     Used as a context manager; it yields the ``(what, done, total)`` callback
     the measurement code reports through.
@@ -61,8 +62,11 @@ class Progress:
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+        console = Console(stderr=True)
+        if not console.is_terminal:
+            return None
         self.bar = Progress(TextColumn("{task.description:<48}"), BarColumn(), MofNCompleteColumn(),
-                            TimeRemainingColumn(), console=Console(stderr=True), transient=True)
+                            TimeRemainingColumn(), console=console, transient=True)
         self.bar.__enter__()
         self.task = self.bar.add_task(self.label, total=None)
         return self.update
