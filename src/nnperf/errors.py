@@ -19,6 +19,10 @@ class InvalidNetworkError(NnperfError):
     """A network that breaks an IR rule (bad shape, dangling producer, ...)."""
 
 
+class ImplausibleSizeError(InvalidNetworkError):
+    """A layer or network larger than the plausibility bounds (:class:`nnperf.ir.SizeLimits`)."""
+
+
 class ModelFileError(NnperfError):
     """A model file that is missing, truncated, malformed or of the wrong kind."""
 

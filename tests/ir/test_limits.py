@@ -9,9 +9,19 @@ from pathlib import Path
 import pytest
 
 from cli_helpers import assert_error, run_cli
-from nnperf.errors import InvalidNetworkError, NnperfError
-from nnperf.ir import ConvAttrs, Layer, LinearAttrs, Network, OpType, TensorSpec, network_to_dict
-from nnperf.ir._limits import DEFAULT_SIZE_LIMITS, ImplausibleSizeError, SizeLimits, size_limits
+from nnperf.errors import ImplausibleSizeError, InvalidNetworkError, NnperfError
+from nnperf.ir import (
+    DEFAULT_SIZE_LIMITS,
+    ConvAttrs,
+    Layer,
+    LinearAttrs,
+    Network,
+    OpType,
+    SizeLimits,
+    TensorSpec,
+    network_to_dict,
+    size_limits,
+)
 
 
 def conv(name: str, src: str, c_in: int, c_out: int, hw: int = 56) -> Layer:

@@ -20,17 +20,13 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from nnperf.errors import InvalidNetworkError, NnperfError
+from nnperf.errors import ImplausibleSizeError, NnperfError
 
 if TYPE_CHECKING:
     from nnperf.ir._network import Layer, Network
 
 SIZE_LIMITS_ENV = "NNPERF_SIZE_LIMITS"
 """The environment variable that lifts the bounds for a process when set to ``off``."""
-
-
-class ImplausibleSizeError(InvalidNetworkError):
-    """A layer or network larger than the plausibility bounds (:class:`SizeLimits`)."""
 
 
 @dataclass(frozen=True)
