@@ -412,3 +412,32 @@ def test_blocks_must_be_contiguous() -> None:
     assert blocks([a, c, b]) == [("X", [0, 1]), ("Y", [2])]
     with pytest.raises(LayerTableError, match=r"block 'X': its rows are not contiguous"):
         blocks([a, b, c])
+
+
+# --- inputs found by the parser fuzzing (tests/fuzz) ----------------------------------------------------------
+
+
+def test_table_cell_over_the_csv_field_limit_names_the_row() -> None:
+    # csv refuses a field over 131072 characters with its own csv.Error
+    with pytest.raises(LayerTableError, match=r"^t\.csv, row 2: not a CSV row \(field larger than field limit"):
+        parse_table(HEADER + '"' + "a" * 140_000 + '",3,64,16,8,1,14,0.1,0.2,\n', "t.csv")
+    with pytest.raises(LayerTableError, match=r"^t\.csv, row 1: not a CSV row"):
+        parse_table('"' + "a" * 140_000 + '"\n', "t.csv")
+
+
+@pytest.mark.parametrize("keys", ["1: 2\na: 3\n", "null: 1\n", "true: 1\n", "2.5: 1\n"])
+def test_spec_with_unknown_fields_that_are_not_text(tmp_path: Path, keys: str) -> None:
+    # YAML keys may be numbers, booleans or null: the unknown ones are still named, sorted as text
+    path = tmp_path / "keys.yaml"
+    path.write_text("version: 1\n" + keys, encoding="utf-8")
+    with pytest.raises(AcceleratorSpecError, match=r"keys\.yaml: unknown field\(s\) "):
+        load_spec(path)
+
+
+@pytest.mark.parametrize("text", ["- " * 10_000, "[" * 10_000, "{a: " * 10_000])
+def test_spec_nested_too_deeply_is_one_line(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "deep.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(AcceleratorSpecError) as info:
+        load_spec(path)
+    assert str(info.value) == f"{path}: not valid YAML for a spec: nested too deeply"

@@ -1415,3 +1415,56 @@ def test_graph_output_not_computed_from_input(tmp_path: Path) -> None:
     with pytest.raises(ShapeInferenceError) as info:
         from_onnx(path)
     assert str(path) in str(info.value)
+
+
+# ---- inputs found by the parser fuzzing (tests/fuzz) ---------------------------------------------
+
+
+def _conv_with_metadata(tmp_path: Path, metadata: dict[str, str]) -> Network:
+    node = helper.make_node("Conv", ["x", "W"], ["y"], name="conv")
+    for key, value in metadata.items():
+        entry = node.metadata_props.add()
+        entry.key, entry.value = key, value
+    return single(tmp_path, node, [1, 3, 8, 8], inits=[f32("W", rng_array((4, 3, 3, 3)))])
+
+
+@pytest.mark.parametrize("value", [
+    "-" * 100_000 + "1",  # MemoryError from Python's parser
+    "1" + "+1" * 100_000,  # RecursionError while the parser builds the tree
+    "[" + "-" * 100_000 + "1]",
+    "[" * 100_000 + "]" * 100_000,
+    "{[]}",  # TypeError: a set of lists
+    "5",
+])
+def test_torch_name_scopes_that_are_no_list_literal_are_ignored(tmp_path: Path, value: str) -> None:
+    # the metadata only gives a readable name: without it the layer keeps the node's own name
+    net = _conv_with_metadata(tmp_path, {"pkg.torch.onnx.name_scopes": value,
+                                         "pkg.torch.onnx.class_hierarchy": value})
+    assert only_layer(net).name == "conv"
+
+
+def test_torch_class_hierarchy_that_is_no_list_keeps_the_scope_name(tmp_path: Path) -> None:
+    net = _conv_with_metadata(tmp_path, {"pkg.torch.onnx.name_scopes": "['features', 'features.0']",
+                                         "pkg.torch.onnx.class_hierarchy": "5"})
+    assert only_layer(net).name == "features.0"
+
+
+def test_string_field_that_is_not_utf8_is_a_model_file_error(tmp_path: Path) -> None:
+    data = _valid_model_bytes()
+    path = tmp_path / "garbled.onnx"
+    path.write_bytes(data.replace(b"\x01x", b"\x01\xf2", 1))  # the input's name 'x' becomes the byte 0xf2
+    with pytest.raises(ModelFileError) as info:
+        from_onnx(path)
+    assert str(info.value).startswith(f"{path}: not a valid ONNX model")
+    assert "not UTF-8" in str(info.value)
+
+
+def test_initializer_of_an_unknown_data_type_is_a_shape_inference_error(tmp_path: Path) -> None:
+    weight = f32("W", rng_array((4, 3, 3, 3)))
+    weight.data_type = 999
+    path = save(tmp_path, [helper.make_node("Conv", ["x", "W"], ["y"], name="conv")], [vi("x", [1, 3, 8, 8])],
+                [out("y")], [weight])
+    with pytest.raises(ShapeInferenceError) as info:
+        from_onnx(path)
+    assert str(info.value).startswith(f"{path}: shapes cannot be inferred")
+    assert "999" in str(info.value)

@@ -19,10 +19,11 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from nnperf.errors import NnperfError
 
@@ -126,7 +127,11 @@ def read_table(path: str | Path) -> list[AccelLayer]:
 
 def parse_table(text: str, source: str) -> list[AccelLayer]:
     reader = csv.DictReader(io.StringIO(text))
-    header = [h.strip() for h in (reader.fieldnames or [])]
+    try:
+        fieldnames = reader.fieldnames
+    except csv.Error as exc:
+        raise LayerTableError(f"{source}, row 1: not a CSV row ({exc})") from None
+    header = [h.strip() for h in (fieldnames or [])]
     if not header:
         raise LayerTableError(f"{source}: empty file; expected a header {','.join(REQUIRED_COLUMNS)}")
     missing = [c for c in REQUIRED_COLUMNS if c not in header]
@@ -138,7 +143,7 @@ def parse_table(text: str, source: str) -> list[AccelLayer]:
         raise LayerTableError(f"{source}: unknown column(s) {', '.join(unknown)}")
     reader.fieldnames = header
     layers: list[AccelLayer] = []
-    for line, raw in enumerate(reader, start=2):
+    for line, raw in enumerate(_rows(reader, source), start=2):
         if raw.get(None):
             raise LayerTableError(f"{source}, row {line}: more cells than columns")
         cells = {k: (v or "").strip() for k, v in raw.items() if k is not None}
@@ -170,6 +175,14 @@ def parse_table(text: str, source: str) -> list[AccelLayer]:
         raise LayerTableError(f"{source}: no layer rows")
     _check_unique(layers, source)
     return layers
+
+
+def _rows(reader: csv.DictReader[str], source: str) -> Iterator[dict[str | Any, str | Any]]:
+    """The reader's rows; csv's own refusals (a cell over its field size limit) become LayerTableErrors."""
+    try:
+        yield from reader
+    except csv.Error as exc:
+        raise LayerTableError(f"{source}, row {reader.reader.line_num}: not a CSV row ({exc})") from None
 
 
 def write_table(layers: Iterable[AccelLayer]) -> str:

@@ -143,7 +143,7 @@ def spec_from_dict(data: Any, source: str = "accelerator spec") -> AcceleratorSp
         raise AcceleratorSpecError(f"{source}: version {version!r} is not supported (this nnperf reads "
                                    f"version {SPEC_VERSION}; a newer nnperf may have written it)")
     known = {f.name for f in fields(AcceleratorSpec)}
-    unknown = sorted(set(data) - known)
+    unknown = sorted(str(key) for key in data if key not in known)  # YAML keys may be numbers, booleans or null
     if unknown:
         raise AcceleratorSpecError(f"{source}: unknown field(s) {', '.join(unknown)}; "
                                    f"known fields: {', '.join(sorted(known))}")
@@ -177,6 +177,8 @@ def load_spec(path: str | Path) -> AcceleratorSpec:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise AcceleratorSpecError(f"{path}: not valid YAML: {_yaml_problem(exc)}") from None
+    except RecursionError:  # yaml's composer and constructor recurse once per nesting level
+        raise AcceleratorSpecError(f"{path}: not valid YAML for a spec: nested too deeply") from None
     return spec_from_dict(data, str(path))
 
 

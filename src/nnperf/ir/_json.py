@@ -123,4 +123,6 @@ def load_network_json(path: str | Path) -> Network:
         raise ModelFileError(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ModelFileError(f"{path}: not a readable JSON file ({exc})") from exc
+    except RecursionError:  # json's decoder recurses once per nesting level
+        raise ModelFileError(f"{path}: not a readable JSON file (nested too deeply)") from None
     return network_from_dict(data, source=str(path))

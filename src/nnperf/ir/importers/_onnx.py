@@ -70,7 +70,8 @@ def from_onnx(
     _drop_large_weights(model)
     try:
         inferred = shape_inference.infer_shapes(model, check_type=True, strict_mode=True, data_prop=True)
-    except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError, RuntimeError) as exc:
+    except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError, RuntimeError, ValueError) as exc:
+        # ValueError: a tensor data type that onnx does not know (the checker lets it through)
         raise ShapeInferenceError(f"{path}: shapes cannot be inferred: {_one_line(exc)}") from exc
     network = _Converter(inferred, name or path.stem, str(path)).convert()
     return network if keep_noops else remove_noops(network)
@@ -97,6 +98,10 @@ def _read_model(path: Path) -> onnx.ModelProto:
         raise ModelFileError(f"{path}: not a valid ONNX model (the file is truncated or not ONNX: {exc})") from exc
     if not model.opset_import or not model.graph.node or not model.ir_version:
         raise ModelFileError(f"{path}: not an ONNX model (no graph, opset or IR version found)")
+    bad_text = _non_utf8_field(model)
+    if bad_text is not None:
+        raise ModelFileError(f"{path}: not a valid ONNX model (a {bad_text} field holds text that is not UTF-8; "
+                             "the file is corrupted)")
     _check_known_operators(model, path)
     still_external = _load_small_external_data(model, path)
     try:  # external data is checked next to the model file (a model in memory would be checked against the cwd)
@@ -104,6 +109,29 @@ def _read_model(path: Path) -> onnx.ModelProto:
     except onnx.checker.ValidationError as exc:
         raise ModelFileError(f"{path}: invalid ONNX model: {_one_line(exc)}") from exc
     return model
+
+
+def _non_utf8_field(message: Any) -> str | None:
+    """The name of the first string field of ``message`` (searched depth first) that is not UTF-8, if any.
+
+    protobuf parses such a field without complaint and hands it over as bytes; onnx's checker then fails with a
+    UnicodeDecodeError while quoting it, and a name in bytes would break every string operation after it.
+    """
+    for field in message.DESCRIPTOR.fields:  # not ListFields(): that would copy every tensor's raw bytes
+        if field.type == field.TYPE_STRING:
+            value = getattr(message, field.name)
+            if any(not isinstance(v, str) for v in (value if field.is_repeated else (value,))):
+                return f"{message.DESCRIPTOR.name}.{field.name}"
+        elif field.type == field.TYPE_MESSAGE:
+            if field.is_repeated:
+                items = list(getattr(message, field.name))
+            else:
+                items = [getattr(message, field.name)] if message.HasField(field.name) else []
+            for item in items:
+                found = _non_utf8_field(item)
+                if found is not None:
+                    return found
+    return None
 
 
 def _load_small_external_data(model: onnx.ModelProto, path: Path, max_elements: int = _MAX_LOADED_ELEMENTS) -> bool:
@@ -599,16 +627,30 @@ def _f32(value: Any) -> float:
 def _readable_name(node: onnx.NodeProto) -> str | None:
     """The PyTorch module path torch.onnx records for a node (e.g. 'layer1.0.conv1'), if any."""
     meta = {p.key: p.value for p in node.metadata_props}
-    try:
-        scopes = ast.literal_eval(meta.get("pkg.torch.onnx.name_scopes", "[]"))
-        classes = ast.literal_eval(meta.get("pkg.torch.onnx.class_hierarchy", "[]"))
-    except (ValueError, SyntaxError):
-        return None
-    if not isinstance(scopes, list) or not scopes or not all(isinstance(x, str) for x in scopes):
+    scopes = _literal_list(meta.get("pkg.torch.onnx.name_scopes", "[]"))
+    classes = _literal_list(meta.get("pkg.torch.onnx.class_hierarchy", "[]")) or []
+    if not scopes or not all(isinstance(x, str) for x in scopes):
         return None
     if len(scopes) >= 2 and len(classes) == len(scopes) and str(classes[-2]).startswith("torch.nn.modules."):
         return scopes[-2] or None
     return scopes[-1] or None
+
+
+def _literal_list(text: str) -> list[Any] | None:
+    """The Python list literal torch.onnx writes into a node's metadata, or None for anything else.
+
+    The metadata only gives a layer a readable name, so text that is no list literal is ignored rather than
+    refused: deeply nested text ('-' * 100000 + '1', '1+1+...') makes Python's parser itself fail with a
+    MemoryError or RecursionError, and a set of lists ('{[]}') with a TypeError.
+    """
+    text = text.strip()
+    if not (text.startswith("[") and text.endswith("]")):
+        return None
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return value if isinstance(value, list) else None
 
 
 def _static_shape(value: onnx.ValueInfoProto) -> Shape | None:
