@@ -66,7 +66,7 @@ def deep(opening: str, closing: str, depth: int, inner: str = "") -> str:
 
 
 ODD_NUMBERS = ("0", "-0", "-1", "1e400", "-1e400", "nan", "NaN", "inf", "-inf", "Infinity", "1.5", "1e-400",
-               "9" * 30, "9" * 5000, "0x10", "1_000", "+1", "1e6", "٣", "１", "")
+               "9" * 30, "9" * 5000, "999999999999", "0x10", "1_000", "+1", "1e6", "٣", "１", "")
 """Texts that parse as odd numbers (or almost): overflow, NaN, infinities, digit limits, unicode digits."""
 
 odd_text = st.one_of(
@@ -477,7 +477,10 @@ UNITS = ("", "x", "X", "W", "mW", "uW", "µW", "kW", "Mbps", "Gbps", "kbps", "bi
 def argument_texts(draw: Callable[[st.SearchStrategy[Any]], Any]) -> tuple[str, str]:
     """(argument parser, text): numbers joined by separators with units, odd numbers, random text."""
     parser = draw(st.sampled_from(ARGUMENT_PARSERS))
-    kind = draw(st.sampled_from(("joined", "joined", "odd", "text")))
+    kind = draw(st.sampled_from(("joined", "joined", "pair", "odd", "text")))
+    if kind == "pair":  # two odd numbers: the shortest form of START:STOP, RxC, NAME=VALUE, a list
+        first, second = draw(st.sampled_from(ODD_NUMBERS)), draw(st.sampled_from(ODD_NUMBERS + ("1", "8")))
+        return parser, first + draw(st.sampled_from(("x", ":", ",", "="))) + second
     if kind == "odd":
         return parser, draw(odd_text)
     if kind == "text":
@@ -487,6 +490,25 @@ def argument_texts(draw: Callable[[st.SearchStrategy[Any]], Any]) -> tuple[str, 
     separator = draw(st.sampled_from(("x", "X", ":", ",", "=", " ", "")))
     return parser, draw(st.sampled_from(("", "input=", "a=", "=", " "))) + separator.join(parts) + draw(
         st.sampled_from(UNITS))
+
+
+def known_elsewhere(case: tuple[str, str]) -> str | None:
+    """Why an argument's internal error is known and left to its owner (measure/sweep's ``parse_range``), if it is.
+
+    The bounded tests skip these; the bench still counts them as internal errors.
+    """
+    parser, text = case
+    if parser != "range":
+        return None
+    if any(len(part.strip().lstrip("+-")) > 4300 for part in text.replace(",", ":").split(":")):
+        return "parse_range: int() of more than 4300 digits raises ValueError"
+    numbers = [part for part in text.split(":")]
+    try:
+        if len(numbers) >= 2 and abs(int(numbers[1]) - int(numbers[0])) > MAX_DIM:
+            return "parse_range: a range of more than 10**6 values is built in memory"
+    except ValueError:
+        pass
+    return None
 
 
 def parse_argument(case: tuple[str, str]) -> Any:
