@@ -13,6 +13,7 @@ from nnperf.cli import (
     advise_cmd,
     backends_cmd,
     calibrate_cmd,
+    compare_cmd,
     evaluate_cmd,
     export_cmd,
     inspect_cmd,
@@ -32,7 +33,7 @@ EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130
 
 COMMANDS = (zoo_cmd, inspect_cmd, export_cmd, backends_cmd, profile_cmd, systems_cmd, measurements_cmd, calibrate_cmd,
-            predict_cmd, evaluate_cmd, sweep_cmd, steps_cmd, advise_cmd, accel_cmd, partition_cmd)
+            predict_cmd, evaluate_cmd, sweep_cmd, steps_cmd, advise_cmd, accel_cmd, partition_cmd, compare_cmd)
 
 
 def build_parser() -> argparse.ArgumentParser:
