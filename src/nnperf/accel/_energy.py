@@ -1,6 +1,6 @@
 """Energy of one layer and of a network on the accelerator (NeuPart IV-D, Algorithm 1, Eq. 2-4, 16-20).
 
-Follows the public CNNergy model (``../shared/reference/cnnergy-model.md`` sections 3 and 4): per
+Follows the public CNNergy model (``docs/cnnergy.md`` sections 3 and 4): per
 pass, the filters stream DRAM -> GLB -> RF once for the batch; the ifmap is read from DRAM (RLC-coded
 except for the network's first layer, whose input is the image) and re-read for every filter pass
 and spatial tile; psums move between GLB and RF (written in the first channel pass, read and written

@@ -1,6 +1,6 @@
 """CNNergy's computation-scheduling parameters of a layer (NeuPart IV-C, Fig. 7).
 
-Follows the public model rule by rule (``../shared/reference/cnnergy-model.md`` section 2): initial
+Follows the public model rule by rule (``docs/cnnergy.md`` section 2): initial
 sets, channels and filters per pass from the PE array and register files; exception rules 1 to 5 in
 order; spatial coverage, the batch n and the GLB allocation with exception rule 6. Pass counts may be
 fractional, as in the reference (no ceilings). ``Schedule.rules`` lists the exception rules that

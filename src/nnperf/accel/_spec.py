@@ -1,7 +1,7 @@
 """The accelerator a CNNergy energy estimate is for: PE array, storage, energy per operation, control.
 
 Defaults are the Eyeriss-like values of the public CNNergy model (NeuPart, Table III;
-``../shared/reference/cnnergy-model.md`` section 1): a 12 x 14 PE array, 100 kB of global buffer
+``docs/cnnergy.md`` section 1): a 12 x 14 PE array, 100 kB of global buffer
 (GLB) for ifmaps and psums, 16-bit data, energies per access in the ratio 1 : 2 : 6 : 200
 (RF : inter-PE : GLB : DRAM) of a 16-bit MAC scaled from 45 nm / 0.9 V to 65 nm / 1 V.
 

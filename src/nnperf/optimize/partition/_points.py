@@ -2,7 +2,7 @@
 
 A split point is where the client stops and sends what the rest of the network needs to the cloud.
 From a layer table (the reference networks), the points follow its reporting layers; what is sent is
-a parameter, since the reference does not say (cnnergy-model.md section 8): the layer's own ofmap
+a parameter, since the reference does not say (docs/cnnergy.md section 8): the layer's own ofmap
 before pooling ('ofmap'), the next layer's input after pooling ('next-input'), or both where they
 differ ('both', the default: NeuPart's AlexNet points C1, P1, C2, P2, ...). From an IR network, a
 split may follow any layer except inside a convolution's chain of batch norm and activation; what is
