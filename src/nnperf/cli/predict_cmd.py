@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from nnperf.cli._backend_args import Progress, add_backend_arguments
 from nnperf.cli._shapes import parse_input_shape
@@ -23,6 +24,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         "no backend is needed unless --verify")
     p.add_argument("--verify", action="store_true",
                    help="also measure the network on the same system (layers in isolation and whole) and compare")
+    p.add_argument("--trace", metavar="FILE.json", type=Path,
+                   help="also write the predicted inference as a Chrome trace-event file (ui.perfetto.dev, "
+                        "chrome://tracing): the network-level prediction on one track, each layer's prediction "
+                        "end to end on another, layers the backend fuses at zero length; with --verify the "
+                        "measured inference beside it; laid out as `nnperf profile --trace` lays out a profile")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--top", type=int, default=5, help="how many hotspots to name (default 5)")
     p.add_argument("--input-shape", action="append", type=parse_input_shape, default=[], metavar="[NAME=]SHAPE",
@@ -45,6 +51,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         check, measured = None, None
         prediction = predict(network, args.system, args.db, **settings)
+    if args.trace is not None:
+        from nnperf.report.trace import predicted_trace, write_trace
+
+        write_trace(predicted_trace(network, prediction, check), args.trace)
     if args.json:
         print(json.dumps(check.to_dict() if check is not None else prediction.to_dict(), indent=1))
         return 0
@@ -55,4 +65,6 @@ def run(args: argparse.Namespace) -> int:
     if check is not None:
         for line in verification_summary(check):
             out.print(line)
+    if args.trace is not None:
+        out.print(f"trace written to {args.trace}: open it in ui.perfetto.dev or chrome://tracing")
     return 0

@@ -37,9 +37,49 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="whole-network runs under the profiler (default 50, as PreVIous)")
     p.add_argument("--input-shape", action="append", type=parse_input_shape, default=[], metavar="[NAME=]SHAPE",
                    help="fix an ONNX input's shape (repeatable)")
+    p.add_argument("--trace", metavar="FILE.json", type=Path,
+                   help="also write a Chrome trace-event file of the profile (open it in ui.perfetto.dev or "
+                        "chrome://tracing); see --trace-source")
+    p.add_argument("--trace-source", choices=["auto", "framework", "layers"], default=None,
+                   help="what --trace holds. layers: nnperf's spans of the stored medians, one inference laid "
+                        "out layer after layer (args: op, shapes, MACs, median, CI) beside the whole network's "
+                        "median; framework: the framework's own profiler trace (torch.profiler, ONNX Runtime's "
+                        "profiler) of --trace-runs extra whole-network runs after the profile; auto (default): "
+                        "framework when the layers were timed in whole-network runs (--per-layer profiler or "
+                        "none) and the backend has such a trace, else layers (isolated medians, opencv, fake)")
+    p.add_argument("--trace-runs", type=positive_int, default=None,
+                   help=f"whole-network runs in a framework trace (default {TRACE_RUNS})")
     p.add_argument("--json", action="store_true", help="print the profile as JSON")
     add_db_argument(p)
     p.set_defaults(run=run)
+
+
+TRACE_RUNS = 5
+"""Whole-network runs in a framework trace by default: enough to see run-to-run variation, small to open."""
+
+
+def trace_source(args: argparse.Namespace) -> str | None:
+    """'framework' or 'layers' (what --trace writes, see its help), None without --trace; refuses a framework
+    trace from a backend that has none, and trace options without --trace."""
+    from nnperf.errors import NnperfError
+    from nnperf.measure.backends import BACKENDS
+
+    if args.trace is None:
+        given = [name for name, value in (("--trace-source", args.trace_source), ("--trace-runs", args.trace_runs))
+                 if value is not None]
+        if given:
+            raise NnperfError(f"{' and '.join(given)} {'need' if len(given) > 1 else 'needs'} --trace FILE.json")
+        return None
+    if args.energy and args.energy.lower().endswith(".csv"):
+        raise NnperfError("--trace writes a profile's trace, and --energy TRACE.csv profiles nothing: run them "
+                          "separately")
+    has_trace = BACKENDS.create(args.backend).has_trace
+    source = args.trace_source or "auto"
+    if source == "framework" and not has_trace:
+        raise NnperfError(f"backend {args.backend!r} writes no trace of its own; use --trace-source layers")
+    if source == "auto":
+        source = "framework" if has_trace and args.per_layer != "isolated" else "layers"
+    return source
 
 
 def run(args: argparse.Namespace) -> int:
@@ -56,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
     config = ProfileConfig(per_layer=args.per_layer, profiler_runs=args.profiler_runs, gap_s=args.gap_s,
                            harness=HarnessConfig(target_ci=args.target_ci, budget_s=args.budget_s))
     trace = Path(args.energy) if args.energy and args.energy.lower().endswith(".csv") else None
+    source = trace_source(args)
     store = open_store(args)  # only once every setting is valid: a refused command writes nothing
     with store, backend_from_args(args) as backend:
         if trace is not None:
@@ -64,6 +105,8 @@ def run(args: argparse.Namespace) -> int:
         with Progress(not args.json) as progress:
             report = profile_network(network, backend, store, config, meter=meter, progress=progress,
                                      model=args.model)
+        if source is not None:
+            _write_trace(args, source, network, backend, report)
     if args.json:
         print(json.dumps(profile_document(network, report), indent=1))
     else:
@@ -73,6 +116,8 @@ def run(args: argparse.Namespace) -> int:
         for line in profile_summary(report):
             out.print(line)
         out.print(f"stored as run {report.run_id} of system {report.system_key[:8]} in {store.path}")
+        if source is not None:
+            out.print(f"trace ({source}) written to {args.trace}: open it in ui.perfetto.dev or chrome://tracing")
     for warning in report.warnings:
         print(f"nnperf: warning: {warning}", file=sys.stderr)
     return 0
@@ -90,3 +135,14 @@ def _attach_trace(args: argparse.Namespace, network, backend, store, trace: Path
         out.print(f"{e.label}: {e.energy_per_execution_j * 1e3:.4g} mJ per execution, "
                   f"mean {e.mean_power_w:.3g} W over {e.samples} samples")
     return 0
+
+
+def _write_trace(args: argparse.Namespace, source: str, network, backend, report) -> None:  # type: ignore[no-untyped-def]
+    from nnperf.report.trace import framework_trace, measured_trace, write_trace
+
+    if source == "framework":
+        document = framework_trace(backend.trace(network, args.trace_runs or TRACE_RUNS), network,
+                                   report.system_label, backend.name)
+    else:
+        document = measured_trace(network, report)
+    write_trace(document, args.trace)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Self
+from typing import Any, Self
 
 import numpy as np
 
@@ -76,6 +76,8 @@ class Backend(abc.ABC):
     name: str = ""
     OPTIONS: Mapping[str, tuple[str, tuple[str, ...]]] = {}
     has_profiler: bool = False
+    has_trace: bool = False
+    """Whether :meth:`trace` gives the framework's own trace."""
 
     def __init__(self, options: BackendOptions = DEFAULT_OPTIONS, seed: int = 0) -> None:
         unknown = sorted(set(options.extra) - set(self.OPTIONS))
@@ -133,6 +135,11 @@ class Backend(abc.ABC):
     def profile(self, network: Network, runs: int) -> ProfileResult:
         """Per-layer times from the framework's own profiler over ``runs`` whole-network runs."""
         raise UnavailableError(f"backend {self.name!r} has no per-node profiler; use --per-layer isolated")
+
+    def trace(self, network: Network, runs: int) -> dict[str, Any]:
+        """The framework's own trace of ``runs`` whole-network runs (after a warm-up), as its profiler writes
+        it: a Chrome trace-event document ``{"traceEvents": [...], ...}``, times in microseconds."""
+        raise UnavailableError(f"backend {self.name!r} writes no trace of its own; use --trace-source layers")
 
     def close(self) -> None:
         """Releases sessions and caches."""

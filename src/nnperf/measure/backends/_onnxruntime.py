@@ -22,6 +22,9 @@ from nnperf.registry import Availability
 
 OPT_LEVELS = ("disable", "basic", "extended", "all")
 
+WARMUP_RUNS = 3
+"""Runs of a profiling session before the profiled ones (the first pays for allocations and caches)."""
+
 
 class OrtBackend(Backend):
     """ONNX Runtime; options: ``opt_level`` (graph optimisation), ``inter_threads``, ``execution`` mode."""
@@ -33,6 +36,7 @@ class OrtBackend(Backend):
         "execution": ("sequential", ("sequential", "parallel")),
     }
     has_profiler = True
+    has_trace = True
 
     def __init__(self, options: BackendOptions = DEFAULT_OPTIONS, seed: int = 0) -> None:
         super().__init__(options, seed)
@@ -107,13 +111,29 @@ class OrtBackend(Backend):
         from nnperf.measure.backends._onnx_graph import build_onnx, onnx_node_layers
 
         model = build_onnx(network, self.seed)
+        events = self._profiled_runs(model, runs)
+        return _parse_profile(network, events, onnx_node_layers(model), WARMUP_RUNS)
+
+    def trace(self, network: Network, runs: int) -> dict[str, Any]:
+        """ONNX Runtime's own profile of ``runs`` runs (a Chrome trace-event list, wrapped in a document):
+        the session's initialisation and each ``model_run`` with its node kernels; the warm-up runs are
+        left out."""
+        from nnperf.measure.backends._onnx_graph import build_onnx
+
+        events = self._profiled_runs(build_onnx(network, self.seed), runs)
+        runs_at = sorted(e["ts"] for e in events if e.get("cat") == "Session" and e.get("name") == "model_run")
+        warm_from, warm_to = (runs_at[0], runs_at[WARMUP_RUNS]) if len(runs_at) > WARMUP_RUNS else (0, 0)
+        kept = [e for e in events if not warm_from <= e.get("ts", 0) < warm_to]
+        return {"traceEvents": kept, "displayTimeUnit": "ms"}
+
+    def _profiled_runs(self, model: Any, runs: int) -> list[dict[str, Any]]:
+        """ONNX Runtime's profiling events of ``WARMUP_RUNS`` + ``runs`` runs of ``model`` in a new session."""
         with tempfile.TemporaryDirectory(prefix="nnperf-ort-") as tmp:
             session, feeds = self._session(model, profile_prefix=os.path.join(tmp, "profile"))
-            warmup = 3
-            for _ in range(warmup + runs):
+            for _ in range(WARMUP_RUNS + runs):
                 session.run(None, feeds)
-            events = json.loads(Path(session.end_profiling()).read_text())
-        return _parse_profile(network, events, onnx_node_layers(model), warmup)
+            events: list[dict[str, Any]] = json.loads(Path(session.end_profiling()).read_text())
+        return events
 
 
 def _parse_profile(network: Network, events: list[dict[str, Any]], layer_of: Mapping[str, str],

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 from nnperf.ir import Layer, Network
@@ -17,6 +20,9 @@ from nnperf.measure.backends._base import DEFAULT_OPTIONS, Backend, BackendOptio
 from nnperf.measure.backends._timers import CudaEventTimer, LoopTimer
 from nnperf.registry import Availability
 
+RUN_LABEL = "nnperf::run"
+"""The record_function span around each profiled whole-network run."""
+
 
 class TorchBackend(Backend):
     """torch eager mode; options: ``memory_format`` nchw | channels_last."""
@@ -24,6 +30,7 @@ class TorchBackend(Backend):
     name = "torch"
     OPTIONS: Mapping[str, tuple[str, tuple[str, ...]]] = {"memory_format": ("nchw", ("nchw", "channels_last"))}
     has_profiler = True
+    has_trace = True
 
     def __init__(self, options: BackendOptions = DEFAULT_OPTIONS, seed: int = 0) -> None:
         super().__init__(options, seed)
@@ -100,36 +107,13 @@ class TorchBackend(Backend):
 
     def profile(self, network: Network, runs: int) -> ProfileResult:
         """Per-layer times from torch.profiler: each layer call is labelled with record_function."""
-        from nnperf.measure.backends._torch_graph import build_torch
-
-        torch = self.torch
-        module, inputs = self._prepare(build_torch(network, self.seed), [s.shape for s in network.inputs])
-        module.layer_hook = torch.profiler.record_function
-        activities = [torch.profiler.ProfilerActivity.CPU]
-        if self.device.type == "cuda":
-            activities.append(torch.profiler.ProfilerActivity.CUDA)
-        run_label = "nnperf::run"
-        with torch.inference_mode():
-            for _ in range(3):  # warm-up outside the profiler
-                module(*inputs)
-            prof = torch.profiler.profile(activities=activities)
-            with _native_stderr_silenced():  # kineto prints a "USDT: profiler_start" line on each start and stop
-                prof.start()
-            try:
-                for _ in range(runs):
-                    with torch.profiler.record_function(run_label):
-                        module(*inputs)
-                    if self.device.type == "cuda":
-                        torch.cuda.synchronize(self.device)
-            finally:
-                with _native_stderr_silenced():
-                    prof.stop()
+        prof = self._profiled(network, runs)
         names = {layer.name for layer in network.layers}
         per_layer: dict[str, list[float]] = {name: [] for name in names}
         run_times: list[float] = []
         cuda = self.device.type == "cuda"
         for event in prof.events():
-            if event.name == run_label:
+            if event.name == RUN_LABEL:
                 run_times.append(_event_s(event, cuda))
             elif event.name in per_layer:
                 per_layer[event.name].append(_event_s(event, cuda))
@@ -140,6 +124,44 @@ class TorchBackend(Backend):
                 layers.append(LayerMeasurement(layer.name, layer.op.value, Method.PROFILER, fixed_timing(times),
                                                layer.name))
         return ProfileResult(tuple(layers), fixed_timing(run_times), {})
+
+    def trace(self, network: Network, runs: int) -> dict[str, Any]:
+        """torch.profiler's Chrome trace (``export_chrome_trace``) of ``runs`` runs, each layer a
+        record_function span named after it inside an ``nnperf::run`` span."""
+        prof = self._profiled(network, runs)
+        with tempfile.TemporaryDirectory(prefix="nnperf-torch-") as tmp:
+            path = Path(tmp) / "trace.json"
+            prof.export_chrome_trace(str(path))
+            document: dict[str, Any] = json.loads(path.read_text())
+        return document
+
+    def _profiled(self, network: Network, runs: int) -> Any:
+        """A stopped torch.profiler session over ``runs`` whole-network runs (three warm-up runs before it),
+        each run inside a ``nnperf::run`` record_function and each layer call inside one named after it."""
+        from nnperf.measure.backends._torch_graph import build_torch
+
+        torch = self.torch
+        module, inputs = self._prepare(build_torch(network, self.seed), [s.shape for s in network.inputs])
+        module.layer_hook = torch.profiler.record_function
+        activities = [torch.profiler.ProfilerActivity.CPU]
+        if self.device.type == "cuda":
+            activities.append(torch.profiler.ProfilerActivity.CUDA)
+        with torch.inference_mode():
+            for _ in range(3):  # warm-up outside the profiler
+                module(*inputs)
+            prof = torch.profiler.profile(activities=activities)
+            with _native_stderr_silenced():  # kineto prints a "USDT: profiler_start" line on each start and stop
+                prof.start()
+            try:
+                for _ in range(runs):
+                    with torch.profiler.record_function(RUN_LABEL):
+                        module(*inputs)
+                    if self.device.type == "cuda":
+                        torch.cuda.synchronize(self.device)
+            finally:
+                with _native_stderr_silenced():
+                    prof.stop()
+        return prof
 
 
 class _LayerInPlaceTimer:
