@@ -30,19 +30,23 @@ class AccelSource:
         return self.mapping.network if self.mapping is not None else None
 
 
-def add_source_arguments(parser: argparse.ArgumentParser, default_bits: int) -> None:
+def add_source_arguments(parser: argparse.ArgumentParser, default_bits: int, bits_reason: str,
+                         with_system: bool = False) -> None:
+    """MODEL, --network, --table, --bits, --spec, ... ; ``with_system`` when the command also takes --system
+    (which, like --sparsity and --images, sends a reference network's name through the IR path)."""
+    ir_options = "--sparsity, --images or --system" if with_system else "--sparsity or --images"
     parser.add_argument("model", nargs="?", metavar="MODEL",
                         help="a zoo name, .onnx or IR .json file (its conv and FC layers become rows); the names "
-                             "of the four reference networks (alexnet, vgg16, squeezenet_v11, googlenet_v1) take "
-                             "their shipped table unless --sparsity, --images or --system is given")
+                             "of the four reference networks (alexnet, vgg16, squeezenet_v11 = squeezenet1_1, "
+                             f"googlenet_v1 = googlenet) take their shipped table unless {ir_options} is given")
     parser.add_argument("--network", metavar="NAME",
                         help="one of the public CNNergy model's networks: alexnet, vgg16, squeezenet_v11, "
                              "googlenet_v1 (shipped layer tables with their sparsities and batches)")
     parser.add_argument("--table", type=Path, metavar="FILE.csv",
                         help="a layer table: name,R,M,H,C,U,E,s_if,s_of,n (optional groups,out,block)")
     parser.add_argument("--bits", type=int, choices=(16, 8), default=None,
-                        help=f"data width; the reference's scaling rules apply to 8 bits (default {default_bits}, "
-                             "or the spec file's)")
+                        help=f"data width; the reference's scaling rules apply to 8 bits (default {default_bits}: "
+                             f"{bits_reason}; or the spec file's)")
     parser.add_argument("--spec", type=Path, metavar="SPEC.yaml",
                         help="accelerator spec (YAML, 'version: 1'; default the Eyeriss-like accelerator; "
                              "'nnperf accel spec' prints a complete one)")

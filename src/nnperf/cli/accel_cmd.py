@@ -20,7 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     energy = commands.add_parser("energy", help="energy per layer and in total",
                                  description="Energy per image of each layer with its breakdown (MAC, RF, inter-PE, "
                                              "GLB, DRAM, clock, other control) and the cumulative energy.")
-    add_source_arguments(energy, default_bits=16)
+    add_source_arguments(energy, default_bits=16, bits_reason="the CNNergy reference model's width")
     energy.add_argument("--explain", action="store_true",
                         help="print each layer's scheduling parameters and the exception rules that fired")
     energy.add_argument("--blocks", action="store_true",
@@ -32,9 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     sweep = commands.add_parser("sweep", help="energy over GLB sizes, PE arrays and register files",
                                 description="Design-space exploration (NeuPart VIII-B, Fig. 13(c)): the network's "
                                             "energy at every GLB size, PE array and register-file scale, the optimum "
-                                            "and the smallest GLB within 2%% of it. Every point re-schedules with the "
+                                            "and the smallest GLB within 2% of it. Every point re-schedules with the "
                                             "model's own batch choice.")
-    add_source_arguments(sweep, default_bits=8)
+    add_source_arguments(sweep, default_bits=8, bits_reason="NeuPart's design sweep, Fig. 13(c)")
     sweep.add_argument("--glb", default="4,8,16,24,32,48,64,88,100,128,192,256,384,512", metavar="KB,...",
                        help="GLB sizes in kB (default 4 to 512)")
     sweep.add_argument("--pe", default=None, metavar="JxK,...", help="PE arrays, e.g. 12x14,16x16 (default the spec's)")

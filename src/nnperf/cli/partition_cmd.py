@@ -18,7 +18,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                                    "savings against fully cloud (FCC) and fully in situ (FISC) computation and the "
                                    "end-to-end delay. The client is the CNNergy accelerator (8-bit by default, as "
                                    "NeuPart evaluates) or, with --system, a calibrated CPU or GPU.")
-    add_source_arguments(p, default_bits=8)
+    add_source_arguments(p, default_bits=8, bits_reason="NeuPart's partitioning results",
+                         with_system=True)
     p.add_argument("--bitrate", default="60Mbps", help="effective uplink bit rate, e.g. 60Mbps (default)")
     p.add_argument("--tx-power", default="0.5W", help="transmit power, e.g. 0.5W or 500mW (default 0.5W)")
     coding = p.add_mutually_exclusive_group()

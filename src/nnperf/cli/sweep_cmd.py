@@ -14,7 +14,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                        description="Measure a layer (conv2d, depthwise or fc) in the middle of a three-layer "
                                    "profiling network while one parameter runs over a range and the others stay "
                                    "fixed (Osterwind et al., 3.3.1). Each point is timed in place until the "
-                                   "median's 95%% confidence interval is within --target-ci, and stored as it is "
+                                   "median's 95% confidence interval is within --target-ci, and stored as it is "
                                    "taken; an interrupted sweep resumes, a finished one is reused. The surrounding "
                                    "layers are chosen once per system and layer kind by a surround sweep (recorded "
                                    "in the store). Fit the result with `nnperf steps fit RUN`.")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,7 +27,8 @@ def si(count: float, unit: str = "") -> str:
 
 
 def console() -> Console:
-    """A console for stdout; wide when piped, so tables do not wrap in logs.
+    """A console for stdout; as wide as ``COLUMNS`` says, else the terminal, else (piped) 200 columns so
+    tables do not wrap in logs.
 
     Markup is off: names such as 'torch/cpu[threads=1]' print as they are.
     Styles go through ``rich.text.Text`` instead. rich is imported here, not with the package, so that
@@ -34,7 +36,9 @@ def console() -> Console:
     """
     from rich.console import Console
 
-    return Console(width=None if sys.stdout.isatty() else 200, soft_wrap=False, markup=False)
+    columns = os.environ.get("COLUMNS", "")
+    width = int(columns) if columns.isdigit() and int(columns) > 0 else None if sys.stdout.isatty() else 200
+    return Console(width=width, soft_wrap=False, markup=False)
 
 
 def pyplot() -> Any:

@@ -34,17 +34,21 @@ def profile_table(network: Network, report: ProfileReport) -> Table:
     """Per-layer times: median, IQR, CI half-width, share of the layer sum, fused group, energy."""
     total = report.layer_sum_s
     has_energy = any(m.energy_j is not None for m in report.layers)
+    has_groups = bool(report.unattributed_s) or any(m.group_size > 1 for m in report.layers)
     table = Table(title=Text(f"{network.name} on {report.system_label}: per-layer times ({report.method})"),
                   title_justify="left", show_footer=True)
     table.add_column("#", justify="right")
-    table.add_column("layer", footer="sum of layers")
+    names = [m.layer for m in report.layers] + list(report.unattributed_s)
+    # the layer names keep their width on a narrow terminal; the numbers' columns give way first
+    table.add_column("layer", footer="sum of layers", no_wrap=True, min_width=max(map(len, names), default=5))
     table.add_column("type")
     table.add_column("median ms", justify="right", footer=ms(total))
     table.add_column("IQR ms", justify="right")
     table.add_column("CI +/-", justify="right")
     table.add_column("n x block", justify="right")
     table.add_column("share", justify="right")
-    table.add_column("fused group")
+    if has_groups:
+        table.add_column("fused group")
     if has_energy:
         table.add_column("energy mJ", justify="right")
     counted: set[str] = set()
@@ -58,7 +62,7 @@ def profile_table(network: Network, report: ProfileReport) -> Table:
         fused = f"{group} ({m.group_size} layers)" if m.group_size > 1 else ""
         row: list[str | Text] = [str(index.get(m.layer, "")), m.layer, layer_type(network, m.layer),
                ms(s.median_s) if first else Text(ms(s.median_s), style="dim"), f"{ms(s.q1_s)}-{ms(s.q3_s)}",
-               f"{s.ci_rel:.1%}", f"{s.n}x{m.timing.block_size}", share, fused]
+               f"{s.ci_rel:.1%}", f"{s.n}x{m.timing.block_size}", share] + ([fused] if has_groups else [])
         if has_energy:
             row.append(f"{m.energy_j * 1e3:.4g}" if m.energy_j is not None else "-")
         table.add_row(*row)

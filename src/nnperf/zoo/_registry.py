@@ -153,12 +153,19 @@ def calibration_entries() -> list[ZooEntry]:
     return list(_CALIBRATION)
 
 
+ALIASES: dict[str, str] = {"squeezenet_v11": "squeezenet1_1", "squeezenet_v10": "squeezenet1_0",
+                           "googlenet_v1": "googlenet"}
+"""Other names of zoo networks: those the CNNergy reference tables use (``nnperf accel``, ``partition``)."""
+
+
 def _normalise(name: str) -> str:
-    return name.strip().lower().replace("-", "_")
+    key = name.strip().lower().replace("-", "_")
+    return ALIASES.get(key, key)
 
 
 def get(name: str) -> ZooEntry:
-    """The reference or calibration entry called ``name`` (case-insensitive, '-' accepted for '_').
+    """The reference or calibration entry called ``name`` (case-insensitive, '-' accepted for '_', or one of
+    its ``ALIASES``).
 
     Raises UnknownModelError listing the closest names, or all of them.
     """
