@@ -457,6 +457,7 @@ def parse_spec(data: bytes) -> Any:
 def _argument_parsers() -> dict[str, Callable[[str], Any]]:
     from nnperf.cli._backend_args import key_value, positive_int
     from nnperf.cli._shapes import parse_input_shape, parse_shape
+    from nnperf.cli._units import parse_bitrate_sweep
     from nnperf.cli.accel_cmd import _array, _numbers
     from nnperf.cli.advise_cmd import _fraction
     from nnperf.measure.sweep import parse_fixed, parse_range
@@ -465,11 +466,11 @@ def _argument_parsers() -> dict[str, Callable[[str], Any]]:
     return {"shape": parse_shape, "input_shape": parse_input_shape, "positive_int": positive_int,
             "key_value": key_value, "fraction": _fraction, "glb_numbers": lambda t: _numbers(t, "--glb"),
             "pe_array": _array, "bitrate": parse_bitrate, "power": parse_power, "range": parse_range,
-            "fixed": parse_fixed}
+            "fixed": parse_fixed, "bitrate_sweep": parse_bitrate_sweep}
 
 
 ARGUMENT_PARSERS = tuple(sorted(("shape", "input_shape", "positive_int", "key_value", "fraction", "glb_numbers",
-                                 "pe_array", "bitrate", "power", "range", "fixed")))
+                                 "pe_array", "bitrate", "power", "range", "fixed", "bitrate_sweep")))
 UNITS = ("", "x", "X", "W", "mW", "uW", "µW", "kW", "Mbps", "Gbps", "kbps", "bit/s", "MB/s", "%", ":", "=", ",")
 
 

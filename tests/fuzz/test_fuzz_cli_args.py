@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import math
 
+import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from fuzz.strategies import FUZZ, MAX_DIM, PARSERS, known_elsewhere, parses_or_refuses
 from nnperf.cli._shapes import parse_input_shape, parse_shape
+from nnperf.cli._units import parse_bitrate_sweep
+from nnperf.errors import NnperfError
 from nnperf.optimize.partition import parse_bitrate, parse_power
 
 CLI_ARGS = PARSERS["cli_args"]
@@ -37,3 +40,21 @@ def test_valid_shape_parses_to_its_sizes(shape: list[int], separator: str, name:
 def test_valid_units_parse_to_si(number: float, power_unit: tuple[str, float], rate_unit: tuple[str, float]) -> None:
     assert math.isclose(parse_power(f"{number!r}{power_unit[0]}"), number * power_unit[1])
     assert math.isclose(parse_bitrate(f"{number!r} {rate_unit[0]}"), number * rate_unit[1])
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    # found by reading the inline parse the fuzzing could not call: OverflowError, a list of 10**15 rates
+    ("1:inf:1", "need finite numbers"),
+    ("1:1e300:1e-300", "gives inf bit rates, more than 10000"),
+    ("1:1e9:1e-6", "gives 1e\\+15 bit rates, more than 10000"),
+    ("nan:1:1", "need finite numbers"),
+    ("1:2", "is not START:STOP:STEP"),
+])
+def test_bitrate_sweep_that_cannot_be_swept_is_one_line(text: str, message: str) -> None:
+    with pytest.raises(NnperfError, match=f"^--sweep-bitrates: .*{message}"):
+        parse_bitrate_sweep(text)
+
+
+def test_bitrate_sweep_includes_its_stop() -> None:
+    # (100 - 20) / 20 + 1 = 5 rates, in bit/s
+    assert parse_bitrate_sweep("20:100:20") == [20e6, 40e6, 60e6, 80e6, 100e6]

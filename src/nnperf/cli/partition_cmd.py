@@ -8,6 +8,7 @@ from pathlib import Path
 
 from nnperf.cli._accel_source import add_source_arguments, load_source
 from nnperf.cli._store_arg import add_db_argument, open_store
+from nnperf.cli._units import parse_bitrate_sweep
 from nnperf.errors import NnperfError
 
 
@@ -142,14 +143,7 @@ def _figures(args: argparse.Namespace, points, result) -> list[Path]:  # type: i
     from nnperf.optimize.partition import parse_power, sweep_channels
     from nnperf.report.partition import plot_delay, plot_energy_cost, plot_pareto, plot_savings
 
-    try:
-        start, stop, step = (float(x) for x in args.sweep_bitrates.split(":"))
-    except ValueError:
-        raise NnperfError(f"--sweep-bitrates: {args.sweep_bitrates!r} is not START:STOP:STEP in Mbit/s") from None
-    if not (0 < start <= stop and step > 0):
-        raise NnperfError(f"--sweep-bitrates: need 0 < START <= STOP and STEP > 0, got {args.sweep_bitrates!r}")
-    count = int((stop - start) / step + 1e-9) + 1
-    bitrates = [(start + i * step) * 1e6 for i in range(count)]
+    bitrates = parse_bitrate_sweep(args.sweep_bitrates)
     powers = [parse_power(p) for p in args.sweep_powers.split(",")]
     sweep = sweep_channels(points, bitrates, powers)
     out: Path = args.out

@@ -1,0 +1,30 @@
+"""Parsing of number-list arguments with units, such as ``--sweep-bitrates 5:200:5`` (Mbit/s)."""
+
+from __future__ import annotations
+
+import math
+
+from nnperf.errors import NnperfError
+
+MAX_SWEEP_POINTS = 10_000
+"""More bit rates than a figure can show; a range this long is a typo (e.g. a step of 1e-6)."""
+
+
+def parse_bitrate_sweep(text: str, option: str = "--sweep-bitrates") -> list[float]:
+    """'START:STOP:STEP' in Mbit/s -> the bit rates in bit/s, STOP included when the steps land on it.
+
+    Raises NnperfError for anything but three finite numbers with 0 < START <= STOP and STEP > 0, and for
+    more than ``MAX_SWEEP_POINTS`` points.
+    """
+    try:
+        start, stop, step = (float(x) for x in text.split(":"))
+    except ValueError:
+        raise NnperfError(f"{option}: {text!r} is not START:STOP:STEP in Mbit/s") from None
+    if not all(math.isfinite(v) for v in (start, stop, step)) or not (0 < start <= stop and step > 0):
+        raise NnperfError(f"{option}: need finite numbers with 0 < START <= STOP and STEP > 0, got {text!r}")
+    steps = (stop - start) / step + 1e-9  # a float: 1:1e300:1e-300 overflows to inf
+    if steps + 1 > MAX_SWEEP_POINTS:
+        raise NnperfError(f"{option}: {text!r} gives {steps + 1:.3g} bit rates, more than {MAX_SWEEP_POINTS}; "
+                          "use a larger STEP")
+    count = int(steps) + 1
+    return [(start + i * step) * 1e6 for i in range(count)]
