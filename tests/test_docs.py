@@ -56,7 +56,7 @@ def test_no_project_file_points_to_the_team_material_outside_the_repository() ->
 LINK = re.compile(r"(?<!!)\[(?:[^\]\[]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 IMAGE = re.compile(r"!\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 REFERENCE = re.compile(r"^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s+.*)?$", re.MULTILINE)
-FENCE = re.compile(r"^(\s*)(```|~~~).*?^\1\2\s*$", re.MULTILINE | re.DOTALL)
+FENCE = re.compile(r"^([ \t]*)(```|~~~).*?^\1\2[ \t]*$", re.MULTILINE | re.DOTALL)
 CODE_SPAN = re.compile(r"`[^`\n]*`")
 HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$", re.MULTILINE)
 EXPLICIT_ANCHOR = re.compile(r"<a\s+(?:name|id)=\"([^\"]+)\"", re.IGNORECASE)
@@ -128,3 +128,4 @@ def test_the_slug_rule() -> None:
         "step-models-and-the-width-advisor-osterwind-et-al"
     assert github_slug("The `predict --json` document") == "the-predict---json-document"
     assert anchors("# A\n## A\n```\n# not a heading\n```\n") == {"a", "a-1"}
+    assert anchors("x\n\n```json\n{}\n```\n\n## B\n\n```\ny\n```\n") == {"b"}
