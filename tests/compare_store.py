@@ -3,8 +3,11 @@ measurement's times are one value repeated, so its median is that value)."""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
+
+import pytest
 
 from nnperf.measure import HostInfo, LayerMeasurement, Method, NetworkMeasurement, SystemSpec, fixed_timing
 from nnperf.store import Store
@@ -51,3 +54,14 @@ def build_store(path: Path) -> Path:
         add_run(store, two.id, "net", RUN_A, 5.0, finish=False)
         add_run(store, two.id, "other", RUN_A, 2.0)
     return path
+
+
+@pytest.fixture(scope="session")
+def built_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """:func:`build_store` once a session (writing it takes a fifth of a second)."""
+    return build_store(tmp_path_factory.mktemp("compare") / "m.db")
+
+
+def copy_store(built: Path, folder: Path) -> Path:
+    """A test's own copy of the built store, free to write to."""
+    return Path(shutil.copy(built, folder / "m.db"))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from compare_store import MS, RUN_A, WHOLE_A, WHOLE_B, add_run, build_store, spec
+from compare_store import MS, RUN_A, WHOLE_A, WHOLE_B, add_run, built_store, copy_store, spec
 from nnperf.errors import NnperfError, StoreError
 from nnperf.measure import Method
 from nnperf.report.compare import (
@@ -22,10 +22,12 @@ from nnperf.report.compare import (
 from nnperf.report.optypes import OpTime, time_by_op
 from nnperf.store import Store
 
+__all__ = ["built_store"]  # the session fixture
+
 
 @pytest.fixture
-def store(tmp_path: Path):
-    with Store(build_store(tmp_path / "m.db")) as opened:
+def store(built_store: Path, tmp_path: Path):
+    with Store(copy_store(built_store, tmp_path)) as opened:
         yield opened
 
 
