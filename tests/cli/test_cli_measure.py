@@ -37,7 +37,9 @@ def test_profile_prints_the_table_the_ratio_and_stores_it(capsys, tiny_json: Pat
                  "sum of isolated layer times", "x the whole network", "stored as run 1"):
         assert text in out
     code, out, _ = run(capsys, "systems", "--db", str(db), "--json")
-    systems = json.loads(out)
+    document = json.loads(out)
+    assert (document["format"], document["version"], document["store"]) == ("nnperf-systems", 1, str(db))
+    systems = document["systems"]
     assert len(systems) == 1 and systems[0]["backend"] == "torch"
     assert (systems[0]["runs"], systems[0]["layer_measurements"], systems[0]["network_measurements"]) == (1, 12, 1)
     code, out, _ = run(capsys, "measurements", "export", "--db", str(db))

@@ -140,7 +140,9 @@ def test_sweep_accepts_an_odd_kernel_wider_than_the_unpadded_input(capsys: pytes
 
 def test_steps_fit_finds_the_fake_linear(capsys: pytest.CaptureFixture[str], db: str) -> None:
     sweep(capsys, db)
-    fits = run_json(capsys, "steps", "fit", "--db", db)
+    document = run_json(capsys, "steps", "fit", "--db", db)
+    assert (document["format"], document["version"]) == ("nnperf-step-fits", 1)
+    fits = document["fits"]
     assert len(fits) == 1
     fit = fits[0]
     assert (fit["format"], fit["version"], fit["run_id"]) == ("nnperf-steps", 1, 1)
@@ -159,7 +161,7 @@ def test_steps_fit_finds_the_fake_linear(capsys: pytest.CaptureFixture[str], db:
 
 def test_steps_fit_a_short_sweep_gets_a_line(capsys: pytest.CaptureFixture[str], db: str) -> None:
     sweep(capsys, db, "kernel", "1,3,5,7")
-    (fit,) = run_json(capsys, "steps", "fit", "--db", db)
+    (fit,) = run_json(capsys, "steps", "fit", "--db", db)["fits"]
     assert fit["shape"]["kind"] == "linear" and fit["confidence"] is None
     assert "4 points: too few to detect steps" in fit["note"]
 

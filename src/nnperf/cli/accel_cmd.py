@@ -48,9 +48,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     sweep.set_defaults(run=run_sweep)
 
     spec = commands.add_parser("spec", help="print an accelerator spec as YAML (the defaults, or a file's)",
-                               description="Print a complete accelerator spec as YAML: a starting point for your own.")
+                               description="Print a complete accelerator spec as YAML (or JSON): a starting point "
+                                           "for your own.")
     spec.add_argument("--bits", type=int, choices=(16, 8), default=16, help="data width of the defaults (16)")
     spec.add_argument("--spec", type=Path, metavar="SPEC.yaml", help="print this file's spec with defaults filled in")
+    spec.add_argument("--json", action="store_true", help="print the spec as JSON instead of YAML")
     spec.set_defaults(run=run_spec)
 
 
@@ -113,7 +115,11 @@ def run_sweep(args: argparse.Namespace) -> int:
 def run_spec(args: argparse.Namespace) -> int:
     from nnperf.accel import eyeriss_spec, load_spec, spec_yaml
 
-    print(spec_yaml(load_spec(args.spec) if args.spec else eyeriss_spec(args.bits)), end="")
+    spec = load_spec(args.spec) if args.spec else eyeriss_spec(args.bits)
+    if args.json:
+        print(json.dumps(spec.to_dict(), indent=1))
+    else:
+        print(spec_yaml(spec), end="")
     return 0
 
 

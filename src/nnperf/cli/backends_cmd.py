@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import json
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("backends", help="list measurement backends and power meters and whether they can run here",
                        description="List every registered backend (for cpu and cuda) and power meter, with the "
                                    "reason when one cannot run on this machine.")
+    p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(run=run)
 
 
@@ -19,14 +21,22 @@ def run(args: argparse.Namespace) -> int:
     from nnperf.measure.power import meter_report
     from nnperf.report import console
 
+    backends = [{"name": name, "device": device, "available": available.ok, "reason": available.reason,
+                 "measures": name != "fake"}
+                for device in ("cpu", "cuda") for name, available in backend_report(device)]
+    meters = [{"name": name, "available": available.ok, "reason": available.reason}
+              for name, available in meter_report()]
+    if args.json:
+        print(json.dumps({"format": "nnperf-backends", "version": 1, "backends": backends, "power_meters": meters},
+                         indent=1))
+        return 0
     table = Table(title="backends and power meters", title_justify="left")
     for column in ("kind", "name", "device", "available", "why not"):
         table.add_column(column)
-    for device in ("cpu", "cuda"):
-        for name, available in backend_report(device):
-            note = " (harness tests only)" if name == "fake" else ""
-            table.add_row("backend", name + note, device, "yes" if available.ok else "no", available.reason)
-    for name, available in meter_report():
-        table.add_row("power meter", name, "", "yes" if available.ok else "no", available.reason)
+    for b in backends:
+        note = "" if b["measures"] else " (harness tests only)"
+        table.add_row("backend", b["name"] + note, b["device"], "yes" if b["available"] else "no", b["reason"])
+    for m in meters:
+        table.add_row("power meter", m["name"], "", "yes" if m["available"] else "no", m["reason"])
     console().print(table)
     return 0

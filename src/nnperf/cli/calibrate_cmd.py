@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 
 from nnperf.cli._backend_args import Progress, add_backend_arguments
 from nnperf.cli._store_arg import add_db_argument
@@ -24,6 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--target-ci", type=float, default=None, help="median CI target per layer (default 0.02)")
     p.add_argument("--if-needed", action="store_true",
                    help="do nothing when this system already has a stored calibration")
+    p.add_argument("--json", action="store_true", help="print the calibration's summary as JSON")
     add_db_argument(p)
     p.set_defaults(run=run)
 
@@ -32,10 +34,11 @@ def run(args: argparse.Namespace) -> int:
     from nnperf.api import calibrate, open_backend, opened_store, stored_calibration
     from nnperf.errors import FormatVersionError
     from nnperf.report import console
-    from nnperf.report.predictions import calibration_summary, calibration_table
+    from nnperf.report.predictions import calibration_document, calibration_summary, calibration_table
     from nnperf.store import default_store_path
 
     out = console()
+    store_path = str(args.db or default_store_path())
     settings = {"backend": args.backend, "device": args.device, "threads": args.threads, "options": dict(args.option)}
     if args.if_needed:
         with opened_store(args.db) as store, open_backend(**settings) as backend:
@@ -44,14 +47,20 @@ def run(args: argparse.Namespace) -> int:
             except FormatVersionError as exc:  # an older nnperf's model: refit (stored measurements are reused)
                 out.print(f"refitting: {exc}")
                 existing = None
+            if existing is not None and args.json:
+                print(json.dumps(calibration_document(existing, store_path), indent=1))
+                return 0
             if existing is not None:
                 out.print(f"{existing.system_label} is already calibrated in {store.path} (c = "
                           f"{existing.coefficient_c:.3f}, {len(existing.latency)} layer-type models); nothing to do")
                 return 0
-    with Progress(True, "calibrating") as progress:
+    with Progress(not args.json, "calibrating") as progress:
         model = calibrate(store=args.db, energy=args.energy, budget_s=args.budget_s, target_ci=args.target_ci,
                           progress=progress, **settings)
+    if args.json:
+        print(json.dumps(calibration_document(model, store_path), indent=1))
+        return 0
     out.print(calibration_table(model))
-    for line in calibration_summary(model, str(args.db or default_store_path())):
+    for line in calibration_summary(model, store_path):
         out.print(line)
     return 0

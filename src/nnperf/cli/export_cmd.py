@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -12,6 +13,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("name", metavar="NAME", help="zoo name (see `nnperf zoo`)")
     p.add_argument("out", metavar="OUT.onnx", help="path of the ONNX file to write")
     p.add_argument("--seed", type=int, default=0, help="seed of the random weights (default: 0)")
+    p.add_argument("--json", action="store_true", help="print what was written as JSON")
     p.set_defaults(run=run)
 
 
@@ -23,5 +25,9 @@ def run(args: argparse.Namespace) -> int:
     check_output_path(args.out)  # before the (slow) build
     entry = zoo.get(args.name)
     path = export_onnx(entry.build(args.seed), entry.example_input(args.seed), args.out)
-    print(f"wrote {path} ({entry.name}, input {shape_text(entry.input_shape)})")
+    if args.json:
+        print(json.dumps({"format": "nnperf-export", "version": 1, "network": entry.name, "path": str(path),
+                          "input_shape": list(entry.input_shape), "seed": args.seed}, indent=1))
+    else:
+        print(f"wrote {path} ({entry.name}, input {shape_text(entry.input_shape)})")
     return 0

@@ -98,7 +98,8 @@ def run_fit(args: argparse.Namespace) -> int:
             plots.append(plot_sweep(fit.sweep, fit.model, Path(args.out) / f"sweep-{fit.sweep.run_id}.png",
                                     work=fit.work))
     if args.json:
-        print(json.dumps([fit.to_dict() for fit in fits], indent=1))
+        print(json.dumps({"format": "nnperf-step-fits", "version": 1, "fits": [fit.to_dict() for fit in fits]},
+                         indent=1))
         return 0
     out.print(fit_table(fits))
     for fit in fits:

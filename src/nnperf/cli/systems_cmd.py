@@ -24,10 +24,12 @@ def run(args: argparse.Namespace) -> int:
     with open_store(args, create=False) as store:
         systems, counts = store.systems(), store.measurement_counts()
     if args.json:
-        print(json.dumps([{"id": s.id, "key": s.key, "backend": s.backend, "device": s.device,
-                           "device_name": s.device_name, "options": s.options, "host": s.host,
-                           "runs": counts.get(s.id, (0, 0, 0))[0], "layer_measurements": counts.get(s.id, (0, 0, 0))[1],
-                           "network_measurements": counts.get(s.id, (0, 0, 0))[2]} for s in systems], indent=1))
+        rows = [{"id": s.id, "key": s.key, "backend": s.backend, "device": s.device, "device_name": s.device_name,
+                 "options": s.options, "host": s.host, "runs": counts.get(s.id, (0, 0, 0))[0],
+                 "layer_measurements": counts.get(s.id, (0, 0, 0))[1],
+                 "network_measurements": counts.get(s.id, (0, 0, 0))[2]} for s in systems]
+        print(json.dumps({"format": "nnperf-systems", "version": 1, "store": str(store.path), "systems": rows},
+                         indent=1))
     elif not systems:
         console().print(f"no systems in {store.path} yet: measure one with `nnperf profile MODEL --backend torch`")
     else:

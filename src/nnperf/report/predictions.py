@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from rich.table import Table
 from rich.text import Text
@@ -29,9 +30,9 @@ def calibration_table(model: SystemModel) -> Table:
 def calibration_summary(model: SystemModel, store_path: str) -> list[str]:
     """What the calibration measured and fitted: c, the composition, the roofline peaks, where it is stored."""
     info = model.calibration
-    lines = [f"network coefficient c = {model.coefficient_c:.3f} (Eq. 6, from {len(info['networks'])} "
+    lines = [(f"network coefficient c = {model.coefficient_c:.3f} (Eq. 6, from {len(info['networks'])} "
              f"whole-network runs); {info['layers']} layers measured; {info['wall_s']:.0f} s "
-             f"({info['reused_networks']} network(s) reused from earlier runs)"]
+             f"({info['reused_networks']} network(s) reused from earlier runs)")]
     if model.composition is not None:
         fused = model.composition.fusion.fused_pairs
         lines.append(f"composition: {model.composition.delta_s * 1e6:+.1f} us per unfused layer call; fused by this "
@@ -41,6 +42,29 @@ def calibration_summary(model: SystemModel, store_path: str) -> list[str]:
                      f"{model.roofline.bytes_per_s_ / 1e9:.1f} GB/s")
     lines.append(f"stored for {model.system_label} (system {model.system_key[:8]}) in {store_path}")
     return lines
+
+
+CALIBRATION_FORMAT = ("nnperf-calibration", 1)
+"""The format and version of :func:`calibration_document`."""
+
+
+def calibration_document(model: SystemModel, store_path: str) -> dict[str, Any]:
+    """What ``nnperf calibrate --json`` prints: the fitted models' summary (times in seconds)."""
+    info = model.calibration
+    composition = model.composition
+    return {
+        "format": CALIBRATION_FORMAT[0], "version": CALIBRATION_FORMAT[1], "system": model.system_label,
+        "system_key": model.system_key, "store": store_path, "coefficient_c": model.coefficient_c,
+        "networks": list(info["networks"]), "layers_measured": info["layers"], "wall_s": info["wall_s"],
+        "reused_networks": info["reused_networks"],
+        "latency_models": [{"layer_type": key, "samples": m.n_samples_, "r2": m.r2_, "fastest_s": m.y_min_,
+                            "slowest_s": m.y_max_, "energy_model": key in model.energy}
+                           for key, m in sorted(model.latency.items())],
+        "composition": None if composition is None else {
+            "delta_s": composition.delta_s, "fused_pairs": list(composition.fusion.fused_pairs)},
+        "roofline": None if model.roofline is None else {
+            "ops_per_s": model.roofline.ops_per_s_, "bytes_per_s": model.roofline.bytes_per_s_},
+    }
 
 
 def prediction_table(network: Network, prediction: NetworkPrediction,
