@@ -48,6 +48,8 @@ def run(args: argparse.Namespace) -> int:
     specs = parse_side(args.a), parse_side(args.b)
     if args.fail_if_slower is not None and not args.fail_if_slower >= 0:
         raise NnperfError(f"--fail-if-slower takes a percentage >= 0, got {args.fail_if_slower}")
+    if args.top < 0:
+        raise NnperfError(f"--top takes a count >= 0, got {args.top}")
     network = None
     if any(s.kind == "predicted" for s in specs) and args.model:
         from nnperf.api import load_model

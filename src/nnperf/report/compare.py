@@ -211,7 +211,7 @@ def compare(a: Side, b: Side) -> Comparison:
     """Layer by layer (A's order, then the layers only B has, in B's order) and op type by op type."""
     b_times = {t.layer: t for t in b.layers}
     a_names = {t.layer for t in a.layers}
-    layers = []
+    layers: list[LayerDiff] = []
     for t in a.layers:
         other = b_times.get(t.layer)
         layers.append(LayerDiff(t.layer, t.op, t.time_s, other.time_s if other else None,
