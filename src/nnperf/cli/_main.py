@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -14,6 +15,7 @@ from nnperf.cli import (
     backends_cmd,
     calibrate_cmd,
     compare_cmd,
+    completion_cmd,
     evaluate_cmd,
     export_cmd,
     inspect_cmd,
@@ -31,9 +33,12 @@ from nnperf.errors import NnperfError
 EXIT_ERROR = 1
 EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141
+"""128 + SIGPIPE, what a shell reports for a pipeline member whose reader went away."""
 
 COMMANDS = (zoo_cmd, inspect_cmd, export_cmd, backends_cmd, profile_cmd, systems_cmd, measurements_cmd, calibrate_cmd,
-            predict_cmd, evaluate_cmd, sweep_cmd, steps_cmd, advise_cmd, accel_cmd, partition_cmd, compare_cmd)
+            predict_cmd, evaluate_cmd, sweep_cmd, steps_cmd, advise_cmd, accel_cmd, partition_cmd, compare_cmd,
+            completion_cmd)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"nnperf {__version__}")
     parser.add_argument("--debug", action="store_true", help="show the full traceback on errors")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for command in COMMANDS:
         command.register(sub)
     return parser
@@ -67,8 +72,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Runs the CLI; returns the process exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command is None:  # plain `nnperf`: what it can do, not a usage error
+        parser.print_help()
+        return 0
     try:
-        return int(args.run(args) or 0)
+        code = int(args.run(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handlers, not at interpreter exit
+        return code
+    except BrokenPipeError:
+        return _reader_gone()
     except NnperfError as exc:
         if args.debug:
             traceback.print_exc()
@@ -83,6 +95,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"nnperf: internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)",
               file=sys.stderr)
         return EXIT_INTERNAL
+
+
+def _reader_gone() -> int:
+    """The reader of stdout stopped (``nnperf measurements export | head``): stop quietly, as a killed
+    pipeline member would, with stdout pointed at /dev/null so the final flush cannot fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return EXIT_BROKEN_PIPE
 
 
 def entry_point() -> None:

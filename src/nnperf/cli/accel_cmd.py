@@ -15,7 +15,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                        description="The analytical CNNergy model of NeuPart: energy per image of each conv and FC "
                                    "layer on a row-stationary accelerator (Eyeriss-like by default), with its "
                                    "breakdown and scheduling parameters, and design-space sweeps.")
-    commands = p.add_subparsers(dest="accel_command", metavar="SUBCOMMAND", required=True)
+    commands = p.add_subparsers(dest="accel_command", metavar="COMMAND", required=True)
 
     energy = commands.add_parser("energy", help="energy per layer and in total",
                                  description="Energy per image of each layer with its breakdown (MAC, RF, inter-PE, "

@@ -11,7 +11,7 @@ from nnperf.cli._store_arg import add_db_argument, open_store
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("measurements", help="export stored measurements",
                        description="Work with the measurements in the store.")
-    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    actions = p.add_subparsers(dest="action", metavar="COMMAND", required=True)
     e = actions.add_parser("export", help="write layer or network measurements as CSV",
                            description="Write one CSV row per measurement: system, run, statistics (seconds, "
                                        "joules) and the raw times.")

@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                                    "and fluctuation period r of stored sweeps automatically; `predict` composes "
                                    "the fitted models to predict any layer configuration, or characterises a new "
                                    "configuration from four measurements.")
-    steps = p.add_subparsers(dest="steps_command", metavar="ACTION", required=True)
+    steps = p.add_subparsers(dest="steps_command", metavar="COMMAND", required=True)
 
     fit = steps.add_parser("fit", help="detect d and r in stored sweeps and store the fitted models",
                            description="Fit the generalised step model (Eq. 3.1-3.3) to stored sweeps: linear, "
