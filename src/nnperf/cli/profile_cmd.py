@@ -27,7 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="a power meter (nvml, rapl) read around each measurement, or a power-analyser trace CSV "
                         "(time_s,power_w) recorded during the last isolated run of MODEL on this system")
     p.add_argument("--trace-offset-s", type=float, default=0.0,
-                   help="added to the trace's times to put them on Unix time (default 0: already Unix time)")
+                   help="added to the power trace's times (--energy TRACE.csv) to put them on Unix time (default 0: "
+                        "already Unix time)")
     p.add_argument("--gap-s", type=float, default=0.0,
                    help="idle seconds between layers, so a power trace separates them (PreVIous used 0.3)")
     p.add_argument("--target-ci", type=float, default=0.02,
@@ -47,7 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         "profiler) of --trace-runs extra whole-network runs after the profile; auto (default): "
                         "framework when the layers were timed in whole-network runs (--per-layer profiler or "
                         "none) and the backend has such a trace, else layers (isolated medians, opencv, fake)")
-    p.add_argument("--trace-runs", type=positive_int, default=None,
+    p.add_argument("--trace-runs", type=positive_int, default=None, metavar="N",
                    help=f"whole-network runs in a framework trace (default {TRACE_RUNS})")
     p.add_argument("--json", action="store_true", help="print the profile as JSON")
     add_db_argument(p)
