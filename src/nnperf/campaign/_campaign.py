@@ -6,8 +6,9 @@ measured. :func:`open_campaign`
 
 1. reuses the newest finished ('done') run of the campaign when ``reuse``: the
    caller reads it back and measures nothing;
-2. otherwise resumes an interrupted ('running' or 'failed') run, or starts a new
-   one (:meth:`Store.start_run`);
+2. otherwise resumes an interrupted run ('failed', or 'running' by a process
+   that is gone), or starts a new one, also while another live process runs
+   the same campaign: each run has one owner (:meth:`Store.start_run`);
 3. reads the points the run already holds, with their stored timings, so the
    caller skips them;
 4. finishes the run 'done' when the ``with`` block ends normally and 'failed'

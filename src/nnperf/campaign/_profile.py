@@ -1,7 +1,8 @@
 """A profiling campaign: one network on one backend, whole and layer by layer, into the store.
 
-Each measurement is committed as soon as it is taken; an interrupted campaign
-(same system, model and settings) resumes and skips what is stored, and with
+Each measurement is committed as soon as it is taken (the profiler's passes
+chunk by chunk); an interrupted campaign (same system, model and settings)
+resumes and skips what is stored, and with
 ``reuse`` a finished one is read back instead of measured again. A sentinel
 layer timed at the start and at the end detects a machine whose speed drifted
 during the campaign.
