@@ -83,3 +83,20 @@ def test_profile_table_keeps_layer_names_whole_on_a_narrow_terminal(
     assert all(len(line) <= 100 for line in out.splitlines())
     # outside a terminal the progress bar prints nothing at all (it left an empty line): only the warning
     assert err.splitlines() == ["nnperf: warning: the fake backend's times come from a cost model, not a measurement"]
+
+
+def test_calibrate_starts_with_a_header(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from networks import residual_conv_net
+
+    nets = [residual_conv_net(f"cal{c}", c, 8) for c in (4, 8)]
+    for where in ("nnperf.prediction._calibrate.calibration_networks", "nnperf.prediction.calibration_networks"):
+        monkeypatch.setattr(where, lambda: nets)
+    db = tmp_path / "c.db"
+    code, out, err = run_cli(capsys, "calibrate", "--backend", "fake", "--budget-s", "0.01", "--db", str(db))
+    assert code == 0, err
+    first = " ".join(out.split("calibration of")[0].split())
+    assert first == (f"calibrating fake on cpu (1 thread) into {db}: 2 calibration networks, 8 layers timed alone "
+                     "and each network whole, then short profiler passes and the roofline peaks; every measurement "
+                     "is stored as it is taken, so an interrupted calibration resumes")

@@ -151,3 +151,19 @@ def test_version_2_documents_are_read() -> None:
     assert model.coefficient_c == 1.1 and model.composition == Composition.of(2e-6)
     assert model.macs is not None and model.macs.seconds_per_mac_ == 1e-9 and model.roofline is None
     assert sorted(model.predictors) == ["composed", "macs", "previous"]
+
+def test_calibration_progress_is_one_scale_over_every_phase(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # the bar's ETA covered only the current phase: each phase restarted at 0 of its own total, and the
+    # profiler phase (one unit per network) showed 0:00:00
+    calibration = [residual_conv_net(f"cal{c}", c, 8) for c in (4, 8, 16)]
+    seen: list[tuple[str, int, int]] = []
+    with Store(tmp_path / "m.db") as store:
+        calibrate(FakeBackend(), store, calibration, FAST, progress=lambda *event: seen.append(event))
+    totals = {total for _, _, total in seen}
+    assert totals == {3 * (4 + 1) + 3 + 1}  # isolated layers and wholes, one unit per profiler pass, roofline
+    done = [d for _, d, _ in seen]
+    assert done == sorted(done) and done[-1] == 19
+    phases = [what.split(":")[0] for what, _, _ in seen]
+    assert phases.index("profiler") > max(i for i, p in enumerate(phases) if p == "isolated")
+    profiler = [d for what, d, _ in seen if what.startswith("profiler: ")]
+    assert min(profiler) >= 15 and max(profiler) == 18  # after the 15 isolated units, 3 units for 3 networks

@@ -21,8 +21,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     add_backend_arguments(p)
     p.add_argument("--energy", metavar="METER", help="also fit energy models from a power meter (nvml, rapl)")
     p.add_argument("--budget-s", type=float, default=None,
-                   help="time budget per layer measurement in seconds (default 0.5)")
-    p.add_argument("--target-ci", type=float, default=None, help="median CI target per layer (default 0.02)")
+                   help="time budget per layer measurement in seconds (default 0.5, less than profile's 3: "
+                        "calibration measures about 470 layers, and the fit averages their noise)")
+    p.add_argument("--target-ci", type=float, default=None, help="stop repeating a layer once the median's 95%% CI is within this fraction "
+                                                                  "(default 0.02, as profile)")
     p.add_argument("--if-needed", action="store_true",
                    help="do nothing when this system already has a stored calibration")
     p.add_argument("--json", action="store_true", help="print the calibration's summary as JSON")
@@ -34,7 +36,12 @@ def run(args: argparse.Namespace) -> int:
     from nnperf.api import calibrate, open_backend, opened_store, stored_calibration
     from nnperf.errors import FormatVersionError
     from nnperf.report import console
-    from nnperf.report.predictions import calibration_document, calibration_summary, calibration_table
+    from nnperf.report.predictions import (
+        calibration_document,
+        calibration_header,
+        calibration_summary,
+        calibration_table,
+    )
     from nnperf.store import default_store_path
 
     out = console()
@@ -54,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
                 out.print(f"{existing.system_label} is already calibrated in {store.path} (c = "
                           f"{existing.coefficient_c:.3f}, {len(existing.latency)} layer-type models); nothing to do")
                 return 0
+    if not args.json:
+        out.print(calibration_header(args.backend, args.device, args.threads, store_path))
     with Progress(not args.json, "calibrating") as progress:
         model = calibrate(store=args.db, energy=args.energy, budget_s=args.budget_s, target_ci=args.target_ci,
                           progress=progress, **settings)

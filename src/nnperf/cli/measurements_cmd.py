@@ -18,7 +18,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     e.add_argument("--table", choices=["layers", "networks"], default="layers",
                    help="layer measurements (default) or whole-network measurements")
     e.add_argument("--system", metavar="ID|KEY", help="only this system (id or key prefix, see `nnperf systems`)")
-    e.add_argument("-o", "--output", metavar="FILE.csv", help="write to FILE.csv instead of stdout")
+    e.add_argument("--csv", "-o", "--output", dest="output", metavar="FILE.csv",
+                   help="write to FILE.csv instead of stdout (--csv FILE, as in other commands; -o and --output "
+                        "also work)")
     add_db_argument(e)
     e.set_defaults(run=run_export)
 

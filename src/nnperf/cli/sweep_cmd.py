@@ -31,8 +31,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="width of the surrounding layers: auto (the recorded choice for this system and kind, "
                         "found by a surround sweep the first time) or a number")
     p.add_argument("--target-ci", type=float, default=None,
-                   help="stop a point when the median's CI half-width is within this fraction (default 0.01)")
-    p.add_argument("--budget-s", type=float, default=None, help="time budget per point in seconds (default 1)")
+                   help="stop a point when the median's CI half-width is within this fraction (default 0.01, "
+                        "tighter than profile's 0.02: a step of a few percent must stand out of the noise)")
+    p.add_argument("--budget-s", type=float, default=None, help="time budget per point in seconds (default 1: a sweep "
+                                                                  "has tens of points, a profile a few layers)")
     p.add_argument("--rounds", type=int, default=1,
                    help="passes over the range, one after the other; a point's latency is the median of its "
                         "rounds, which votes out bursts of contention on a shared machine (default 1)")

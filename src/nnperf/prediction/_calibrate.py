@@ -105,13 +105,22 @@ def calibrate(backend: Backend, store: Store, networks: Sequence[Network] | None
     started = time.perf_counter()
     networks = list(networks) if networks is not None else calibration_networks()
     config = config or ProfileConfig(per_layer="isolated", harness=CALIBRATION_HARNESS)
-    runs = measure_networks(backend, store, networks, config, meter, _prefixed(progress, "isolated: "))
+    # one progress scale over all three phases, so a bar's ETA covers the whole calibration: the isolated
+    # phase counts each layer and whole network, the (much shorter) profiler phase one unit per network,
+    # the roofline peaks one unit
+    isolated_units = sum(len(n.layers) + 1 for n in networks)
+    total = isolated_units + len(networks) + 1
+    runs = measure_networks(backend, store, networks, config, meter,
+                            _phase(progress, "isolated: ", 0, 1.0, total))
     profiled = measure_networks(backend, store, networks, replace(config, per_layer="profiler",
                                                                   profiler_runs=FUSION_PROFILER_RUNS),
-                                progress=_prefixed(progress, "profiler: "))
+                                progress=_phase(progress, "profiler: ", isolated_units,
+                                                len(networks) / isolated_units, total))
     if progress is not None:
-        progress("roofline peaks", 1, 1)
+        progress("roofline peaks", total - 1, total)
     roofline = measure_roofline(backend)
+    if progress is not None:
+        progress("roofline peaks", total, total)
     system = backend.system()
     model = fit_system_model(runs, system.key, system.label, profiled=profiled, roofline=roofline)
     calibration = dict(model.calibration)
@@ -122,10 +131,13 @@ def calibrate(backend: Backend, store: Store, networks: Sequence[Network] | None
     return model
 
 
-def _prefixed(progress: RunsProgress | None, prefix: str) -> RunsProgress | None:
+def _phase(progress: RunsProgress | None, prefix: str, offset: int, scale: float,
+           total: int) -> RunsProgress | None:
+    """A phase's progress (its own ``done`` of ``measure_networks``' units) on the calibration's scale:
+    ``offset + done * scale`` of ``total``, rounded."""
     if progress is None:
         return None
-    return lambda what, done, total: progress(prefix + what, done, total)
+    return lambda what, done, _total: progress(prefix + what, offset + round(done * scale), total)
 
 
 def load_system_model(store: Store, system_key: str, label: str, backend: str = "torch") -> SystemModel:

@@ -43,10 +43,12 @@ def measure_networks(backend: Backend, store: Store, networks: Sequence[Network]
     done_before = 0
     measured = []
     for net in networks:
-        def forward(what: str, done: int, _total: int, offset: int = done_before, name: str = net.name,
+        def forward(what: str, done: int, part_total: int, offset: int = done_before, name: str = net.name,
                     size: int = len(net.layers)) -> None:
+            # the campaign counts its layers (of ``size``), then reports the profiler runs and the whole network
+            # on their own 0-of-1 scales: those come after every layer, never back at the first one
             if progress is not None:
-                progress(f"{name}: {what}", offset + min(done, size), total)
+                progress(f"{name}: {what}", offset + (min(done, size) if part_total == size else size), total)
 
         report = profile_network(net, backend, store, config, meter=meter, progress=forward, model=net.name,
                                  reuse=True)

@@ -44,6 +44,18 @@ def calibration_summary(model: SystemModel, store_path: str) -> list[str]:
     return lines
 
 
+def calibration_header(backend: str, device: str, threads: int, store_path: str) -> str:
+    """The line ``nnperf calibrate`` starts with: what it will measure, where it goes, that it resumes."""
+    from nnperf.prediction import calibration_networks
+
+    networks = calibration_networks()
+    layers = sum(len(n.layers) for n in networks)
+    return (f"calibrating {backend} on {device} ({threads} thread{'s' if threads != 1 else ''}) into {store_path}: "
+            f"{len(networks)} calibration networks, {layers} layers timed alone and each network whole, then short "
+            "profiler passes and the roofline peaks; every measurement is stored as it is taken, so an "
+            "interrupted calibration resumes")
+
+
 CALIBRATION_FORMAT = ("nnperf-calibration", 1)
 """The format and version of :func:`calibration_document`."""
 
