@@ -37,7 +37,7 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 import nnperf
-from fuzz.strategies import PARSERS, FuzzTarget, known_elsewhere, outcome
+from fuzz.strategies import PARSERS, FuzzTarget, outcome
 
 KEPT_ERRORS = 5
 """Distinct internal errors (by type and message) kept per parser."""
@@ -67,21 +67,17 @@ def fuzz(target: FuzzTarget, examples: int, random_seed: int) -> dict[str, Any]:
             slowest.update(seconds=elapsed, input=shown(value, 120))
         if kind != "internal":
             return
-        owner = known_elsewhere(value) if target.name == "cli_args" else None
-        if owner is not None:
-            counts["internal_known_elsewhere"] += 1
         key = (type(result).__name__, str(result)[:200])
         if key in errors:
             errors[key]["count"] += 1
         elif len(errors) < KEPT_ERRORS:
-            errors[key] = {"type": key[0], "message": key[1], "input": shown(value), "count": 1,
-                           "known_elsewhere": owner}
+            errors[key] = {"type": key[0], "message": key[1], "input": shown(value), "count": 1}
 
     start = time.perf_counter()
     run()
     wall_s = time.perf_counter() - start
     return {"tried": counts["tried"], "ok": counts["ok"], "refused": counts["refused"],
-            "internal": counts["internal"], "internal_known_elsewhere": counts["internal_known_elsewhere"],
+            "internal": counts["internal"],
             "first_internal_errors": list(errors.values()), "slowest_input_s": round(slowest["seconds"], 4),
             "slowest_input": slowest["input"], "wall_s": round(wall_s, 2)}
 
@@ -91,10 +87,7 @@ def markdown(results: dict[str, dict[str, Any]], examples: int, random_seed: int
              ("| parser | tried | clean results | NnperfError refusals | internal errors | slowest input (s) | "
              "wall (s) |"), "|---|---:|---:|---:|---:|---:|---:|"]
     for name, r in results.items():
-        internal = str(r["internal"])
-        if r["internal_known_elsewhere"]:
-            internal += f" ({r['internal_known_elsewhere']} known, left to their owner)"
-        lines.append(f"| {name} | {r['tried']} | {r['ok']} | {r['refused']} | {internal} | "
+        lines.append(f"| {name} | {r['tried']} | {r['ok']} | {r['refused']} | {r['internal']} | "
                      f"{r['slowest_input_s']:.3f} | {r['wall_s']:.1f} |")
     for name, r in results.items():
         for error in r["first_internal_errors"]:

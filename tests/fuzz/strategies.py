@@ -493,25 +493,6 @@ def argument_texts(draw: Callable[[st.SearchStrategy[Any]], Any]) -> tuple[str, 
         st.sampled_from(UNITS))
 
 
-def known_elsewhere(case: tuple[str, str]) -> str | None:
-    """Why an argument's internal error is known and left to its owner (measure/sweep's ``parse_range``), if it is.
-
-    The bounded tests skip these; the bench still counts them as internal errors.
-    """
-    parser, text = case
-    if parser != "range":
-        return None
-    if any(len(part.strip().lstrip("+-")) > 4300 for part in text.replace(",", ":").split(":")):
-        return "parse_range: int() of more than 4300 digits raises ValueError"
-    numbers = [part for part in text.split(":")]
-    try:
-        if len(numbers) >= 2 and abs(int(numbers[1]) - int(numbers[0])) > MAX_DIM:
-            return "parse_range: a range of more than 10**6 values is built in memory"
-    except ValueError:
-        pass
-    return None
-
-
 def parse_argument(case: tuple[str, str]) -> Any:
     parser, text = case
     return _argument_parsers()[parser](text)

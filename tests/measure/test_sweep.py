@@ -87,6 +87,16 @@ def test_parse_range_includes_both_ends() -> None:
     assert parse_range("7") == (7,)
 
 
+def test_parse_range_refuses_what_it_cannot_sweep_in_one_line() -> None:
+    # found by fuzzing: a bound of 5,000 digits raised int()'s ValueError, and 1:100000000000 built the range in
+    # memory until a MemoryError
+    with pytest.raises(SweepInputError, match="a bound has too many digits"):
+        parse_range("9" * 5000 + ":1")
+    with pytest.raises(SweepInputError, match=r"has 100,000,000,000 points, more than a sweep takes \(10,000\)"):
+        parse_range("1:100000000000")
+    assert len(parse_range("1:10000")) == 10_000  # the largest range a sweep takes
+
+
 def test_parse_range_comma_list_is_sorted() -> None:
     assert parse_range("1,3,5") == (1, 3, 5)
     assert parse_range("5,1,3") == (1, 3, 5)

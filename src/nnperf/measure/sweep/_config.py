@@ -142,6 +142,10 @@ def padding_of(kernel: int) -> int:
 _RANGE = re.compile(r"^\s*(-?\d+)\s*:\s*(-?\d+)\s*(?::\s*(-?\d+)\s*)?$")
 
 
+MAX_RANGE_POINTS = 10_000
+"""The most points one sweep range may have (each point is timed for up to a second)."""
+
+
 def parse_range(text: str) -> tuple[int, ...]:
     """``START:STOP[:STEP]``, both ends included (10:530:1 is 521 values); or a comma list ``8,16,24``."""
     if "," in text or text.strip().isdigit():
@@ -157,12 +161,19 @@ def parse_range(text: str) -> tuple[int, ...]:
     match = _RANGE.match(text)
     if not match:
         raise SweepInputError(f"range {text!r}: expected START:STOP[:STEP] with integers, e.g. 10:530:1")
-    start, stop = int(match[1]), int(match[2])
-    step = int(match[3]) if match[3] is not None else 1
+    try:
+        start, stop = int(match[1]), int(match[2])
+        step = int(match[3]) if match[3] is not None else 1
+    except ValueError:  # more digits than Python converts (4,300)
+        raise SweepInputError(f"range {text!r}: a bound has too many digits") from None
     if step < 1:
         raise SweepInputError(f"range {text!r}: the step must be a positive integer, got {step}")
     if stop < start:
         raise SweepInputError(f"range {text!r} is reversed (stop {stop} < start {start}); write {stop}:{start}")
+    points = (stop - start) // step + 1
+    if points > MAX_RANGE_POINTS:
+        raise SweepInputError(f"range {text!r} has {points:,} points, more than a sweep takes "
+                              f"({MAX_RANGE_POINTS:,}); use a larger step")
     return tuple(range(start, stop + 1, step))
 
 
