@@ -89,8 +89,11 @@ def test_evaluate_writes_tables_figures_and_a_self_contained_report(capsys, tmp_
     for c, hw in ((12, 12), (6, 20)):
         nets.append(str(tmp_path / f"n{c}.json"))
         save_network(conv_net(f"n{c}", c, hw), nets[-1])
-    code, out, _ = run(capsys, "evaluate", *nets, *FAKE, "--db", db, "--out", str(out_dir))
+    layers_csv = tmp_path / "layers.csv"
+    code, out, _ = run(capsys, "evaluate", *nets, *FAKE, "--db", db, "--out", str(out_dir), "--csv", str(layers_csv))
     assert code == 0
+    assert layers_csv.read_text().splitlines()[0].startswith("system,system_key,network,run_id,layer,op,")
+    assert len(layers_csv.read_text().splitlines()) == 1 + 2 * 3  # two networks of three layers
     for text in ("Table I", "Table II", "n12", "n6", "PreVIous (c)", "nnperf composed", "MACs baseline",
                  "roofline baseline", "MAPE", "prediction time per network"):
         assert text in out
@@ -98,6 +101,7 @@ def test_evaluate_writes_tables_figures_and_a_self_contained_report(capsys, tmp_
     assert (out_dir / "fig7_networks.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     report = (out_dir / "report.html").read_text()
     assert report.count("data:image/png;base64,") == 2 and "<table>" in report  # nothing outside the file
+    assert '<section id="provenance">' in report and "<dt>nnperf version</dt>" in report
     code, out, _ = run(capsys, "evaluate", *nets, *FAKE, "--db", db, "--out", str(out_dir), "--json")
     doc = json.loads(out)
     assert (doc["format"], doc["version"]) == ("nnperf-evaluation", 1)

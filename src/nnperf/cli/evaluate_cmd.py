@@ -25,6 +25,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         "(default ./nnperf-evaluation)")
     p.add_argument("--budget-s", type=float, default=None,
                    help="time budget per layer measurement in seconds (default: the calibration's, 0.5)")
+    p.add_argument("--csv", metavar="FILE.csv", type=Path,
+                   help="also write every layer's measured (isolated) and predicted time as CSV: one row per "
+                        "layer with its network, run id and system, in seconds")
     p.add_argument("--json", action="store_true", help="print the evaluation as JSON instead of tables")
     add_db_argument(p)
     p.set_defaults(run=run)
@@ -33,14 +36,22 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from nnperf import zoo
+    from nnperf import __version__, zoo
     from nnperf.api import load_model
     from nnperf.campaign import ProfileConfig
     from nnperf.errors import NnperfError
     from nnperf.prediction import CALIBRATION_HARNESS, load_system_model, measure_networks
     from nnperf.prediction.evaluation import evaluate
     from nnperf.report import console
-    from nnperf.report.evaluation import network_table, summary_lines, table1, table2, write_report
+    from nnperf.report.evaluation import (
+        network_table,
+        provenance,
+        summary_lines,
+        table1,
+        table2,
+        write_layer_csv,
+        write_report,
+    )
 
     if args.budget_s is not None and args.budget_s <= 0:
         raise NnperfError(f"--budget-s must be > 0, got {args.budget_s}")
@@ -54,8 +65,12 @@ def run(args: argparse.Namespace) -> int:
         with Progress(not args.json, "evaluating") as progress:
             measured = measure_networks(backend, store, networks,
                                         ProfileConfig(per_layer="isolated", harness=harness), progress=progress)
-    evaluation = evaluate(model, measured)
-    paths = write_report(evaluation, args.out)
+        evaluation = evaluate(model, measured)
+        source = provenance(store, evaluation, __version__)
+    paths = write_report(evaluation, args.out, source)
+    if args.csv is not None:
+        write_layer_csv(evaluation, args.csv, source.system.key)
+        paths.append(args.csv)
     if args.json:
         document = evaluation.to_dict()
         document["files"] = [str(p) for p in paths]

@@ -45,9 +45,13 @@ def method_label(name: str) -> str:
 
 @dataclass(frozen=True)
 class LayerComparison:
-    """One layer: measured (isolated median) and predicted latency, in seconds."""
+    """One layer: measured (isolated median) and predicted latency, in seconds.
+
+    ``op`` is the layer's operator type ('conv'), ``key`` the per-layer model that predicted it.
+    """
 
     layer: str
+    op: str
     key: str
     measured_s: float
     predicted_s: float
@@ -74,6 +78,8 @@ class NetworkComparison:
     layers: tuple[LayerComparison, ...]
     prediction_time_s: float
     """Wall time of the prediction of this network: per-layer models and every network predictor."""
+    run_id: int | None = None
+    """The store run the measurements come from (None for measurements from elsewhere)."""
 
     @property
     def layer_sum_error(self) -> float:
@@ -137,8 +143,8 @@ class Evaluation:
                 "measured_spread": n.measured_spread, "measured_layer_sum_s": n.measured_layer_sum_s,
                 "predicted_layer_sum_s": n.predicted_layer_sum_s, "layer_sum_error": n.layer_sum_error,
                 "predicted_s": dict(n.predicted_s), "error": {m: n.error(m) for m in self.methods},
-                "prediction_time_s": n.prediction_time_s,
-                "layers": [{"layer": c.layer, "key": c.key, "measured_s": c.measured_s,
+                "prediction_time_s": n.prediction_time_s, "run_id": n.run_id,
+                "layers": [{"layer": c.layer, "op": c.op, "key": c.key, "measured_s": c.measured_s,
                             "predicted_s": c.predicted_s} for c in n.layers],
             } for n in self.networks],
         }
@@ -157,7 +163,7 @@ def compare(model: SystemModel, measured: MeasuredNetwork) -> NetworkComparison:
     prediction = model.predict(measured.network)
     elapsed = time.perf_counter() - started
     times = measured.layer_median_s()
-    layers = tuple(LayerComparison(p.layer, p.key, times[p.layer], p.latency_s)
+    layers = tuple(LayerComparison(p.layer, p.op, p.key, times[p.layer], p.latency_s)
                    for p in prediction.layers if p.layer in times)
     predicted = dict(prediction.network_latency_s)
     stats = measured.whole.stats
@@ -166,7 +172,7 @@ def compare(model: SystemModel, measured: MeasuredNetwork) -> NetworkComparison:
         measured_s=stats.median_s, measured_spread=(stats.q3_s - stats.q1_s) / stats.median_s,
         measured_layer_sum_s=float(sum(c.measured_s for c in layers)),
         predicted_layer_sum_s=float(sum(c.predicted_s for c in layers)),
-        predicted_s=predicted, layers=layers, prediction_time_s=elapsed,
+        predicted_s=predicted, layers=layers, prediction_time_s=elapsed, run_id=measured.run.id,
     )
 
 
