@@ -363,7 +363,7 @@ def report_html(evaluation: Evaluation, pngs: dict[str, bytes], provenance: Prov
         "Each network-level prediction method: its mean absolute error (MAPE) against the whole-network "
         "measurements, and the share of networks it predicts within +/-10%.")
     networks = _html_table(
-        ["network", "MACs", WHOLE_MEASURED, "IQR"] + [f"{method_label(m)} ms (error)" for m in methods],
+        ["network", "MACs", WHOLE_MEASURED, "IQR"] + [f"{method_label(m)}: predicted ms (error)" for m in methods],
         [[n.network, si(n.macs), ms(n.measured_s), f"{n.measured_spread:.1%}"]
          + [f"{ms(n.predicted_s[m])} ({_pct(n.error(m))})" for m in methods] for n in evaluation.networks],
         "Per network: the median time of the whole network run as one, its spread (interquartile range over "
@@ -389,8 +389,8 @@ def report_html(evaluation: Evaluation, pngs: dict[str, bytes], provenance: Prov
     layers = "".join(_layer_details(n) for n in evaluation.networks)
     calibration = evaluation.calibration
     cal_text = (f"Calibrated on {len(calibration.get('networks', []))} networks, {calibration.get('layers', '?')} "
-                f"layers; calibration wall time {calibration.get('wall_s', float('nan')):.0f} s."
-                if calibration else "")
+                "layers" + (f"; calibration wall time {calibration['wall_s']:.0f} s." if "wall_s" in calibration
+                            else ".") if calibration else "")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>nnperf evaluation: {html.escape(evaluation.system)}</title>
