@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -49,10 +50,19 @@ def test_calibrate_then_predict_with_verify(capsys, tmp_path: Path, small_calibr
     assert doc["method"] == "composed" and doc["latency_s"] == doc["composed_latency_s"]
     assert not any(layer["fused"] for layer in doc["layers"])
     assert doc["hotspots"][0]["layer"] == "a"
-    code, out, _ = run(capsys, "predict", str(net), "--backend", "fake", "--db", db, "--verify")
+    table = tmp_path / "predicted.csv"
+    code, out, _ = run(capsys, "predict", str(net), "--backend", "fake", "--db", db, "--verify", "--csv", str(table))
     assert code == 0
-    for text in ("predicted per-layer latency vs measured", "measured network latency", "per-layer error"):
+    for text in ("predicted per-layer latency vs measured", "measured network latency", "per-layer error",
+                 f"per-layer predictions written to {table}"):
         assert text in out
+    rows = list(csv.DictReader(table.open()))
+    assert [(r["layer"], r["op"], r["model"], r["fused"]) for r in rows] == [
+        ("a", "conv", "conv", "False"), ("r", "relu", "relu", "False"), ("add", "add", "eltwise", "False")]
+    for row, layer in zip(rows, doc["layers"]):  # the same models, so the same predictions as --json's
+        assert float(row["predicted_s"]) == pytest.approx(layer["latency_s"])
+        assert float(row["error"]) == pytest.approx(float(row["predicted_s"]) / float(row["measured_s"]) - 1)
+    assert {r["network"] for r in rows} == {"unseen"} and {r["system"] for r in rows} == {"fake/cpu[threads=1]"}
 
 
 def test_predict_without_calibration_says_how(capsys, tmp_path: Path) -> None:

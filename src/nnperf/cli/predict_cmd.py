@@ -30,6 +30,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         "end to end on another, layers the backend fuses at zero length; with --verify the "
                         "measured inference beside it; laid out as `nnperf profile --trace` lays out a profile")
     p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--csv", type=Path, metavar="FILE.csv",
+                   help="also write the per-layer predictions (and, with --verify, measurements) as CSV")
     p.add_argument("--top", type=int, default=5, help="how many hotspots to name (default 5)")
     p.add_argument("--input-shape", action="append", type=parse_input_shape, default=[], metavar="[NAME=]SHAPE",
                    help="fix an ONNX input's shape (repeatable)")
@@ -55,6 +57,11 @@ def run(args: argparse.Namespace) -> int:
         from nnperf.report.trace import predicted_trace, write_trace
 
         write_trace(predicted_trace(network, prediction, check), args.trace)
+    if args.csv is not None:
+        from nnperf.report import write_csv
+        from nnperf.report.predictions import PREDICTION_CSV_COLUMNS, prediction_rows
+
+        write_csv(args.csv, PREDICTION_CSV_COLUMNS, prediction_rows(prediction, check))
     if args.json:
         print(json.dumps(check.to_dict() if check is not None else prediction.to_dict(), indent=1))
         return 0
@@ -67,4 +74,6 @@ def run(args: argparse.Namespace) -> int:
             out.print(line)
     if args.trace is not None:
         out.print(f"trace written to {args.trace}: open it in ui.perfetto.dev or chrome://tracing")
+    if args.csv is not None:
+        out.print(f"per-layer predictions written to {args.csv}")
     return 0

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import csv
 import io
 import os
 import sys
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -57,6 +59,24 @@ def png_bytes(fig: Any) -> bytes:
     fig.savefig(buffer, format="png", dpi=120)
     pyplot().close(fig)
     return buffer.getvalue()
+
+
+def write_csv(path: str | Path, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> int:
+    """A CSV file of ``columns`` and ``rows``, cells as the store's export writes them (:func:`csv_cell`: empty
+    for None, text a spreadsheet would run as a formula quoted); returns the rows written, header excluded."""
+    from nnperf.store import csv_cell
+
+    count = 0
+    try:
+        with open(path, "w", newline="", encoding="utf-8") as f:
+            writer = csv.writer(f, lineterminator="\n")
+            writer.writerow(columns)
+            for row in rows:
+                writer.writerow([csv_cell(v) for v in row])
+                count += 1
+    except OSError as err:
+        raise OutputFileError(f"cannot write {path}: {err.strerror or err}") from err
+    return count
 
 
 def write_png(fig: Any, path: Path) -> Path:

@@ -12,9 +12,7 @@ The convention throughout is speed-up = A time / B time: above 1 B is faster, be
 
 from __future__ import annotations
 
-import csv
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,10 +21,11 @@ from typing import Any, Literal
 from rich.table import Table
 from rich.text import Text
 
-from nnperf.errors import NnperfError, OutputFileError
+from nnperf.errors import NnperfError
 from nnperf.ir import Network
 from nnperf.measure import Method
 from nnperf.prediction import NetworkPrediction, load_stored_model
+from nnperf.report import write_csv as write_rows
 from nnperf.report.measurements import ms
 from nnperf.report.optypes import OpTime, time_by_op
 from nnperf.store import RunRecord, Store, SystemRecord
@@ -305,32 +304,9 @@ def prediction_side(prediction: NetworkPrediction, spec: str, model: str, system
 CSV_COLUMNS = ("layer", "op", "a_s", "b_s", "speedup")
 """The header of :func:`write_csv`: seconds, and speed-up = a_s / b_s (empty where a side lacks the layer)."""
 
-_FORMULA_STARTS = ("=", "+", "-", "@")
-_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
-
-
-def _cell(value: object) -> object:
-    """As the store's CSV export writes cells: empty for None, a leading ``'`` on text a spreadsheet would run as
-    a formula (OWASP's advice against CSV injection), numbers as they are."""
-    if value is None:
-        return ""
-    if isinstance(value, str) and value.startswith(_FORMULA_STARTS) and not _NUMBER.fullmatch(value):
-        return "'" + value
-    return value
-
-
 def write_csv(comparison: Comparison, path: str | Path) -> int:
     """Write the per-layer table as CSV (:data:`CSV_COLUMNS`); returns the rows written, header excluded."""
-    rows: Sequence[Sequence[object]] = [[_cell(v) for v in (d.layer, d.op, d.a_s, d.b_s, d.speedup)]
-                                        for d in comparison.layers]
-    try:
-        with open(path, "w", newline="", encoding="utf-8") as f:
-            writer = csv.writer(f, lineterminator="\n")
-            writer.writerow(CSV_COLUMNS)
-            writer.writerows(rows)
-    except OSError as err:
-        raise OutputFileError(f"cannot write {path}: {err.strerror or err}") from err
-    return len(rows)
+    return write_rows(path, CSV_COLUMNS, [(d.layer, d.op, d.a_s, d.b_s, d.speedup) for d in comparison.layers])
 
 
 # -- terminal ----------------------------------------------------------------------------------------------------

@@ -79,6 +79,25 @@ def calibration_document(model: SystemModel, store_path: str) -> dict[str, Any]:
     }
 
 
+PREDICTION_CSV_COLUMNS = ("network", "system", "layer", "op", "model", "predicted_s", "predicted_energy_j", "fused",
+                          "measured_s", "error")
+"""The header of :func:`prediction_rows`: seconds, joules; ``measured_s`` (the layer alone) and ``error``
+(predicted / measured - 1) are empty without a verification."""
+
+
+def prediction_rows(prediction: NetworkPrediction, check: Verification | None = None) -> list[tuple[Any, ...]]:
+    """One CSV row per layer of a prediction (:data:`PREDICTION_CSV_COLUMNS`), with the measured time when
+    verified."""
+    measured = dict(check.layer_measured_s) if check is not None else {}
+    rows = []
+    for p in prediction.layers:
+        seconds = measured.get(p.layer)
+        error = p.latency_s / seconds - 1 if seconds else None
+        rows.append((prediction.network, prediction.system, p.layer, p.op, p.key, p.latency_s, p.energy_j,
+                     p.layer in prediction.fused_layers, seconds, error))
+    return rows
+
+
 def prediction_table(network: Network, prediction: NetworkPrediction,
                      measured_s: Mapping[str, float] | None = None) -> Table:
     """Per-layer predicted latency (and energy), with the measured time and error when verifying."""

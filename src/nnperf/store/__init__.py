@@ -4,8 +4,7 @@
 usual one); ``export_csv`` writes its measurements as CSV.
 """
 
-from nnperf.store._export import _cell as csv_cell
-from nnperf.store._export import export_csv
+from nnperf.store._export import csv_cell, export_csv
 from nnperf.store._records import LayerRecord, NetworkRecord, RunRecord, SystemRecord
 from nnperf.store._schema import SCHEMA_VERSION
 from nnperf.store._store import Store, default_store_path

@@ -46,7 +46,7 @@ _FORMULA_STARTS = ("=", "+", "-", "@")
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
 
-def _cell(value: Any) -> Any:
+def csv_cell(value: Any) -> Any:
     """An empty cell for None; text a spreadsheet would run as a formula gets a leading ``'`` (OWASP's
     advice against CSV injection), except text that is a plain number such as ``-0.5``."""
     if value is None:
@@ -78,7 +78,7 @@ def _row(
         known["method"] = record.method.value
     else:
         known["extra"] = json.dumps(record.extra, sort_keys=True)
-    return [_cell(known[c] if c in known else getattr(record, c)) for c in columns]
+    return [csv_cell(known[c] if c in known else getattr(record, c)) for c in columns]
 
 
 def export_csv(
