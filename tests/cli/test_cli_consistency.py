@@ -100,3 +100,15 @@ def test_calibrate_starts_with_a_header(
     assert first == (f"calibrating fake on cpu (1 thread) into {db}: 2 calibration networks, 8 layers timed alone "
                      "and each network whole, then short profiler passes and the roofline peaks; every measurement "
                      "is stored as it is taken, so an interrupted calibration resumes")
+
+
+def test_every_command_with_a_backend_defaults_to_torch() -> None:
+    # profile required --backend while every other command defaulted to torch
+    with_backend = {}
+    for path, parser in every_parser():
+        for action in parser._actions:
+            if "--backend" in action.option_strings:
+                with_backend[path] = action
+    assert {"nnperf profile", "nnperf calibrate", "nnperf predict", "nnperf sweep"} <= set(with_backend)
+    assert {path: (a.default, a.required) for path, a in with_backend.items()} == {
+        path: ("torch", False) for path in with_backend}

@@ -19,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                                    "PreVIous does) or from the framework's profiler. Every measurement is stored "
                                    "as it is taken; an interrupted run resumes.")
     p.add_argument("model", metavar="MODEL", help="zoo name (see `nnperf zoo`), .onnx file or IR .json file")
-    add_backend_arguments(p, required=True)
+    add_backend_arguments(p)
     p.add_argument("--per-layer", choices=["isolated", "profiler", "none"], default="isolated",
                    help="isolated: each layer alone (default); profiler: the framework's per-node times in "
                         "whole-network runs; none: whole network only")
@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     from nnperf.measure import HarnessConfig
     from nnperf.measure.power import get_meter
     from nnperf.report import console
-    from nnperf.report.measurements import profile_document, profile_summary, profile_table
+    from nnperf.report.measurements import op_type_table, profile_document, profile_summary, profile_table
 
     if args.backend == "fake":
         print("nnperf: warning: the fake backend's times come from a cost model, not a measurement", file=sys.stderr)
@@ -114,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
         out = console()
         if report.layers:
             out.print(profile_table(network, report))
+            out.print(op_type_table(network, report))
         for line in profile_summary(report):
             out.print(line)
         out.print(f"stored as run {report.run_id} of system {report.system_key[:8]} in {store.path}")

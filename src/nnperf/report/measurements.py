@@ -73,6 +73,26 @@ def profile_table(network: Network, report: ProfileReport) -> Table:
     return table
 
 
+def op_type_table(network: Network, report: ProfileReport) -> Table:
+    """Time by op type (as torch.profiler's ``key_averages`` and ONNX Runtime's op summary): each type's summed
+    median, its share of the layer sum and its layer count; a fused group counts once, with its first member."""
+    from nnperf.report.optypes import time_by_op
+
+    counted: set[str] = set()
+    times = []
+    for m in report.layers:
+        group = m.group or m.layer
+        times.append((layer_type(network, m.layer), 0.0 if group in counted else m.timing.stats.median_s))
+        counted.add(group)
+    times.extend(("framework", seconds) for seconds in report.unattributed_s.values())
+    table = Table(title=Text(f"{network.name}: time by op type ({report.method})"), title_justify="left")
+    for column, justify in (("op type", "left"), ("layers", "right"), ("total ms", "right"), ("share", "right")):
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    for row in time_by_op(times):
+        table.add_row(row.op, str(row.layers), ms(row.total_s), f"{row.share:.1%}")
+    return table
+
+
 def profile_summary(report: ProfileReport) -> list[str]:
     """The whole-network time, the layer-sum ratio, drift and resume notes, one line each."""
     net = report.network
