@@ -64,6 +64,10 @@ def test_commands_that_only_read_create_no_store(capsys, tmp_path: Path) -> None
         code, _, err = run(capsys, *argv, "--db", str(typo))
         assert code == 1 and f"no store at {typo}" in err and len(err.strip().splitlines()) == 1
         assert not typo.exists()
+    # predict reads a calibration: a missing store says how to calibrate, and stays missing
+    code, _, err = run(capsys, "predict", "resnet18", "--db", str(typo))
+    assert_error(code, err, f"no calibration for torch/cpu[memory_format=nchw,threads=1] in {typo}", "calibrate")
+    assert not typo.exists()
     empty = tmp_path / "empty.db"
     empty.touch()
     code, _, err = run(capsys, "systems", "--db", str(empty))
