@@ -20,6 +20,7 @@ import pytest
 from harness_presets import SHORT_HARNESS
 from networks import residual_conv_net
 from nnperf.campaign import ProfileConfig
+from nnperf.errors import OutputFileError
 from nnperf.measure.backends._fake import CostModel, FakeBackend
 from nnperf.prediction import fit_system_model, measure_networks
 from nnperf.prediction.evaluation import Evaluation, LayerComparison, NetworkComparison, evaluate
@@ -309,3 +310,5 @@ def test_layer_csv_has_a_row_per_layer_in_seconds(measured: tuple[Evaluation, An
         assert float(row["measured_s"]) == layer.measured_s and float(row["predicted_s"]) == layer.predicted_s
         assert float(row["error"]) == pytest.approx(layer.predicted_s / layer.measured_s - 1)
     assert {row["network"] for row in rows} == {"unseen", "'=wide"}  # a formula-like name is escaped
+    with pytest.raises(OutputFileError, match="cannot write"):
+        write_layer_csv(evaluation, tmp_path)  # a folder

@@ -9,7 +9,6 @@ measured in isolation (``measured_layer_sum_s``); the network table and Fig. 7 u
 from __future__ import annotations
 
 import base64
-import csv
 import html
 import math
 import textwrap
@@ -23,11 +22,10 @@ import numpy as np
 from rich.table import Table
 from rich.text import Text
 
-from nnperf.errors import OutputFileError
 from nnperf.prediction.evaluation import Evaluation, NetworkComparison, method_description, method_label
-from nnperf.report._format import png_bytes, pyplot, si
+from nnperf.report._format import png_bytes, pyplot, si, write_csv
 from nnperf.report.measurements import ms
-from nnperf.store import RunRecord, Store, SystemRecord, csv_cell
+from nnperf.store import RunRecord, Store, SystemRecord
 
 LAYER_SUM_MEASURED = "sum of isolated layers ms"
 LAYER_SUM_PREDICTED = "sum of layer predictions ms"
@@ -117,17 +115,9 @@ def summary_lines(evaluation: Evaluation) -> list[str]:
 def write_layer_csv(evaluation: Evaluation, path: str | Path, system_key: str = "") -> int:
     """Every layer of every network as one CSV row (:data:`LAYER_CSV_COLUMNS`, seconds); returns the rows
     written, header excluded. Raises :class:`OutputFileError` when ``path`` cannot be written."""
-    rows = [[csv_cell(v) for v in (evaluation.system, system_key, n.network, n.run_id, c.layer, c.op, c.key,
-                                   c.measured_s, c.predicted_s, c.error)]
-            for n in evaluation.networks for c in n.layers]
-    try:
-        with open(path, "w", newline="", encoding="utf-8") as f:
-            writer = csv.writer(f, lineterminator="\n")
-            writer.writerow(LAYER_CSV_COLUMNS)
-            writer.writerows(rows)
-    except OSError as err:
-        raise OutputFileError(f"cannot write {path}: {err.strerror or err}") from err
-    return len(rows)
+    rows = [(evaluation.system, system_key, n.network, n.run_id, c.layer, c.op, c.key, c.measured_s, c.predicted_s,
+             c.error) for n in evaluation.networks for c in n.layers]
+    return write_csv(path, LAYER_CSV_COLUMNS, rows)
 
 
 # -- provenance --------------------------------------------------------------------------------------------------
