@@ -24,6 +24,16 @@ def tiny_network() -> Network:
     ), ("softmax",))
 
 
+def conv_net(name: str, c: int, hw: int) -> Network:
+    """3 layers on a c x hw x hw map: 3x3 conv, ReLU, and an add of the two."""
+    s = (1, c, hw, hw)
+    return Network(name, (TensorSpec("x", s),), (
+        Layer("a", OpType.CONV, ("x",), (s,), s, ConvAttrs((3, 3), padding=(1,) * 4)),
+        Layer("r", OpType.RELU, ("a",), (s,), s),
+        Layer("add", OpType.ADD, ("r", "a"), (s, s), s),
+    ), ("add",))
+
+
 def residual_conv_net(name: str, c: int, hw: int) -> Network:
     """4 layers on a c x hw x hw map: 3x3 conv, ReLU, 1x1 conv, and an add of the two branches."""
     s = (1, c, hw, hw)

@@ -11,7 +11,8 @@ import pytest
 
 from cli_helpers import assert_error, run_cli, run_json
 from compare_store import MS, WHOLE_A, WHOLE_B, add_run, built_store, copy_store
-from nnperf.ir import ConvAttrs, Layer, Network, OpType, TensorSpec, save_network
+from networks import conv_net
+from nnperf.ir import Network, OpType, save_network
 from nnperf.prediction import MeasuredNetwork, fit_system_model
 from nnperf.store import Store
 
@@ -100,15 +101,6 @@ def test_a_missing_store_is_an_error_and_none_is_created(capsys, tmp_path: Path)
     db = tmp_path / "nothing.db"
     assert_error(*run_cli(capsys, "compare", "run:1", "run:2", "--db", str(db))[::2], str(db))
     assert not db.exists()
-
-
-def conv_net(name: str, c: int, hw: int) -> Network:
-    s = (1, c, hw, hw)
-    return Network(name, (TensorSpec("x", s),), (
-        Layer("a", OpType.CONV, ("x",), (s,), s, ConvAttrs((3, 3), padding=(1,) * 4)),
-        Layer("r", OpType.RELU, ("a",), (s,), s),
-        Layer("add", OpType.ADD, ("r", "a"), (s, s), s),
-    ), ("add",))
 
 
 def calibrate_by_hand(db: Path, nets: list[Network]) -> None:

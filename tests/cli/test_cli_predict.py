@@ -9,17 +9,8 @@ from pathlib import Path
 import pytest
 
 from cli_helpers import run_cli as run
-from networks import tiny_network
-from nnperf.ir import ConvAttrs, Layer, Network, OpType, TensorSpec, save_network
-
-
-def conv_net(name: str, c: int, hw: int) -> Network:
-    s = (1, c, hw, hw)
-    return Network(name, (TensorSpec("x", s),), (
-        Layer("a", OpType.CONV, ("x",), (s,), s, ConvAttrs((3, 3), padding=(1,) * 4)),
-        Layer("r", OpType.RELU, ("a",), (s,), s),
-        Layer("add", OpType.ADD, ("r", "a"), (s, s), s),
-    ), ("add",))
+from networks import conv_net, tiny_network
+from nnperf.ir import save_network
 
 
 @pytest.fixture

@@ -13,8 +13,8 @@ import pytest
 
 from cli_helpers import assert_error
 from cli_helpers import run_cli as run
-from networks import tiny_network
-from nnperf.ir import ConvAttrs, Layer, Network, OpType, TensorSpec, save_network
+from networks import conv_net, tiny_network
+from nnperf.ir import save_network
 from nnperf.report.trace import LAYERS_TID, MEASURED_PID, NETWORK_TID, PREDICTED_PID
 from report.chrome_trace import process_names, spans_on, validate_trace
 
@@ -126,15 +126,6 @@ def test_a_trace_path_that_is_a_folder_is_a_one_line_error(capsys, tiny_json: Pa
     code, _, err = run(capsys, "profile", str(tiny_json), "--backend", "fake", "--db", str(tmp_path / "m.db"),
                        "--trace", str(tmp_path), *QUICK)
     assert code == 1 and err.splitlines()[-1] == f"nnperf: error: cannot write {tmp_path}: Is a directory"
-
-
-def conv_net(name: str, c: int, hw: int) -> Network:
-    s = (1, c, hw, hw)
-    return Network(name, (TensorSpec("x", s),), (
-        Layer("a", OpType.CONV, ("x",), (s,), s, ConvAttrs((3, 3), padding=(1,) * 4)),
-        Layer("r", OpType.RELU, ("a",), (s,), s),
-        Layer("add", OpType.ADD, ("r", "a"), (s, s), s),
-    ), ("add",))
 
 
 @pytest.fixture

@@ -66,23 +66,26 @@ def write_csv(path: str | Path, columns: Sequence[str], rows: Iterable[Sequence[
     for None, text a spreadsheet would run as a formula quoted); returns the rows written, header excluded."""
     from nnperf.store import csv_cell
 
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow(columns)
     count = 0
-    try:
-        with open(path, "w", newline="", encoding="utf-8") as f:
-            writer = csv.writer(f, lineterminator="\n")
-            writer.writerow(columns)
-            for row in rows:
-                writer.writerow([csv_cell(v) for v in row])
-                count += 1
-    except OSError as err:
-        raise OutputFileError(f"cannot write {path}: {err.strerror or err}") from err
+    for row in rows:
+        writer.writerow([csv_cell(v) for v in row])
+        count += 1
+    write_bytes(path, text.getvalue().encode("utf-8"))
     return count
 
 
 def write_png(fig: Any, path: Path) -> Path:
     """The figure written as a PNG file (parent folders created); the figure is closed."""
+    return write_bytes(path, png_bytes(fig))
+
+
+def write_bytes(path: str | Path, data: bytes) -> Path:
+    """``data`` written to ``path`` (parent folders created); an :class:`OutputFileError` naming the path, and
+    the part of it that is in the way, when it cannot be."""
     path = Path(path)
-    data = png_bytes(fig)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)

@@ -31,11 +31,11 @@ from pathlib import Path
 from typing import Any
 
 from nnperf.campaign import ProfileReport
-from nnperf.errors import OutputFileError
 from nnperf.ir import Network, shape_text
 from nnperf.ir.metrics import network_metrics
 from nnperf.measure import Timing
 from nnperf.prediction import NetworkPrediction, Verification
+from nnperf.report._format import write_bytes
 
 TRACE_FORMAT = ("nnperf-trace", 1)
 """Name and version of the ``otherData`` block nnperf writes into every trace."""
@@ -147,19 +147,7 @@ def framework_trace(document: Mapping[str, Any] | Sequence[Any], network: Networ
 
 def write_trace(document: Mapping[str, Any], path: Path) -> Path:
     """The trace written as JSON (parent folders created); OutputFileError names the path when it cannot be."""
-    path = Path(path)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(document, separators=(",", ":")), encoding="utf-8")
-    except OSError as exc:
-        # as report.write_png: mkdir fails on a parent that is a file, write_text on a path that is a folder
-        if isinstance(exc, FileExistsError | NotADirectoryError) and str(exc.filename) != str(path):
-            reason = f"{exc.filename} is a file, not a folder"
-        else:
-            culprit = f"{exc.filename}: " if exc.filename and str(exc.filename) != str(path) else ""
-            reason = f"{culprit}{exc.strerror or exc}"
-        raise OutputFileError(f"cannot write {path}: {reason}") from None
-    return path
+    return write_bytes(path, json.dumps(document, separators=(",", ":")).encode("utf-8"))
 
 
 def _process(pid: int, process: str, network: str, whole_s: float, whole_args: Mapping[str, Any],

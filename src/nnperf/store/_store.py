@@ -262,24 +262,7 @@ class Store:
     # -- measurements -------------------------------------------------------
     def add_layer_measurement(self, run_id: int, m: LayerMeasurement) -> None:
         """Store ``m`` in run ``run_id``, replacing an earlier one of the same layer and method."""
-        values = (
-            run_id,
-            m.layer,
-            m.op,
-            method_of(m.method).value,
-            m.group,
-            m.group_size,
-            *timing_values(m.timing),
-            m.energy_j,
-            m.power_meter,
-            time.time(),
-        )
-
-        def write(c: sqlite3.Connection) -> None:
-            self._require_run(c, run_id)
-            c.execute(_insert_sql("INSERT OR REPLACE", "layer_measurements", _LAYER_COLUMNS), values)
-
-        retry(self._conn, self.path, write, write=True)
+        self.add_layer_measurements(run_id, [m])
 
     def add_layer_measurements(self, run_id: int, measurements: Sequence[LayerMeasurement]) -> None:
         """Store several layer measurements in run ``run_id`` at once: all of them or, after a crash, none.
