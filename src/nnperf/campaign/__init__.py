@@ -21,6 +21,7 @@ where the two meet, so everything that measures *into* the store lives here:
 from nnperf.campaign._campaign import Campaign, Progress, no_progress, open_campaign
 from nnperf.campaign._profile import (
     SENTINEL,
+    UNATTRIBUTED_PREFIX,
     ProfileConfig,
     ProfileReport,
     network_hash,
@@ -32,7 +33,7 @@ from nnperf.campaign._sweep import SWEEP_CAMPAIGN, load_sweep, measure_rounds, r
 from nnperf.campaign._trace import attach_trace
 
 __all__ = [
-    "SENTINEL", "SWEEP_CAMPAIGN", "Campaign", "ProfileConfig", "ProfileReport", "Progress", "attach_trace",
+    "SENTINEL", "SWEEP_CAMPAIGN", "UNATTRIBUTED_PREFIX", "Campaign", "ProfileConfig", "ProfileReport", "Progress", "attach_trace",
     "find_surround", "load_sweep", "measure_rounds", "network_hash", "no_progress", "open_campaign",
     "profile_network", "profiler_chunk", "recorded_surround", "run_sweep", "surround_width", "sweep_runs",
 ]

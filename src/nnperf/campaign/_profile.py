@@ -137,7 +137,8 @@ def profile_network(network: Network, backend: Backend, store: Store, config: Pr
             net = _stored_whole(store, campaign, model)
         else:
             net = _measure(network, backend, campaign, config, meter, progress or no_progress)
-    unattributed = {k.removeprefix(_UNATTRIBUTED): v for k, v in net.extra.items() if k.startswith(_UNATTRIBUTED)}
+    unattributed = {k.removeprefix(UNATTRIBUTED_PREFIX): v for k, v in net.extra.items()
+                    if k.startswith(UNATTRIBUTED_PREFIX)}
     layers = () if method == "none" else tuple(
         r.measurement() for r in store.layer_measurements(run_id=campaign.run.id, method=method))
     drift = net.extra.get("drift")
@@ -146,7 +147,7 @@ def profile_network(network: Network, backend: Backend, store: Store, config: Pr
                          _drift_warnings(net.extra, config.drift_threshold), campaign.reused)
 
 
-_UNATTRIBUTED = "unattributed:"
+UNATTRIBUTED_PREFIX = "unattributed:"
 """The prefix of a whole-network measurement's extras that hold framework nodes outside the IR (seconds)."""
 
 
@@ -167,7 +168,7 @@ def _measure(network: Network, backend: Backend, campaign: Campaign, config: Pro
     drift = relative_change(sentinel_start, sentinel_end)
     energy_j, meter_name = _energy(whole_timer, whole, meter, config)
     extra = {"sentinel_start_s": sentinel_start, "sentinel_end_s": sentinel_end, "drift": drift}
-    extra.update({f"{_UNATTRIBUTED}{k}": v for k, v in unattributed.items()})
+    extra.update({f"{UNATTRIBUTED_PREFIX}{k}": v for k, v in unattributed.items()})
     net = NetworkMeasurement(whole, energy_j, meter_name, extra)
     campaign.add_network(net)
     report("whole network", 1, 1)

@@ -21,6 +21,7 @@ from typing import Any, Literal
 from rich.table import Table
 from rich.text import Text
 
+from nnperf.campaign import UNATTRIBUTED_PREFIX
 from nnperf.errors import NnperfError
 from nnperf.ir import Network
 from nnperf.measure import Method
@@ -35,10 +36,6 @@ CONVENTION = "speed-up = A time / B time (above 1: B is faster)"
 
 SideKind = Literal["run", "system", "predicted"]
 KINDS: tuple[SideKind, ...] = ("run", "system", "predicted")
-
-UNATTRIBUTED_PREFIX = "unattributed:"
-"""A whole-network measurement's extras that hold framework nodes outside the IR (seconds), as the profile
-campaign stores them."""
 
 
 @dataclass(frozen=True)
