@@ -1,4 +1,4 @@
-"""CNNergy's energy of a layer and of a network, recomputed by hand from the reference (cnnergy-model.md s. 3).
+"""CNNergy's energy of a layer and of a network, recomputed by hand from the reference (docs/cnnergy.md, section 3).
 
 The schedules fed to the formulas are the hand-derived ones of test_schedule.py, written here as
 literals; the energies per access are rebuilt from the reference's base numbers, never taken from

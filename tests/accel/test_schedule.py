@@ -1,4 +1,4 @@
-"""CNNergy's scheduling parameters, computed by hand from the reference rules (cnnergy-model.md section 2).
+"""CNNergy's scheduling parameters, computed by hand from the reference rules (docs/cnnergy.md, section 2).
 
 Eyeriss-like 16-bit spec throughout unless noted: J = 12 PE rows, K = 14 PE columns, GLB = 100 kB,
 filter RF 224, ifmap RF 12, psum RF 24 entries. A kB of 16-bit words is 8192 / 16 = 512 words, so

@@ -1,6 +1,6 @@
 """Accelerator specs (defaults, 8-bit scaling, YAML files) and layer tables (CSV, the four shipped networks).
 
-The reference rows below are copied from the reference's layer tables (cnnergy-layer-tables.md,
+The reference rows below are copied from the reference's layer tables (the public CNNergy model's layer tables,
 CNNergy commit 96f56ef): name, R, M, H (padded), C, U, E, s_if (padded), s_of, n2 (shipped batch),
 n1 (first-simulation batch at 16 bits) and the exception rules that fire.
 """

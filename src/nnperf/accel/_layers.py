@@ -196,7 +196,7 @@ def write_table(layers: Iterable[AccelLayer]) -> str:
 
 
 def reference_network(name: str) -> list[AccelLayer]:
-    """One of the public CNNergy model's four networks (cnnergy-layer-tables.md), shipped as package data."""
+    """One of the public CNNergy model's four networks (the reference's layer tables, see docs/cnnergy.md), shipped as package data."""
     key = NETWORK_ALIASES.get(name.lower(), name.lower())
     if key not in REFERENCE_NETWORKS:
         raise LayerTableError(f"unknown reference network {name!r}; choose one of "

@@ -118,7 +118,7 @@ class AcceleratorSpec:
 
 
 def eyeriss_spec(bits: int = 16) -> AcceleratorSpec:
-    """The reference's Eyeriss-like accelerator at 16 or 8 bits (cnnergy-model.md sections 1 and 5)."""
+    """The reference's Eyeriss-like accelerator at 16 or 8 bits (docs/cnnergy.md, sections 1 and 5)."""
     if bits == 16:
         return AcceleratorSpec()
     if bits != 8:

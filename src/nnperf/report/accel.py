@@ -50,7 +50,7 @@ def energy_table(energy: NetworkEnergy, by_block: bool = False) -> Table:
 
 def explain_table(energy: NetworkEnergy) -> Table:
     """Each layer's computation-scheduling parameters and the exception rules that fired (NeuPart Table II)."""
-    table = Table(title=Text(f"{energy.name}: scheduling parameters (cnnergy-model.md section 2)"),
+    table = Table(title=Text(f"{energy.name}: scheduling parameters (docs/cnnergy.md, section 2)"),
                   title_justify="left")
     for column in ("layer", "R M H C U E", "S", "c_set", "c_pass", "f_set", "f_pass", "z", "x_of", "y_of", "y_comp",
                    "n (n_max)", "GLB ifmap+psum kB", "rules"):
