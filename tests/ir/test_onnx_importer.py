@@ -17,6 +17,7 @@ from nnperf.errors import ModelFileError, NnperfError, ShapeInferenceError, Unsu
 from nnperf.ir import (
     AxisAttrs,
     BatchNormAttrs,
+    ClipAttrs,
     ConvAttrs,
     ConvKind,
     LeakyReluAttrs,
@@ -633,18 +634,16 @@ def test_clip_min_with_empty_max_input_is_relu(tmp_path: Path) -> None:
     assert layer.op is OpType.RELU
 
 
-def test_clip_minus1_1_is_unsupported(tmp_path: Path) -> None:
+def test_clip_minus1_1_is_a_clip_layer(tmp_path: Path) -> None:  # issue 17: was unsupported
     node = helper.make_node("Clip", ["x", "lo", "hi"], ["y"], name="hardtanh")
-    with pytest.raises(UnsupportedOperatorError) as info:
-        single(tmp_path, node, [1, 2, 3, 3], opset=13, inits=[f32("lo", -1.0), f32("hi", 1.0)])
-    assert info.value.operators == {"Clip (bounds other than ReLU/ReLU6)": ["hardtanh"]}
+    layer = only_layer(single(tmp_path, node, [1, 2, 3, 3], opset=13, inits=[f32("lo", -1.0), f32("hi", 1.0)]))
+    assert (layer.op, layer.attrs) == (OpType.CLIP, ClipAttrs(low=-1.0, high=1.0))
 
 
-def test_clip_minus1_1_attributes_opset10_is_unsupported(tmp_path: Path) -> None:
+def test_clip_minus1_1_attributes_opset10_is_a_clip_layer(tmp_path: Path) -> None:
     node = helper.make_node("Clip", ["x"], ["y"], name="hardtanh", min=-1.0, max=1.0)
-    with pytest.raises(UnsupportedOperatorError) as info:
-        single(tmp_path, node, [1, 2, 3, 3], opset=10)
-    assert list(info.value.operators.values()) == [["hardtanh"]]
+    layer = only_layer(single(tmp_path, node, [1, 2, 3, 3], opset=10))
+    assert (layer.op, layer.attrs) == (OpType.CLIP, ClipAttrs(low=-1.0, high=1.0))
 
 
 def test_leaky_relu_alpha(tmp_path: Path) -> None:
@@ -1364,13 +1363,13 @@ def test_unsupported_standard_operators_are_collected_in_one_error(tmp_path: Pat
     nodes = [
         helper.make_node("Erf", ["x"], ["a"], name="erf_1"),
         helper.make_node("Erf", ["x"], ["b"], name="erf_2"),
-        helper.make_node("Clip", ["x", "lo", "hi"], ["c"], name="hardtanh"),
+        helper.make_node("Cos", ["x"], ["c"], name="cos"),
     ]
     path = save(tmp_path, nodes, [vi("x", [1, 3])], [out("a", 2), out("b", 2), out("c", 2)],
                 [f32("lo", -1.0), f32("hi", 1.0)])
     with pytest.raises(UnsupportedOperatorError) as info:
         from_onnx(path)
-    assert info.value.operators == {"Erf": ["erf_1", "erf_2"], "Clip (bounds other than ReLU/ReLU6)": ["hardtanh"]}
+    assert info.value.operators == {"Erf": ["erf_1", "erf_2"], "Cos": ["cos"]}
 
 
 def test_conv_weight_channels_mismatch(tmp_path: Path) -> None:

@@ -116,7 +116,7 @@ class Strange(nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.c1 = nn.Conv1d(3, 3, 1)
-        self.gelu = nn.GELU()
+        self.gelu = nn.GELU(approximate="tanh")  # issue 17: the exact GELU is supported
 
     def forward(self, x):
         y = self.gelu(x)

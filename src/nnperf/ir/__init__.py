@@ -7,17 +7,22 @@ imported here.
 from nnperf.ir._json import load_network_json, network_from_dict, network_to_dict, save_network
 from nnperf.ir._limits import DEFAULT_SIZE_LIMITS, SIZE_LIMITS_ENV, SizeLimits, current_size_limits, size_limits
 from nnperf.ir._network import Layer, Network, Shape, TensorSpec, conv_output_size, numel, pool_output_size, shape_text
-from nnperf.ir._ops import (
+from nnperf.ir._ops import (  # activations and data movement (issue 17)
     ACTIVATIONS,
     ATTRIBUTES_OF,
+    DATA_MOVEMENT,
     ELTWISE,
     NO_ATTRIBUTES,
     NOOPS,
     Attributes,
     AxisAttrs,
     BatchNormAttrs,
+    ChannelShuffleAttrs,
+    ClipAttrs,
     ConvAttrs,
     ConvKind,
+    GatherAttrs,
+    HardSigmoidAttrs,
     LeakyReluAttrs,
     LinearAttrs,
     LrnAttrs,
@@ -25,15 +30,23 @@ from nnperf.ir._ops import (
     OpType,
     PadAttrs,
     PoolAttrs,
+    PReluAttrs,
     ScaleAttrs,
+    SliceAttrs,
+    TransposeAttrs,
     UpsampleAttrs,
     uncovered_ops,
 )
-from nnperf.ir._transforms import remove_noops
+from nnperf.ir._transforms import (
+    fuse_channel_shuffle,  # activations and data movement (issue 17)
+    remove_noops,
+)
 
 __all__ = [
     "ACTIVATIONS",
     "ATTRIBUTES_OF",
+    # activations and data movement (issue 17)
+    "DATA_MOVEMENT",
     "DEFAULT_SIZE_LIMITS",
     "ELTWISE",
     "NOOPS",
@@ -42,8 +55,12 @@ __all__ = [
     "Attributes",
     "AxisAttrs",
     "BatchNormAttrs",
+    "ChannelShuffleAttrs",
+    "ClipAttrs",
     "ConvAttrs",
     "ConvKind",
+    "GatherAttrs",
+    "HardSigmoidAttrs",
     "Layer",
     "LeakyReluAttrs",
     "LinearAttrs",
@@ -51,15 +68,19 @@ __all__ = [
     "Network",
     "NoAttrs",
     "OpType",
+    "PReluAttrs",
     "PadAttrs",
     "PoolAttrs",
     "ScaleAttrs",
     "Shape",
     "SizeLimits",
+    "SliceAttrs",
     "TensorSpec",
+    "TransposeAttrs",
     "UpsampleAttrs",
     "conv_output_size",
     "current_size_limits",
+    "fuse_channel_shuffle",
     "load_network_json",
     "network_from_dict",
     "network_to_dict",
