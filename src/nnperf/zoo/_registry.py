@@ -21,6 +21,8 @@ from nnperf.zoo.simplenet import simplenet
 from nnperf.zoo.squeezenet import squeezenet1_0, squeezenet1_1
 from nnperf.zoo.tinyyolo import tiny_yolo_v2
 from nnperf.zoo.vgg import vgg11, vgg16, vgg19
+from nnperf.zoo.mobilenet_v3 import mobilenet_v3_large  # activations and data movement (issue 17)
+from nnperf.zoo.shufflenet import shufflenet_v2_x1_0
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,13 @@ _ENTRIES: tuple[ZooEntry, ...] = (
     ZooEntry("vgg19", "VGG-19 (Simonyan & Zisserman 2015), ImageNet", _IMAGENET,
              "torchvision VGG-19 (configuration E), no BN",
              vgg19),
+    # activations and data movement (issue 17)
+    ZooEntry("shufflenet_v2_x1_0", "ShuffleNet V2 1.0x (Ma et al. 2018), ImageNet", _IMAGENET,
+             "torchvision ShuffleNetV2 1.0x (chunk, concat, channel shuffle in 2 groups; mean pool)",
+             shufflenet_v2_x1_0),
+    ZooEntry("mobilenet_v3_large", "MobileNetV3-Large 1.0 (Howard et al. 2019), ImageNet", _IMAGENET,
+             "torchvision MobileNetV3-Large, width 1.0 (SE as 1x1 convs with hard sigmoid, dropout 0.2)",
+             mobilenet_v3_large),
 )
 
 

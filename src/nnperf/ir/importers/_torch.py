@@ -380,7 +380,8 @@ def _pad_module(mode: str) -> ModuleHandler:
 
 # activations and data movement (issue 17)
 def _hard_sigmoid() -> Mapped:
-    return OpType.HARD_SIGMOID, HardSigmoidAttrs(alpha=1.0 / 6.0, beta=0.5)  # torch's fixed relu6(x + 3) / 6
+    # torch's fixed relu6(x + 3) / 6; 1/6 to the 7 digits a float32 attribute keeps, as the ONNX importer reads it
+    return OpType.HARD_SIGMOID, HardSigmoidAttrs(alpha=float(f"{1.0 / 6.0:.7g}"), beta=0.5)
 
 
 def _prelu(m: nn.Module, ins: tuple[Shape, ...], out: Shape) -> Mapped | None:
