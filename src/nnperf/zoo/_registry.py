@@ -22,6 +22,7 @@ from nnperf.zoo.squeezenet import squeezenet1_0, squeezenet1_1
 from nnperf.zoo.tinyyolo import tiny_yolo_v2
 from nnperf.zoo.vgg import vgg11, vgg16, vgg19
 from nnperf.zoo.mobilenet_v3 import mobilenet_v3_large  # activations and data movement (issue 17)
+from nnperf.zoo.previousnet04 import previousnet04
 from nnperf.zoo.shufflenet import shufflenet_v2_x1_0
 
 
@@ -137,6 +138,10 @@ _CALIBRATION: tuple[ZooEntry, ...] = (
     *_configurations("03", previousnet03,
                      "nnperf extension: ReLU6, leaky ReLU, sigmoid, tanh, hard-swish, SiLU, mul, max, LRN, pad,"
                      " upsample, reshape, global max pool, grouped conv in 4 levels"),
+    # activations and data movement (issue 17)
+    *_configurations("04", previousnet04,
+                     "nnperf extension: hard sigmoid, clip, PReLU, GELU, mish, softplus, log, exp, expand, channel"
+                     " shuffle, slice, gather, transpose in 3 levels"),
 )
 
 _BY_NAME: dict[str, ZooEntry] = {entry.name: entry for entry in _ENTRIES + _CALIBRATION}

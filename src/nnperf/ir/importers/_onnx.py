@@ -269,6 +269,11 @@ class _Converter:
         for index, node in enumerate(graph.node):
             if node.op_type == "Constant":
                 self._record_constant(node)
+            if node.op_type == "CastLike" and node.input[0] not in data:  # issue 17: a constant cast like a tensor
+                value = self._value(node.input[0])
+                if value is not None:
+                    self.constants[node.output[0]] = value
+                continue
             if node.op_type in _METADATA_OPS or not any(t in data for t in node.input):
                 continue  # constant folding or shape arithmetic: not an activation
             data.update(t for t in node.output if t)
@@ -610,7 +615,15 @@ def _gelu(c: _Converter, n: _Node) -> _Result | None:
 
 
 def _scalar(c: _Converter, tensor: str) -> float | None:
+    """A constant scalar, also one written by a later Constant node or cast by CastLike (torch.export does both)."""
     value = c._value(tensor)
+    if value is None:
+        producer = next((node for node in c.model.graph.node if tensor in node.output), None)
+        if producer is not None and producer.op_type == "CastLike":
+            return _scalar(c, producer.input[0])
+        if producer is not None and producer.op_type == "Constant":
+            c._record_constant(producer)
+            value = c._value(tensor)
     return float(value) if value is not None and value.size == 1 else None
 
 
@@ -645,13 +658,20 @@ def _softplus_pattern(c: _Converter, n: _Node) -> _Result | None:
     """
     if len(n.consts) != 1 or _scalar(c, n.consts[0]) != 1.0:
         return None
-    users = c.consumers.get(n.out, [])
-    soft = next((u for u in users if u.op_type == "Softplus"), None)
-    greater = next((u for u in users if u.op_type == "Greater"), None)
-    if len(users) != 2 or soft is None or greater is None or n.out in c.graph_outputs:
+
+    def users(tensor: str) -> list[onnx.NodeProto]:  # a CastLike reading only the tensor's type is no user
+        return [u for u in c.consumers.get(tensor, []) if u.op_type != "CastLike" or u.input[0] == tensor]
+
+    scaled = users(n.out)
+    soft = next((u for u in scaled if u.op_type == "Softplus"), None)
+    greater = next((u for u in scaled if u.op_type == "Greater"), None)
+    if len(scaled) != 2 or soft is None or greater is None or n.out in c.graph_outputs:
         return None
-    div = c._sole_consumer(soft.output[0], "Div")
-    where = div and c._sole_consumer(div.output[0], "Where")
+    div = next(iter(users(soft.output[0])), None)
+    where = div and next(iter(users(div.output[0])), None)
+    if div is None or div.op_type != "Div" or len(users(soft.output[0])) != 1 or where is None or \
+            where.op_type != "Where" or len(users(div.output[0])) != 1:
+        return None
     if not where or _scalar(c, div.input[1]) != 1.0 or c.consumers.get(greater.output[0], []) != [where] or \
             list(where.input) != [greater.output[0], n.x, div.output[0]]:
         return None
