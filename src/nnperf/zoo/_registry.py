@@ -15,15 +15,15 @@ from nnperf.zoo.alexnet import alexnet
 from nnperf.zoo.allcnn import allcnn_c
 from nnperf.zoo.googlenet import googlenet
 from nnperf.zoo.mobilenet import mobilenet_v1, mobilenet_v2
+from nnperf.zoo.mobilenet_v3 import mobilenet_v3_large  # activations and data movement (issue 17)
 from nnperf.zoo.previousnet import CONFIGURATIONS, previousnet01, previousnet02, previousnet03
+from nnperf.zoo.previousnet04 import previousnet04
 from nnperf.zoo.resnet import resnet18, resnet34
+from nnperf.zoo.shufflenet import shufflenet_v2_x1_0
 from nnperf.zoo.simplenet import simplenet
 from nnperf.zoo.squeezenet import squeezenet1_0, squeezenet1_1
 from nnperf.zoo.tinyyolo import tiny_yolo_v2
 from nnperf.zoo.vgg import vgg11, vgg16, vgg19
-from nnperf.zoo.mobilenet_v3 import mobilenet_v3_large  # activations and data movement (issue 17)
-from nnperf.zoo.previousnet04 import previousnet04
-from nnperf.zoo.shufflenet import shufflenet_v2_x1_0
 
 
 @dataclass(frozen=True)
