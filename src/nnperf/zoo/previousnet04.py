@@ -46,7 +46,7 @@ class _Level04(nn.Module):
         self.mish = nn.Mish()
         self.softplus = nn.Softplus()
         self.pool = nn.AdaptiveAvgPool2d(1)
-        self.register_buffer("reversed_channels", torch.arange(channels - 1, -1, -1))
+        self.channels = channels
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         _, _, height, width = x.shape
@@ -56,7 +56,7 @@ class _Level04(nn.Module):
         product = torch.exp(clipped) * gate
         shuffled = channel_shuffle(torch.cat([self.gelu(self.prelu(x)), self.mish(clipped)], 1), 2)
         first, second = shuffled.chunk(2, dim=1)
-        reordered = torch.index_select(first, 1, self.reversed_channels)
+        reordered = torch.index_select(first, 1, torch.arange(self.channels - 1, -1, -1))
         following = torch.cat([reordered, second + log], 1)
         return following, product.permute(0, 1, 3, 2), x[:, :, ::2]
 

@@ -601,13 +601,16 @@ def _getitem_call(node: fx.Node, ins: tuple[Shape, ...], out: Shape, constants: 
 
 
 def _index_select_call(node: fx.Node, ins: tuple[Shape, ...], out: Shape, constants: list[Any]) -> Mapped | None:
-    """index_select by a constant index tensor (a buffer of the module)."""
+    """index_select by constant indices: torch.arange or torch.tensor of literals, or a buffer with values."""
     index = _arg(node, 2, "index", None)
-    if not isinstance(index, fx.Node) or index.op != "get_attr":
+    if not isinstance(index, fx.Node):
         return None
-    owner = node.graph.owning_module
-    value = owner.get_buffer(str(index.target)) if owner is not None else None
-    if value is None or value.dim() != 1:
+    value: torch.Tensor | None = None
+    if index.target in (torch.arange, torch.tensor) and not _flat_nodes((index.args, index.kwargs)):
+        value = index.target(*index.args, **index.kwargs)  # literals only: nothing of the module runs
+    elif index.op == "get_attr" and node.graph.owning_module is not None:
+        value = node.graph.owning_module.get_buffer(str(index.target))
+    if value is None or value.dim() != 1 or value.is_meta:  # a module built on the meta device has no values
         return None
     axis = int(_arg(node, 1, "dim", 0)) % len(ins[0])
     return OpType.GATHER, GatherAttrs(axis=axis, indices=tuple(int(v) % ins[0][axis] for v in value.tolist()))
