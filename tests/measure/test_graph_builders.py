@@ -240,6 +240,27 @@ def test_torch_and_onnxruntime_agree_on_zoo_networks(name: str) -> None:
     assert 1e-3 < float(np.abs(out).max()) < 1e3  # activations neither vanish nor explode
 
 
+@pytest.mark.parametrize("name", ["shufflenet_v2_x1_0", "mobilenet_v3_large"])  # issue 17
+def test_torch_and_onnxruntime_agree_on_issue17_zoo_networks(name: str) -> None:
+    # without residual scaling the builders' random weights grow ShuffleNet's outputs to ~1e4: agreement only
+    torch.set_num_threads(1)
+    (out,) = _check_torch_vs_onnx(_zoo(name))
+    assert out.shape == (1, 1000)
+
+
+def test_opencv_agrees_on_issue17_ops(tmp_path: Path) -> None:
+    cv2 = pytest.importorskip("cv2")
+    network = _zoo("previousnet04_7x7x64")
+    path = tmp_path / "previousnet04.onnx"
+    path.write_bytes(build_onnx(network).SerializeToString())
+    net = cv2.dnn.readNetFromONNX(str(path))
+    (x,) = _inputs(network)
+    net.setInput(x)
+    actual = net.forward(list(network.outputs))
+    for name, got, expected in zip(network.outputs, actual, _run_torch(network, [x])):
+        _assert_close(np.asarray(got).reshape(expected.shape), expected, f"{name} (OpenCV)")
+
+
 def test_opencv_agrees_on_squeezenet(tmp_path: Path) -> None:
     cv2 = pytest.importorskip("cv2")
     network = _zoo("squeezenet1_1")
