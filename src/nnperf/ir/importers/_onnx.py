@@ -696,9 +696,7 @@ def _slice(c: _Converter, n: _Node) -> _Result | None:
     """Slice by constant starts, ends, axes and steps that select part of one axis."""
     if n.proto.input[0] != n.x or len(n.data_inputs) != 1:
         return None
-    values = [c._value(t) if len(n.proto.input) > i and n.proto.input[i] else None for i, t in
-              enumerate(list(n.proto.input) + [""] * 5) if 1 <= i <= 4]
-    starts, ends, axes, steps = values
+    starts, ends, axes, steps = (c._value(t) for t in (list(n.proto.input) + [""] * 4)[1:5])
     if starts is None or ends is None:
         return None
     rank = len(n.x_shape)
