@@ -7,7 +7,7 @@ imported here.
 from nnperf.ir._json import load_network_json, network_from_dict, network_to_dict, save_network
 from nnperf.ir._limits import DEFAULT_SIZE_LIMITS, SIZE_LIMITS_ENV, SizeLimits, current_size_limits, size_limits
 from nnperf.ir._network import Layer, Network, Shape, TensorSpec, conv_output_size, numel, pool_output_size, shape_text
-from nnperf.ir._ops import (  # activations and data movement (issue 17)
+from nnperf.ir._ops import (
     ACTIVATIONS,
     ATTRIBUTES_OF,
     DATA_MOVEMENT,
@@ -45,7 +45,6 @@ from nnperf.ir._transforms import (
 __all__ = [
     "ACTIVATIONS",
     "ATTRIBUTES_OF",
-    # activations and data movement (issue 17)
     "DATA_MOVEMENT",
     "DEFAULT_SIZE_LIMITS",
     "ELTWISE",
