@@ -7,8 +7,12 @@ import pytest
 from nnperf.ir import (
     AxisAttrs,
     BatchNormAttrs,
+    ChannelShuffleAttrs,
+    ClipAttrs,
     ConvAttrs,
     ConvKind,
+    GatherAttrs,
+    HardSigmoidAttrs,
     Layer,
     LeakyReluAttrs,
     LinearAttrs,
@@ -18,8 +22,11 @@ from nnperf.ir import (
     OpType,
     PadAttrs,
     PoolAttrs,
+    PReluAttrs,
     ScaleAttrs,
+    SliceAttrs,
     TensorSpec,
+    TransposeAttrs,
     UpsampleAttrs,
 )
 from nnperf.ir.metrics import DType, layer_metrics, network_metrics
@@ -185,3 +192,58 @@ def test_network_totals():
     # memOPs: conv 928 + relu 1,024 + gap 520 + flat 16 + fc (8+90+10=108) + softmax 20 = 2,616
     assert m.mem_ops == 2_616
     assert m.mem_bytes(DType.FLOAT32) == 4 * 2_616
+
+
+# activations and data movement (issue 17)
+@pytest.mark.parametrize("op", [OpType.GELU, OpType.SOFTPLUS, OpType.MISH, OpType.EXP, OpType.LOG])
+def test_unary_activations_count_one_op_per_element(op):
+    # 2x3x4x5 = 120 elements: 120 #OPs, no MACs, no weights; memOPs 120 + 0 + 120 = 240
+    m = one(op, (2, 3, 4, 5), (2, 3, 4, 5))
+    assert (m.macs, m.ops, m.params, m.mem_ops) == (0, 120, 0, 240)
+
+
+def test_hard_sigmoid_and_clip_count_one_op_per_element():
+    # 1x8x7x7 = 392 elements
+    for m in (one(OpType.HARD_SIGMOID, (1, 8, 7, 7), (1, 8, 7, 7), HardSigmoidAttrs(alpha=1 / 6, beta=0.5)),
+              one(OpType.CLIP, (1, 8, 7, 7), (1, 8, 7, 7), ClipAttrs(low=-1.0, high=2.0))):
+        assert (m.macs, m.ops, m.params, m.mem_ops) == (0, 392, 0, 392 + 392)
+
+
+def test_prelu_has_one_slope_per_channel_or_one():
+    # 1x8x7x7 = 392 elements; 8 slopes per channel: memOPs 392 + 8 + 392 = 792
+    m = one(OpType.PRELU, (1, 8, 7, 7), (1, 8, 7, 7), PReluAttrs(per_channel=True))
+    assert (m.macs, m.ops, m.params, m.mem_ops) == (0, 392, 8, 792)
+    m = one(OpType.PRELU, (1, 8, 7, 7), (1, 8, 7, 7), PReluAttrs(per_channel=False))
+    assert (m.params, m.mem_ops) == (1, 392 + 1 + 392)
+
+
+def test_data_movement_counts_no_ops_and_reads_the_whole_input():
+    # slice channels 2..6 (step 2) of 1x8x5x5: n(I) = 200, n(O) = 2*25 = 50
+    m = one(OpType.SLICE, (1, 8, 5, 5), (1, 2, 5, 5), SliceAttrs(axis=1, start=2, end=6, step=2))
+    assert (m.macs, m.ops, m.params, m.n_input, m.n_output) == (0, 0, 0, 200, 50)
+    # gather 3 of 8 channels: n(O) = 3*25 = 75
+    m = one(OpType.GATHER, (1, 8, 5, 5), (1, 3, 5, 5), GatherAttrs(axis=1, indices=(7, 0, 7)))
+    assert (m.ops, m.n_input, m.n_output) == (0, 200, 75)
+    # transpose and channel shuffle move all 200 elements: memOPs 400
+    m = one(OpType.TRANSPOSE, (1, 8, 5, 4), (1, 5, 4, 8), TransposeAttrs(perm=(0, 2, 3, 1)))
+    assert (m.ops, m.mem_ops) == (0, 160 + 160)
+    m = one(OpType.CHANNEL_SHUFFLE, (1, 8, 5, 5), (1, 8, 5, 5), ChannelShuffleAttrs(groups=2))
+    assert (m.ops, m.mem_ops) == (0, 400)
+    # expand 1x8x1x1 to 1x8x5x5: n(I) = 8, n(O) = 200
+    m = one(OpType.EXPAND, (1, 8, 1, 1), (1, 8, 5, 5))
+    assert (m.ops, m.mem_ops) == (0, 8 + 200)
+
+
+@pytest.mark.parametrize(("op", "in_shape", "out_shape", "attrs"), [
+    (OpType.SLICE, (1, 8, 5, 5), (1, 3, 5, 5), SliceAttrs(axis=1, start=2, end=6, step=2)),
+    (OpType.SLICE, (1, 8, 5, 5), (1, 8, 5, 5), SliceAttrs(axis=1, start=0, end=9)),
+    (OpType.GATHER, (1, 8, 5, 5), (1, 2, 5, 5), GatherAttrs(axis=1, indices=(0, 8))),
+    (OpType.TRANSPOSE, (1, 8, 5, 4), (1, 4, 5, 8), TransposeAttrs(perm=(0, 2, 3, 1))),
+    (OpType.CHANNEL_SHUFFLE, (1, 9, 5, 5), (1, 9, 5, 5), ChannelShuffleAttrs(groups=2)),
+    (OpType.EXPAND, (1, 8, 2, 1), (1, 8, 5, 5), NoAttrs()),
+])
+def test_data_movement_shapes_are_checked(op, in_shape, out_shape, attrs):
+    from nnperf.errors import InvalidNetworkError
+
+    with pytest.raises(InvalidNetworkError):
+        Layer("l", op, ("x",), (in_shape,), out_shape, attrs)

@@ -152,3 +152,17 @@ def test_json_with_zero_dimension_names_the_layer():
     data["layers"][1]["output_shape"] = [1, 0, 4, 4]
     with pytest.raises(InvalidNetworkError, match="relu_a.*positive"):
         network_from_dict(data, source="x.json")
+
+
+# activations and data movement (issue 17)
+def test_json_round_trip_of_issue17_attributes(tmp_path):
+    from nnperf.ir import ClipAttrs, GatherAttrs, TensorSpec, TransposeAttrs
+
+    layers = (
+        Layer("clip", OpType.CLIP, ("x",), ((1, 3, 4, 5),), (1, 3, 4, 5), ClipAttrs(high=2.5)),
+        Layer("gather", OpType.GATHER, ("clip",), ((1, 3, 4, 5),), (1, 4, 4, 5), GatherAttrs(1, (2, 0, 0, 1))),
+        Layer("transpose", OpType.TRANSPOSE, ("gather",), ((1, 4, 4, 5),), (1, 5, 4, 4), TransposeAttrs((0, 3, 1, 2))),
+    )
+    net = Network("n", (TensorSpec("x", (1, 3, 4, 5)),), layers, ("transpose",))
+    save_network(net, tmp_path / "net.json")
+    assert load_network_json(tmp_path / "net.json") == net  # the open bound is written as -Infinity

@@ -17,8 +17,12 @@ from nnperf.errors import ModelFileError, NnperfError, ShapeInferenceError, Unsu
 from nnperf.ir import (
     AxisAttrs,
     BatchNormAttrs,
+    ChannelShuffleAttrs,
+    ClipAttrs,
     ConvAttrs,
     ConvKind,
+    GatherAttrs,
+    HardSigmoidAttrs,
     LeakyReluAttrs,
     LinearAttrs,
     LrnAttrs,
@@ -27,7 +31,10 @@ from nnperf.ir import (
     OpType,
     PadAttrs,
     PoolAttrs,
+    PReluAttrs,
     ScaleAttrs,
+    SliceAttrs,
+    TransposeAttrs,
     UpsampleAttrs,
 )
 from nnperf.ir.importers import from_onnx
@@ -633,18 +640,16 @@ def test_clip_min_with_empty_max_input_is_relu(tmp_path: Path) -> None:
     assert layer.op is OpType.RELU
 
 
-def test_clip_minus1_1_is_unsupported(tmp_path: Path) -> None:
+def test_clip_minus1_1_is_a_clip_layer(tmp_path: Path) -> None:  # issue 17: was unsupported
     node = helper.make_node("Clip", ["x", "lo", "hi"], ["y"], name="hardtanh")
-    with pytest.raises(UnsupportedOperatorError) as info:
-        single(tmp_path, node, [1, 2, 3, 3], opset=13, inits=[f32("lo", -1.0), f32("hi", 1.0)])
-    assert info.value.operators == {"Clip (bounds other than ReLU/ReLU6)": ["hardtanh"]}
+    layer = only_layer(single(tmp_path, node, [1, 2, 3, 3], opset=13, inits=[f32("lo", -1.0), f32("hi", 1.0)]))
+    assert (layer.op, layer.attrs) == (OpType.CLIP, ClipAttrs(low=-1.0, high=1.0))
 
 
-def test_clip_minus1_1_attributes_opset10_is_unsupported(tmp_path: Path) -> None:
+def test_clip_minus1_1_attributes_opset10_is_a_clip_layer(tmp_path: Path) -> None:
     node = helper.make_node("Clip", ["x"], ["y"], name="hardtanh", min=-1.0, max=1.0)
-    with pytest.raises(UnsupportedOperatorError) as info:
-        single(tmp_path, node, [1, 2, 3, 3], opset=10)
-    assert list(info.value.operators.values()) == [["hardtanh"]]
+    layer = only_layer(single(tmp_path, node, [1, 2, 3, 3], opset=10))
+    assert (layer.op, layer.attrs) == (OpType.CLIP, ClipAttrs(low=-1.0, high=1.0))
 
 
 def test_leaky_relu_alpha(tmp_path: Path) -> None:
@@ -1364,13 +1369,13 @@ def test_unsupported_standard_operators_are_collected_in_one_error(tmp_path: Pat
     nodes = [
         helper.make_node("Erf", ["x"], ["a"], name="erf_1"),
         helper.make_node("Erf", ["x"], ["b"], name="erf_2"),
-        helper.make_node("Clip", ["x", "lo", "hi"], ["c"], name="hardtanh"),
+        helper.make_node("Cos", ["x"], ["c"], name="cos"),
     ]
     path = save(tmp_path, nodes, [vi("x", [1, 3])], [out("a", 2), out("b", 2), out("c", 2)],
                 [f32("lo", -1.0), f32("hi", 1.0)])
     with pytest.raises(UnsupportedOperatorError) as info:
         from_onnx(path)
-    assert info.value.operators == {"Erf": ["erf_1", "erf_2"], "Clip (bounds other than ReLU/ReLU6)": ["hardtanh"]}
+    assert info.value.operators == {"Erf": ["erf_1", "erf_2"], "Cos": ["cos"]}
 
 
 def test_conv_weight_channels_mismatch(tmp_path: Path) -> None:
@@ -1468,3 +1473,130 @@ def test_initializer_of_an_unknown_data_type_is_a_shape_inference_error(tmp_path
         from_onnx(path)
     assert str(info.value).startswith(f"{path}: shapes cannot be inferred")
     assert "999" in str(info.value)
+
+
+# ---- activations and data movement (issue 17) ---------------------------------------------------------
+
+
+def test_hard_sigmoid_prelu_and_unary_activations(tmp_path: Path) -> None:
+    nodes = [
+        helper.make_node("HardSigmoid", ["x"], ["a"], name="hsig", alpha=1 / 6, beta=0.5),
+        helper.make_node("PRelu", ["a", "slope"], ["b"], name="prelu"),
+        helper.make_node("PRelu", ["b", "one"], ["c"], name="prelu_one"),
+        helper.make_node("Gelu", ["c"], ["d"], name="gelu"),
+        helper.make_node("Softplus", ["d"], ["e"], name="softplus"),
+        helper.make_node("Mish", ["e"], ["f"], name="mish"),
+        helper.make_node("Exp", ["f"], ["g"], name="exp"),
+        helper.make_node("Log", ["g"], ["y"], name="log"),
+    ]
+    net = load(tmp_path, nodes, [vi("x", [1, 3, 4, 4])], [out("y")],
+               [f32("slope", rng_array((3, 1, 1))), f32("one", [0.25])], opset=20)
+    assert [(layer.op, layer.attrs) for layer in net.layers] == [
+        (OpType.HARD_SIGMOID, HardSigmoidAttrs(alpha=0.1666667, beta=0.5)),
+        (OpType.PRELU, PReluAttrs(per_channel=True)), (OpType.PRELU, PReluAttrs(per_channel=False)),
+        (OpType.GELU, NoAttrs()), (OpType.SOFTPLUS, NoAttrs()), (OpType.MISH, NoAttrs()), (OpType.EXP, NoAttrs()),
+        (OpType.LOG, NoAttrs())]
+
+
+def test_tanh_gelu_is_unsupported(tmp_path: Path) -> None:
+    node = helper.make_node("Gelu", ["x"], ["y"], name="gelu", approximate="tanh")
+    with pytest.raises(UnsupportedOperatorError) as info:
+        single(tmp_path, node, [1, 2, 3, 3], opset=20)
+    assert info.value.operators == {"Gelu (only approximate='none')": ["gelu"]}
+
+
+def test_erf_pattern_is_one_gelu_layer(tmp_path: Path) -> None:
+    # torch's TorchScript exporter: x * (1 + erf(x / sqrt 2)) * 0.5
+    nodes = [
+        helper.make_node("Div", ["x", "sqrt2"], ["d"], name="div"),
+        helper.make_node("Erf", ["d"], ["e"], name="erf"),
+        helper.make_node("Add", ["e", "one"], ["a"], name="add"),
+        helper.make_node("Mul", ["x", "a"], ["m"], name="mul"),
+        helper.make_node("Mul", ["m", "half"], ["y"], name="gelu"),
+    ]
+    net = load(tmp_path, nodes, [vi("x", [1, 3, 4, 4])], [out("y")],
+               [f32("sqrt2", np.sqrt(2.0)), f32("one", 1.0), f32("half", 0.5)])
+    layer = only_layer(net)
+    assert (layer.op, layer.inputs, layer.output_shape) == (OpType.GELU, ("x",), (1, 3, 4, 4))
+
+
+def test_torch_export_softplus_pattern_is_one_softplus_layer(tmp_path: Path) -> None:
+    # torch.export's softplus(beta=1, threshold=20): where(x*1 > 20, x, softplus(x*1) / 1), constants cast like x
+    nodes = [
+        helper.make_node("Mul", ["x", "beta"], ["s"], name="scale"),
+        helper.make_node("Softplus", ["s"], ["t"], name="softplus"),
+        helper.make_node("Constant", [], ["b0"], value_float=1.0),
+        helper.make_node("CastLike", ["b0", "t"], ["b0c"]),
+        helper.make_node("Div", ["t", "b0c"], ["d"], name="div"),
+        helper.make_node("Constant", [], ["th"], value_float=20.0),
+        helper.make_node("CastLike", ["th", "s"], ["thc"]),
+        helper.make_node("Greater", ["s", "thc"], ["g"], name="greater"),
+        helper.make_node("Where", ["g", "x", "d"], ["y"], name="where"),
+    ]
+    net = load(tmp_path, nodes, [vi("x", [1, 3, 4, 4])], [out("y")], [f32("beta", 1.0)])
+    layer = only_layer(net)
+    assert (layer.op, layer.inputs, layer.output_shape) == (OpType.SOFTPLUS, ("x",), (1, 3, 4, 4))
+
+
+def test_split_is_one_slice_layer_per_output(tmp_path: Path) -> None:
+    nodes = [helper.make_node("Split", ["x", "sizes"], ["a", "b", "c"], name="split", axis=1)]
+    net = load(tmp_path, nodes, [vi("x", [1, 8, 4, 4])], [out("a"), out("b"), out("c")], [i64("sizes", [2, 4, 2])])
+    assert [(layer.op, layer.attrs, layer.output_shape) for layer in net.layers] == [
+        (OpType.SLICE, SliceAttrs(axis=1, start=0, end=2), (1, 2, 4, 4)),
+        (OpType.SLICE, SliceAttrs(axis=1, start=2, end=6), (1, 4, 4, 4)),
+        (OpType.SLICE, SliceAttrs(axis=1, start=6, end=8), (1, 2, 4, 4))]
+    assert len({layer.name for layer in net.layers}) == 3
+
+
+def test_slice_with_negative_bounds_and_a_step(tmp_path: Path) -> None:
+    # axis 2 (size 9): from 1 to -1 (= 8) in steps of 3 -> rows 1, 4, 7
+    node = helper.make_node("Slice", ["x", "starts", "ends", "axes", "steps"], ["y"], name="slice")
+    layer = only_layer(single(tmp_path, node, [1, 2, 9, 4], inits=[i64("starts", [1]), i64("ends", [-1]),
+                                                                    i64("axes", [2]), i64("steps", [3])]))
+    assert (layer.op, layer.attrs, layer.output_shape) == (OpType.SLICE, SliceAttrs(2, 1, 8, 3), (1, 2, 3, 4))
+
+
+def test_slice_along_two_axes_is_unsupported(tmp_path: Path) -> None:
+    node = helper.make_node("Slice", ["x", "starts", "ends", "axes"], ["y"], name="slice")
+    with pytest.raises(UnsupportedOperatorError):
+        single(tmp_path, node, [1, 2, 9, 4], inits=[i64("starts", [0, 0]), i64("ends", [1, 2]), i64("axes", [1, 2])])
+
+
+def test_transpose_gather_and_expand(tmp_path: Path) -> None:
+    nodes = [
+        helper.make_node("Transpose", ["x"], ["t"], name="transpose", perm=[0, 2, 3, 1]),
+        helper.make_node("Gather", ["t", "idx"], ["g"], name="gather", axis=3),
+        helper.make_node("ReduceMean", ["g", "axes"], ["m"], name="mean", keepdims=1),
+        helper.make_node("Expand", ["m", "shape"], ["y"], name="expand"),
+    ]
+    net = load(tmp_path, nodes, [vi("x", [1, 6, 5, 4])], [out("y")],
+               [i64("idx", [5, -1, 0]), i64("axes", [2, 3]), i64("shape", [1, 5, 4, 3])], opset=18)
+    assert [(layer.op, layer.attrs, layer.output_shape) for layer in net.layers] == [
+        (OpType.TRANSPOSE, TransposeAttrs(perm=(0, 2, 3, 1)), (1, 5, 4, 6)),
+        (OpType.GATHER, GatherAttrs(axis=3, indices=(5, 5, 0)), (1, 5, 4, 3)),
+        (OpType.GLOBAL_AVG_POOL, NoAttrs(), (1, 5, 1, 1)),
+        (OpType.EXPAND, NoAttrs(), (1, 5, 4, 3))]
+
+
+def test_reshape_transpose_reshape_is_one_channel_shuffle(tmp_path: Path) -> None:
+    nodes = [
+        helper.make_node("Reshape", ["x", "grouped"], ["r"], name="view"),
+        helper.make_node("Transpose", ["r"], ["t"], name="transpose", perm=[0, 2, 1, 3, 4]),
+        helper.make_node("Reshape", ["t", "back"], ["y"], name="shuffle"),
+    ]
+    net = load(tmp_path, nodes, [vi("x", [1, 12, 5, 5])], [out("y")],
+               [i64("grouped", [1, 3, 4, 5, 5]), i64("back", [1, 12, 5, 5])])
+    layer = only_layer(net)
+    assert (layer.name, layer.op, layer.attrs, layer.inputs) == (
+        "shuffle", OpType.CHANNEL_SHUFFLE, ChannelShuffleAttrs(groups=3), ("x",))
+
+
+def test_a_transpose_of_other_axes_is_no_channel_shuffle(tmp_path: Path) -> None:
+    nodes = [
+        helper.make_node("Reshape", ["x", "grouped"], ["r"], name="view"),
+        helper.make_node("Transpose", ["r"], ["t"], name="transpose", perm=[0, 1, 2, 4, 3]),
+        helper.make_node("Reshape", ["t", "back"], ["y"], name="back"),
+    ]
+    net = load(tmp_path, nodes, [vi("x", [1, 12, 5, 5])], [out("y")],
+               [i64("grouped", [1, 3, 4, 5, 5]), i64("back", [1, 12, 5, 5])])
+    assert [layer.op for layer in net.layers] == [OpType.RESHAPE, OpType.TRANSPOSE, OpType.RESHAPE]

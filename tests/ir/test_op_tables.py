@@ -96,11 +96,15 @@ def test_fused_successors_are_the_successor_roles() -> None:
     # BN, scale, activations and element-wise layers: the set predict's composition imports.
     expected = {OpType.BATCH_NORM, OpType.SCALE, OpType.RELU, OpType.RELU6, OpType.LEAKY_RELU, OpType.SIGMOID,
                 OpType.TANH, OpType.HARDSWISH, OpType.SILU, OpType.ADD, OpType.MUL, OpType.MAX}
+    # activations and data movement (issue 17)
+    expected |= {OpType.HARD_SIGMOID, OpType.CLIP, OpType.PRELU, OpType.GELU, OpType.SOFTPLUS, OpType.MISH,
+                 OpType.EXP, OpType.LOG}
     assert FUSED_SUCCESSORS == expected
     assert {op for op, role in FUSION_ROLES.items() if role is FusionRole.HEAD} == set(OpType) - expected
 
 
 def test_ops_with_parameters_have_weights() -> None:
     # Conv, linear, batch norm and scale count n(W) in the metrics; exactly those get weights.
-    assert set(WEIGHT_MAKERS) == {OpType.CONV, OpType.LINEAR, OpType.BATCH_NORM, OpType.SCALE}
+    assert set(WEIGHT_MAKERS) == {OpType.CONV, OpType.LINEAR, OpType.BATCH_NORM, OpType.SCALE,
+                                  OpType.PRELU}  # activations and data movement (issue 17)
     assert set(ROW_GEOMETRY) == {OpType.CONV, OpType.LINEAR}

@@ -116,7 +116,7 @@ class Strange(nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.c1 = nn.Conv1d(3, 3, 1)
-        self.gelu = nn.GELU()
+        self.gelu = nn.GELU(approximate="tanh")  # issue 17: the exact GELU is supported
 
     def forward(self, x):
         y = self.gelu(x)
@@ -155,3 +155,71 @@ def test_concat_of_one_tensor_with_itself():
     net = from_torch(SelfConcat(), torch.randn(1, 3, 4, 4))
     cat = net.layers[-1]
     assert cat.op is OpType.CONCAT and cat.inputs == ("relu", "relu") and cat.output_shape == (1, 6, 4, 4)
+
+
+# activations and data movement (issue 17)
+class Issue17Activations(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.hsig = nn.Hardsigmoid()
+        self.clip = nn.Hardtanh(-1.0, 2.0)
+        self.prelu = nn.PReLU(4)
+        self.prelu_one = nn.PReLU()
+        self.gelu = nn.GELU()
+        self.softplus = nn.Softplus()
+        self.mish = nn.Mish()
+
+    def forward(self, x):
+        y = self.mish(self.softplus(self.gelu(self.prelu_one(self.prelu(self.clip(self.hsig(x)))))))
+        y = torch.log(torch.exp(y))
+        return torch.clamp(F.hardsigmoid(y), min=0.1), torch.clamp(y, 0.0, 6.0), F.gelu(F.mish(y))
+
+
+def test_issue17_activation_modules_and_calls():
+    from nnperf.ir import ClipAttrs, HardSigmoidAttrs, NoAttrs, PReluAttrs
+
+    net = from_torch(Issue17Activations(), torch.randn(1, 4, 5, 5))
+    hard_sigmoid = HardSigmoidAttrs(alpha=0.1666667, beta=0.5)
+    assert [(layer.op, layer.attrs) for layer in net.layers] == [
+        (OpType.HARD_SIGMOID, hard_sigmoid), (OpType.CLIP, ClipAttrs(low=-1.0, high=2.0)),
+        (OpType.PRELU, PReluAttrs(per_channel=True)), (OpType.PRELU, PReluAttrs(per_channel=False)),
+        (OpType.GELU, NoAttrs()), (OpType.SOFTPLUS, NoAttrs()), (OpType.MISH, NoAttrs()), (OpType.EXP, NoAttrs()),
+        (OpType.LOG, NoAttrs()), (OpType.HARD_SIGMOID, hard_sigmoid), (OpType.CLIP, ClipAttrs(low=0.1)),
+        (OpType.RELU6, NoAttrs()), (OpType.MISH, NoAttrs()), (OpType.GELU, NoAttrs())]
+    assert network_metrics(net).params == 4 + 1  # the PReLU slopes
+
+
+class Issue17DataMovement(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.pool = nn.AdaptiveAvgPool2d(1)
+
+    def forward(self, x):
+        n, c, h, w = x.shape
+        a, b = x.chunk(2, dim=1)
+        p, q, r = torch.split(x, [1, 4, 3], dim=1)
+        shuffled = torch.transpose(x.view(n, 2, c // 2, h, w), 1, 2).contiguous().view(n, c, h, w)
+        picked = torch.index_select(x, 1, torch.arange(7, -1, -2)) + x[:, [3, 1, 3, 1]]
+        rows = x[:, :, 1:4:2]
+        gate = self.pool(x).expand(-1, -1, h, w)
+        return a, b, p, q, r, shuffled, picked, rows.permute(0, 2, 3, 1), gate
+
+
+def test_issue17_data_movement_calls():
+    from nnperf.ir import ChannelShuffleAttrs, GatherAttrs, NoAttrs, SliceAttrs, TransposeAttrs
+
+    net = from_torch(Issue17DataMovement(), torch.randn(1, 8, 5, 6))
+    assert [(layer.op, layer.attrs, layer.output_shape) for layer in net.layers] == [
+        (OpType.SLICE, SliceAttrs(axis=1, start=0, end=4), (1, 4, 5, 6)),
+        (OpType.SLICE, SliceAttrs(axis=1, start=4, end=8), (1, 4, 5, 6)),
+        (OpType.SLICE, SliceAttrs(axis=1, start=0, end=1), (1, 1, 5, 6)),
+        (OpType.SLICE, SliceAttrs(axis=1, start=1, end=5), (1, 4, 5, 6)),
+        (OpType.SLICE, SliceAttrs(axis=1, start=5, end=8), (1, 3, 5, 6)),
+        (OpType.CHANNEL_SHUFFLE, ChannelShuffleAttrs(groups=2), (1, 8, 5, 6)),
+        (OpType.GATHER, GatherAttrs(axis=1, indices=(7, 5, 3, 1)), (1, 4, 5, 6)),
+        (OpType.GATHER, GatherAttrs(axis=1, indices=(3, 1, 3, 1)), (1, 4, 5, 6)),
+        (OpType.ADD, NoAttrs(), (1, 4, 5, 6)),
+        (OpType.SLICE, SliceAttrs(axis=2, start=1, end=4, step=2), (1, 8, 2, 6)),
+        (OpType.GLOBAL_AVG_POOL, NoAttrs(), (1, 8, 1, 1)),
+        (OpType.EXPAND, NoAttrs(), (1, 8, 5, 6)),
+        (OpType.TRANSPOSE, TransposeAttrs(perm=(0, 2, 3, 1)), (1, 2, 6, 8))]

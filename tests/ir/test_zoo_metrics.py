@@ -7,10 +7,10 @@ import pytest
 import torch
 
 from nnperf import zoo
-from nnperf.zoo import zoo_network
 from nnperf.ir.export import export_onnx
 from nnperf.ir.importers import from_onnx, from_torch
 from nnperf.ir.metrics import layer_metrics, network_metrics
+from nnperf.zoo import zoo_network
 
 # (GMACs, M params) as published; each checked within 1%.
 PUBLISHED = {
@@ -26,6 +26,9 @@ PUBLISHED = {
     "alexnet": (0.714, 61.1),
     "googlenet": (1.5, 6.6),  # torchvision variant: BN, 3x3 in the "5x5" branch, no aux heads
     "tiny_yolo_v2": (3.49, 15.86),  # darknet: 6.97 BFLOPs = 3.49 GMACs
+    # activations and data movement (issue 17); torchvision lists these MACs as "GFLOPS"
+    "shufflenet_v2_x1_0": (0.146, 2.28),  # IR: 144.9 M MACs (-0.75%), 2,278,604 params
+    "mobilenet_v3_large": (0.217, 5.48),  # IR: 216.6 M MACs, 5,483,032 params (SE FCs as 1x1 convs)
 }
 
 

@@ -12,12 +12,15 @@ import onnxruntime as ort
 import pytest
 import torch
 
-from nnperf.zoo import zoo_network
 from nnperf.errors import UnsupportedOperatorError
-from nnperf.ir import (
+from nnperf.ir import (  # activations and data movement (issue 17)
     AxisAttrs,
     BatchNormAttrs,
+    ChannelShuffleAttrs,
+    ClipAttrs,
     ConvAttrs,
+    GatherAttrs,
+    HardSigmoidAttrs,
     Layer,
     LeakyReluAttrs,
     LinearAttrs,
@@ -27,9 +30,12 @@ from nnperf.ir import (
     OpType,
     PadAttrs,
     PoolAttrs,
+    PReluAttrs,
     ScaleAttrs,
     Shape,
+    SliceAttrs,
     TensorSpec,
+    TransposeAttrs,
     UpsampleAttrs,
     conv_output_size,
     pool_output_size,
@@ -38,6 +44,7 @@ from nnperf.ir._ops import Attributes
 from nnperf.measure.backends._onnx_graph import build_onnx, layer_onnx, onnx_node_layers
 from nnperf.measure.backends._torch_graph import build_torch, layer_module
 from nnperf.measure.backends._weights import layer_weights
+from nnperf.zoo import zoo_network
 
 
 class _Builder:
@@ -144,6 +151,33 @@ def _resize_pad_net() -> Network:
 SMALL = {"convpool": _conv_pool_net, "activations": _activation_net, "resizepad": _resize_pad_net}
 
 
+# activations and data movement (issue 17)
+def _issue17_net() -> Network:
+    b = _Builder("issue17", x=(1, 6, 5, 4))
+    y = b.add("hsig", OpType.HARD_SIGMOID, "x", attrs=HardSigmoidAttrs(alpha=1 / 6, beta=0.5))
+    c = b.add("clip", OpType.CLIP, "x", attrs=ClipAttrs(low=-0.5, high=1.5))
+    c = b.add("clip_high", OpType.CLIP, c, attrs=ClipAttrs(high=1.0))
+    p = b.add("prelu", OpType.PRELU, "x", attrs=PReluAttrs())
+    p = b.add("prelu_one", OpType.PRELU, p, attrs=PReluAttrs(per_channel=False))
+    g = b.add("gelu", OpType.GELU, p)
+    m = b.add("mish", OpType.MISH, g)
+    s = b.add("softplus", OpType.SOFTPLUS, m)
+    s = b.add("log", OpType.LOG, s)
+    e = b.add("exp", OpType.EXP, c)
+    a = b.add("sum", OpType.ADD, (y, s, e), (1, 6, 5, 4))
+    sh = b.add("shuffle", OpType.CHANNEL_SHUFFLE, a, attrs=ChannelShuffleAttrs(groups=3))
+    lo = b.add("slice_lo", OpType.SLICE, sh, (1, 3, 5, 4), SliceAttrs(axis=1, start=0, end=3))
+    st = b.add("slice_step", OpType.SLICE, sh, (1, 6, 2, 4), SliceAttrs(axis=2, start=1, end=5, step=2))
+    ga = b.add("gather", OpType.GATHER, lo, (1, 4, 5, 4), GatherAttrs(axis=1, indices=(2, 0, 0, 1)))
+    b.add("transpose", OpType.TRANSPOSE, st, (1, 4, 6, 2), TransposeAttrs(perm=(0, 3, 1, 2)))
+    pool = b.add("pool", OpType.GLOBAL_AVG_POOL, ga, (1, 4, 1, 1))
+    b.add("expand", OpType.EXPAND, pool, (1, 4, 5, 4))
+    return b.network("expand", "transpose")
+
+
+SMALL["issue17"] = _issue17_net
+
+
 def _inputs(network: Network, seed: int = 0) -> list[np.ndarray]:
     rng = np.random.default_rng(seed)
     return [rng.standard_normal(spec.shape).astype(np.float32) for spec in network.inputs]
@@ -204,6 +238,27 @@ def test_torch_and_onnxruntime_agree_on_zoo_networks(name: str) -> None:
     (out,) = _check_torch_vs_onnx(_zoo(name))
     assert out.shape == (1, 1000)
     assert 1e-3 < float(np.abs(out).max()) < 1e3  # activations neither vanish nor explode
+
+
+@pytest.mark.parametrize("name", ["shufflenet_v2_x1_0", "mobilenet_v3_large"])  # issue 17
+def test_torch_and_onnxruntime_agree_on_issue17_zoo_networks(name: str) -> None:
+    # without residual scaling the builders' random weights grow ShuffleNet's outputs to ~1e4: agreement only
+    torch.set_num_threads(1)
+    (out,) = _check_torch_vs_onnx(_zoo(name))
+    assert out.shape == (1, 1000)
+
+
+def test_opencv_agrees_on_issue17_ops(tmp_path: Path) -> None:
+    cv2 = pytest.importorskip("cv2")
+    network = _zoo("previousnet04_7x7x64")
+    path = tmp_path / "previousnet04.onnx"
+    path.write_bytes(build_onnx(network).SerializeToString())
+    net = cv2.dnn.readNetFromONNX(str(path))
+    (x,) = _inputs(network)
+    net.setInput(x)
+    actual = net.forward(list(network.outputs))
+    for name, got, expected in zip(network.outputs, actual, _run_torch(network, [x])):
+        _assert_close(np.asarray(got).reshape(expected.shape), expected, f"{name} (OpenCV)")
 
 
 def test_opencv_agrees_on_squeezenet(tmp_path: Path) -> None:

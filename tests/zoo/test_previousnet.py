@@ -15,7 +15,8 @@ from nnperf.ir.metrics import network_metrics
 CONFIGS = ["56x56x32", "28x28x64", "14x14x64", "7x7x64"]
 NET01 = [f"previousnet01_{c}" for c in CONFIGS]
 NET03 = [f"previousnet03_{c}" for c in CONFIGS]
-CALIBRATION = [*NET01, "previousnet02", *NET03]
+NET04 = [f"previousnet04_{c}" for c in CONFIGS]  # activations and data movement (issue 17)
+CALIBRATION = [*NET01, "previousnet02", *NET03, *NET04]
 
 POOLS = {OpType.MAX_POOL, OpType.AVG_POOL, OpType.GLOBAL_AVG_POOL, OpType.GLOBAL_MAX_POOL}
 ELTWISE = {OpType.ADD, OpType.MUL, OpType.MAX}
@@ -38,7 +39,7 @@ def _dead_layers(net: Network) -> list[str]:
 
 def test_registry_keeps_reference_names_and_lists_calibration_apart():
     assert zoo.calibration_names() == CALIBRATION
-    assert len(zoo.names()) == 14 and not set(zoo.names()) & set(CALIBRATION)
+    assert len(zoo.names()) == 16 and not set(zoo.names()) & set(CALIBRATION)
     assert all(e.calibration for e in zoo.calibration_entries())
     assert not any(e.calibration for e in zoo.entries())
     assert zoo.get("PreVIousNet01-7x7x64").name == "previousnet01_7x7x64"
@@ -156,6 +157,32 @@ def test_runs_for_real_and_matches_the_imported_shapes(networks, name):
     finally:
         torch.set_num_threads(threads)
     net = networks[name]
+    shape_of = {layer.name: layer.output_shape for layer in net.layers}
+    assert [tuple(y.shape) for y in outputs] == [shape_of[o] for o in net.outputs]
+    assert all(torch.isfinite(y).all() for y in outputs)
+
+
+# activations and data movement (issue 17)
+ISSUE17_OPS = [OpType.HARD_SIGMOID, OpType.CLIP, OpType.PRELU, OpType.GELU, OpType.SOFTPLUS, OpType.MISH, OpType.EXP,
+               OpType.LOG, OpType.TRANSPOSE, OpType.CHANNEL_SHUFFLE, OpType.GATHER, OpType.EXPAND]
+
+
+@pytest.mark.parametrize("name", NET04)
+def test_previousnet04_runs_each_issue17_op_on_three_shapes(networks, name):
+    net = networks[name]
+    counts = _counts(net)
+    assert len(net.layers) == 62 and not _dead_layers(net)
+    for op in ISSUE17_OPS:
+        assert counts[op] == 3, op
+        assert len({layer.input_shapes for layer in net.layers if layer.op is op}) == 3, op
+    assert counts[OpType.SLICE] == 9  # two halves of a chunk and a strided slice per level
+    assert len({layer.attrs for layer in net.layers if layer.op is OpType.CLIP}) == 3
+
+
+def test_previousnet04_runs_for_real_and_matches_the_imported_shapes(networks):
+    entry, net = zoo.get("previousnet04_7x7x64"), networks["previousnet04_7x7x64"]
+    with torch.no_grad():
+        outputs = entry.build()(entry.example_input())
     shape_of = {layer.name: layer.output_shape for layer in net.layers}
     assert [tuple(y.shape) for y in outputs] == [shape_of[o] for o in net.outputs]
     assert all(torch.isfinite(y).all() for y in outputs)

@@ -12,6 +12,7 @@ from nnperf.errors import UnknownModelError
 EXPECTED_NAMES = [
     "alexnet", "allcnn_c", "mobilenet_v1", "mobilenet_v2", "resnet18", "resnet34", "simplenet",
     "squeezenet1_0", "squeezenet1_1", "tiny_yolo_v2", "googlenet", "vgg11", "vgg16", "vgg19",
+    "shufflenet_v2_x1_0", "mobilenet_v3_large",  # activations and data movement (issue 17)
 ]
 
 OUTPUT_SHAPES = {name: (1, 1000) for name in EXPECTED_NAMES}
@@ -30,6 +31,8 @@ PUBLISHED_PARAMS = {
     "vgg11": 132.86e6,
     "vgg16": 138.36e6,
     "vgg19": 143.67e6,
+    "shufflenet_v2_x1_0": 2.28e6,  # activations and data movement (issue 17)
+    "mobilenet_v3_large": 5.48e6,
 }
 
 # Exact parameter counts worked out by hand from the architecture

@@ -145,6 +145,11 @@ NOT_MAPPED = frozenset({
     OpType.SILU, OpType.ADD, OpType.MUL, OpType.MAX, OpType.CONCAT, OpType.SOFTMAX, OpType.LRN, OpType.FLATTEN,
     OpType.RESHAPE, OpType.UPSAMPLE, OpType.PAD, OpType.IDENTITY, OpType.DROPOUT,
 })
+# activations and data movement (issue 17)
+NOT_MAPPED = NOT_MAPPED | {
+    OpType.HARD_SIGMOID, OpType.CLIP, OpType.PRELU, OpType.GELU, OpType.SOFTPLUS, OpType.MISH, OpType.EXP, OpType.LOG,
+    OpType.SLICE, OpType.TRANSPOSE, OpType.CHANNEL_SHUFFLE, OpType.GATHER, OpType.EXPAND,
+}
 """Ops that become no row: they carry no energy in CNNergy (reference section 7), only change what a split sends."""
 
 

@@ -8,22 +8,28 @@ network inputs) that produce what it reads, in operand order.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 
 from nnperf.errors import InvalidNetworkError
 from nnperf.ir._limits import check_layer_size, check_network_size, check_tensor_size
-from nnperf.ir._ops import (
+from nnperf.ir._ops import (  # activations and data movement (issue 17)
     ACTIVATIONS,
+    DATA_MOVEMENT,
     ELTWISE,
     NOOPS,
     Attributes,
     AxisAttrs,
+    ChannelShuffleAttrs,
     ConvAttrs,
     ConvKind,
+    GatherAttrs,
     NoAttrs,
     OpType,
     PoolAttrs,
+    SliceAttrs,
+    TransposeAttrs,
     attributes_class,
 )
 
@@ -306,6 +312,39 @@ def _check_layer_shapes(layer: Layer, where: str) -> None:
             fail("must keep batch and channels")
     elif op is OpType.PAD and (len(x) != len(out) or any(o < i for i, o in zip(x, out))):
         fail("padding cannot shrink a dimension")
+    # activations and data movement (issue 17)
+    elif op in DATA_MOVEMENT:
+        _check_data_movement(layer, fail)
+
+
+def _check_data_movement(layer: Layer, fail: Callable[[str], None]) -> None:
+    """Slice, transpose, channel shuffle, gather and expand: the output shape their attributes give."""
+    x, out, attrs = layer.input_shape, layer.output_shape, layer.attrs
+    if layer.op is OpType.EXPAND:
+        try:
+            broadcast = _broadcast((x, out))
+        except ValueError:
+            broadcast = ()
+        if len(out) < len(x) or broadcast != out:
+            fail("an expand broadcasts its input to the output shape")
+    elif isinstance(attrs, TransposeAttrs):
+        if sorted(attrs.perm) != list(range(len(x))) or out != tuple(x[p] for p in attrs.perm):
+            fail(f"perm {attrs.perm} is no permutation of the input axes giving the output")
+    elif isinstance(attrs, ChannelShuffleAttrs):
+        if x != out or len(x) < 2 or attrs.groups < 1 or x[1] % attrs.groups:
+            fail(f"a channel shuffle keeps the shape and needs channels divisible by groups={attrs.groups}")
+    elif isinstance(attrs, (SliceAttrs, GatherAttrs)):
+        if not 0 <= attrs.axis < len(x) or len(out) != len(x):
+            fail(f"axis {attrs.axis} is not an axis of the input, or the rank changes")
+        size = x[attrs.axis]
+        if isinstance(attrs, SliceAttrs):
+            ok = attrs.step >= 1 and 0 <= attrs.start < attrs.end <= size
+            kept = len(range(attrs.start, attrs.end, attrs.step))
+        else:
+            ok = bool(attrs.indices) and all(0 <= i < size for i in attrs.indices)
+            kept = len(attrs.indices)
+        if not ok or out != x[:attrs.axis] + (kept,) + x[attrs.axis + 1:]:
+            fail(f"{attrs} does not select the output from the input")
 
 
 def _broadcast(shapes: tuple[Shape, ...]) -> Shape:

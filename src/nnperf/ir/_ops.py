@@ -45,6 +45,20 @@ class OpType(str, enum.Enum):
     PAD = "pad"
     IDENTITY = "identity"
     DROPOUT = "dropout"
+    # activations and data movement (issue 17)
+    HARD_SIGMOID = "hard_sigmoid"
+    CLIP = "clip"
+    PRELU = "prelu"
+    GELU = "gelu"
+    SOFTPLUS = "softplus"
+    MISH = "mish"
+    EXP = "exp"
+    LOG = "log"
+    SLICE = "slice"
+    TRANSPOSE = "transpose"
+    CHANNEL_SHUFFLE = "channel_shuffle"
+    GATHER = "gather"
+    EXPAND = "expand"
 
 
 ACTIVATIONS = frozenset(
@@ -53,6 +67,12 @@ ACTIVATIONS = frozenset(
 ELTWISE = frozenset({OpType.ADD, OpType.MUL, OpType.MAX})
 NOOPS = frozenset({OpType.IDENTITY, OpType.DROPOUT})
 """Layers that do nothing at inference; importers drop them unless asked to keep them."""
+# activations and data movement (issue 17)
+ACTIVATIONS = ACTIVATIONS | {
+    OpType.HARD_SIGMOID, OpType.CLIP, OpType.PRELU, OpType.GELU, OpType.SOFTPLUS, OpType.MISH, OpType.EXP, OpType.LOG,
+}
+DATA_MOVEMENT = frozenset({OpType.SLICE, OpType.TRANSPOSE, OpType.CHANNEL_SHUFFLE, OpType.GATHER, OpType.EXPAND})
+"""Layers that only move or copy elements (no arithmetic): #OPs 0."""
 
 
 class ConvKind(str, enum.Enum):
@@ -140,6 +160,62 @@ class PadAttrs:
     value: float = 0.0
 
 
+# activations and data movement (issue 17)
+@dataclass(frozen=True)
+class HardSigmoidAttrs:
+    """y = max(0, min(1, alpha*x + beta)); ONNX's defaults (torch's Hardsigmoid is alpha=1/6, beta=0.5)."""
+
+    alpha: float = 0.2
+    beta: float = 0.5
+
+
+@dataclass(frozen=True)
+class ClipAttrs:
+    """y = min(max(x, low), high); clips to 0..6 are RELU6 layers, not CLIP."""
+
+    low: float = float("-inf")
+    high: float = float("inf")
+
+
+@dataclass(frozen=True)
+class PReluAttrs:
+    """y = x if x >= 0 else slope*x, one learnt slope per channel or a single one."""
+
+    per_channel: bool = True
+
+
+@dataclass(frozen=True)
+class SliceAttrs:
+    """Elements start, start+step, ... (< end) of one axis; start and end within 0..size."""
+
+    axis: int
+    start: int
+    end: int
+    step: int = 1
+
+
+@dataclass(frozen=True)
+class TransposeAttrs:
+    """Output axis i is input axis perm[i]."""
+
+    perm: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class ChannelShuffleAttrs:
+    """ShuffleNet's channel shuffle (Zhang et al. 2018, Fig. 1): reshape to (N, g, C/g, ...), swap, flatten back."""
+
+    groups: int
+
+
+@dataclass(frozen=True)
+class GatherAttrs:
+    """The entries ``indices`` (constants, each within 0..size-1) of one axis, in that order."""
+
+    axis: int
+    indices: tuple[int, ...]
+
+
 Attributes = (
     NoAttrs
     | ConvAttrs
@@ -152,6 +228,13 @@ Attributes = (
     | LrnAttrs
     | UpsampleAttrs
     | PadAttrs
+    | HardSigmoidAttrs
+    | ClipAttrs
+    | PReluAttrs
+    | SliceAttrs
+    | TransposeAttrs
+    | ChannelShuffleAttrs
+    | GatherAttrs
 )
 
 ATTRIBUTES_OF: dict[OpType, type] = {
@@ -168,6 +251,14 @@ ATTRIBUTES_OF: dict[OpType, type] = {
     OpType.LRN: LrnAttrs,
     OpType.UPSAMPLE: UpsampleAttrs,
     OpType.PAD: PadAttrs,
+    # activations and data movement (issue 17)
+    OpType.HARD_SIGMOID: HardSigmoidAttrs,
+    OpType.CLIP: ClipAttrs,
+    OpType.PRELU: PReluAttrs,
+    OpType.SLICE: SliceAttrs,
+    OpType.TRANSPOSE: TransposeAttrs,
+    OpType.CHANNEL_SHUFFLE: ChannelShuffleAttrs,
+    OpType.GATHER: GatherAttrs,
 }
 
 
@@ -177,6 +268,8 @@ NO_ATTRIBUTES = frozenset({
     OpType.DROPOUT,
 })
 """Ops whose layers carry :class:`NoAttrs`: their shapes say everything (a reshape's target is its output shape)."""
+# activations and data movement (issue 17): an expand's target is its output shape
+NO_ATTRIBUTES = NO_ATTRIBUTES | {OpType.GELU, OpType.SOFTPLUS, OpType.MISH, OpType.EXP, OpType.LOG, OpType.EXPAND}
 
 
 def attributes_class(op: OpType) -> type:

@@ -22,6 +22,14 @@ op in ``METRIC_HANDLERS`` (adding an op type means adding its entry there):
 - ``n_input``, ``n_output``: elements read and written; ``mem_ops`` is
   Eq. (2), n(I) + n(W) + n(O). ``mem_ops_im2col`` replaces a convolution's
   n(I) by the unrolled kh*kw*Cin*Hout*Wout*batch of im2col+GEMM (III-D).
+
+Activations and data movement (issue 17): hard sigmoid, clip, PReLU, GELU,
+softplus, mish, exp and log count 1 #OP per activation like the other
+element-wise activations, and no MACs (PReLU's slope multiply is as much a MAC
+as leaky ReLU's, which counts none); PReLU's n(W) is its slopes, one per
+channel (or one). Slice, transpose, channel shuffle, gather and expand move
+data only: 0 #OPs; their n(I) is the whole input tensor, as for every layer,
+even where a slice or gather reads part of it.
 """
 
 from __future__ import annotations
@@ -39,6 +47,7 @@ from nnperf.ir._ops import (
     LrnAttrs,
     OpType,
     PoolAttrs,
+    PReluAttrs,  # activations and data movement (issue 17)
     ScaleAttrs,
     UpsampleAttrs,
 )
@@ -229,6 +238,13 @@ def _data_movement(layer: Layer) -> OpCounts:
     return OpCounts()
 
 
+# activations and data movement (issue 17)
+def _prelu(layer: Layer) -> OpCounts:
+    assert isinstance(layer.attrs, PReluAttrs)
+    slopes = layer.input_shape[1] if layer.attrs.per_channel else 1
+    return OpCounts(ops=numel(layer.output_shape), params=slopes)
+
+
 METRIC_HANDLERS: Mapping[OpType, MetricHandler] = MappingProxyType({
     OpType.CONV: _conv,
     OpType.LINEAR: _linear,
@@ -257,6 +273,20 @@ METRIC_HANDLERS: Mapping[OpType, MetricHandler] = MappingProxyType({
     OpType.PAD: _data_movement,
     OpType.IDENTITY: _data_movement,
     OpType.DROPOUT: _data_movement,
+    # activations and data movement (issue 17)
+    OpType.HARD_SIGMOID: _one_per_output,
+    OpType.CLIP: _one_per_output,
+    OpType.PRELU: _prelu,
+    OpType.GELU: _one_per_output,
+    OpType.SOFTPLUS: _one_per_output,
+    OpType.MISH: _one_per_output,
+    OpType.EXP: _one_per_output,
+    OpType.LOG: _one_per_output,
+    OpType.SLICE: _data_movement,
+    OpType.TRANSPOSE: _data_movement,
+    OpType.CHANNEL_SHUFFLE: _data_movement,
+    OpType.GATHER: _data_movement,
+    OpType.EXPAND: _data_movement,
 })
 """Each op's counts (MACs, #OPs, n(W), im2col input); every op has one, data movement counting zero."""
 

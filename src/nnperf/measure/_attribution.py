@@ -65,6 +65,20 @@ FUSION_ROLES: Mapping[OpType, FusionRole] = MappingProxyType({
     OpType.PAD: _HEAD,
     OpType.IDENTITY: _HEAD,
     OpType.DROPOUT: _HEAD,
+    # activations and data movement (issue 17): activations fold into the layer before, data movement runs alone
+    OpType.HARD_SIGMOID: _SUCCESSOR,
+    OpType.CLIP: _SUCCESSOR,
+    OpType.PRELU: _SUCCESSOR,
+    OpType.GELU: _SUCCESSOR,
+    OpType.SOFTPLUS: _SUCCESSOR,
+    OpType.MISH: _SUCCESSOR,
+    OpType.EXP: _SUCCESSOR,
+    OpType.LOG: _SUCCESSOR,
+    OpType.SLICE: _HEAD,
+    OpType.TRANSPOSE: _HEAD,
+    OpType.CHANNEL_SHUFFLE: _HEAD,
+    OpType.GATHER: _HEAD,
+    OpType.EXPAND: _HEAD,
 })
 """Each op's role in a fused group (adding an op type means adding its entry here)."""
 

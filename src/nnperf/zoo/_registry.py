@@ -15,8 +15,11 @@ from nnperf.zoo.alexnet import alexnet
 from nnperf.zoo.allcnn import allcnn_c
 from nnperf.zoo.googlenet import googlenet
 from nnperf.zoo.mobilenet import mobilenet_v1, mobilenet_v2
+from nnperf.zoo.mobilenet_v3 import mobilenet_v3_large  # activations and data movement (issue 17)
 from nnperf.zoo.previousnet import CONFIGURATIONS, previousnet01, previousnet02, previousnet03
+from nnperf.zoo.previousnet04 import previousnet04
 from nnperf.zoo.resnet import resnet18, resnet34
+from nnperf.zoo.shufflenet import shufflenet_v2_x1_0
 from nnperf.zoo.simplenet import simplenet
 from nnperf.zoo.squeezenet import squeezenet1_0, squeezenet1_1
 from nnperf.zoo.tinyyolo import tiny_yolo_v2
@@ -106,6 +109,13 @@ _ENTRIES: tuple[ZooEntry, ...] = (
     ZooEntry("vgg19", "VGG-19 (Simonyan & Zisserman 2015), ImageNet", _IMAGENET,
              "torchvision VGG-19 (configuration E), no BN",
              vgg19),
+    # activations and data movement (issue 17)
+    ZooEntry("shufflenet_v2_x1_0", "ShuffleNet V2 1.0x (Ma et al. 2018), ImageNet", _IMAGENET,
+             "torchvision ShuffleNetV2 1.0x (chunk, concat, channel shuffle in 2 groups; mean pool)",
+             shufflenet_v2_x1_0),
+    ZooEntry("mobilenet_v3_large", "MobileNetV3-Large 1.0 (Howard et al. 2019), ImageNet", _IMAGENET,
+             "torchvision MobileNetV3-Large, width 1.0 (SE as 1x1 convs with hard sigmoid, dropout 0.2)",
+             mobilenet_v3_large),
 )
 
 
@@ -128,6 +138,10 @@ _CALIBRATION: tuple[ZooEntry, ...] = (
     *_configurations("03", previousnet03,
                      "nnperf extension: ReLU6, leaky ReLU, sigmoid, tanh, hard-swish, SiLU, mul, max, LRN, pad,"
                      " upsample, reshape, global max pool, grouped conv in 4 levels"),
+    # activations and data movement (issue 17)
+    *_configurations("04", previousnet04,
+                     "nnperf extension: hard sigmoid, clip, PReLU, GELU, mish, softplus, log, exp, expand, channel"
+                     " shuffle, slice, gather, transpose in 3 levels"),
 )
 
 _BY_NAME: dict[str, ZooEntry] = {entry.name: entry for entry in _ENTRIES + _CALIBRATION}

@@ -25,11 +25,14 @@ from onnx import external_data_helper, numpy_helper, shape_inference
 
 from nnperf.errors import InvalidNetworkError, ModelFileError, ShapeInferenceError
 from nnperf.ir._network import Layer, Network, Shape, TensorSpec, numel, shape_text
-from nnperf.ir._ops import (
+from nnperf.ir._ops import (  # activations and data movement (issue 17)
     Attributes,
     AxisAttrs,
     BatchNormAttrs,
+    ClipAttrs,
     ConvAttrs,
+    GatherAttrs,
+    HardSigmoidAttrs,
     LeakyReluAttrs,
     LinearAttrs,
     LrnAttrs,
@@ -37,10 +40,13 @@ from nnperf.ir._ops import (
     OpType,
     PadAttrs,
     PoolAttrs,
+    PReluAttrs,
     ScaleAttrs,
+    SliceAttrs,
+    TransposeAttrs,
     UpsampleAttrs,
 )
-from nnperf.ir._transforms import remove_noops
+from nnperf.ir._transforms import fuse_channel_shuffle, remove_noops
 from nnperf.ir.importers._common import NameTable, Unsupported, reshape_op, scale_kind
 from nnperf.ir.importers._table import ImportRule, rule
 
@@ -74,7 +80,7 @@ def from_onnx(
         # ValueError: a tensor data type that onnx does not know (the checker lets it through)
         raise ShapeInferenceError(f"{path}: shapes cannot be inferred: {_one_line(exc)}") from exc
     network = _Converter(inferred, name or path.stem, str(path)).convert()
-    return network if keep_noops else remove_noops(network)
+    return network if keep_noops else fuse_channel_shuffle(remove_noops(network))
 
 
 def _one_line(exc: Exception, limit: int = 300) -> str:
@@ -263,14 +269,17 @@ class _Converter:
         for index, node in enumerate(graph.node):
             if node.op_type == "Constant":
                 self._record_constant(node)
+            if node.op_type == "CastLike" and node.input[0] not in data:  # issue 17: a constant cast like a tensor
+                value = self._value(node.input[0])
+                if value is not None:
+                    self.constants[node.output[0]] = value
+                continue
             if node.op_type in _METADATA_OPS or not any(t in data for t in node.input):
                 continue  # constant folding or shape arithmetic: not an activation
             data.update(t for t in node.output if t)
             if id(node) in self.absorbed:
                 continue
-            layer = self._convert_node(node, index, data)
-            if layer is not None:
-                layers.append(layer)
+            layers.extend(self._convert_node(node, index, data))
         self.unsupported.raise_if_any()
         outputs = tuple(self.layer_of[o.name] for o in graph.output if o.name in self.layer_of)
         if not outputs:
@@ -313,30 +322,33 @@ class _Converter:
             return users[0]
         return None
 
-    def _convert_node(self, node: onnx.NodeProto, index: int, data: set[str]) -> Layer | None:
+    def _convert_node(self, node: onnx.NodeProto, index: int, data: set[str]) -> list[Layer]:
         node_name = _readable_name(node) or node.name or f"{node.op_type}_{index}"
         if any(t in self.failed for t in node.input):
             # downstream of an unsupported node: its shapes are unknown, so only name it if it is unsupported too
             if node.op_type not in ONNX_IMPORTERS:
                 self.unsupported.add(_describe(node), node_name)
             self.failed.update(node.output)
-            return None
+            return []
         rule = ONNX_IMPORTERS.get(node.op_type)
         mapped = None if rule is None else rule.handler(self, _Node.of(node, data, self.shapes))
         if mapped is None:
             self.unsupported.add(_describe(node), node_name)
             self.failed.update(node.output)
-            return None
-        op, attrs, inputs, output = mapped
-        producers = tuple(self.layer_of[t] for t in inputs)
-        in_shapes = tuple(self._shape(t, "tensor") for t in inputs)
-        try:
-            layer = Layer(self.names.unique(node_name), op, producers, in_shapes,
-                          self._shape(output, f"output of {node_name}"), attrs)
-        except InvalidNetworkError as exc:
-            raise InvalidNetworkError(f"{self.source}: node {node_name!r}: {exc}") from exc
-        self.layer_of[output] = layer.name
-        return layer
+            return []
+        layers = []
+        for op, attrs, inputs, output in (mapped if isinstance(mapped, list) else [mapped]):  # a Split: several
+            producers = tuple(self.layer_of[t] for t in inputs)
+            in_shapes = tuple(self._shape(t, "tensor") for t in inputs)
+            wanted = node_name if len(node.output) == 1 else f"{node_name}.{output}"
+            try:
+                layer = Layer(self.names.unique(wanted), op, producers, in_shapes,
+                              self._shape(output, f"output of {node_name}"), attrs)
+            except InvalidNetworkError as exc:
+                raise InvalidNetworkError(f"{self.source}: node {node_name!r}: {exc}") from exc
+            self.layer_of[output] = layer.name
+            layers.append(layer)
+        return layers
 
     def _has_bias(self, node: onnx.NodeProto) -> bool:
         """Whether a Conv or Gemm adds a bias; an all-zero stored bias (an exporter's filler) does not count."""
@@ -378,7 +390,10 @@ class _Converter:
             return OpType.RELU6, NoAttrs()
         if low == 0.0 and (high is None or np.isinf(high)):
             return OpType.RELU, NoAttrs()
-        return None
+        if low is None and high is None:  # issue 17: any other bounds are a CLIP layer
+            return None
+        return OpType.CLIP, ClipAttrs(low=-math.inf if low is None else _f32(low),
+                                      high=math.inf if high is None else _f32(high))
 
     def _is_vector_constant(self, add: onnx.NodeProto, tensor: str, length: int, data: set[str]) -> bool:
         other = [t for t in add.input if t != tensor]
@@ -421,7 +436,7 @@ class _Node:
         return value.decode() if isinstance(value, bytes) else str(value)
 
 
-OnnxHandler = Callable[[_Converter, _Node], _Result | None]
+OnnxHandler = Callable[[_Converter, _Node], _Result | list[_Result] | None]
 """Maps one node, or returns None when its attributes or operands are not supported."""
 
 
@@ -530,6 +545,9 @@ def _eltwise(op: OpType) -> OnnxHandler:
 
 def _mul(c: _Converter, n: _Node) -> _Result | None:
     """Mul of activations, or by a scalar or per-channel constant: a scale layer, with the Add of a bias after it."""
+    softplus = _softplus_pattern(c, n)  # issue 17
+    if softplus is not None:
+        return softplus
     if len(n.data_inputs) >= 2:
         return OpType.MUL, NoAttrs(), n.data_inputs, n.out
     if len(n.consts) != 1:
@@ -578,6 +596,140 @@ def _pad(c: _Converter, n: _Node) -> _Result | None:
     return n.single((OpType.PAD, PadAttrs(mode=mode, value=_f32(value) if value is not None else 0.0)))
 
 
+# activations and data movement (issue 17)
+def _hard_sigmoid(c: _Converter, n: _Node) -> _Result | None:
+    return n.single((OpType.HARD_SIGMOID, HardSigmoidAttrs(alpha=_f32(n.attrs.get("alpha", 0.2)),
+                                                           beta=_f32(n.attrs.get("beta", 0.5)))))
+
+
+def _prelu(c: _Converter, n: _Node) -> _Result | None:
+    """PRelu by a constant slope: one per channel or a single one."""
+    if len(n.consts) != 1 or n.proto.input[0] != n.x:
+        return None
+    kind = scale_kind(c.shapes.get(n.consts[0]), n.x_shape)
+    return None if kind is None else n.single((OpType.PRELU, PReluAttrs(per_channel=kind == "channel")))
+
+
+def _gelu(c: _Converter, n: _Node) -> _Result | None:
+    return n.single((OpType.GELU, NoAttrs())) if n.text("approximate", "none") == "none" else None
+
+
+def _scalar(c: _Converter, tensor: str) -> float | None:
+    """A constant scalar, also one written by a later Constant node or cast by CastLike (torch.export does both)."""
+    value = c._value(tensor)
+    if value is None:
+        producer = next((node for node in c.model.graph.node if tensor in node.output), None)
+        if producer is not None and producer.op_type == "CastLike":
+            return _scalar(c, producer.input[0])
+        if producer is not None and producer.op_type == "Constant":
+            c._record_constant(producer)
+            value = c._value(tensor)
+    return float(value) if value is not None and value.size == 1 else None
+
+
+def _div(c: _Converter, n: _Node) -> _Result | None:
+    """The exact GELU that torch's TorchScript exporter writes: Mul(Mul(x, 1 + Erf(Div(x, sqrt 2))), 0.5).
+
+    The second Mul may come first (x * 0.5 times the sum); a Div outside this pattern is not supported.
+    """
+    x = n.x
+    if len(n.consts) != 1 or n.proto.input[0] != x or not math.isclose(_scalar(c, n.consts[0]) or 0.0, math.sqrt(2),
+                                                                      rel_tol=1e-6):
+        return None
+    erf = c._sole_consumer(n.out, "Erf")
+    add = erf and c._sole_consumer(erf.output[0], "Add")
+    if not add or [_scalar(c, t) for t in add.input if t != erf.output[0]] != [1.0]:
+        return None
+    first = c._sole_consumer(add.output[0], "Mul")
+    second = first and c._sole_consumer(first.output[0], "Mul")
+    if not first or not second:
+        return None
+    others = [t for t in first.input if t != add.output[0]] + [t for t in second.input if t != first.output[0]]
+    if len(others) != 2 or x not in others or _scalar(c, others[1 - others.index(x)]) != 0.5:
+        return None
+    c.absorbed.update({id(erf), id(add), id(first), id(second)})
+    return OpType.GELU, NoAttrs(), [x], second.output[0]
+
+
+def _softplus_pattern(c: _Converter, n: _Node) -> _Result | None:
+    """torch.export's softplus with beta and threshold, fused back into one SOFTPLUS layer (beta 1 only).
+
+    Written as Where(Greater(x*beta, threshold), x, Softplus(x*beta) / beta).
+    """
+    if len(n.consts) != 1 or _scalar(c, n.consts[0]) != 1.0:
+        return None
+
+    def users(tensor: str) -> list[onnx.NodeProto]:  # a CastLike reading only the tensor's type is no user
+        return [u for u in c.consumers.get(tensor, []) if u.op_type != "CastLike" or u.input[0] == tensor]
+
+    scaled = users(n.out)
+    soft = next((u for u in scaled if u.op_type == "Softplus"), None)
+    greater = next((u for u in scaled if u.op_type == "Greater"), None)
+    if len(scaled) != 2 or soft is None or greater is None or n.out in c.graph_outputs:
+        return None
+    div = next(iter(users(soft.output[0])), None)
+    where = div and next(iter(users(div.output[0])), None)
+    if div is None or div.op_type != "Div" or len(users(soft.output[0])) != 1 or where is None or \
+            where.op_type != "Where" or len(users(div.output[0])) != 1:
+        return None
+    if not where or _scalar(c, div.input[1]) != 1.0 or c.consumers.get(greater.output[0], []) != [where] or \
+            list(where.input) != [greater.output[0], n.x, div.output[0]]:
+        return None
+    c.absorbed.update({id(soft), id(greater), id(div), id(where)})
+    return OpType.SOFTPLUS, NoAttrs(), [n.x], where.output[0]
+
+
+def _split(c: _Converter, n: _Node) -> list[_Result] | None:
+    """One SLICE layer per output of a Split (sizes from the inferred output shapes)."""
+    rank = len(n.x_shape)
+    axis = int(n.attrs.get("axis", 0)) % rank
+    results: list[_Result] = []
+    start = 0
+    for output in n.proto.output:
+        shape = c._shape(output, "tensor")
+        results.append((OpType.SLICE, SliceAttrs(axis=axis, start=start, end=start + shape[axis]), [n.x], output))
+        start += shape[axis]
+    return results if n.proto.input[0] == n.x else None
+
+
+def _slice(c: _Converter, n: _Node) -> _Result | None:
+    """Slice by constant starts, ends, axes and steps that select part of one axis."""
+    if n.proto.input[0] != n.x or len(n.data_inputs) != 1:
+        return None
+    starts, ends, axes, steps = (c._value(t) for t in (list(n.proto.input) + [""] * 4)[1:5])
+    if starts is None or ends is None:
+        return None
+    rank = len(n.x_shape)
+    axes = list(range(len(starts))) if axes is None else [int(a) % rank for a in axes.tolist()]
+    steps = [1] * len(axes) if steps is None else [int(s) for s in steps.tolist()]
+    chosen = []
+    for axis, begin, end, step in zip(axes, starts.tolist(), ends.tolist(), steps):
+        first, last, stride = slice(int(begin), int(end), step).indices(n.x_shape[axis])
+        if (first, last, stride) != (0, n.x_shape[axis], 1):
+            chosen.append(SliceAttrs(axis=axis, start=first, end=last, step=stride))
+    if len(chosen) != 1 or chosen[0].step < 1 or chosen[0].start >= chosen[0].end:
+        return None
+    return n.single((OpType.SLICE, chosen[0]))
+
+
+def _transpose(c: _Converter, n: _Node) -> _Result | None:
+    perm = n.attrs.get("perm", list(reversed(range(len(n.x_shape)))))
+    return n.single((OpType.TRANSPOSE, TransposeAttrs(perm=tuple(int(p) for p in perm))))
+
+
+def _gather(c: _Converter, n: _Node) -> _Result | None:
+    """Gather by constant 1-D indices (a scalar index, which drops the axis, is not supported)."""
+    indices = c._value(n.proto.input[1]) if len(n.proto.input) > 1 else None
+    if indices is None or indices.ndim != 1 or n.proto.input[0] != n.x:
+        return None
+    axis = int(n.attrs.get("axis", 0)) % len(n.x_shape)
+    return n.single((OpType.GATHER, GatherAttrs(axis=axis, indices=tuple(int(i) % n.x_shape[axis] for i in indices))))
+
+
+def _expand(c: _Converter, n: _Node) -> _Result | None:
+    return n.single((OpType.EXPAND, NoAttrs())) if n.proto.input[0] == n.x and len(n.data_inputs) == 1 else None
+
+
 _RESHAPES = (OpType.FLATTEN, OpType.RESHAPE)
 ONNX_IMPORTERS: Mapping[str, ImportRule[OnnxHandler]] = MappingProxyType({
     "Conv": rule({OpType.CONV}, _conv, "Conv (only 2-D)"),
@@ -591,7 +743,7 @@ ONNX_IMPORTERS: Mapping[str, ImportRule[OnnxHandler]] = MappingProxyType({
     "ReduceMax": rule({OpType.GLOBAL_MAX_POOL}, _reduce, "ReduceMax (only over H and W)"),
     "BatchNormalization": rule({OpType.BATCH_NORM}, _batch_norm),
     "Relu": _plain(OpType.RELU),
-    "Clip": rule({OpType.RELU, OpType.RELU6}, _clip, "Clip (bounds other than ReLU/ReLU6)"),
+    "Clip": rule({OpType.RELU, OpType.RELU6, OpType.CLIP}, _clip, "Clip (bounds that are not constants)"),
     "LeakyRelu": rule({OpType.LEAKY_RELU}, _leaky_relu),
     "Sigmoid": rule({OpType.SIGMOID, OpType.SILU}, _sigmoid),
     "Tanh": _plain(OpType.TANH),
@@ -612,6 +764,20 @@ ONNX_IMPORTERS: Mapping[str, ImportRule[OnnxHandler]] = MappingProxyType({
     "Pad": rule({OpType.PAD}, _pad),
     "Identity": _plain(OpType.IDENTITY),
     "Dropout": _plain(OpType.DROPOUT),
+    # activations and data movement (issue 17)
+    "HardSigmoid": rule({OpType.HARD_SIGMOID}, _hard_sigmoid),
+    "PRelu": rule({OpType.PRELU}, _prelu, "PRelu (slope neither per-channel nor a constant scalar)"),
+    "Gelu": rule({OpType.GELU}, _gelu, "Gelu (only approximate='none')"),
+    "Div": rule({OpType.GELU}, _div, "Div (only in the exporters' GELU pattern)"),
+    "Softplus": _plain(OpType.SOFTPLUS),
+    "Mish": _plain(OpType.MISH),
+    "Exp": _plain(OpType.EXP),
+    "Log": _plain(OpType.LOG),
+    "Split": rule({OpType.SLICE}, _split),
+    "Slice": rule({OpType.SLICE}, _slice, "Slice (only constant bounds selecting along one axis)"),
+    "Transpose": rule({OpType.TRANSPOSE, OpType.CHANNEL_SHUFFLE}, _transpose),  # shuffle: fuse_channel_shuffle
+    "Gather": rule({OpType.GATHER}, _gather, "Gather (only by constant 1-D indices)"),
+    "Expand": rule({OpType.EXPAND}, _expand),
 })
 """ONNX ``op_type`` -> the rule that maps its nodes (some only for some attributes and operands)."""
 

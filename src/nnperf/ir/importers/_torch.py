@@ -22,11 +22,15 @@ from torch.fx.passes.shape_prop import ShapeProp, TensorMetadata
 
 from nnperf.errors import InvalidNetworkError, NnperfError, ShapeInferenceError
 from nnperf.ir._network import Layer, Network, Shape, TensorSpec
-from nnperf.ir._ops import (
+from nnperf.ir._ops import (  # activations and data movement (issue 17)
     Attributes,
     AxisAttrs,
     BatchNormAttrs,
+    ChannelShuffleAttrs,
+    ClipAttrs,
     ConvAttrs,
+    GatherAttrs,
+    HardSigmoidAttrs,
     LeakyReluAttrs,
     LinearAttrs,
     LrnAttrs,
@@ -34,10 +38,13 @@ from nnperf.ir._ops import (
     OpType,
     PadAttrs,
     PoolAttrs,
+    PReluAttrs,
     ScaleAttrs,
+    SliceAttrs,
+    TransposeAttrs,
     UpsampleAttrs,
 )
-from nnperf.ir._transforms import remove_noops
+from nnperf.ir._transforms import fuse_channel_shuffle, remove_noops
 from nnperf.ir.importers._common import NameTable, Unsupported, adaptive_pool, reshape_op, scale_kind
 from nnperf.ir.importers._table import ImportRule, rule
 from nnperf.ir.modules import Scale
@@ -83,7 +90,7 @@ def from_torch(
     except Exception as exc:
         raise ShapeInferenceError(f"{name}: running the module on the example input failed: {exc}") from exc
     network = _Converter(gm, name).convert()
-    return network if keep_noops else remove_noops(network)
+    return network if keep_noops else fuse_channel_shuffle(remove_noops(network))
 
 
 @dataclass
@@ -125,6 +132,8 @@ class _Converter:
         self.shape_of[name] = shape
 
     def _convert_call(self, node: fx.Node) -> None:
+        if self._convert_split_part(node):
+            return
         data_args = [n for n in _flat_nodes((node.args, node.kwargs)) if n in self.layer_of]
         out_shape = _shape(node)
         if not data_args or out_shape is None:
@@ -166,6 +175,30 @@ class _Converter:
         if op is OpType.SCALE and node.op != "call_module" and len(node.users) == 1:
             self.scale_of[layer_name] = len(self.layers) - 1
         self._bind(node, layer_name, out_shape)
+
+
+    # activations and data movement (issue 17)
+    def _convert_split_part(self, node: fx.Node) -> bool:
+        """``parts[i]`` of a torch.chunk or torch.split of an activation: one SLICE layer per part used."""
+        if node.target is not operator.getitem or not isinstance(node.args[0], fx.Node):
+            return False
+        whole, index = node.args[0], node.args[1]
+        source = whole.args[0] if whole.args else None
+        if whole.target not in _SPLITS or source not in self.layer_of or not isinstance(index, int):
+            return False
+        parts = whole.meta.get("tensor_meta")
+        out_shape = _shape(node)
+        producer = self.layer_of[source]  # type: ignore[index]
+        x = self.shape_of[producer]
+        if not isinstance(parts, (tuple, list)) or out_shape is None:
+            return False
+        axis = _axis(_arg(whole, 2, "dim", 0), len(x))
+        start = sum(int(p.shape[axis]) for p in parts[:index % len(parts)])
+        attrs = SliceAttrs(axis=axis, start=start, end=start + out_shape[axis])
+        layer_name = self.names.unique(node.name)
+        self.layers.append(Layer(layer_name, OpType.SLICE, (producer,), (x,), out_shape, attrs))
+        self._bind(node, layer_name, out_shape)
+        return True
 
 
 def _shape(node: fx.Node) -> Shape | None:
@@ -299,7 +332,9 @@ def _scale(m: nn.Module, ins: tuple[Shape, ...], out: Shape) -> Mapped | None:
 def _hardtanh(m: nn.Module, ins: tuple[Shape, ...], out: Shape) -> Mapped | None:
     """ReLU6, or a Hardtanh with its bounds."""
     assert isinstance(m, nn.Hardtanh)
-    return (OpType.RELU6, NoAttrs()) if (m.min_val, m.max_val) == (0.0, 6.0) else None
+    if (m.min_val, m.max_val) == (0.0, 6.0):
+        return OpType.RELU6, NoAttrs()
+    return OpType.CLIP, ClipAttrs(low=float(m.min_val), high=float(m.max_val))  # issue 17
 
 
 def _leaky_relu(m: nn.Module, ins: tuple[Shape, ...], out: Shape) -> Mapped | None:
@@ -343,6 +378,35 @@ def _pad_module(mode: str) -> ModuleHandler:
     return handle
 
 
+# activations and data movement (issue 17)
+def _hard_sigmoid() -> Mapped:
+    # torch's fixed relu6(x + 3) / 6; 1/6 to the 7 digits a float32 attribute keeps, as the ONNX importer reads it
+    return OpType.HARD_SIGMOID, HardSigmoidAttrs(alpha=float(f"{1.0 / 6.0:.7g}"), beta=0.5)
+
+
+def _prelu(m: nn.Module, ins: tuple[Shape, ...], out: Shape) -> Mapped | None:
+    assert isinstance(m, nn.PReLU)
+    if m.num_parameters != 1 and (len(ins[0]) < 2 or m.num_parameters != ins[0][1]):
+        return None
+    return OpType.PRELU, PReluAttrs(per_channel=m.num_parameters != 1)
+
+
+def _gelu(m: nn.Module, ins: tuple[Shape, ...], out: Shape) -> Mapped | None:
+    assert isinstance(m, nn.GELU)
+    return (OpType.GELU, NoAttrs()) if m.approximate == "none" else None
+
+
+def _softplus(m: nn.Module, ins: tuple[Shape, ...], out: Shape) -> Mapped | None:
+    """Softplus with beta 1 (its threshold only switches to the identity where they agree to float precision)."""
+    assert isinstance(m, nn.Softplus)
+    return (OpType.SOFTPLUS, NoAttrs()) if m.beta == 1 else None
+
+
+def _channel_shuffle(m: nn.Module, ins: tuple[Shape, ...], out: Shape) -> Mapped | None:
+    assert isinstance(m, nn.ChannelShuffle)
+    return OpType.CHANNEL_SHUFFLE, ChannelShuffleAttrs(groups=int(m.groups))
+
+
 _POOLS = {nn.AdaptiveAvgPool2d: (OpType.GLOBAL_AVG_POOL, OpType.AVG_POOL),
           nn.AdaptiveMaxPool2d: (OpType.GLOBAL_MAX_POOL, OpType.MAX_POOL)}
 _RESHAPES = (OpType.FLATTEN, OpType.RESHAPE)
@@ -356,8 +420,8 @@ TORCH_MODULE_IMPORTERS: Mapping[type[nn.Module], ImportRule[ModuleHandler]] = Ma
     nn.BatchNorm1d: rule({OpType.BATCH_NORM}, _batch_norm),
     nn.BatchNorm2d: rule({OpType.BATCH_NORM}, _batch_norm),
     Scale: rule({OpType.SCALE}, _scale),
-    nn.ReLU6: rule({OpType.RELU6}, _hardtanh),
-    nn.Hardtanh: rule({OpType.RELU6}, _hardtanh),
+    nn.ReLU6: rule({OpType.RELU6, OpType.CLIP}, _hardtanh),
+    nn.Hardtanh: rule({OpType.RELU6, OpType.CLIP}, _hardtanh),
     nn.LeakyReLU: rule({OpType.LEAKY_RELU}, _leaky_relu),
     nn.ReLU: _exactly(nn.ReLU, OpType.RELU),
     nn.Sigmoid: _exactly(nn.Sigmoid, OpType.SIGMOID),
@@ -375,6 +439,13 @@ TORCH_MODULE_IMPORTERS: Mapping[type[nn.Module], ImportRule[ModuleHandler]] = Ma
     nn.ConstantPad2d: rule({OpType.PAD}, _pad_module("constant")),
     nn.ReflectionPad2d: rule({OpType.PAD}, _pad_module("reflect")),
     nn.ReplicationPad2d: rule({OpType.PAD}, _pad_module("replicate")),
+    # activations and data movement (issue 17)
+    nn.Hardsigmoid: rule({OpType.HARD_SIGMOID}, lambda m, ins, out: _hard_sigmoid()),
+    nn.PReLU: rule({OpType.PRELU}, _prelu),
+    nn.GELU: rule({OpType.GELU}, _gelu),
+    nn.Softplus: rule({OpType.SOFTPLUS}, _softplus),
+    nn.Mish: _exactly(nn.Mish, OpType.MISH),
+    nn.ChannelShuffle: rule({OpType.CHANNEL_SHUFFLE}, _channel_shuffle),
 })
 """Leaf module class -> its rule; a module takes the rule of the first class of its MRO found here."""
 
@@ -464,6 +535,91 @@ def _lrn_call(node: fx.Node, ins: tuple[Shape, ...], out: Shape, constants: list
                                 beta=float(_arg(node, 3, "beta", 0.75)), k=float(_arg(node, 4, "k", 1.0)))
 
 
+# activations and data movement (issue 17)
+_SPLITS = frozenset({torch.chunk, torch.split, torch.functional.split, "chunk", "split"})
+"""Calls whose parts ``parts[i]`` become SLICE layers (see ``_Converter._convert_split_part``)."""
+
+
+def _clamp_call(node: fx.Node, ins: tuple[Shape, ...], out: Shape, constants: list[Any]) -> Mapped | None:
+    """clamp/clip/hardtanh with constant bounds: RELU6 for 0..6, RELU for 0.., else CLIP."""
+    first, second = ("min_val", "max_val") if node.target is F.hardtanh else ("min", "max")
+    low = _arg(node, 1, first, -1.0 if node.target is F.hardtanh else None)
+    high = _arg(node, 2, second, 1.0 if node.target is F.hardtanh else None)
+    if not all(v is None or isinstance(v, (int, float)) for v in (low, high)) or (low is None and high is None):
+        return None
+    low = float("-inf") if low is None else float(low)
+    high = float("inf") if high is None else float(high)
+    if (low, high) == (0.0, 6.0):
+        return OpType.RELU6, NoAttrs()
+    if (low, high) == (0.0, float("inf")):
+        return OpType.RELU, NoAttrs()
+    return OpType.CLIP, ClipAttrs(low=low, high=high)
+
+
+def _gelu_call(node: fx.Node, ins: tuple[Shape, ...], out: Shape, constants: list[Any]) -> Mapped | None:
+    return (OpType.GELU, NoAttrs()) if _arg(node, 1, "approximate", "none") == "none" else None
+
+
+def _softplus_call(node: fx.Node, ins: tuple[Shape, ...], out: Shape, constants: list[Any]) -> Mapped | None:
+    return (OpType.SOFTPLUS, NoAttrs()) if _arg(node, 1, "beta", 1) == 1 else None
+
+
+def _transpose_call(node: fx.Node, ins: tuple[Shape, ...], out: Shape, constants: list[Any]) -> Mapped | None:
+    """transpose(a, b) or permute(dims) of an activation."""
+    rank = len(ins[0])
+    if node.target in ("permute", torch.permute):
+        dims = node.args[1:] if node.target == "permute" else node.args[1:2]
+        if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+            dims = tuple(dims[0])
+        perm = tuple(int(d) % rank for d in dims)
+    else:
+        a, b = int(_arg(node, 1, "dim0", 0)) % rank, int(_arg(node, 2, "dim1", 1)) % rank
+        order = list(range(rank))
+        order[a], order[b] = order[b], order[a]
+        perm = tuple(order)
+    return OpType.TRANSPOSE, TransposeAttrs(perm=perm)
+
+
+def _getitem_call(node: fx.Node, ins: tuple[Shape, ...], out: Shape, constants: list[Any]) -> Mapped | None:
+    """x[..., a:b:s] along one axis (SLICE) or x[:, [i, j, ...]] along one axis (GATHER)."""
+    index = node.args[1]
+    items = index if isinstance(index, tuple) else (index,)
+    x = ins[0]
+    if len(items) > len(x) or any(i is Ellipsis or i is None or isinstance(i, (int, fx.Node)) for i in items):
+        return None
+    chosen = [(axis, i) for axis, i in enumerate(items) if not (isinstance(i, slice) and i == slice(None))]
+    if len(chosen) != 1:
+        return None
+    axis, item = chosen[0]
+    if isinstance(item, list) and all(isinstance(v, int) for v in item):
+        return OpType.GATHER, GatherAttrs(axis=axis, indices=tuple(v % x[axis] for v in item))
+    if isinstance(item, slice):
+        start, end, step = item.indices(x[axis])
+        if step >= 1 and start < end:
+            return OpType.SLICE, SliceAttrs(axis=axis, start=start, end=end, step=step)
+    return None
+
+
+def _index_select_call(node: fx.Node, ins: tuple[Shape, ...], out: Shape, constants: list[Any]) -> Mapped | None:
+    """index_select by constant indices: torch.arange or torch.tensor of literals, or a buffer with values."""
+    index = _arg(node, 2, "index", None)
+    if not isinstance(index, fx.Node):
+        return None
+    value: torch.Tensor | None = None
+    if index.target in (torch.arange, torch.tensor) and not _flat_nodes((index.args, index.kwargs)):
+        value = index.target(*index.args, **index.kwargs)  # literals only: nothing of the module runs
+    elif index.op == "get_attr" and node.graph.owning_module is not None:
+        value = node.graph.owning_module.get_buffer(str(index.target))
+    if value is None or value.dim() != 1 or value.is_meta:  # a module built on the meta device has no values
+        return None
+    axis = int(_arg(node, 1, "dim", 0)) % len(ins[0])
+    return OpType.GATHER, GatherAttrs(axis=axis, indices=tuple(int(v) % ins[0][axis] for v in value.tolist()))
+
+
+def _expand_call(node: fx.Node, ins: tuple[Shape, ...], out: Shape, constants: list[Any]) -> Mapped | None:
+    return (OpType.EXPAND, NoAttrs()) if len(ins) == 1 else None
+
+
 _RELU, _SIGMOID, _TANH = _call_plain(OpType.RELU), _call_plain(OpType.SIGMOID), _call_plain(OpType.TANH)
 _ADD, _MUL, _MAX = _eltwise_call(OpType.ADD), _eltwise_call(OpType.MUL), _eltwise_call(OpType.MAX)
 _RESHAPE_CALL = rule(_RESHAPES, _reshape_call)
@@ -494,6 +650,26 @@ TORCH_CALL_IMPORTERS: Mapping[Any, ImportRule[CallHandler]] = MappingProxyType({
     F.local_response_norm: rule({OpType.LRN}, _lrn_call),
     F.dropout: _call_plain(OpType.DROPOUT),
     "contiguous": _call_plain(OpType.IDENTITY), "clone": _call_plain(OpType.IDENTITY),
+    # activations and data movement (issue 17)
+    F.hardsigmoid: rule({OpType.HARD_SIGMOID}, lambda node, ins, out, constants: _hard_sigmoid()),
+    torch.clamp: rule({OpType.CLIP, OpType.RELU, OpType.RELU6}, _clamp_call),
+    torch.clip: rule({OpType.CLIP, OpType.RELU, OpType.RELU6}, _clamp_call),
+    "clamp": rule({OpType.CLIP, OpType.RELU, OpType.RELU6}, _clamp_call),
+    "clip": rule({OpType.CLIP, OpType.RELU, OpType.RELU6}, _clamp_call),
+    F.hardtanh: rule({OpType.CLIP, OpType.RELU6}, _clamp_call),
+    F.gelu: rule({OpType.GELU}, _gelu_call),
+    F.softplus: rule({OpType.SOFTPLUS}, _softplus_call),
+    F.mish: _call_plain(OpType.MISH),
+    torch.exp: _call_plain(OpType.EXP), "exp": _call_plain(OpType.EXP),
+    torch.log: _call_plain(OpType.LOG), "log": _call_plain(OpType.LOG),
+    torch.transpose: rule({OpType.TRANSPOSE}, _transpose_call), "transpose": rule({OpType.TRANSPOSE}, _transpose_call),
+    torch.permute: rule({OpType.TRANSPOSE}, _transpose_call), "permute": rule({OpType.TRANSPOSE}, _transpose_call),
+    operator.getitem: rule({OpType.SLICE, OpType.GATHER}, _getitem_call),
+    torch.index_select: rule({OpType.GATHER}, _index_select_call),
+    "index_select": rule({OpType.GATHER}, _index_select_call),
+    "expand": rule({OpType.EXPAND}, _expand_call), "expand_as": rule({OpType.EXPAND}, _expand_call),
+    F.channel_shuffle: rule({OpType.CHANNEL_SHUFFLE}, lambda node, ins, out, constants: (
+        OpType.CHANNEL_SHUFFLE, ChannelShuffleAttrs(groups=int(_arg(node, 1, "groups", 1))))),
 })
 """``call_function`` target or ``call_method`` name (a Tensor method) -> its rule."""
 

@@ -23,10 +23,14 @@ import onnx
 from onnx import helper, numpy_helper
 
 from nnperf.errors import UnsupportedOperatorError
-from nnperf.ir import (
+from nnperf.ir import (  # activations and data movement (issue 17)
     AxisAttrs,
     BatchNormAttrs,
+    ChannelShuffleAttrs,
+    ClipAttrs,
     ConvAttrs,
+    GatherAttrs,
+    HardSigmoidAttrs,
     Layer,
     LeakyReluAttrs,
     LinearAttrs,
@@ -36,6 +40,8 @@ from nnperf.ir import (
     PadAttrs,
     PoolAttrs,
     ScaleAttrs,
+    SliceAttrs,
+    TransposeAttrs,
     UpsampleAttrs,
 )
 from nnperf.measure._memory import require_memory
@@ -348,6 +354,76 @@ def _resize(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
         raise _Unsupported(f"upsampling mode {attrs.mode!r}")
 
 
+# ---------------------------------------------------------------------- activations and data movement (issue 17)
+def _hard_sigmoid(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
+    assert isinstance(layer.attrs, HardSigmoidAttrs)
+    g.node("HardSigmoid", ins[:1], layer.name, alpha=layer.attrs.alpha, beta=layer.attrs.beta)
+
+
+def _clip(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
+    """Clip with a bound input left empty where the bound is infinite."""
+    attrs, p = layer.attrs, layer.name + "/"
+    assert isinstance(attrs, ClipAttrs)
+    low = "" if math.isinf(attrs.low) else g.const(p + "min", np.array(attrs.low, np.float32))
+    high = "" if math.isinf(attrs.high) else g.const(p + "max", np.array(attrs.high, np.float32))
+    g.node("Clip", [ins[0], low, high], layer.name)
+
+
+def _prelu(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
+    """PRelu with the slopes broadcast over the axes after the channel (ONNX broadcasts from the last axis)."""
+    slope = layer_weights(layer, seed)["slope"]
+    shape = (slope.size,) + (1,) * max(len(layer.input_shape) - 2, 0)
+    g.node("PRelu", [ins[0], g.const(layer.name + "/slope", slope.reshape(shape))], layer.name)
+
+
+def _gelu(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
+    """The exact GELU, x * 0.5 * (1 + erf(x / sqrt 2)), as torch's exporter writes it (ONNX Gelu needs opset 20)."""
+    x, p = ins[0], layer.name + "/"
+    scaled = g.node("Div", [x, g.const(p + "sqrt2", np.array(math.sqrt(2.0), np.float32))], p + "div")
+    plus_one = g.node("Add", [g.node("Erf", [scaled], p + "erf"), g.const(p + "one", np.array(1.0, np.float32))],
+                      p + "add")
+    g.node("Mul", [g.node("Mul", [x, plus_one], p + "mul"), g.const(p + "half", np.array(0.5, np.float32))],
+           layer.name)
+
+
+def _mish(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
+    """x * tanh(softplus(x)) (ONNX's Mish needs opset 18)."""
+    x, p = ins[0], layer.name + "/"
+    g.node("Mul", [x, g.node("Tanh", [g.node("Softplus", [x], p + "softplus")], p + "tanh")], layer.name)
+
+
+def _slice(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
+    attrs, p = layer.attrs, layer.name + "/"
+    assert isinstance(attrs, SliceAttrs)
+    values = {"starts": attrs.start, "ends": attrs.end, "axes": attrs.axis, "steps": attrs.step}
+    g.node("Slice", [ins[0]] + [g.const(p + k, np.array([v], np.int64)) for k, v in values.items()], layer.name)
+
+
+def _transpose(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
+    assert isinstance(layer.attrs, TransposeAttrs)
+    g.node("Transpose", ins[:1], layer.name, perm=list(layer.attrs.perm))
+
+
+def _channel_shuffle(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
+    """Reshape to (N, g, C/g, ...), Transpose of axes 1 and 2, Reshape back: how ShuffleNet is exported."""
+    attrs, x, p = layer.attrs, layer.input_shape, layer.name + "/"
+    assert isinstance(attrs, ChannelShuffleAttrs)
+    grouped = (x[0], attrs.groups, x[1] // attrs.groups) + x[2:]
+    y = g.node("Reshape", [ins[0], g.const(p + "grouped", np.array(grouped, np.int64))], p + "reshape")
+    y = g.node("Transpose", [y], p + "transpose", perm=[0, 2, 1] + list(range(3, len(grouped))))
+    g.node("Reshape", [y, g.const(p + "shape", np.array(x, np.int64))], layer.name)
+
+
+def _gather(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
+    assert isinstance(layer.attrs, GatherAttrs)
+    indices = g.const(layer.name + "/indices", np.array(layer.attrs.indices, np.int64))
+    g.node("Gather", [ins[0], indices], layer.name, axis=layer.attrs.axis)
+
+
+def _expand(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
+    g.node("Expand", [ins[0], g.const(layer.name + "/shape", np.array(layer.output_shape, np.int64))], layer.name)
+
+
 ONNX_BUILDERS: Mapping[OpType, OnnxBuilder] = MappingProxyType({
     OpType.CONV: _conv,
     OpType.LINEAR: _linear,
@@ -376,6 +452,20 @@ ONNX_BUILDERS: Mapping[OpType, OnnxBuilder] = MappingProxyType({
     OpType.PAD: _pad,
     OpType.IDENTITY: _plain("Identity"),
     OpType.DROPOUT: _plain("Dropout"),
+    # activations and data movement (issue 17)
+    OpType.HARD_SIGMOID: _hard_sigmoid,
+    OpType.CLIP: _clip,
+    OpType.PRELU: _prelu,
+    OpType.GELU: _gelu,
+    OpType.SOFTPLUS: _plain("Softplus"),
+    OpType.MISH: _mish,
+    OpType.EXP: _plain("Exp"),
+    OpType.LOG: _plain("Log"),
+    OpType.SLICE: _slice,
+    OpType.TRANSPOSE: _transpose,
+    OpType.CHANNEL_SHUFFLE: _channel_shuffle,
+    OpType.GATHER: _gather,
+    OpType.EXPAND: _expand,
 })
 """IR op -> the builder of its ONNX nodes (adding an op type means adding its entry here)."""
 

@@ -24,10 +24,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from nnperf.errors import UnsupportedOperatorError
-from nnperf.ir import (
+from nnperf.ir import (  # activations and data movement (issue 17)
     AxisAttrs,
     BatchNormAttrs,
+    ChannelShuffleAttrs,
+    ClipAttrs,
     ConvAttrs,
+    GatherAttrs,
+    HardSigmoidAttrs,
     LeakyReluAttrs,
     LinearAttrs,
     LrnAttrs,
@@ -35,8 +39,11 @@ from nnperf.ir import (
     OpType,
     PadAttrs,
     PoolAttrs,
+    PReluAttrs,
     ScaleAttrs,
     Shape,
+    SliceAttrs,
+    TransposeAttrs,
     UpsampleAttrs,
 )
 from nnperf.ir import Layer as IRLayer
@@ -414,6 +421,129 @@ def _pad(layer: IRLayer, seed: int) -> nn.Module:
     return _Pad(pads, attrs.mode, attrs.value)
 
 
+# ---------------------------------------------------------------------- activations and data movement (issue 17)
+class _Unary(nn.Module):
+    def __init__(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> None:
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fn(x)
+
+
+class _HardSigmoid(nn.Module):
+    def __init__(self, alpha: float, beta: float) -> None:
+        super().__init__()
+        self.alpha, self.beta = alpha, beta
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.clamp(x * self.alpha + self.beta, 0.0, 1.0)
+
+
+class _Clip(nn.Module):
+    def __init__(self, low: float, high: float) -> None:
+        super().__init__()
+        self.low = None if math.isinf(low) else low
+        self.high = None if math.isinf(high) else high
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.clamp(x, self.low, self.high)
+
+
+class _Slice(nn.Module):
+    def __init__(self, attrs: SliceAttrs) -> None:
+        super().__init__()
+        self.index = (slice(None),) * attrs.axis + (slice(attrs.start, attrs.end, attrs.step),)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x[self.index]
+
+
+class _Transpose(nn.Module):
+    def __init__(self, perm: tuple[int, ...]) -> None:
+        super().__init__()
+        self.perm = perm
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.permute(self.perm).contiguous()
+
+
+class _ChannelShuffle(nn.Module):
+    def __init__(self, groups: int) -> None:
+        super().__init__()
+        self.groups = groups
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n, c = x.shape[:2]
+        y = x.reshape((n, self.groups, c // self.groups) + tuple(x.shape[2:]))
+        return y.transpose(1, 2).reshape(x.shape)
+
+
+class _Gather(nn.Module):
+    def __init__(self, axis: int, indices: tuple[int, ...]) -> None:
+        super().__init__()
+        self.axis = axis
+        self.register_buffer("indices", torch.tensor(indices, dtype=torch.long))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.index_select(x, self.axis, self.indices)
+
+
+class _Expand(nn.Module):
+    def __init__(self, shape: Shape) -> None:
+        super().__init__()
+        self.shape = shape
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.expand(self.shape).contiguous()
+
+
+def _hard_sigmoid(layer: IRLayer, seed: int) -> nn.Module:
+    assert isinstance(layer.attrs, HardSigmoidAttrs)
+    return _HardSigmoid(layer.attrs.alpha, layer.attrs.beta)
+
+
+def _clip(layer: IRLayer, seed: int) -> nn.Module:
+    assert isinstance(layer.attrs, ClipAttrs)
+    return _Clip(layer.attrs.low, layer.attrs.high)
+
+
+def _prelu(layer: IRLayer, seed: int) -> nn.Module:
+    assert isinstance(layer.attrs, PReluAttrs)
+    slope = layer_weights(layer, seed)["slope"]
+    prelu = nn.PReLU(slope.size)
+    prelu.weight.data.copy_(torch.from_numpy(slope))
+    return prelu
+
+
+def _unary(fn: Callable[[torch.Tensor], torch.Tensor]) -> TorchBuilder:
+    return _plain(lambda: _Unary(fn))
+
+
+def _slice(layer: IRLayer, seed: int) -> nn.Module:
+    assert isinstance(layer.attrs, SliceAttrs)
+    return _Slice(layer.attrs)
+
+
+def _transpose(layer: IRLayer, seed: int) -> nn.Module:
+    assert isinstance(layer.attrs, TransposeAttrs)
+    return _Transpose(layer.attrs.perm)
+
+
+def _channel_shuffle(layer: IRLayer, seed: int) -> nn.Module:
+    assert isinstance(layer.attrs, ChannelShuffleAttrs)
+    return _ChannelShuffle(layer.attrs.groups)
+
+
+def _gather(layer: IRLayer, seed: int) -> nn.Module:
+    assert isinstance(layer.attrs, GatherAttrs)
+    return _Gather(layer.attrs.axis, layer.attrs.indices)
+
+
+def _expand(layer: IRLayer, seed: int) -> nn.Module:
+    return _Expand(layer.output_shape)
+
+
 TORCH_BUILDERS: Mapping[OpType, TorchBuilder] = MappingProxyType({
     OpType.CONV: _conv,
     OpType.LINEAR: _linear,
@@ -442,6 +572,20 @@ TORCH_BUILDERS: Mapping[OpType, TorchBuilder] = MappingProxyType({
     OpType.PAD: _pad,
     OpType.IDENTITY: _plain(nn.Identity),
     OpType.DROPOUT: _plain(nn.Dropout),
+    # activations and data movement (issue 17)
+    OpType.HARD_SIGMOID: _hard_sigmoid,
+    OpType.CLIP: _clip,
+    OpType.PRELU: _prelu,
+    OpType.GELU: _plain(nn.GELU),
+    OpType.SOFTPLUS: _plain(nn.Softplus),
+    OpType.MISH: _plain(nn.Mish),
+    OpType.EXP: _unary(torch.exp),
+    OpType.LOG: _unary(torch.log),
+    OpType.SLICE: _slice,
+    OpType.TRANSPOSE: _transpose,
+    OpType.CHANNEL_SHUFFLE: _channel_shuffle,
+    OpType.GATHER: _gather,
+    OpType.EXPAND: _expand,
 })
 """IR op -> the builder of its module (adding an op type means adding its entry here)."""
 

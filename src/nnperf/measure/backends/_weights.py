@@ -16,7 +16,15 @@ from types import MappingProxyType
 
 import numpy as np
 
-from nnperf.ir import BatchNormAttrs, ConvAttrs, Layer, LinearAttrs, OpType, ScaleAttrs
+from nnperf.ir import (
+    BatchNormAttrs,
+    ConvAttrs,
+    Layer,
+    LinearAttrs,
+    OpType,
+    PReluAttrs,  # activations and data movement (issue 17)
+    ScaleAttrs,
+)
 
 _BIAS_STD = 0.05
 """Biases are small so that they do not dominate the signal of wide layers."""
@@ -94,11 +102,20 @@ def _scale(layer: Layer, rng: np.random.Generator) -> dict[str, np.ndarray]:
     return out
 
 
+# activations and data movement (issue 17)
+def _prelu(layer: Layer, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    assert isinstance(layer.attrs, PReluAttrs)
+    size = layer.input_shape[1] if layer.attrs.per_channel else 1
+    return {"slope": rng.uniform(0.05, 0.5, size).astype(np.float32)}
+
+
 WEIGHT_MAKERS: Mapping[OpType, WeightMaker] = MappingProxyType({
     OpType.CONV: _conv,
     OpType.LINEAR: _linear,
     OpType.BATCH_NORM: _batch_norm,
     OpType.SCALE: _scale,
+    # activations and data movement (issue 17)
+    OpType.PRELU: _prelu,
 })
 """IR op -> the maker of its parameters; the draws' order is part of the contract (same seed, same arrays)."""
 
@@ -108,6 +125,11 @@ NO_WEIGHTS = frozenset({
     OpType.CONCAT, OpType.SOFTMAX, OpType.LRN, OpType.FLATTEN, OpType.RESHAPE, OpType.UPSAMPLE, OpType.PAD,
     OpType.IDENTITY, OpType.DROPOUT,
 })
+# activations and data movement (issue 17)
+NO_WEIGHTS = NO_WEIGHTS | {
+    OpType.HARD_SIGMOID, OpType.CLIP, OpType.GELU, OpType.SOFTPLUS, OpType.MISH, OpType.EXP, OpType.LOG, OpType.SLICE,
+    OpType.TRANSPOSE, OpType.CHANNEL_SHUFFLE, OpType.GATHER, OpType.EXPAND,
+}
 """Ops without parameters (n(W) = 0 in the metrics): :func:`layer_weights` gives them an empty dict."""
 
 
