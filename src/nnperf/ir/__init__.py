@@ -29,6 +29,7 @@ from nnperf.ir._ops import (
     UpsampleAttrs,
     uncovered_ops,
 )
+from nnperf.ir._ops import ConvTransposeAttrs, GroupNormAttrs, NormAttrs, ReduceAttrs  # issue 17
 from nnperf.ir._transforms import remove_noops
 
 __all__ = [
@@ -70,4 +71,9 @@ __all__ = [
     "shape_text",
     "size_limits",
     "uncovered_ops",
+    # resizing, normalisation and attention (issue 17)
+    "ConvTransposeAttrs",
+    "GroupNormAttrs",
+    "NormAttrs",
+    "ReduceAttrs",
 ]

@@ -45,6 +45,18 @@ class OpType(str, enum.Enum):
     PAD = "pad"
     IDENTITY = "identity"
     DROPOUT = "dropout"
+    # resizing, normalisation and attention (issue 17)
+    CONV_TRANSPOSE = "conv_transpose"
+    LAYER_NORM = "layer_norm"
+    GROUP_NORM = "group_norm"
+    REDUCE_MEAN = "reduce_mean"
+    REDUCE_MAX = "reduce_max"
+    MATMUL = "matmul"
+    SUB = "sub"
+    DIV = "div"
+    POW = "pow"
+    GELU = "gelu"
+    CONSTANT = "constant"
 
 
 ACTIVATIONS = frozenset(
@@ -53,6 +65,9 @@ ACTIVATIONS = frozenset(
 ELTWISE = frozenset({OpType.ADD, OpType.MUL, OpType.MAX})
 NOOPS = frozenset({OpType.IDENTITY, OpType.DROPOUT})
 """Layers that do nothing at inference; importers drop them unless asked to keep them."""
+# resizing, normalisation and attention (issue 17)
+ACTIVATIONS = ACTIVATIONS | {OpType.GELU}
+ELTWISE = ELTWISE | {OpType.SUB, OpType.DIV, OpType.POW}
 
 
 class ConvKind(str, enum.Enum):
@@ -140,6 +155,53 @@ class PadAttrs:
     value: float = 0.0
 
 
+# resizing, normalisation and attention (issue 17)
+@dataclass(frozen=True)
+class ConvTransposeAttrs:
+    """A transposed convolution (PyTorch's ConvTranspose2d, ONNX's ConvTranspose).
+
+    ``padding`` (top, left, bottom, right) is removed from the full output and ``output_padding`` (height, width)
+    added at its end, so an output side is (in - 1) * stride - pad_begin - pad_end + dilation * (kernel - 1)
+    + output_padding + 1.
+    """
+
+    kernel: tuple[int, int]
+    stride: tuple[int, int] = (1, 1)
+    padding: tuple[int, int, int, int] = (0, 0, 0, 0)
+    output_padding: tuple[int, int] = (0, 0)
+    dilation: tuple[int, int] = (1, 1)
+    groups: int = 1
+    bias: bool = True
+
+
+@dataclass(frozen=True)
+class NormAttrs:
+    """Layer normalisation over the last axis (``axis=-1``) or over the channels of NCHW (``axis=1``)."""
+
+    axis: int = -1
+    eps: float = 1e-5
+    affine: bool = True
+    """whether it learns a scale and a shift per normalised element"""
+
+
+@dataclass(frozen=True)
+class GroupNormAttrs:
+    """Group normalisation over ``groups`` groups of channels; instance normalisation is ``groups`` = C."""
+
+    groups: int = 1
+    eps: float = 1e-5
+    affine: bool = True
+    """whether it learns a scale and a shift per channel"""
+
+
+@dataclass(frozen=True)
+class ReduceAttrs:
+    """A mean or max over ``axes`` (non-negative, sorted), keeping them as size 1 when ``keepdims``."""
+
+    axes: tuple[int, ...] = (1,)
+    keepdims: bool = True
+
+
 Attributes = (
     NoAttrs
     | ConvAttrs
@@ -152,6 +214,10 @@ Attributes = (
     | LrnAttrs
     | UpsampleAttrs
     | PadAttrs
+    | ConvTransposeAttrs
+    | NormAttrs
+    | GroupNormAttrs
+    | ReduceAttrs
 )
 
 ATTRIBUTES_OF: dict[OpType, type] = {
@@ -168,6 +234,12 @@ ATTRIBUTES_OF: dict[OpType, type] = {
     OpType.LRN: LrnAttrs,
     OpType.UPSAMPLE: UpsampleAttrs,
     OpType.PAD: PadAttrs,
+    # resizing, normalisation and attention (issue 17)
+    OpType.CONV_TRANSPOSE: ConvTransposeAttrs,
+    OpType.LAYER_NORM: NormAttrs,
+    OpType.GROUP_NORM: GroupNormAttrs,
+    OpType.REDUCE_MEAN: ReduceAttrs,
+    OpType.REDUCE_MAX: ReduceAttrs,
 }
 
 
@@ -175,6 +247,8 @@ NO_ATTRIBUTES = frozenset({
     OpType.GLOBAL_AVG_POOL, OpType.GLOBAL_MAX_POOL, OpType.RELU, OpType.RELU6, OpType.SIGMOID, OpType.TANH,
     OpType.HARDSWISH, OpType.SILU, OpType.ADD, OpType.MUL, OpType.MAX, OpType.RESHAPE, OpType.IDENTITY,
     OpType.DROPOUT,
+    # resizing, normalisation and attention (issue 17)
+    OpType.MATMUL, OpType.SUB, OpType.DIV, OpType.POW, OpType.GELU, OpType.CONSTANT,
 })
 """Ops whose layers carry :class:`NoAttrs`: their shapes say everything (a reshape's target is its output shape)."""
 

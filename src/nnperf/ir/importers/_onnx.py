@@ -40,6 +40,7 @@ from nnperf.ir._ops import (
     ScaleAttrs,
     UpsampleAttrs,
 )
+from nnperf.ir._ops import ConvTransposeAttrs, GroupNormAttrs, NormAttrs, ReduceAttrs  # issue 17
 from nnperf.ir._transforms import remove_noops
 from nnperf.ir.importers._common import NameTable, Unsupported, reshape_op, scale_kind
 from nnperf.ir.importers._table import ImportRule, rule
@@ -268,6 +269,7 @@ class _Converter:
             data.update(t for t in node.output if t)
             if id(node) in self.absorbed:
                 continue
+            layers.extend(self._constant_layers(node, data))  # issue 17: stored tensors combined with activations
             layer = self._convert_node(node, index, data)
             if layer is not None:
                 layers.append(layer)
@@ -387,6 +389,35 @@ class _Converter:
     def _is_scale_bias(self, add: onnx.NodeProto, tensor: str, x_shape: Shape, data: set[str]) -> bool:
         other = [t for t in add.input if t != tensor]
         return len(other) == 1 and other[0] not in data and scale_kind(self.shapes.get(other[0]), x_shape) is not None
+
+    # resizing, normalisation and attention (issue 17)
+    def _constant_layers(self, node: onnx.NodeProto, data: set[str]) -> list[Layer]:
+        """A CONSTANT layer for each stored tensor a Concat, Add, Sub or Mul node combines with an activation,
+        when it is neither a scalar nor per-channel (those make scale layers); the tensor then counts as an
+        activation of the node."""
+        if node.op_type not in ("Concat", "Add", "Sub", "Mul") or any(t in self.failed for t in node.input):
+            return []
+        first = next((t for t in node.input if t in data), None)
+        if first is None or first not in self.layer_of:
+            return []
+        x_shape = self._shape(first, "tensor")
+        made = []
+        for tensor in node.input:
+            shape = self.shapes.get(tensor)
+            if not tensor or tensor in data or shape is None or numel(shape) == 1:
+                continue
+            if node.op_type != "Concat" and scale_kind(shape, x_shape) is not None:
+                continue
+            if node.op_type == "Add" and any(id(p) in self.absorbed for p in self._producers(node)):
+                continue
+            layer = Layer(self.names.unique(tensor), OpType.CONSTANT, (self.layer_of[first],), (x_shape,), shape)
+            self.layer_of[tensor] = layer.name
+            data.add(tensor)
+            made.append(layer)
+        return made
+
+    def _producers(self, node: onnx.NodeProto) -> list[onnx.NodeProto]:
+        return [n for n in self.model.graph.node if set(n.output) & set(node.input)]
 
 
 @dataclass(frozen=True)
@@ -615,8 +646,150 @@ ONNX_IMPORTERS: Mapping[str, ImportRule[OnnxHandler]] = MappingProxyType({
 })
 """ONNX ``op_type`` -> the rule that maps its nodes (some only for some attributes and operands)."""
 
-ONNX_NOT_IMPORTED: frozenset[OpType] = frozenset()
-"""IR ops no ONNX operator maps to: none (SiLU comes from the Sigmoid+Mul that exporters write)."""
+# resizing, normalisation and attention (issue 17)
+def _conv_transpose(c: _Converter, n: _Node) -> _Result | None:
+    if len(n.x_shape) != 4 or n.proto.input[0] != n.x or len(n.data_inputs) != 1 or "output_shape" in n.attrs:
+        return None
+    auto_pad = n.text("auto_pad", "NOTSET")
+    if auto_pad not in ("NOTSET", "VALID"):
+        return None
+    w_shape = c._shape(n.proto.input[1], "weight")
+    pads = tuple(int(p) for p in n.attrs.get("pads", (0, 0, 0, 0)))
+    return n.single((OpType.CONV_TRANSPOSE, ConvTransposeAttrs(
+        kernel=_ints2(n.attrs.get("kernel_shape", w_shape[2:])), stride=_ints2(n.attrs.get("strides", (1, 1))),
+        padding=(pads[0], pads[1], pads[2], pads[3]), output_padding=_ints2(n.attrs.get("output_padding", (0, 0))),
+        dilation=_ints2(n.attrs.get("dilations", (1, 1))), groups=int(n.attrs.get("group", 1)),
+        bias=c._has_bias(n.proto))))
+
+
+def _is_identity_affine(c: _Converter, scale: str, bias: str) -> bool:
+    """Whether a normalisation's stored scale is all ones and its shift absent or all zeros (no learnt affine)."""
+    s, b = c._value(scale), c._value(bias) if bias else np.zeros(1)
+    return s is not None and b is not None and bool(np.all(s == 1)) and not np.any(b)
+
+
+def _layer_normalization(c: _Converter, n: _Node) -> _Result | None:
+    rank = len(n.x_shape)
+    axis = int(n.attrs.get("axis", -1)) % rank
+    if axis != rank - 1 or len(n.data_inputs) != 1:
+        return None
+    bias = n.proto.input[2] if len(n.proto.input) > 2 else ""
+    return n.single((OpType.LAYER_NORM, NormAttrs(axis=-1, eps=_f32(n.attrs.get("epsilon", 1e-5)),
+                                                  affine=not _is_identity_affine(c, n.proto.input[1], bias))))
+
+
+def _instance_normalization(c: _Converter, n: _Node) -> _Result | None:
+    """Instance normalisation: group normalisation with one channel per group."""
+    if len(n.data_inputs) != 1 or len(n.x_shape) < 3:
+        return None
+    affine = not _is_identity_affine(c, n.proto.input[1], n.proto.input[2])
+    return n.single((OpType.GROUP_NORM, GroupNormAttrs(groups=n.x_shape[1], eps=_f32(n.attrs.get("epsilon", 1e-5)),
+                                                       affine=affine)))
+
+
+def _reduce_axes(c: _Converter, n: _Node) -> tuple[int, ...] | None:
+    axes = n.attrs.get("axes")
+    if axes is None and len(n.proto.input) > 1:
+        value = c._value(n.proto.input[1])
+        axes = None if value is None else value.reshape(-1).tolist()
+    if axes is None:
+        return None
+    return tuple(sorted({int(a) % len(n.x_shape) for a in axes}))
+
+
+def _layer_norm_pattern(c: _Converter, n: _Node, axes: tuple[int, ...]) -> _Result | None:
+    """The exporter's decomposed layer norm, fused into one layer:
+    ReduceMean(x) -> Sub(x, mean) -> Pow(., 2) -> ReduceMean -> Add(eps) -> Sqrt -> Div(sub, sqrt) [-> Mul(scale)
+    -> Add(shift)], the mean over the last axis or the channels."""
+    rank = len(n.x_shape)
+    if axes not in ((rank - 1,), (1,)) or not n.attrs.get("keepdims", 1):
+        return None
+    sub = c._sole_consumer(n.out, "Sub")
+    if sub is None or list(sub.input) != [n.x, n.out]:
+        return None
+    users = {u.op_type: u for u in c.consumers.get(sub.output[0], [])}
+    pow_, div = users.get("Pow"), users.get("Div")
+    if len(c.consumers.get(sub.output[0], [])) != 2 or pow_ is None or div is None:
+        return None
+    exponent = c._value(pow_.input[1])
+    mean2 = c._sole_consumer(pow_.output[0], "ReduceMean")
+    add = None if mean2 is None else c._sole_consumer(mean2.output[0], "Add")
+    sqrt = None if add is None else c._sole_consumer(add.output[0], "Sqrt")
+    eps = None if add is None else c._value(add.input[1])
+    if exponent is None or float(exponent) != 2.0 or sqrt is None or eps is None or eps.size != 1 \
+            or c._sole_consumer(sqrt.output[0], "Div") is not div or list(div.input) != [sub.output[0], sqrt.output[0]]:
+        return None
+    chain = [sub, pow_, mean2, add, sqrt, div]
+    out, affine = div.output[0], False
+    mul = c._sole_consumer(out, "Mul")
+    if mul is not None and all(t in (out,) or (t not in n.data and t in c.initializers) for t in mul.input):
+        shift = c._sole_consumer(mul.output[0], "Add")
+        if shift is not None and all(t == mul.output[0] or (t not in n.data and t in c.initializers)
+                                     for t in shift.input):
+            chain += [mul, shift]
+            out, affine = shift.output[0], True
+    c.absorbed.update(id(node) for node in chain)
+    return OpType.LAYER_NORM, NormAttrs(axis=1 if axes == (1,) else -1, eps=_f32(float(eps)), affine=affine), \
+        [n.x], out
+
+
+def _reduce_any(c: _Converter, n: _Node) -> _Result | None:
+    """A global pool over H and W (as before), the exporter's layer norm pattern, or a mean or max over axes."""
+    pooled = _reduce(c, n)
+    if pooled is not None:
+        return pooled
+    axes = _reduce_axes(c, n)
+    if axes is None or len(n.data_inputs) != 1:
+        return None
+    if n.proto.op_type == "ReduceMean":
+        fused = _layer_norm_pattern(c, n, axes)
+        if fused is not None:
+            return fused
+    op = OpType.REDUCE_MEAN if n.proto.op_type == "ReduceMean" else OpType.REDUCE_MAX
+    return n.single((op, ReduceAttrs(axes=axes, keepdims=bool(n.attrs.get("keepdims", 1)))))
+
+
+def _matmul_any(c: _Converter, n: _Node) -> _Result | None:
+    """A product of two activations, else (as before) a fully connected layer by a 2-D constant."""
+    if len(n.data_inputs) == 2:
+        return OpType.MATMUL, NoAttrs(), n.data_inputs, n.out
+    return _matmul(c, n)
+
+
+def _binary(op: OpType) -> OnnxHandler:
+    """Sub, Div or Pow of two activations; Div by a scalar or per-channel constant is a scale layer."""
+
+    def handle(c: _Converter, n: _Node) -> _Result | None:
+        if len(n.data_inputs) >= 2:
+            return op, NoAttrs(), n.data_inputs, n.out
+        if op is not OpType.DIV or n.proto.input[0] != n.x or len(n.consts) != 1:
+            return None
+        kind = scale_kind(c.shapes.get(n.consts[0]), n.x_shape)
+        return None if kind is None else n.single((OpType.SCALE, ScaleAttrs(bias=False, per_channel=kind == "channel")))
+
+    return handle
+
+
+_REDUCE_OPS = {OpType.GLOBAL_AVG_POOL, OpType.GLOBAL_MAX_POOL, OpType.REDUCE_MEAN, OpType.REDUCE_MAX,
+               OpType.LAYER_NORM}
+ONNX_IMPORTERS = MappingProxyType({
+    **ONNX_IMPORTERS,
+    "ConvTranspose": rule({OpType.CONV_TRANSPOSE}, _conv_transpose, "ConvTranspose (only 2-D, without output_shape)"),
+    "LayerNormalization": rule({OpType.LAYER_NORM}, _layer_normalization,
+                               "LayerNormalization (only over the last axis)"),
+    "InstanceNormalization": rule({OpType.GROUP_NORM}, _instance_normalization),
+    "ReduceMean": rule(_REDUCE_OPS, _reduce_any),
+    "ReduceMax": rule(_REDUCE_OPS, _reduce_any),
+    "MatMul": rule({OpType.LINEAR, OpType.MATMUL}, _matmul_any),
+    "Sub": rule({OpType.SUB}, _binary(OpType.SUB), "Sub of a constant that is not a stored tensor operand"),
+    "Div": rule({OpType.DIV, OpType.SCALE}, _binary(OpType.DIV), "Div by a constant that is not per-channel"),
+    "Pow": rule({OpType.POW}, _binary(OpType.POW), "Pow with a constant (only of two activations)"),
+    "Gelu": _plain(OpType.GELU),
+})
+
+ONNX_NOT_IMPORTED: frozenset[OpType] = frozenset({OpType.CONSTANT})
+"""IR ops no ONNX operator maps to: CONSTANT, made of a stored tensor operand (see ``_constant_layers``); SiLU
+comes from the Sigmoid+Mul that exporters write."""
 
 
 def _f32(value: Any) -> float:
