@@ -96,11 +96,21 @@ def test_fused_successors_are_the_successor_roles() -> None:
     # BN, scale, activations and element-wise layers: the set predict's composition imports.
     expected = {OpType.BATCH_NORM, OpType.SCALE, OpType.RELU, OpType.RELU6, OpType.LEAKY_RELU, OpType.SIGMOID,
                 OpType.TANH, OpType.HARDSWISH, OpType.SILU, OpType.ADD, OpType.MUL, OpType.MAX}
+    expected |= {OpType.SUB, OpType.DIV, OpType.POW, OpType.GELU}  # resizing, normalisation and attention (issue 17)
     assert FUSED_SUCCESSORS == expected
     assert {op for op, role in FUSION_ROLES.items() if role is FusionRole.HEAD} == set(OpType) - expected
 
 
 def test_ops_with_parameters_have_weights() -> None:
     # Conv, linear, batch norm and scale count n(W) in the metrics; exactly those get weights.
-    assert set(WEIGHT_MAKERS) == {OpType.CONV, OpType.LINEAR, OpType.BATCH_NORM, OpType.SCALE}
-    assert set(ROW_GEOMETRY) == {OpType.CONV, OpType.LINEAR}
+    assert set(WEIGHT_MAKERS) - ISSUE17_WEIGHTS == {OpType.CONV, OpType.LINEAR, OpType.BATCH_NORM, OpType.SCALE}
+    assert set(ROW_GEOMETRY) - {OpType.CONV_TRANSPOSE} == {OpType.CONV, OpType.LINEAR}
+
+
+# resizing, normalisation and attention (issue 17)
+ISSUE17_WEIGHTS = {OpType.CONV_TRANSPOSE, OpType.LAYER_NORM, OpType.GROUP_NORM, OpType.CONSTANT}
+
+
+def test_issue17_ops_with_parameters_have_weights() -> None:
+    assert ISSUE17_WEIGHTS <= set(WEIGHT_MAKERS)
+    assert OpType.CONV_TRANSPOSE in ROW_GEOMETRY

@@ -65,6 +65,18 @@ FUSION_ROLES: Mapping[OpType, FusionRole] = MappingProxyType({
     OpType.PAD: _HEAD,
     OpType.IDENTITY: _HEAD,
     OpType.DROPOUT: _HEAD,
+    # resizing, normalisation and attention (issue 17)
+    OpType.CONV_TRANSPOSE: _HEAD,
+    OpType.LAYER_NORM: _HEAD,
+    OpType.GROUP_NORM: _HEAD,
+    OpType.REDUCE_MEAN: _HEAD,
+    OpType.REDUCE_MAX: _HEAD,
+    OpType.MATMUL: _HEAD,
+    OpType.SUB: _SUCCESSOR,
+    OpType.DIV: _SUCCESSOR,
+    OpType.POW: _SUCCESSOR,
+    OpType.GELU: _SUCCESSOR,
+    OpType.CONSTANT: _HEAD,
 })
 """Each op's role in a fused group (adding an op type means adding its entry here)."""
 

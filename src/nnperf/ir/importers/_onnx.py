@@ -408,16 +408,11 @@ class _Converter:
                 continue
             if node.op_type != "Concat" and scale_kind(shape, x_shape) is not None:
                 continue
-            if node.op_type == "Add" and any(id(p) in self.absorbed for p in self._producers(node)):
-                continue
             layer = Layer(self.names.unique(tensor), OpType.CONSTANT, (self.layer_of[first],), (x_shape,), shape)
             self.layer_of[tensor] = layer.name
             data.add(tensor)
             made.append(layer)
         return made
-
-    def _producers(self, node: onnx.NodeProto) -> list[onnx.NodeProto]:
-        return [n for n in self.model.graph.node if set(n.output) & set(node.input)]
 
 
 @dataclass(frozen=True)
