@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nnperf.api import load_model
 from nnperf.accel import (
     AccelLayer,
     AccelMappingError,
@@ -27,6 +26,7 @@ from nnperf.accel import (
     table_sparsity,
 )
 from nnperf.accel._measure_sparsity import load_image
+from nnperf.api import load_model
 from nnperf.ir import (
     AxisAttrs,
     BatchNormAttrs,

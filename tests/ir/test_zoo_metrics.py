@@ -7,10 +7,10 @@ import pytest
 import torch
 
 from nnperf import zoo
-from nnperf.zoo import zoo_network
 from nnperf.ir.export import export_onnx
 from nnperf.ir.importers import from_onnx, from_torch
 from nnperf.ir.metrics import layer_metrics, network_metrics
+from nnperf.zoo import zoo_network
 
 # (GMACs, M params) as published; each checked within 1%.
 PUBLISHED = {

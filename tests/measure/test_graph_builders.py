@@ -12,7 +12,6 @@ import onnxruntime as ort
 import pytest
 import torch
 
-from nnperf.zoo import zoo_network
 from nnperf.errors import UnsupportedOperatorError
 from nnperf.ir import (
     AxisAttrs,
@@ -38,6 +37,7 @@ from nnperf.ir._ops import Attributes
 from nnperf.measure.backends._onnx_graph import build_onnx, layer_onnx, onnx_node_layers
 from nnperf.measure.backends._torch_graph import build_torch, layer_module
 from nnperf.measure.backends._weights import layer_weights
+from nnperf.zoo import zoo_network
 
 
 class _Builder:

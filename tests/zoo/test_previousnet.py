@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from nnperf import zoo
-from nnperf.zoo import zoo_network
 from nnperf.ir import ConvAttrs, ConvKind, Network, OpType, UpsampleAttrs
 from nnperf.ir.metrics import network_metrics
+from nnperf.zoo import zoo_network
 
 CONFIGS = ["56x56x32", "28x28x64", "14x14x64", "7x7x64"]
 NET01 = [f"previousnet01_{c}" for c in CONFIGS]

@@ -26,8 +26,15 @@ from types import MappingProxyType
 
 from nnperf.accel._layers import AccelLayer, LayerTableError
 from nnperf.errors import NnperfError
-from nnperf.ir import ACTIVATIONS, ConvAttrs, Layer, Network, OpType, numel
-from nnperf.ir import ConvTransposeAttrs  # issue 17
+from nnperf.ir import (
+    ACTIVATIONS,
+    ConvAttrs,
+    ConvTransposeAttrs,  # issue 17
+    Layer,
+    Network,
+    OpType,
+    numel,
+)
 
 CHAIN_OPS = ACTIVATIONS | {OpType.BATCH_NORM, OpType.SCALE}
 """Layers an accelerator applies to a convolution's output before writing it back."""

@@ -7,7 +7,7 @@ imported here.
 from nnperf.ir._json import load_network_json, network_from_dict, network_to_dict, save_network
 from nnperf.ir._limits import DEFAULT_SIZE_LIMITS, SIZE_LIMITS_ENV, SizeLimits, current_size_limits, size_limits
 from nnperf.ir._network import Layer, Network, Shape, TensorSpec, conv_output_size, numel, pool_output_size, shape_text
-from nnperf.ir._ops import (
+from nnperf.ir._ops import (  # issue 17
     ACTIVATIONS,
     ATTRIBUTES_OF,
     ELTWISE,
@@ -18,18 +18,22 @@ from nnperf.ir._ops import (
     BatchNormAttrs,
     ConvAttrs,
     ConvKind,
+    ConvTransposeAttrs,
+    GroupNormAttrs,
     LeakyReluAttrs,
     LinearAttrs,
     LrnAttrs,
+    MatmulAttrs,
     NoAttrs,
+    NormAttrs,
     OpType,
     PadAttrs,
     PoolAttrs,
+    ReduceAttrs,
     ScaleAttrs,
     UpsampleAttrs,
     uncovered_ops,
 )
-from nnperf.ir._ops import ConvTransposeAttrs, GroupNormAttrs, NormAttrs, ReduceAttrs  # issue 17
 from nnperf.ir._transforms import remove_noops
 
 __all__ = [
@@ -71,9 +75,6 @@ __all__ = [
     "shape_text",
     "size_limits",
     "uncovered_ops",
-    # resizing, normalisation and attention (issue 17)
-    "ConvTransposeAttrs",
-    "GroupNormAttrs",
-    "NormAttrs",
-    "ReduceAttrs",
 ]
+# resizing, normalisation and attention (issue 17)
+__all__ += ["ConvTransposeAttrs", "GroupNormAttrs", "MatmulAttrs", "NormAttrs", "ReduceAttrs"]

@@ -13,7 +13,7 @@ from functools import cached_property
 
 from nnperf.errors import InvalidNetworkError
 from nnperf.ir._limits import check_layer_size, check_network_size, check_tensor_size
-from nnperf.ir._ops import (
+from nnperf.ir._ops import (  # issue 17
     ACTIVATIONS,
     ELTWISE,
     NOOPS,
@@ -21,12 +21,16 @@ from nnperf.ir._ops import (
     AxisAttrs,
     ConvAttrs,
     ConvKind,
+    ConvTransposeAttrs,
+    GroupNormAttrs,
+    MatmulAttrs,
     NoAttrs,
+    NormAttrs,
     OpType,
     PoolAttrs,
+    ReduceAttrs,
     attributes_class,
 )
-from nnperf.ir._ops import ConvTransposeAttrs, GroupNormAttrs, NormAttrs, ReduceAttrs  # issue 17
 
 Shape = tuple[int, ...]
 
@@ -362,7 +366,13 @@ def _matmul_problem(layer: Layer) -> str:
     ins, out = layer.input_shapes, layer.output_shape
     if len(ins) != 2 or min(len(s) for s in ins) < 2:
         return "a matrix product takes two operands of rank 2 or more"
+    attrs = layer.attrs
+    assert isinstance(attrs, MatmulAttrs)
     a, b = ins
+    if attrs.transpose_a:
+        a = a[:-2] + (a[-1], a[-2])
+    if attrs.transpose_b:
+        b = b[:-2] + (b[-1], b[-2])
     if a[-1] != b[-2]:
         return "the inner dimensions differ"
     try:

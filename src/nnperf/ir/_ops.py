@@ -202,6 +202,15 @@ class ReduceAttrs:
     keepdims: bool = True
 
 
+@dataclass(frozen=True)
+class MatmulAttrs:
+    """A matrix product of two activations over their last two axes, either operand read transposed
+    (as BLAS and ONNX's Gemm do), the leading axes broadcast as batch."""
+
+    transpose_a: bool = False
+    transpose_b: bool = False
+
+
 Attributes = (
     NoAttrs
     | ConvAttrs
@@ -218,6 +227,7 @@ Attributes = (
     | NormAttrs
     | GroupNormAttrs
     | ReduceAttrs
+    | MatmulAttrs
 )
 
 ATTRIBUTES_OF: dict[OpType, type] = {
@@ -240,6 +250,7 @@ ATTRIBUTES_OF: dict[OpType, type] = {
     OpType.GROUP_NORM: GroupNormAttrs,
     OpType.REDUCE_MEAN: ReduceAttrs,
     OpType.REDUCE_MAX: ReduceAttrs,
+    OpType.MATMUL: MatmulAttrs,
 }
 
 
@@ -248,7 +259,7 @@ NO_ATTRIBUTES = frozenset({
     OpType.HARDSWISH, OpType.SILU, OpType.ADD, OpType.MUL, OpType.MAX, OpType.RESHAPE, OpType.IDENTITY,
     OpType.DROPOUT,
     # resizing, normalisation and attention (issue 17)
-    OpType.MATMUL, OpType.SUB, OpType.DIV, OpType.POW, OpType.GELU, OpType.CONSTANT,
+    OpType.SUB, OpType.DIV, OpType.POW, OpType.GELU, OpType.CONSTANT,
 })
 """Ops whose layers carry :class:`NoAttrs`: their shapes say everything (a reshape's target is its output shape)."""
 

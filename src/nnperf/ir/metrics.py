@@ -41,17 +41,20 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from nnperf.ir._network import Layer, Network, numel
-from nnperf.ir._ops import (
+from nnperf.ir._ops import (  # issue 17
     BatchNormAttrs,
     ConvAttrs,
+    ConvTransposeAttrs,
+    GroupNormAttrs,
     LinearAttrs,
     LrnAttrs,
+    MatmulAttrs,
+    NormAttrs,
     OpType,
     PoolAttrs,
     ScaleAttrs,
     UpsampleAttrs,
 )
-from nnperf.ir._ops import ConvTransposeAttrs, GroupNormAttrs, NormAttrs  # issue 17
 
 
 class DType(str, enum.Enum):
@@ -326,7 +329,9 @@ def _reduce(layer: Layer) -> OpCounts:
 
 def _matmul(layer: Layer) -> OpCounts:
     """A product of two activations: K MACs per output element, (batch...)*M*N*K; no parameters."""
-    macs = numel(layer.output_shape) * layer.input_shapes[0][-1]
+    attrs = layer.attrs
+    assert isinstance(attrs, MatmulAttrs)
+    macs = numel(layer.output_shape) * layer.input_shapes[0][-2 if attrs.transpose_a else -1]
     return OpCounts(macs=macs, ops=macs)
 
 

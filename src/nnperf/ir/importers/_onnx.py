@@ -25,22 +25,26 @@ from onnx import external_data_helper, numpy_helper, shape_inference
 
 from nnperf.errors import InvalidNetworkError, ModelFileError, ShapeInferenceError
 from nnperf.ir._network import Layer, Network, Shape, TensorSpec, numel, shape_text
-from nnperf.ir._ops import (
+from nnperf.ir._ops import (  # issue 17
     Attributes,
     AxisAttrs,
     BatchNormAttrs,
     ConvAttrs,
+    ConvTransposeAttrs,
+    GroupNormAttrs,
     LeakyReluAttrs,
     LinearAttrs,
     LrnAttrs,
+    MatmulAttrs,
     NoAttrs,
+    NormAttrs,
     OpType,
     PadAttrs,
     PoolAttrs,
+    ReduceAttrs,
     ScaleAttrs,
     UpsampleAttrs,
 )
-from nnperf.ir._ops import ConvTransposeAttrs, GroupNormAttrs, NormAttrs, ReduceAttrs  # issue 17
 from nnperf.ir._transforms import remove_noops
 from nnperf.ir.importers._common import NameTable, Unsupported, reshape_op, scale_kind
 from nnperf.ir.importers._table import ImportRule, rule
@@ -270,6 +274,8 @@ class _Converter:
             if id(node) in self.absorbed:
                 continue
             layers.extend(self._constant_layers(node, data))  # issue 17: stored tensors combined with activations
+            if self._defer_transpose(node):  # issue 17: a swap of the last two axes read only by MatMul
+                continue
             layer = self._convert_node(node, index, data)
             if layer is not None:
                 layers.append(layer)
@@ -391,6 +397,23 @@ class _Converter:
         return len(other) == 1 and other[0] not in data and scale_kind(self.shapes.get(other[0]), x_shape) is not None
 
     # resizing, normalisation and attention (issue 17)
+    def _defer_transpose(self, node: onnx.NodeProto) -> bool:
+        """Records a Transpose of the last two axes whose readers are all MatMul nodes, which then read its
+        input with ``transpose_a`` or ``transpose_b`` (True when the node is deferred so)."""
+        if not hasattr(self, "swapped"):
+            self.swapped: dict[str, str] = {}
+        if node.op_type != "Transpose" or node.input[0] not in self.layer_of or node.output[0] in self.graph_outputs:
+            return False
+        rank = len(self.shapes.get(node.input[0]) or ())
+        perm = [int(p) for p in onnx.helper.get_attribute_value(node.attribute[0])] if node.attribute else []
+        if rank < 2 or perm != list(range(rank - 2)) + [rank - 1, rank - 2]:
+            return False
+        users = self.consumers.get(node.output[0], [])
+        if not users or any(u.op_type != "MatMul" for u in users):
+            return False
+        self.swapped[node.output[0]] = node.input[0]
+        return True
+
     def _constant_layers(self, node: onnx.NodeProto, data: set[str]) -> list[Layer]:
         """A CONSTANT layer for each stored tensor a Concat, Add, Sub or Mul node combines with an activation,
         when it is neither a scalar nor per-channel (those make scale layers); the tensor then counts as an
@@ -745,9 +768,13 @@ def _reduce_any(c: _Converter, n: _Node) -> _Result | None:
 
 
 def _matmul_any(c: _Converter, n: _Node) -> _Result | None:
-    """A product of two activations, else (as before) a fully connected layer by a 2-D constant."""
+    """A product of two activations (either read through a deferred Transpose of its last two axes), else (as
+    before) a fully connected layer by a 2-D constant."""
+    swapped = getattr(c, "swapped", {})
     if len(n.data_inputs) == 2:
-        return OpType.MATMUL, NoAttrs(), n.data_inputs, n.out
+        a, b = n.proto.input[0], n.proto.input[1]
+        attrs = MatmulAttrs(transpose_a=a in swapped, transpose_b=b in swapped)
+        return OpType.MATMUL, attrs, [swapped.get(a, a), swapped.get(b, b)], n.out
     return _matmul(c, n)
 
 

@@ -21,29 +21,40 @@ from torch import fx, nn
 from torch.fx.passes.shape_prop import ShapeProp, TensorMetadata
 
 from nnperf.errors import InvalidNetworkError, NnperfError, ShapeInferenceError
-from nnperf.ir._network import Layer, Network, Shape, TensorSpec
-from nnperf.ir._ops import (
+from nnperf.ir._network import (
+    Layer,
+    Network,
+    Shape,
+    TensorSpec,
+    numel,  # issue 17
+)
+from nnperf.ir._ops import (  # issue 17
     Attributes,
     AxisAttrs,
     BatchNormAttrs,
     ConvAttrs,
+    ConvTransposeAttrs,
+    GroupNormAttrs,
     LeakyReluAttrs,
     LinearAttrs,
     LrnAttrs,
+    MatmulAttrs,
     NoAttrs,
+    NormAttrs,
     OpType,
     PadAttrs,
     PoolAttrs,
+    ReduceAttrs,
     ScaleAttrs,
     UpsampleAttrs,
 )
 from nnperf.ir._transforms import remove_noops
 from nnperf.ir.importers._common import NameTable, Unsupported, adaptive_pool, reshape_op, scale_kind
 from nnperf.ir.importers._table import ImportRule, rule
-from nnperf.ir.modules import Scale
-from nnperf.ir._network import numel  # issue 17
-from nnperf.ir._ops import ConvTransposeAttrs, GroupNormAttrs, NormAttrs, ReduceAttrs  # issue 17
-from nnperf.ir.modules import LayerNorm2d  # issue 17
+from nnperf.ir.modules import (
+    LayerNorm2d,  # issue 17
+    Scale,
+)
 
 Mapped = tuple[OpType, Attributes]
 
@@ -129,6 +140,8 @@ class _Converter:
 
     def _convert_call(self, node: fx.Node) -> None:
         self._bind_constants(node)  # issue 17: a class token or position embedding becomes a CONSTANT layer
+        if self._fuse_transposes(node):  # issue 17: x.transpose(-2, -1) read by a matrix product
+            return
         data_args = [n for n in _flat_nodes((node.args, node.kwargs)) if n in self.layer_of]
         out_shape = _shape(node)
         if not data_args or out_shape is None:
@@ -172,6 +185,31 @@ class _Converter:
         self._bind(node, layer_name, out_shape)
 
     # resizing, normalisation and attention (issue 17)
+    def _fuse_transposes(self, node: fx.Node) -> bool:
+        """Defers a swap of the last two axes whose readers are all matrix products, and makes a MATMUL that
+        reads such swapped operands with ``transpose_a``/``transpose_b`` (True when ``node`` was handled)."""
+        if not hasattr(self, "swapped"):
+            self.swapped: dict[fx.Node, fx.Node] = {}
+        if _swaps_last_axes(node) and node.all_input_nodes[0] in self.layer_of \
+                and all(u.target in _MATMULS for u in node.users):
+            self.swapped[node] = node.all_input_nodes[0]
+            return True
+        if node.target not in _MATMULS or not any(a in self.swapped for a in node.args[:2]):
+            return False
+        a, b = node.args[0], node.args[1]
+        sources = [self.swapped.get(x, x) for x in (a, b)]
+        out_shape = _shape(node)
+        if out_shape is None or not all(isinstance(x, fx.Node) and x in self.layer_of for x in sources):
+            self.unsupported.add("matmul of a transposed operand that is not an activation", node.name)
+            return True
+        producers = tuple(self.layer_of[x] for x in sources)
+        attrs = MatmulAttrs(transpose_a=a in self.swapped, transpose_b=b in self.swapped)
+        name = self.names.unique(node.name)
+        self.layers.append(Layer(name, OpType.MATMUL, producers, tuple(self.shape_of[p] for p in producers),
+                                 out_shape, attrs))
+        self._bind(node, name, out_shape)
+        return True
+
     def _bind_constants(self, node: fx.Node) -> None:
         """Makes a CONSTANT layer of each stored tensor that ``node`` concatenates or combines element-wise
         with an activation, when it is neither a scalar nor per-channel (those make scale layers)."""
@@ -573,10 +611,24 @@ def _binary_call(op: OpType) -> ImportRule[CallHandler]:
     return rule({op, OpType.SCALE} if op is OpType.DIV else {op}, handle)
 
 
+def _swaps_last_axes(node: fx.Node) -> bool:
+    """Whether ``node`` is x.transpose(-2, -1) (any spelling of the last two axes) or x.mT."""
+    shape = _shape(node)
+    if shape is None or len(shape) < 2:
+        return False
+    if node.op == "call_function" and node.target is getattr and node.args[1:] == ("mT",):
+        return True
+    if node.target not in ("transpose", torch.transpose) or len(node.args) != 3:
+        return False
+    dims = node.args[1:]
+    return all(isinstance(d, int) for d in dims) and {int(d) % len(shape) for d in dims} == {len(shape) - 2,
+                                                                                             len(shape) - 1}
+
+
 def _matmul_call(node: fx.Node, ins: tuple[Shape, ...], out: Shape, constants: list[Any]) -> Mapped | None:
     """A product of two activations; by a stored 2-D weight it is a fully connected layer without bias."""
     if len(ins) == 2:
-        return OpType.MATMUL, NoAttrs()
+        return OpType.MATMUL, MatmulAttrs()
     weight = _shape(constants[0]) if constants and isinstance(constants[0], fx.Node) else None
     if weight is not None and len(weight) == 2 and _arg(node, 0, "input", None) not in constants:
         return OpType.LINEAR, LinearAttrs(bias=False)
@@ -631,6 +683,7 @@ _ISSUE17_CALLS: dict[Any, ImportRule[CallHandler]] = {
 TORCH_MODULE_IMPORTERS = MappingProxyType({**TORCH_MODULE_IMPORTERS, **_ISSUE17_MODULES})
 TORCH_CALL_IMPORTERS = MappingProxyType({**TORCH_CALL_IMPORTERS, **_ISSUE17_CALLS})
 _CONCATS = frozenset({torch.cat, torch.concat})
+_MATMULS = frozenset({operator.matmul, torch.matmul, torch.bmm, "matmul", "bmm"})
 _CONSTANT_OPERAND_CALLS = frozenset({torch.cat, torch.concat, operator.add, torch.add, "add", operator.mul, torch.mul,
                                      "mul", operator.sub, torch.sub, "sub"})
 """Calls whose stored-tensor operand becomes a CONSTANT layer (a scalar or per-channel one makes a scale)."""

@@ -23,22 +23,26 @@ import onnx
 from onnx import helper, numpy_helper
 
 from nnperf.errors import UnsupportedOperatorError
-from nnperf.ir import (
+from nnperf.ir import (  # issue 17
     AxisAttrs,
     BatchNormAttrs,
     ConvAttrs,
+    ConvTransposeAttrs,
+    GroupNormAttrs,
     Layer,
     LeakyReluAttrs,
     LinearAttrs,
     LrnAttrs,
+    MatmulAttrs,
     Network,
+    NormAttrs,
     OpType,
     PadAttrs,
     PoolAttrs,
+    ReduceAttrs,
     ScaleAttrs,
     UpsampleAttrs,
 )
-from nnperf.ir import ConvTransposeAttrs, GroupNormAttrs, NormAttrs, ReduceAttrs  # issue 17
 from nnperf.measure._memory import require_memory
 from nnperf.measure.backends._weights import layer_weights, pad_amounts
 
@@ -463,6 +467,19 @@ def _binary(op_type: str) -> OnnxBuilder:
     return build
 
 
+def _matmul(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
+    """MatMul, an operand read transposed through a Transpose of its last two axes (which the importer defers)."""
+    attrs = layer.attrs
+    assert isinstance(attrs, MatmulAttrs)
+    operands = list(ins[:2])
+    for i, (flag, shape) in enumerate(zip((attrs.transpose_a, attrs.transpose_b), layer.input_shapes)):
+        if flag:
+            rank = len(shape)
+            operands[i] = g.node("Transpose", [operands[i]], f"{layer.name}/transpose{i}",
+                                 perm=list(range(rank - 2)) + [rank - 1, rank - 2])
+    g.node("MatMul", operands, layer.name)
+
+
 def _gelu(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
     """Gelu from opset 20; before, x * 0.5 * (1 + erf(x / sqrt(2)))."""
     x, p = ins[0], layer.name + "/"
@@ -487,7 +504,7 @@ ONNX_BUILDERS = MappingProxyType({
     OpType.GROUP_NORM: _group_norm,
     OpType.REDUCE_MEAN: _reduce,
     OpType.REDUCE_MAX: _reduce,
-    OpType.MATMUL: _binary("MatMul"),
+    OpType.MATMUL: _matmul,
     OpType.SUB: _binary("Sub"),
     OpType.DIV: _binary("Div"),
     OpType.POW: _binary("Pow"),

@@ -24,23 +24,27 @@ import torch.nn.functional as F
 from torch import nn
 
 from nnperf.errors import UnsupportedOperatorError
-from nnperf.ir import (
+from nnperf.ir import (  # issue 17
     AxisAttrs,
     BatchNormAttrs,
     ConvAttrs,
+    ConvTransposeAttrs,
+    GroupNormAttrs,
     LeakyReluAttrs,
     LinearAttrs,
     LrnAttrs,
+    MatmulAttrs,
     Network,
+    NormAttrs,
     OpType,
     PadAttrs,
     PoolAttrs,
+    ReduceAttrs,
     ScaleAttrs,
     Shape,
     UpsampleAttrs,
 )
 from nnperf.ir import Layer as IRLayer
-from nnperf.ir import ConvTransposeAttrs, GroupNormAttrs, NormAttrs, ReduceAttrs  # issue 17
 from nnperf.ir.modules import LayerNorm2d  # issue 17
 from nnperf.measure._memory import require_memory
 from nnperf.measure.backends._weights import layer_weights, pad_amounts
@@ -458,8 +462,12 @@ class _Binary(nn.Module):
 
 
 class _MatMul(nn.Module):
+    def __init__(self, attrs: MatmulAttrs) -> None:
+        super().__init__()
+        self.transpose_a, self.transpose_b = attrs.transpose_a, attrs.transpose_b
+
     def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        return torch.matmul(a, b)
+        return torch.matmul(a.transpose(-2, -1) if self.transpose_a else a, b.transpose(-2, -1) if self.transpose_b else b)
 
 
 class _Reduce(nn.Module):
@@ -541,7 +549,7 @@ TORCH_BUILDERS = MappingProxyType({
     OpType.GROUP_NORM: _group_norm,
     OpType.REDUCE_MEAN: _reduce,
     OpType.REDUCE_MAX: _reduce,
-    OpType.MATMUL: _plain(_MatMul),
+    OpType.MATMUL: lambda layer, seed: _MatMul(layer.attrs),
     OpType.SUB: lambda layer, seed: _Binary(layer.op),
     OpType.DIV: lambda layer, seed: _Binary(layer.op),
     OpType.POW: lambda layer, seed: _Binary(layer.op),

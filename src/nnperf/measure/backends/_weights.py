@@ -16,8 +16,17 @@ from types import MappingProxyType
 
 import numpy as np
 
-from nnperf.ir import BatchNormAttrs, ConvAttrs, Layer, LinearAttrs, OpType, ScaleAttrs
-from nnperf.ir import ConvTransposeAttrs, GroupNormAttrs, NormAttrs  # issue 17
+from nnperf.ir import (  # issue 17
+    BatchNormAttrs,
+    ConvAttrs,
+    ConvTransposeAttrs,
+    GroupNormAttrs,
+    Layer,
+    LinearAttrs,
+    NormAttrs,
+    OpType,
+    ScaleAttrs,
+)
 
 _BIAS_STD = 0.05
 """Biases are small so that they do not dominate the signal of wide layers."""
