@@ -680,29 +680,21 @@ def _conv_transpose(c: _Converter, n: _Node) -> _Result | None:
         bias=c._has_bias(n.proto))))
 
 
-def _is_identity_affine(c: _Converter, scale: str, bias: str) -> bool:
-    """Whether a normalisation's stored scale is all ones and its shift absent or all zeros (no learnt affine)."""
-    s, b = c._value(scale), c._value(bias) if bias else np.zeros(1)
-    return s is not None and b is not None and bool(np.all(s == 1)) and not np.any(b)
-
-
 def _layer_normalization(c: _Converter, n: _Node) -> _Result | None:
     rank = len(n.x_shape)
     axis = int(n.attrs.get("axis", -1)) % rank
     if axis != rank - 1 or len(n.data_inputs) != 1:
         return None
-    bias = n.proto.input[2] if len(n.proto.input) > 2 else ""
-    return n.single((OpType.LAYER_NORM, NormAttrs(axis=-1, eps=_f32(n.attrs.get("epsilon", 1e-5)),
-                                                  affine=not _is_identity_affine(c, n.proto.input[1], bias))))
+    # ONNX's scale (and shift) are inputs it always has: counted as learnt, whatever their values
+    return n.single((OpType.LAYER_NORM, NormAttrs(axis=-1, eps=_f32(n.attrs.get("epsilon", 1e-5)), affine=True)))
 
 
 def _instance_normalization(c: _Converter, n: _Node) -> _Result | None:
     """Instance normalisation: group normalisation with one channel per group."""
     if len(n.data_inputs) != 1 or len(n.x_shape) < 3:
         return None
-    affine = not _is_identity_affine(c, n.proto.input[1], n.proto.input[2])
     return n.single((OpType.GROUP_NORM, GroupNormAttrs(groups=n.x_shape[1], eps=_f32(n.attrs.get("epsilon", 1e-5)),
-                                                       affine=affine)))
+                                                       affine=True)))  # scale and shift are inputs it always has
 
 
 def _reduce_axes(c: _Converter, n: _Node) -> tuple[int, ...] | None:
@@ -713,6 +705,17 @@ def _reduce_axes(c: _Converter, n: _Node) -> tuple[int, ...] | None:
     if axes is None:
         return None
     return tuple(sorted({int(a) % len(n.x_shape) for a in axes}))
+
+
+def _constant_value(c: _Converter, tensor: str) -> np.ndarray | None:
+    """The value of a stored tensor or of a Constant node, also one later in the graph than the reader."""
+    value = c._value(tensor)
+    if value is None:
+        for node in c.model.graph.node:
+            if node.op_type == "Constant" and tensor in node.output:
+                c._record_constant(node)
+                return c._value(tensor)
+    return value
 
 
 def _layer_norm_pattern(c: _Converter, n: _Node, axes: tuple[int, ...]) -> _Result | None:
@@ -729,11 +732,11 @@ def _layer_norm_pattern(c: _Converter, n: _Node, axes: tuple[int, ...]) -> _Resu
     pow_, div = users.get("Pow"), users.get("Div")
     if len(c.consumers.get(sub.output[0], [])) != 2 or pow_ is None or div is None:
         return None
-    exponent = c._value(pow_.input[1])
+    exponent = _constant_value(c, pow_.input[1])
     mean2 = c._sole_consumer(pow_.output[0], "ReduceMean")
     add = None if mean2 is None else c._sole_consumer(mean2.output[0], "Add")
     sqrt = None if add is None else c._sole_consumer(add.output[0], "Sqrt")
-    eps = None if add is None else c._value(add.input[1])
+    eps = None if add is None else _constant_value(c, add.input[1])
     if exponent is None or float(exponent) != 2.0 or sqrt is None or eps is None or eps.size != 1 \
             or c._sole_consumer(sqrt.output[0], "Div") is not div or list(div.input) != [sub.output[0], sqrt.output[0]]:
         return None
