@@ -795,6 +795,61 @@ def _binary(op: OpType) -> OnnxHandler:
     return handle
 
 
+def _producer(c: _Converter, tensor: str) -> onnx.NodeProto | None:
+    return next((node for node in c.model.graph.node if tensor in node.output), None)
+
+
+def _stored_operand(c: _Converter, node: onnx.NodeProto, tensor: str) -> tuple[str, onnx.NodeProto | None] | None:
+    """The other operand of a binary ``node`` when it is stored (directly or through a CastLike of a stored
+    tensor, as torch.onnx writes), with that CastLike; None when it is an activation."""
+    others = [t for t in node.input if t != tensor]
+    if len(others) != 1:
+        return None
+    if others[0] in c.initializers:
+        return others[0], None
+    cast = _producer(c, others[0])
+    if cast is not None and cast.op_type == "CastLike" and cast.input[0] in c.initializers:
+        return cast.input[0], cast
+    return None
+
+
+def _sole_user(c: _Converter, tensor: str, op_type: str) -> onnx.NodeProto | None:
+    """As ``_sole_consumer``, not counting the CastLike nodes that read ``tensor`` only for its type."""
+    users = [u for u in c.consumers.get(tensor, []) if not (u.op_type == "CastLike" and list(u.input)[1:] == [tensor])]
+    if len(users) == 1 and users[0].op_type == op_type and tensor not in c.graph_outputs:
+        return users[0]
+    return None
+
+
+def _group_norm_pattern(c: _Converter, n: _Node) -> _Result | None:
+    """The exporter's group normalisation, fused into one layer: Reshape to (N, G, -1) -> InstanceNormalization
+    (unit scale, zero shift) -> Reshape back [-> Mul by the per-channel scale -> Add of the shift]."""
+    out_shape = c.shapes.get(n.out) or ()
+    norm = c._sole_consumer(n.out, "InstanceNormalization")
+    if len(n.x_shape) < 3 or len(out_shape) != 3 or out_shape[0] != n.x_shape[0] or norm is None:
+        return None
+    back = c._sole_consumer(norm.output[0], "Reshape")
+    if back is None or c.shapes.get(back.output[0]) != n.x_shape:
+        return None
+    eps = next((onnx.helper.get_attribute_value(a) for a in norm.attribute if a.name == "epsilon"), 1e-5)
+    chain, out, affine = [norm, back], back.output[0], False
+    mul = _sole_user(c, out, "Mul")
+    scale = None if mul is None else _stored_operand(c, mul, out)
+    if mul is not None and scale is not None and scale_kind(c.shapes.get(scale[0]), n.x_shape) == "channel":
+        add = _sole_user(c, mul.output[0], "Add")
+        shift = None if add is None else _stored_operand(c, add, mul.output[0])
+        if add is not None and shift is not None:
+            chain += [mul, add] + [cast for _, cast in (scale, shift) if cast is not None]
+            out, affine = add.output[0], True
+    c.absorbed.update(id(node) for node in chain)
+    return OpType.GROUP_NORM, GroupNormAttrs(groups=out_shape[1], eps=_f32(eps), affine=affine), [n.x], out
+
+
+def _reshape_any(c: _Converter, n: _Node) -> _Result | None:
+    """The exporter's group normalisation pattern, else (as before) a flatten or reshape."""
+    return _group_norm_pattern(c, n) or _reshape(c, n)
+
+
 _REDUCE_OPS = {OpType.GLOBAL_AVG_POOL, OpType.GLOBAL_MAX_POOL, OpType.REDUCE_MEAN, OpType.REDUCE_MAX,
                OpType.LAYER_NORM}
 ONNX_IMPORTERS = MappingProxyType({
@@ -810,6 +865,7 @@ ONNX_IMPORTERS = MappingProxyType({
     "Div": rule({OpType.DIV, OpType.SCALE}, _binary(OpType.DIV), "Div by a constant that is not per-channel"),
     "Pow": rule({OpType.POW}, _binary(OpType.POW), "Pow with a constant (only of two activations)"),
     "Gelu": _plain(OpType.GELU),
+    "Reshape": rule({*_RESHAPES, OpType.GROUP_NORM}, _reshape_any),
 })
 
 ONNX_NOT_IMPORTED: frozenset[OpType] = frozenset({OpType.CONSTANT})

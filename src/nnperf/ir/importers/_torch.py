@@ -643,7 +643,7 @@ def _reduce_axes(node: fx.Node, rank: int) -> tuple[int, ...] | None:
 
 
 def _reduce_call(op: OpType) -> CallHandler:
-    """A mean (over H and W of NCHW: a global average pool, as before) or max over some axes."""
+    """A mean or max over some axes; over H and W of NCHW a global average (as before) or max pool."""
 
     def handle(node: fx.Node, ins: tuple[Shape, ...], out: Shape, constants: list[Any]) -> Mapped | None:
         if op is OpType.REDUCE_MEAN:
@@ -653,6 +653,8 @@ def _reduce_call(op: OpType) -> CallHandler:
         axes = _reduce_axes(node, len(ins[0]))
         if axes is None:
             return None
+        if op is OpType.REDUCE_MAX and len(ins[0]) == 4 and axes == (2, 3):
+            return OpType.GLOBAL_MAX_POOL, NoAttrs()  # as ONNX's ReduceMax over H and W imports
         return op, ReduceAttrs(axes=axes, keepdims=bool(_arg(node, 2, "keepdim", False)))
 
     return handle
@@ -662,7 +664,7 @@ _SUB, _DIV, _POW = _binary_call(OpType.SUB), _binary_call(OpType.DIV), _binary_c
 _MATMUL = rule({OpType.MATMUL, OpType.LINEAR}, _matmul_call)
 _GELU = _call_plain(OpType.GELU)
 _MEAN = rule({OpType.GLOBAL_AVG_POOL, OpType.REDUCE_MEAN}, _reduce_call(OpType.REDUCE_MEAN))
-_AMAX = rule({OpType.REDUCE_MAX}, _reduce_call(OpType.REDUCE_MAX))
+_AMAX = rule({OpType.REDUCE_MAX, OpType.GLOBAL_MAX_POOL}, _reduce_call(OpType.REDUCE_MAX))
 _ISSUE17_MODULES: dict[type[nn.Module], ImportRule[ModuleHandler]] = {
     nn.ConvTranspose2d: rule({OpType.CONV_TRANSPOSE}, _conv_transpose2d),
     nn.LayerNorm: rule({OpType.LAYER_NORM}, _layer_norm),
