@@ -415,10 +415,10 @@ class _Converter:
         return True
 
     def _constant_layers(self, node: onnx.NodeProto, data: set[str]) -> list[Layer]:
-        """A CONSTANT layer for each stored tensor a Concat, Add, Sub or Mul node combines with an activation,
-        when it is neither a scalar nor per-channel (those make scale layers); the tensor then counts as an
-        activation of the node."""
-        if node.op_type not in ("Concat", "Add", "Sub", "Mul") or any(t in self.failed for t in node.input):
+        """A CONSTANT layer for each stored tensor a Concat, Add or Sub node combines with an activation,
+        when it is neither a scalar nor per-channel; the tensor then counts as an activation of the node. (A Mul
+        by such a tensor stays unsupported: it is no scale layer, and no exporter writes it for these networks.)"""
+        if node.op_type not in ("Concat", "Add", "Sub") or any(t in self.failed for t in node.input):
             return []
         first = next((t for t in node.input if t in data), None)
         if first is None or first not in self.layer_of:
@@ -858,8 +858,8 @@ ONNX_IMPORTERS = MappingProxyType({
     "LayerNormalization": rule({OpType.LAYER_NORM}, _layer_normalization,
                                "LayerNormalization (only over the last axis)"),
     "InstanceNormalization": rule({OpType.GROUP_NORM}, _instance_normalization),
-    "ReduceMean": rule(_REDUCE_OPS, _reduce_any),
-    "ReduceMax": rule(_REDUCE_OPS, _reduce_any),
+    "ReduceMean": rule(_REDUCE_OPS, _reduce_any, "ReduceMean (axes not stored in the file)"),
+    "ReduceMax": rule(_REDUCE_OPS, _reduce_any, "ReduceMax (axes not stored in the file)"),
     "MatMul": rule({OpType.LINEAR, OpType.MATMUL}, _matmul_any),
     "Sub": rule({OpType.SUB}, _binary(OpType.SUB), "Sub of a constant that is not a stored tensor operand"),
     "Div": rule({OpType.DIV, OpType.SCALE}, _binary(OpType.DIV), "Div by a constant that is not per-channel"),

@@ -686,9 +686,10 @@ TORCH_MODULE_IMPORTERS = MappingProxyType({**TORCH_MODULE_IMPORTERS, **_ISSUE17_
 TORCH_CALL_IMPORTERS = MappingProxyType({**TORCH_CALL_IMPORTERS, **_ISSUE17_CALLS})
 _CONCATS = frozenset({torch.cat, torch.concat})
 _MATMULS = frozenset({operator.matmul, torch.matmul, torch.bmm, "matmul", "bmm"})
-_CONSTANT_OPERAND_CALLS = frozenset({torch.cat, torch.concat, operator.add, torch.add, "add", operator.mul, torch.mul,
-                                     "mul", operator.sub, torch.sub, "sub"})
-"""Calls whose stored-tensor operand becomes a CONSTANT layer (a scalar or per-channel one makes a scale)."""
+_CONSTANT_OPERAND_CALLS = frozenset({torch.cat, torch.concat, operator.add, torch.add, "add", operator.sub, torch.sub,
+                                     "sub"})
+"""Calls whose stored-tensor operand becomes a CONSTANT layer (a scalar or per-channel one, a scale's bias; a
+multiply by a full-size tensor stays unsupported, as in the ONNX importer)."""
 
 TORCH_NOT_IMPORTED: frozenset[OpType] = frozenset({OpType.CONSTANT})
 """IR ops that no module or call maps to: CONSTANT, made of a stored tensor operand (see ``_bind_constants``)."""
