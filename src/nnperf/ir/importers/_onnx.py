@@ -411,6 +411,8 @@ class _Converter:
         users = self.consumers.get(node.output[0], [])
         if not users or any(u.op_type != "MatMul" for u in users):
             return False
+        if any(t in self.initializers or t in self.constants for u in users for t in u.input):
+            return False  # a product by a stored weight: a fully connected layer, which reads no transpose
         self.swapped[node.output[0]] = node.input[0]
         return True
 
