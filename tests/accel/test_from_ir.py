@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nnperf.api import load_model
 from nnperf.accel import (
     AccelLayer,
     AccelMappingError,
@@ -27,6 +26,7 @@ from nnperf.accel import (
     table_sparsity,
 )
 from nnperf.accel._measure_sparsity import load_image
+from nnperf.api import load_model
 from nnperf.ir import (
     AxisAttrs,
     BatchNormAttrs,
@@ -404,3 +404,32 @@ def test_sample_images_ships_grace_hopper() -> None:
     assert len(images) == 1
     assert images[0].name == "grace_hopper.jpg" and images[0].is_file()
     assert load_image(images[0], 16, 16).shape == (1, 3, 16, 16)
+
+
+# --- resizing, normalisation and attention (issue 17) ---------------------------------------------------------
+
+
+def test_conv_transpose_is_a_stride_1_row_over_the_zero_inserted_input() -> None:
+    from nnperf.ir import ConvTransposeAttrs
+
+    # 2x2/2 up-convolution 8 -> 4 on a 5x5 map: 10x10 output
+    net = Network("up", (TensorSpec("x", (1, 8, 5, 5)),), (
+        Layer("up", OpType.CONV_TRANSPOSE, ("x",), ((1, 8, 5, 5),), (1, 4, 10, 10),
+              ConvTransposeAttrs(kernel=(2, 2), stride=(2, 2))),), ("up",))
+    (row,) = map_network(net, {"x": 0.5, "up": 0.0}).rows
+    # zero-inserted input (5-1)*2 + 1 = 9, padded by kernel - 1 - pad = 1 on each side: H = 11; U = 1; E = 11 - 2 + 1
+    assert (row.filter_size, row.filters, row.ifmap_size, row.channels, row.stride, row.ofmap_size) == \
+        (2, 4, 11, 8, 1, 10)
+    # the 11*11 - 5*5 inserted and padding zeros count as sparsity, with half of the 25 real values
+    assert row.ifmap_sparsity == pytest.approx((0.5 * 5 * 5 + (11 * 11 - 5 * 5)) / (11 * 11), rel=1e-12)
+
+
+def test_conv_transpose_cropping_more_than_the_kernel_is_refused() -> None:
+    from nnperf.ir import ConvTransposeAttrs
+
+    # 3x3/2 with padding 3 > kernel - 1: (4-1)*2 - 6 + 2 + 1 = 3
+    net = Network("crop", (TensorSpec("x", (1, 2, 4, 4)),), (
+        Layer("up", OpType.CONV_TRANSPOSE, ("x",), ((1, 2, 4, 4),), (1, 2, 3, 3),
+              ConvTransposeAttrs(kernel=(3, 3), stride=(2, 2), padding=(3, 3, 3, 3))),), ("up",))
+    with pytest.raises(AccelMappingError, match="cropping more than kernel - 1"):
+        map_network(net, {"x": 0.0, "up": 0.0})

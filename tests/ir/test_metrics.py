@@ -247,3 +247,77 @@ def test_data_movement_shapes_are_checked(op, in_shape, out_shape, attrs):
 
     with pytest.raises(InvalidNetworkError):
         Layer("l", op, ("x",), (in_shape,), out_shape, attrs)
+# resizing, normalisation and attention (issue 17)
+def test_conv_transpose_2x2_stride_2():
+    from nnperf.ir import ConvTransposeAttrs
+
+    # 2x2/2 up-convolution, Cin=8 -> Cout=4, 5x5 -> 10x10, with bias.
+    m = one(OpType.CONV_TRANSPOSE, (1, 8, 5, 5), (1, 4, 10, 10), ConvTransposeAttrs(kernel=(2, 2), stride=(2, 2)))
+    # MACs: every input element times every tap of Cout kernels: 2*2 * 4 * 8*5*5 = 3,200, plus bias 4*10*10 = 400
+    assert m.macs == m.ops == 3_200 + 400
+    # params: 8*4*2*2 + 4 = 132; n(I) = 200, n(O) = 400
+    assert (m.params, m.n_input, m.n_output, m.mem_ops) == (132, 200, 400, 200 + 132 + 400)
+    # im2col reads the equivalent direct convolution's unrolled input: 2*2*8 * 10*10 = 3,200
+    assert m.n_input_im2col == 3_200
+
+
+def test_conv_transpose_grouped_padded_output_padding():
+    from nnperf.ir import ConvTransposeAttrs
+
+    # 3x3/2, pad 1, output padding 1, groups 2, Cin=4 -> Cout=6, 3x3 -> (3-1)*2 - 2 + 2 + 1 + 1 = 6, no bias.
+    m = one(OpType.CONV_TRANSPOSE, (1, 4, 3, 3), (1, 6, 6, 6),
+            ConvTransposeAttrs(kernel=(3, 3), stride=(2, 2), padding=(1, 1, 1, 1), output_padding=(1, 1), groups=2,
+                               bias=False))
+    # MACs: 3*3 * (6/2) * 4*3*3 = 972; params: 4 * 3 * 3*3 = 108
+    assert (m.macs, m.params) == (972, 108)
+
+
+def test_layer_and_group_norm():
+    from nnperf.ir import GroupNormAttrs, NormAttrs
+
+    # layer norm over the last axis of 1x197x192: 6 ops per element, 2*192 parameters
+    m = one(OpType.LAYER_NORM, (1, 197, 192), (1, 197, 192), NormAttrs(axis=-1))
+    assert (m.macs, m.ops, m.params) == (0, 6 * 197 * 192, 384)
+    # over the channels of 1x96x56x56, without affine: 4 ops per element, no parameters
+    m = one(OpType.LAYER_NORM, (1, 96, 56, 56), (1, 96, 56, 56), NormAttrs(axis=1, affine=False))
+    assert (m.ops, m.params, m.mem_ops) == (4 * 96 * 56 * 56, 0, 2 * 96 * 56 * 56)
+    # channel layer norm's parameters are per channel
+    assert one(OpType.LAYER_NORM, (1, 96, 7, 5), (1, 96, 7, 5), NormAttrs(axis=1)).params == 192
+    # group norm, 4 groups of 2x8 channels: a scale and a shift per channel
+    m = one(OpType.GROUP_NORM, (2, 8, 3, 3), (2, 8, 3, 3), GroupNormAttrs(groups=4))
+    assert (m.ops, m.params) == (6 * 2 * 8 * 3 * 3, 16)
+
+
+def test_reductions():
+    from nnperf.ir import ReduceAttrs
+
+    # mean over the channels of 1x4x5x5, kept: one accumulate per element read
+    m = one(OpType.REDUCE_MEAN, (1, 4, 5, 5), (1, 1, 5, 5), ReduceAttrs(axes=(1,)))
+    assert (m.macs, m.ops, m.params, m.n_output) == (0, 100, 0, 25)
+    m = one(OpType.REDUCE_MAX, (1, 4, 5, 5), (1, 4), ReduceAttrs(axes=(2, 3), keepdims=False))
+    assert (m.ops, m.n_output) == (100, 4)
+
+
+def test_matmul_of_two_activations():
+    from nnperf.ir import MatmulAttrs
+
+    # attention scores q k^T of 3 heads, 197 tokens, 64 per head: 3*197*197 outputs of 64 MACs each
+    m = one(OpType.MATMUL, [(1, 3, 197, 64), (1, 3, 64, 197)], (1, 3, 197, 197), MatmulAttrs())
+    assert (m.macs, m.ops, m.params) == (3 * 197 * 197 * 64, 3 * 197 * 197 * 64, 0)
+    assert m.n_input == 2 * 3 * 197 * 64
+    # K^T Q with K read transposed: (64 x 197)^T x (64 x 197) -> 197 x 197, still 64 MACs per output
+    m = one(OpType.MATMUL, [(1, 64, 197), (1, 64, 197)], (1, 197, 197), MatmulAttrs(transpose_a=True))
+    assert m.macs == 197 * 197 * 64
+    # a batch broadcast against a single matrix: 2 x (4x5 @ 5x3)
+    assert one(OpType.MATMUL, [(2, 4, 5), (5, 3)], (2, 4, 3), MatmulAttrs()).macs == 2 * 4 * 3 * 5
+
+
+def test_sub_div_pow_gelu_and_constant():
+    # element-wise: k-1 ops per output, as add/mul/max
+    for op in (OpType.SUB, OpType.DIV, OpType.POW):
+        m = one(op, [(1, 4, 3, 3), (1, 1, 3, 3)], (1, 4, 3, 3))
+        assert (m.macs, m.ops, m.n_input) == (0, 36, 36 + 9)
+    assert one(OpType.GELU, (1, 5, 7), (1, 5, 7)).ops == 35
+    # a class token 1x1x192: its elements are parameters; it reads nothing (n(I) = 0)
+    m = one(OpType.CONSTANT, (1, 196, 192), (1, 1, 192))
+    assert (m.macs, m.ops, m.params, m.n_input, m.mem_ops) == (0, 0, 192, 0, 192 + 192)

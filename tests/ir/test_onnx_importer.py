@@ -477,11 +477,13 @@ def test_reduce_max_over_hw_is_global_max_pool(tmp_path: Path) -> None:
     assert layer.op is OpType.GLOBAL_MAX_POOL
 
 
-def test_reduce_mean_over_channels_is_unsupported(tmp_path: Path) -> None:
-    node = helper.make_node("ReduceMean", ["x"], ["y"], name="rm_c", axes=[1], keepdims=1)
+def test_reduce_mean_with_axes_not_stored_is_unsupported(tmp_path: Path) -> None:
+    # over the channels it is a REDUCE_MEAN layer since issue 17; axes computed at run time are refused
+    node = helper.make_node("ReduceMean", ["x", "axes"], ["y"], name="rm_c", keepdims=1)
     with pytest.raises(UnsupportedOperatorError) as info:
-        single(tmp_path, node, [1, 4, 3, 5], opset=17)
-    assert info.value.operators == {"ReduceMean (only over H and W)": ["rm_c"]}
+        load(tmp_path, [node], [vi("x", [1, 4, 3, 5]), helper.make_tensor_value_info("axes", TensorProto.INT64, [1])],
+             [out("y")], opset=18, input_shapes={"axes": (1,)})
+    assert info.value.operators == {"ReduceMean (axes not stored in the file)": ["rm_c"]}
     assert "rm_c" in str(info.value)
     assert str(tmp_path / "model.onnx") in str(info.value)
 
@@ -1600,3 +1602,107 @@ def test_a_transpose_of_other_axes_is_no_channel_shuffle(tmp_path: Path) -> None
     net = load(tmp_path, nodes, [vi("x", [1, 12, 5, 5])], [out("y")],
                [i64("grouped", [1, 3, 4, 5, 5]), i64("back", [1, 12, 5, 5])])
     assert [layer.op for layer in net.layers] == [OpType.RESHAPE, OpType.TRANSPOSE, OpType.RESHAPE]
+# ---- resizing, normalisation and attention (issue 17) --------------------------------------------
+def test_conv_transpose_attributes(tmp_path: Path) -> None:
+    from nnperf.ir import ConvTransposeAttrs
+
+    node = helper.make_node("ConvTranspose", ["x", "W", "B"], ["y"], kernel_shape=[3, 3], strides=[2, 2],
+                            pads=[1, 0, 1, 0], output_padding=[1, 0], group=2)
+    layer = only_layer(single(tmp_path, node, [1, 4, 5, 5], inits=[f32("W", rng_array((4, 3, 3, 3))),
+                                                                    f32("B", rng_array((6,)))]))
+    assert layer.op is OpType.CONV_TRANSPOSE
+    assert layer.attrs == ConvTransposeAttrs(kernel=(3, 3), stride=(2, 2), padding=(1, 0, 1, 0),
+                                             output_padding=(1, 0), groups=2, bias=True)
+    # (5-1)*2 - 2 + 2 + 1 + 1 = 10 high, (5-1)*2 + 2 + 1 = 11 wide
+    assert layer.output_shape == (1, 6, 10, 11)
+
+
+def test_layer_instance_normalization_and_gelu(tmp_path: Path) -> None:
+    from nnperf.ir import GroupNormAttrs, NormAttrs
+
+    nodes = [helper.make_node("LayerNormalization", ["x", "s", "b"], ["n"], axis=-1, epsilon=1e-6),
+             helper.make_node("Gelu", ["n"], ["g"]),
+             helper.make_node("InstanceNormalization", ["g", "s4", "b4"], ["y"])]
+    net = load(tmp_path, nodes, [vi("x", [1, 4, 3, 8])], [out("y")],
+               [f32("s", np.ones(8)), f32("b", np.zeros(8)), f32("s4", np.ones(4)), f32("b4", np.zeros(4))],
+               opset=20)
+    assert [(layer.op, layer.attrs) for layer in net] == [
+        (OpType.LAYER_NORM, NormAttrs(axis=-1, eps=1e-6, affine=True)), (OpType.GELU, NoAttrs()),
+        (OpType.GROUP_NORM, GroupNormAttrs(groups=4, eps=1e-5, affine=True))]
+
+
+def test_reduce_over_channels_and_matmul_of_activations(tmp_path: Path) -> None:
+    from nnperf.ir import MatmulAttrs, ReduceAttrs
+
+    nodes = [helper.make_node("ReduceMean", ["x"], ["m"], axes=[1], keepdims=1),
+             helper.make_node("ReduceMax", ["x"], ["k"], axes=[-1], keepdims=0),
+             helper.make_node("Transpose", ["x"], ["t"], perm=[0, 1, 3, 2]),
+             helper.make_node("MatMul", ["x", "t"], ["y"])]
+    net = load(tmp_path, nodes, [vi("x", [1, 3, 4, 5])], [out("m"), out("k", 3), out("y")])
+    assert [(layer.op, layer.attrs, layer.output_shape) for layer in net] == [
+        (OpType.REDUCE_MEAN, ReduceAttrs(axes=(1,), keepdims=True), (1, 1, 4, 5)),
+        (OpType.REDUCE_MAX, ReduceAttrs(axes=(3,), keepdims=False), (1, 3, 4)),
+        (OpType.MATMUL, MatmulAttrs(transpose_b=True), (1, 3, 4, 4))]  # the Transpose is read by the product
+    assert net.layers[2].inputs == ("x", "x")
+
+
+def test_sub_div_pow_and_division_by_a_scalar(tmp_path: Path) -> None:
+    nodes = [helper.make_node("Sub", ["x", "z"], ["s"]), helper.make_node("Div", ["s", "x"], ["d"]),
+             helper.make_node("Pow", ["d", "z"], ["p"]), helper.make_node("Div", ["p", "c"], ["y"])]
+    net = load(tmp_path, nodes, [vi("x", [1, 3, 4, 4]), vi("z", [1, 1, 4, 4])], [out("y")], [f32("c", 8.0)])
+    assert [layer.op for layer in net] == [OpType.SUB, OpType.DIV, OpType.POW, OpType.SCALE]
+    assert net.layers[3].attrs == ScaleAttrs(bias=False, per_channel=False)
+
+
+def test_stored_tensors_concatenated_or_added_are_constant_layers(tmp_path: Path) -> None:
+    # a class token concatenated before the tokens, then a position embedding added: DeiT's input
+    nodes = [helper.make_node("Concat", ["cls", "x"], ["c"], axis=1), helper.make_node("Add", ["c", "pos"], ["y"])]
+    net = load(tmp_path, nodes, [vi("x", [1, 196, 8])], [out("y", 3)],
+               [f32("cls", np.zeros((1, 1, 8))), f32("pos", rng_array((1, 197, 8)))])
+    cat = net.layers[1].name
+    assert [(layer.op, layer.inputs, layer.output_shape) for layer in net] == [
+        (OpType.CONSTANT, ("x",), (1, 1, 8)), (OpType.CONCAT, ("cls", "x"), (1, 197, 8)),
+        (OpType.CONSTANT, (cat,), (1, 197, 8)), (OpType.ADD, (cat, "pos"), (1, 197, 8))]
+    assert network_metrics(net).params == 8 + 197 * 8
+
+
+def _layer_norm_nodes(axis: int, affine: bool) -> list[onnx.NodeProto]:
+    nodes = [helper.make_node("ReduceMean", ["x"], ["mean"], axes=[axis], keepdims=1),
+             helper.make_node("Sub", ["x", "mean"], ["sub"]),
+             helper.make_node("Pow", ["sub", "two"], ["sq"]),
+             helper.make_node("ReduceMean", ["sq"], ["var"], axes=[axis], keepdims=1),
+             helper.make_node("Add", ["var", "eps"], ["ve"]),
+             helper.make_node("Sqrt", ["ve"], ["std"]),
+             helper.make_node("Div", ["sub", "std"], ["y" if not affine else "n"])]
+    if affine:
+        nodes += [helper.make_node("Mul", ["n", "w"], ["nw"]), helper.make_node("Add", ["nw", "b"], ["y"])]
+    return nodes
+
+
+@pytest.mark.parametrize(("axis", "affine"), [(1, True), (-1, True), (-1, False)])
+def test_decomposed_layer_norm_is_fused(tmp_path: Path, axis: int, affine: bool) -> None:
+    from nnperf.ir import NormAttrs
+
+    per = (4, 1, 1) if axis == 1 else (6,)
+    net = load(tmp_path, _layer_norm_nodes(axis, affine), [vi("x", [1, 4, 5, 6])], [out("y")],
+               [f32("two", 2.0), f32("eps", 1e-6), f32("w", rng_array(per)), f32("b", rng_array(per))])
+    layer = only_layer(net)
+    assert (layer.op, layer.attrs) == (OpType.LAYER_NORM, NormAttrs(axis=axis, eps=1e-6, affine=affine))
+    assert layer_metrics(layer).params == (2 * per[0] if affine else 0)
+
+
+def test_exported_group_norm_pattern_is_fused(tmp_path: Path) -> None:
+    from nnperf.ir import GroupNormAttrs
+
+    nodes = [helper.make_node("Reshape", ["x", "grouped"], ["r"]),
+             helper.make_node("InstanceNormalization", ["r", "ones", "zeros"], ["n"], epsilon=1e-5),
+             helper.make_node("Reshape", ["n", "back"], ["u"]),
+             helper.make_node("CastLike", ["w", "u"], ["wc"]),
+             helper.make_node("Mul", ["u", "wc"], ["m"]),
+             helper.make_node("Add", ["m", "b"], ["y"])]
+    net = load(tmp_path, nodes, [vi("x", [1, 8, 3, 3])], [out("y")],
+               [i64("grouped", [1, 2, -1]), f32("ones", np.ones(2)), f32("zeros", np.zeros(2)),
+                i64("back", [1, 8, 3, 3]), f32("w", rng_array((8, 1, 1))), f32("b", rng_array((8, 1, 1)))])
+    layer = only_layer(net)
+    assert (layer.op, layer.attrs) == (OpType.GROUP_NORM, GroupNormAttrs(groups=2, eps=1e-5, affine=True))
+    assert layer_metrics(layer).params == 16

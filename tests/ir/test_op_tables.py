@@ -99,12 +99,23 @@ def test_fused_successors_are_the_successor_roles() -> None:
     # activations and data movement (issue 17)
     expected |= {OpType.HARD_SIGMOID, OpType.CLIP, OpType.PRELU, OpType.GELU, OpType.SOFTPLUS, OpType.MISH,
                  OpType.EXP, OpType.LOG}
+    expected |= {OpType.SUB, OpType.DIV, OpType.POW, OpType.GELU}  # resizing, normalisation and attention (issue 17)
     assert FUSED_SUCCESSORS == expected
     assert {op for op, role in FUSION_ROLES.items() if role is FusionRole.HEAD} == set(OpType) - expected
 
 
 def test_ops_with_parameters_have_weights() -> None:
     # Conv, linear, batch norm and scale count n(W) in the metrics; exactly those get weights.
+    # issue 17: PReLU's slopes, and the weights of transposed convolutions, norms and constants
     assert set(WEIGHT_MAKERS) == {OpType.CONV, OpType.LINEAR, OpType.BATCH_NORM, OpType.SCALE,
-                                  OpType.PRELU}  # activations and data movement (issue 17)
-    assert set(ROW_GEOMETRY) == {OpType.CONV, OpType.LINEAR}
+                                  OpType.PRELU} | ISSUE17_WEIGHTS
+    assert set(ROW_GEOMETRY) == {OpType.CONV, OpType.LINEAR, OpType.CONV_TRANSPOSE}
+
+
+# resizing, normalisation and attention (issue 17)
+ISSUE17_WEIGHTS = {OpType.CONV_TRANSPOSE, OpType.LAYER_NORM, OpType.GROUP_NORM, OpType.CONSTANT}
+
+
+def test_issue17_ops_with_parameters_have_weights() -> None:
+    assert ISSUE17_WEIGHTS <= set(WEIGHT_MAKERS)
+    assert OpType.CONV_TRANSPOSE in ROW_GEOMETRY

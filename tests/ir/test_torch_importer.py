@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from nnperf.errors import UnsupportedOperatorError
-from nnperf.ir import ConvAttrs, ConvKind, OpType, PoolAttrs, ScaleAttrs
+from nnperf.ir import AxisAttrs, ConvAttrs, ConvKind, NoAttrs, OpType, PoolAttrs, ScaleAttrs, UpsampleAttrs  # issue 17
 from nnperf.ir.importers import TraceError, from_torch
 from nnperf.ir.metrics import network_metrics
 from nnperf.ir.modules import Scale
@@ -117,6 +117,7 @@ class Strange(nn.Module):
         super().__init__()
         self.c1 = nn.Conv1d(3, 3, 1)
         self.gelu = nn.GELU(approximate="tanh")  # issue 17: the exact GELU is supported
+        self.gelu = nn.Softmin(dim=1)  # GELU became supported (issue 17)
 
     def forward(self, x):
         y = self.gelu(x)
@@ -128,8 +129,8 @@ def test_every_unsupported_operator_is_listed_at_once():
     with pytest.raises(UnsupportedOperatorError) as info:
         from_torch(Strange(), torch.randn(1, 3, 4, 4), name="strange")
     ops = info.value.operators
-    assert set(ops) == {"GELU", "erf", "Conv1d"}
-    assert ops["GELU"] == ["gelu", "gelu_1"]
+    assert set(ops) == {"Softmin", "erf", "Conv1d"}
+    assert ops["Softmin"] == ["gelu", "gelu_1"]
     assert "strange" in str(info.value) and "gelu_1" in str(info.value)
 
 
@@ -223,3 +224,64 @@ def test_issue17_data_movement_calls():
         (OpType.GLOBAL_AVG_POOL, NoAttrs(), (1, 8, 1, 1)),
         (OpType.EXPAND, NoAttrs(), (1, 8, 5, 6)),
         (OpType.TRANSPOSE, TransposeAttrs(perm=(0, 2, 3, 1)), (1, 2, 6, 8))]
+# resizing, normalisation and attention (issue 17)
+class Issue17(nn.Module):
+    """One of each issue-17 op, as modules and calls."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        from nnperf.ir.modules import LayerNorm2d
+
+        self.up = nn.ConvTranspose2d(8, 4, 3, stride=2, padding=1, output_padding=1, groups=2)
+        self.dilated = nn.Conv2d(8, 4, 3, padding=2, dilation=2)
+        self.ln2d = LayerNorm2d(4)
+        self.gn = nn.GroupNorm(2, 4)
+        self.inorm = nn.InstanceNorm2d(4)
+        self.gelu = nn.GELU()
+        self.ln = nn.LayerNorm(16)
+        self.cls = nn.Parameter(torch.zeros(1, 4, 1))
+        self.softmax = nn.Softmax(dim=1)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        u = self.gn(self.up(x))  # 1x4x8x8
+        d = self.inorm(self.gelu(self.ln2d(self.dilated(x))))  # 1x4x4x4
+        small = F.interpolate(u, size=(4, 4), mode="bilinear")
+        e = (small - d) / torch.sigmoid(d) ** d / 2.0
+        t = self.ln(e.reshape(1, 4, 16))
+        a = torch.matmul(self.softmax(t @ t.transpose(-2, -1)), t)  # 1x4x16
+        return torch.cat([self.cls, a], dim=2), e.mean(1, keepdim=True), torch.amax(e, dim=-1), F.gelu(e)
+
+
+def test_issue17_ops_from_modules_and_calls() -> None:
+    from nnperf.ir import ConvTransposeAttrs, GroupNormAttrs, MatmulAttrs, NormAttrs, ReduceAttrs
+
+    net = from_torch(Issue17(), torch.randn(1, 8, 4, 4))
+    got = [(layer.op, layer.attrs) for layer in net]
+    assert got == [
+        (OpType.CONV_TRANSPOSE, ConvTransposeAttrs(kernel=(3, 3), stride=(2, 2), padding=(1, 1, 1, 1),
+                                                   output_padding=(1, 1), groups=2)),
+        (OpType.GROUP_NORM, GroupNormAttrs(groups=2)),
+        (OpType.CONV, ConvAttrs(kernel=(3, 3), padding=(2, 2, 2, 2), dilation=(2, 2))),
+        (OpType.LAYER_NORM, NormAttrs(axis=1, eps=1e-6)),
+        (OpType.GELU, NoAttrs()),
+        (OpType.GROUP_NORM, GroupNormAttrs(groups=4, affine=False)),  # instance norm: one channel per group
+        (OpType.UPSAMPLE, UpsampleAttrs("linear")),
+        (OpType.SUB, NoAttrs()),
+        (OpType.SIGMOID, NoAttrs()),
+        (OpType.POW, NoAttrs()),
+        (OpType.DIV, NoAttrs()),
+        (OpType.SCALE, ScaleAttrs(bias=False, per_channel=False)),  # / 2.0
+        (OpType.RESHAPE, NoAttrs()),
+        (OpType.LAYER_NORM, NormAttrs(axis=-1)),
+        (OpType.MATMUL, MatmulAttrs(transpose_b=True)),  # t @ t.transpose(-2, -1), no transpose layer
+        (OpType.SOFTMAX, AxisAttrs(axis=1)),
+        (OpType.MATMUL, MatmulAttrs()),
+        (OpType.CONSTANT, NoAttrs()),  # the class token, a parameter operand of the concat
+        (OpType.CONCAT, AxisAttrs(axis=2)),
+        (OpType.REDUCE_MEAN, ReduceAttrs(axes=(1,), keepdims=True)),
+        (OpType.REDUCE_MAX, ReduceAttrs(axes=(3,), keepdims=False)),
+        (OpType.GELU, NoAttrs()),
+    ]
+    cls = net.layers[17]
+    assert (cls.name, cls.output_shape, network_metrics(net).layers[17].params) == ("cls", (1, 4, 1), 4)
+    assert net.layers[14].inputs == (net.layers[13].name,) * 2

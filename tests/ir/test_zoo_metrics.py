@@ -30,6 +30,11 @@ PUBLISHED = {
     "shufflenet_v2_x1_0": (0.146, 2.28),  # IR: 144.9 M MACs (-0.75%), 2,278,604 params
     "mobilenet_v3_large": (0.217, 5.48),  # IR: 216.6 M MACs, 5,483,032 params (SE FCs as 1x1 convs)
 }
+# resizing, normalisation and attention (issue 17)
+PUBLISHED.update({
+    "convnext_tiny": (4.46, 28.59),  # torchvision: 4.46 GFLOPS (counted as MACs); ours 4.471 with 1x1-conv biases
+    "vit_tiny": (1.26, 5.72),  # DeiT-Tiny/16 (fvcore, attention products included); ours 1.258
+})
 
 
 @pytest.mark.parametrize("name", sorted(PUBLISHED))
@@ -81,3 +86,42 @@ def test_onnx_export_round_trip(name, tmp_path):
     # deep random-weight networks accumulate float32 differences between the two runtimes;
     # a wrong export is off by the output's own scale, far beyond 1% of it
     np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-2 * float(np.abs(want).max()))
+
+
+# resizing, normalisation and attention (issue 17)
+def _conv3x3(c_in: int, c_out: int, side: int) -> tuple[int, int]:
+    """(MACs, params) of a padded 3x3 convolution with bias on a side x side map."""
+    return (9 * c_in + 1) * c_out * side * side, (9 * c_in + 1) * c_out
+
+
+def test_unet_macs_and_params_from_the_architecture():
+    """U-Net, 4 levels, base 32, 3 -> 2 channels, 256x256, padded: summed layer by layer."""
+    widths, sides = [32, 64, 128, 256, 512], [256, 128, 64, 32, 16]
+    macs = params = 0
+    for level, (c, side) in enumerate(zip(widths, sides)):  # contracting path: double 3x3 convs
+        for c_in in (3 if level == 0 else widths[level - 1], c):
+            m, p = _conv3x3(c_in, c, side)
+            macs, params = macs + m, params + p
+    for level in reversed(range(4)):  # expanding path
+        c, side = widths[level], sides[level]
+        # 2x2/2 up-convolution 2c -> c: 2*2*c MACs per input element of the 2c x side/2 x side/2 map, + bias
+        macs += 2 * 2 * c * (2 * c * (side // 2) ** 2) + c * side * side
+        params += 2 * c * c * 2 * 2 + c
+        for c_in in (2 * c, c):  # after the concat with the skip: 2c -> c, c -> c
+            m, p = _conv3x3(c_in, c, side)
+            macs, params = macs + m, params + p
+    macs += (32 + 1) * 2 * 256 * 256  # 1x1 head to 2 classes with bias
+    params += 32 * 2 + 2
+    m = network_metrics(zoo_network("unet"))
+    assert (m.macs, m.params) == (macs, params) == (12_093_358_080, 7_760_130)
+
+
+def test_vit_and_convnext_layer_counts():
+    vit = {op.value: n for op, n in zoo_network("vit_tiny").op_counts().items()}
+    # per block: 9 q/k/v + proj + 2 MLP 1x1 convs, 3 heads x 2 products and a softmax, 2 layer norms
+    assert (vit["conv"], vit["matmul"], vit["softmax"], vit["layer_norm"], vit["constant"]) == (
+        1 + 12 * 12, 12 * 6, 12 * 3, 12 * 2 + 1, 2)
+    convnext = {op.value: n for op, n in zoo_network("convnext_tiny").op_counts().items()}
+    # 18 blocks (3+3+9+3) of dw, 2 pointwise, LN, GELU, layer scale, add; stem + 3 downsamples; head LN
+    assert (convnext["conv"], convnext["layer_norm"], convnext["gelu"], convnext["scale"]) == (
+        18 * 3 + 4, 18 + 4 + 1, 18, 18)

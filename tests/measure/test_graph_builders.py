@@ -152,7 +152,7 @@ SMALL = {"convpool": _conv_pool_net, "activations": _activation_net, "resizepad"
 
 
 # activations and data movement (issue 17)
-def _issue17_net() -> Network:
+def _issue17_activation_net() -> Network:
     b = _Builder("issue17", x=(1, 6, 5, 4))
     y = b.add("hsig", OpType.HARD_SIGMOID, "x", attrs=HardSigmoidAttrs(alpha=1 / 6, beta=0.5))
     c = b.add("clip", OpType.CLIP, "x", attrs=ClipAttrs(low=-0.5, high=1.5))
@@ -175,7 +175,7 @@ def _issue17_net() -> Network:
     return b.network("expand", "transpose")
 
 
-SMALL["issue17"] = _issue17_net
+SMALL["issue17-activations"] = _issue17_activation_net
 
 
 def _inputs(network: Network, seed: int = 0) -> list[np.ndarray]:
@@ -372,3 +372,69 @@ def test_unsupported_layer_is_reported() -> None:
     b.add("pad_channels", OpType.PAD, "x", (1, 6, 5, 6), PadAttrs("reflect"))
     with pytest.raises(UnsupportedOperatorError, match="pad_channels"):
         build_torch(b.network("pad_channels"))
+
+
+# resizing, normalisation and attention (issue 17)
+def _issue17_spatial_net() -> Network:
+    from nnperf.ir import ConvTransposeAttrs, GroupNormAttrs, MatmulAttrs, NormAttrs, ReduceAttrs
+
+    b = _Builder("issue17", x=(1, 8, 6, 6))
+    up = (1, 4, 12, 12)
+    t1 = b.add("ct_2x2", OpType.CONV_TRANSPOSE, "x", up, ConvTransposeAttrs(kernel=(2, 2), stride=(2, 2)))
+    t2 = b.add("ct_grouped", OpType.CONV_TRANSPOSE, "x", up,
+               ConvTransposeAttrs(kernel=(3, 3), stride=(2, 2), padding=(1, 1, 1, 1), output_padding=(1, 1),
+                                  groups=2, bias=False))
+    t3 = b.add("ct_asym", OpType.CONV_TRANSPOSE, "x", up,
+               ConvTransposeAttrs(kernel=(3, 3), stride=(2, 2), padding=(0, 1, 1, 0)))
+    gate = b.add("gate", OpType.SIGMOID, t3)
+    sub = b.add("sub", OpType.SUB, (t1, t2), up)
+    div = b.add("div", OpType.DIV, (sub, gate), up)
+    pw = b.add("pow", OpType.POW, (gate, t1), up)
+    gn = b.add("group_norm", OpType.GROUP_NORM, sub, attrs=GroupNormAttrs(groups=2, eps=1e-5))
+    b.add("instance_norm", OpType.GROUP_NORM, div, attrs=GroupNormAttrs(groups=4, affine=False))
+    ln = b.add("ln_channels", OpType.LAYER_NORM, pw, attrs=NormAttrs(axis=1, eps=1e-6))
+    b.add("ln_last", OpType.LAYER_NORM, gn, attrs=NormAttrs(axis=-1, affine=False))
+    g = b.add("gelu", OpType.GELU, ln)
+    b.add("mean_c", OpType.REDUCE_MEAN, g, (1, 1, 12, 12), ReduceAttrs(axes=(1,)))
+    b.add("max_hw", OpType.REDUCE_MAX, g, (1, 4), ReduceAttrs(axes=(2, 3), keepdims=False))
+    r = b.add("tokens", OpType.RESHAPE, g, (1, 4, 144))
+    s = b.add("scores", OpType.MATMUL, (r, r), (1, 4, 4), MatmulAttrs(transpose_b=True))
+    s = b.add("attend", OpType.SOFTMAX, s, attrs=AxisAttrs(axis=1))
+    o = b.add("mix", OpType.MATMUL, (s, r), (1, 4, 144), MatmulAttrs())
+    c = b.add("cls", OpType.CONSTANT, o, (1, 4, 1))
+    b.add("with_cls", OpType.CONCAT, (c, o), (1, 4, 145), AxisAttrs(axis=2))
+    h = b.add("heads", OpType.RESHAPE, t1, (1, 2, 2, 144))
+    b.add("heads_ta", OpType.MATMUL, (h, h), (1, 2, 144, 144), MatmulAttrs(transpose_a=True))
+    b.add("dilated", OpType.CONV, "x", (1, 4, 2, 2), ConvAttrs(kernel=(3, 3), dilation=(2, 2)))
+    b.add("down_nearest", OpType.UPSAMPLE, "x", (1, 8, 3, 3), UpsampleAttrs("nearest"))
+    b.add("up_linear_9", OpType.UPSAMPLE, "x", (1, 8, 9, 9), UpsampleAttrs("linear"))
+    return b.network("instance_norm", "ln_last", "mean_c", "max_hw", "with_cls", "heads_ta", "dilated",
+                     "down_nearest", "up_linear_9")
+
+
+SMALL["issue17-spatial"] = _issue17_spatial_net
+
+
+@pytest.mark.parametrize("opset", [17, 18, 20])
+def test_torch_and_onnxruntime_agree_on_issue17_layers(opset: int) -> None:
+    network = _issue17_spatial_net()
+    model = build_onnx(network, opset=opset)
+    onnx.checker.check_model(model)
+    inputs = _inputs(network)
+    actual = _run_ort(model, {s.name: x for s, x in zip(network.inputs, inputs)})
+    for name, t, o in zip(network.outputs, _run_torch(network, inputs), actual):
+        assert t.shape == network.layer(name).output_shape and np.all(np.isfinite(t)), name
+        _assert_close(o, t, name)
+
+
+def test_opencv_runs_the_issue17_layers(tmp_path: Path) -> None:
+    cv2 = pytest.importorskip("cv2")
+    network = _issue17_spatial_net()
+    path = tmp_path / "issue17.onnx"
+    path.write_bytes(build_onnx(network).SerializeToString())
+    net = cv2.dnn.readNetFromONNX(str(path))
+    (x,) = _inputs(network)
+    net.setInput(x)
+    actual = net.forward(list(network.outputs))
+    for name, t, o in zip(network.outputs, _run_torch(network, [x]), actual):
+        _assert_close(np.asarray(o).reshape(t.shape), t, f"{name} (OpenCV)")

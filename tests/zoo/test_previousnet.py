@@ -8,15 +8,16 @@ import pytest
 import torch
 
 from nnperf import zoo
-from nnperf.zoo import zoo_network
 from nnperf.ir import ConvAttrs, ConvKind, Network, OpType, UpsampleAttrs
 from nnperf.ir.metrics import network_metrics
+from nnperf.zoo import zoo_network
 
 CONFIGS = ["56x56x32", "28x28x64", "14x14x64", "7x7x64"]
 NET01 = [f"previousnet01_{c}" for c in CONFIGS]
 NET03 = [f"previousnet03_{c}" for c in CONFIGS]
 NET04 = [f"previousnet04_{c}" for c in CONFIGS]  # activations and data movement (issue 17)
-CALIBRATION = [*NET01, "previousnet02", *NET03, *NET04]
+NET05 = [f"previousnet05_{c}" for c in CONFIGS]  # resizing, normalisation and attention (issue 17)
+CALIBRATION = [*NET01, "previousnet02", *NET03, *NET04, *NET05]
 
 POOLS = {OpType.MAX_POOL, OpType.AVG_POOL, OpType.GLOBAL_AVG_POOL, OpType.GLOBAL_MAX_POOL}
 ELTWISE = {OpType.ADD, OpType.MUL, OpType.MAX}
@@ -39,7 +40,8 @@ def _dead_layers(net: Network) -> list[str]:
 
 def test_registry_keeps_reference_names_and_lists_calibration_apart():
     assert zoo.calibration_names() == CALIBRATION
-    assert len(zoo.names()) == 16 and not set(zoo.names()) & set(CALIBRATION)
+    # 14, + shufflenet and mobilenet v3, + unet, convnext and vit (issue 17)
+    assert len(zoo.names()) == 14 + 2 + 3 and not set(zoo.names()) & set(CALIBRATION)
     assert all(e.calibration for e in zoo.calibration_entries())
     assert not any(e.calibration for e in zoo.entries())
     assert zoo.get("PreVIousNet01-7x7x64").name == "previousnet01_7x7x64"
@@ -163,7 +165,7 @@ def test_runs_for_real_and_matches_the_imported_shapes(networks, name):
 
 
 # activations and data movement (issue 17)
-ISSUE17_OPS = [OpType.HARD_SIGMOID, OpType.CLIP, OpType.PRELU, OpType.GELU, OpType.SOFTPLUS, OpType.MISH, OpType.EXP,
+ISSUE17_OPS_04 = [OpType.HARD_SIGMOID, OpType.CLIP, OpType.PRELU, OpType.GELU, OpType.SOFTPLUS, OpType.MISH, OpType.EXP,
                OpType.LOG, OpType.TRANSPOSE, OpType.CHANNEL_SHUFFLE, OpType.GATHER, OpType.EXPAND]
 
 
@@ -172,7 +174,7 @@ def test_previousnet04_runs_each_issue17_op_on_three_shapes(networks, name):
     net = networks[name]
     counts = _counts(net)
     assert len(net.layers) == 62 and not _dead_layers(net)
-    for op in ISSUE17_OPS:
+    for op in ISSUE17_OPS_04:
         assert counts[op] == 3, op
         assert len({layer.input_shapes for layer in net.layers if layer.op is op}) == 3, op
     assert counts[OpType.SLICE] == 9  # two halves of a chunk and a strided slice per level
@@ -186,3 +188,32 @@ def test_previousnet04_runs_for_real_and_matches_the_imported_shapes(networks):
     shape_of = {layer.name: layer.output_shape for layer in net.layers}
     assert [tuple(y.shape) for y in outputs] == [shape_of[o] for o in net.outputs]
     assert all(torch.isfinite(y).all() for y in outputs)
+# resizing, normalisation and attention (issue 17)
+ISSUE17_OPS_05 = {OpType.CONV_TRANSPOSE, OpType.LAYER_NORM, OpType.GROUP_NORM, OpType.REDUCE_MEAN, OpType.REDUCE_MAX,
+               OpType.MATMUL, OpType.SUB, OpType.DIV, OpType.POW, OpType.GELU, OpType.CONSTANT}
+
+
+@pytest.mark.parametrize("name", NET05)
+def test_previousnet05_holds_every_issue17_op_in_several_configurations(networks, name):
+    net = networks[name]
+    counts = _counts(net)
+    assert ISSUE17_OPS_05 <= set(counts)
+    # two levels, each: 2 transposed convs, 2 layer norms (channels, last axis), a group and an instance norm,
+    # 4 matrix products (3-D with a transposed operand and plain, 4-D likewise), 2 constants
+    assert {op: counts[op] for op in ISSUE17_OPS_05} == {
+        OpType.CONV_TRANSPOSE: 4, OpType.LAYER_NORM: 4, OpType.GROUP_NORM: 4, OpType.REDUCE_MEAN: 2,
+        OpType.REDUCE_MAX: 2, OpType.MATMUL: 8, OpType.SUB: 2, OpType.DIV: 2, OpType.POW: 2, OpType.GELU: 2,
+        OpType.CONSTANT: 4}
+    dilated = [layer for layer in net.layers if layer.op is OpType.CONV and layer.attrs.dilation == (2, 2)]
+    assert len(dilated) == 2
+    shapes = {layer.input_shape for layer in net.layers if layer.op is OpType.MATMUL}
+    assert {len(s) for s in shapes} == {3, 4}
+
+
+def test_previousnet05_runs_for_real_and_matches_the_imported_shapes(networks):
+    entry = zoo.get("previousnet05_7x7x64")
+    with torch.no_grad():
+        outputs = entry.build()(entry.example_input())
+    net = networks[entry.name]
+    shape_of = {layer.name: layer.output_shape for layer in net.layers}
+    assert [tuple(y.shape) for y in outputs] == [shape_of[o] for o in net.outputs]

@@ -14,9 +14,11 @@ EXPECTED_NAMES = [
     "squeezenet1_0", "squeezenet1_1", "tiny_yolo_v2", "googlenet", "vgg11", "vgg16", "vgg19",
     "shufflenet_v2_x1_0", "mobilenet_v3_large",  # activations and data movement (issue 17)
 ]
+EXPECTED_NAMES += ["unet", "convnext_tiny", "vit_tiny"]  # resizing, normalisation and attention (issue 17)
 
 OUTPUT_SHAPES = {name: (1, 1000) for name in EXPECTED_NAMES}
 OUTPUT_SHAPES.update({"allcnn_c": (1, 10), "simplenet": (1, 100), "tiny_yolo_v2": (1, 125, 13, 13)})
+OUTPUT_SHAPES["unet"] = (1, 2, 256, 256)  # issue 17
 
 # Published parameter counts, checked within 1%.
 PUBLISHED_PARAMS = {
@@ -64,6 +66,15 @@ EXACT_PARAMS = {
     #   15,855,661 + 6,112 = 15,861,773
     "tiny_yolo_v2": 15_861_773,
 }
+# resizing, normalisation and attention (issue 17)
+PUBLISHED_PARAMS.update({"convnext_tiny": 28.59e6, "vit_tiny": 5.72e6})
+# U-Net, 4 levels, base 32, padded 3x3 convs with bias, 2x2/2 up-convolutions, 1x1 head to 2 classes:
+#   contracting: 3->32, 32->32; 32->64, 64->64; 64->128, 128->128; 128->256, 256->256; 256->512, 512->512
+#     = sum of (9*Cin+1)*Cout = 4,712,224
+#   expanding, per level c = 256, 128, 64, 32: up 2c->c 2*2*2c*c + c, convs 2c->c and c->c (18c+1)*c + (9c+1)*c
+#     = 3,047,840
+#   head 1x1 32->2: 32*2 + 2 = 66;  4,712,224 + 3,047,840 + 66 = 7,760,130
+EXACT_PARAMS["unet"] = 7_760_130
 
 
 @pytest.fixture(scope="module", autouse=True)

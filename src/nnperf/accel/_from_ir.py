@@ -26,7 +26,15 @@ from types import MappingProxyType
 
 from nnperf.accel._layers import AccelLayer, LayerTableError
 from nnperf.errors import NnperfError
-from nnperf.ir import ACTIVATIONS, ConvAttrs, Layer, Network, OpType, numel
+from nnperf.ir import (
+    ACTIVATIONS,
+    ConvAttrs,
+    ConvTransposeAttrs,  # issue 17
+    Layer,
+    Network,
+    OpType,
+    numel,
+)
 
 CHAIN_OPS = ACTIVATIONS | {OpType.BATCH_NORM, OpType.SCALE}
 """Layers an accelerator applies to a convolution's output before writing it back."""
@@ -133,9 +141,33 @@ def _linear_geometry(network: Network, layer: Layer) -> Geometry:
     return 1, layer.output_shape[-1], 1, features, 1, 1, 1, 1
 
 
+# resizing, normalisation and attention (issue 17)
+def _conv_transpose_geometry(network: Network, layer: Layer) -> Geometry:
+    """The equivalent direct convolution: stride 1 over the input with stride - 1 zeros inserted between
+    samples and dilation*(kernel-1) - padding zeros around it (output padding at the end). The row-stationary
+    dataflow then runs it as any convolution; the inserted zeros count as input sparsity (unpadded = Hin), so
+    zero gating skips their MACs as CNNergy skips those of zero activations."""
+    attrs = layer.attrs
+    assert isinstance(attrs, ConvTransposeAttrs)
+    _, c_in, h, w = layer.input_shape
+    _, c_out, e_h, e_w = layer.output_shape
+    top, left, bottom, right = attrs.padding
+    if h != w or e_h != e_w or attrs.kernel[0] != attrs.kernel[1] or attrs.stride[0] != attrs.stride[1] \
+            or (top, bottom) != (left, right) or attrs.output_padding[0] != attrs.output_padding[1]:
+        raise AccelMappingError("CNNergy models square maps, filters and strides only")
+    if attrs.dilation != (1, 1):
+        raise AccelMappingError("dilated convolutions are not modelled")
+    k, s = attrs.kernel[0], attrs.stride[0]
+    if max(top, bottom) > k - 1:
+        raise AccelMappingError("a transposed convolution cropping more than kernel - 1 is not modelled")
+    size = (h - 1) * s + 1 + (k - 1 - top) + (k - 1 - bottom) + attrs.output_padding[0]
+    return (k, c_out, size, c_in // attrs.groups, 1, e_h, attrs.groups, h)
+
+
 ROW_GEOMETRY: Mapping[OpType, Callable[[Network, Layer], Geometry]] = MappingProxyType({
     OpType.CONV: _conv_geometry,
     OpType.LINEAR: _linear_geometry,
+    OpType.CONV_TRANSPOSE: _conv_transpose_geometry,
 })
 """IR op -> the geometry of the accelerator row it becomes: the layers CNNergy gives energy to."""
 
@@ -144,6 +176,10 @@ NOT_MAPPED = frozenset({
     OpType.SCALE, OpType.RELU, OpType.RELU6, OpType.LEAKY_RELU, OpType.SIGMOID, OpType.TANH, OpType.HARDSWISH,
     OpType.SILU, OpType.ADD, OpType.MUL, OpType.MAX, OpType.CONCAT, OpType.SOFTMAX, OpType.LRN, OpType.FLATTEN,
     OpType.RESHAPE, OpType.UPSAMPLE, OpType.PAD, OpType.IDENTITY, OpType.DROPOUT,
+    # resizing, normalisation and attention (issue 17): normalisation, reductions and element-wise ops carry no
+    # energy as the other non-MAC layers; a MATMUL of two activations has no stationary filter for the rows
+    OpType.LAYER_NORM, OpType.GROUP_NORM, OpType.REDUCE_MEAN, OpType.REDUCE_MAX, OpType.MATMUL, OpType.SUB,
+    OpType.DIV, OpType.POW, OpType.GELU, OpType.CONSTANT,
 })
 # activations and data movement (issue 17)
 NOT_MAPPED = NOT_MAPPED | {

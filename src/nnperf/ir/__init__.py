@@ -7,7 +7,7 @@ imported here.
 from nnperf.ir._json import load_network_json, network_from_dict, network_to_dict, save_network
 from nnperf.ir._limits import DEFAULT_SIZE_LIMITS, SIZE_LIMITS_ENV, SizeLimits, current_size_limits, size_limits
 from nnperf.ir._network import Layer, Network, Shape, TensorSpec, conv_output_size, numel, pool_output_size, shape_text
-from nnperf.ir._ops import (
+from nnperf.ir._ops import (  # issue 17
     ACTIVATIONS,
     ATTRIBUTES_OF,
     DATA_MOVEMENT,
@@ -21,16 +21,21 @@ from nnperf.ir._ops import (
     ClipAttrs,
     ConvAttrs,
     ConvKind,
+    ConvTransposeAttrs,
     GatherAttrs,
+    GroupNormAttrs,
     HardSigmoidAttrs,
     LeakyReluAttrs,
     LinearAttrs,
     LrnAttrs,
+    MatmulAttrs,
     NoAttrs,
+    NormAttrs,
     OpType,
     PadAttrs,
     PoolAttrs,
     PReluAttrs,
+    ReduceAttrs,
     ScaleAttrs,
     SliceAttrs,
     TransposeAttrs,
@@ -91,3 +96,5 @@ __all__ = [
     "size_limits",
     "uncovered_ops",
 ]
+# resizing, normalisation and attention (issue 17)
+__all__ += ["ConvTransposeAttrs", "GroupNormAttrs", "MatmulAttrs", "NormAttrs", "ReduceAttrs"]

@@ -92,7 +92,7 @@ def _typed(value: Any, hint: Any, where: str) -> Any:
     """``value`` checked against a simple type hint (int, float, bool, str, tuple[int, ...])."""
     if typing.get_origin(hint) is tuple:
         args = typing.get_args(hint)
-        if args[-1:] == (Ellipsis,) and isinstance(value, (list, tuple)):  # issue 17: tuple[int, ...]
+        if args[-1:] == (Ellipsis,) and isinstance(value, (list, tuple)):  # tuple[int, ...]: any length
             return tuple(_typed(v, int, where) for v in value)
         if not isinstance(value, (list, tuple)) or len(value) != len(args):
             raise ModelFileError(f"{where}: expected a list of {len(args)} integers, got {value!r}")

@@ -14,7 +14,7 @@ from functools import cached_property
 
 from nnperf.errors import InvalidNetworkError
 from nnperf.ir._limits import check_layer_size, check_network_size, check_tensor_size
-from nnperf.ir._ops import (  # activations and data movement (issue 17)
+from nnperf.ir._ops import (
     ACTIVATIONS,
     DATA_MOVEMENT,
     ELTWISE,
@@ -24,10 +24,15 @@ from nnperf.ir._ops import (  # activations and data movement (issue 17)
     ChannelShuffleAttrs,
     ConvAttrs,
     ConvKind,
+    ConvTransposeAttrs,
     GatherAttrs,
+    GroupNormAttrs,
+    MatmulAttrs,
     NoAttrs,
+    NormAttrs,
     OpType,
     PoolAttrs,
+    ReduceAttrs,
     SliceAttrs,
     TransposeAttrs,
     attributes_class,
@@ -237,7 +242,7 @@ def pool_output_size(size: int, kernel: int, stride: int, pad_begin: int, pad_en
 def _check_layer_shapes(layer: Layer, where: str) -> None:
     """Checks that the output shape follows from the inputs and attributes."""
     op, ins, out = layer.op, layer.input_shapes, layer.output_shape
-    single_input = op not in ELTWISE and op is not OpType.CONCAT
+    single_input = op not in ELTWISE and op not in (OpType.CONCAT, OpType.MATMUL)
     if single_input and len(ins) != 1:
         raise InvalidNetworkError(f"{where}: takes one input, got {len(ins)}")
     x = ins[0]
@@ -315,6 +320,11 @@ def _check_layer_shapes(layer: Layer, where: str) -> None:
     # activations and data movement (issue 17)
     elif op in DATA_MOVEMENT:
         _check_data_movement(layer, fail)
+    # resizing, normalisation and attention (issue 17)
+    elif op in _ISSUE17_CHECKS:
+        problem = _ISSUE17_CHECKS[op](layer)
+        if problem:
+            fail(problem)
 
 
 def _check_data_movement(layer: Layer, fail: Callable[[str], None]) -> None:
@@ -345,6 +355,87 @@ def _check_data_movement(layer: Layer, fail: Callable[[str], None]) -> None:
             kept = len(attrs.indices)
         if not ok or out != x[:attrs.axis] + (kept,) + x[attrs.axis + 1:]:
             fail(f"{attrs} does not select the output from the input")
+
+
+# resizing, normalisation and attention (issue 17)
+def _conv_transpose_problem(layer: Layer) -> str:
+    x, out, a = layer.input_shape, layer.output_shape, layer.attrs
+    assert isinstance(a, ConvTransposeAttrs)
+    if len(x) != 4 or len(out) != 4 or x[0] != out[0]:
+        return "needs 4-D NCHW input and output with the same batch"
+    if min(a.kernel + a.stride + a.dilation) <= 0 or min(a.padding + a.output_padding) < 0:
+        return f"kernel, stride and dilation must be positive, padding non-negative, got {a}"
+    if a.groups <= 0 or x[1] % a.groups or out[1] % a.groups:
+        return f"channels must divide by groups={a.groups}"
+    expected = tuple(conv_transpose_output_size(x[2 + i], a.kernel[i], a.stride[i], a.padding[i], a.padding[2 + i],
+                                                a.output_padding[i], a.dilation[i]) for i in range(2))
+    return "" if expected == out[2:] else f"spatial output should be {shape_text(expected)} for {a}"
+
+
+def conv_transpose_output_size(size: int, kernel: int, stride: int, pad_begin: int, pad_end: int,
+                               output_padding: int = 0, dilation: int = 1) -> int:
+    """Output length of a transposed convolution along one spatial axis (PyTorch's and ONNX's rule)."""
+    return (size - 1) * stride - pad_begin - pad_end + dilation * (kernel - 1) + output_padding + 1
+
+
+def _same_shape_problem(layer: Layer) -> str:
+    x, out, a = layer.input_shape, layer.output_shape, layer.attrs
+    if x != out:
+        return "must keep the input shape"
+    if isinstance(a, NormAttrs) and a.axis not in (1, -1):
+        return f"layer normalisation is over the last axis (-1) or the channels (1), got axis {a.axis}"
+    if isinstance(a, (NormAttrs, GroupNormAttrs)) and len(x) < 2:
+        return "needs a channel dimension"
+    if isinstance(a, GroupNormAttrs) and (a.groups <= 0 or x[1] % a.groups):
+        return f"channels must divide by groups={a.groups}"
+    return ""
+
+
+def _reduce_problem(layer: Layer) -> str:
+    x, out, a = layer.input_shape, layer.output_shape, layer.attrs
+    assert isinstance(a, ReduceAttrs)
+    if not a.axes or list(a.axes) != sorted(set(a.axes)) or a.axes[0] < 0 or a.axes[-1] >= len(x):
+        return f"axes must be sorted, distinct and within the rank, got {a.axes}"
+    kept = tuple(1 if i in a.axes else d for i, d in enumerate(x))
+    expected = kept if a.keepdims else tuple(d for i, d in enumerate(x) if i not in a.axes)
+    return "" if expected == out else f"output should be {shape_text(expected or (1,))}"
+
+
+def _matmul_problem(layer: Layer) -> str:
+    ins, out = layer.input_shapes, layer.output_shape
+    if len(ins) != 2 or min(len(s) for s in ins) < 2:
+        return "a matrix product takes two operands of rank 2 or more"
+    attrs = layer.attrs
+    assert isinstance(attrs, MatmulAttrs)
+    a, b = ins
+    if attrs.transpose_a:
+        a = a[:-2] + (a[-1], a[-2])
+    if attrs.transpose_b:
+        b = b[:-2] + (b[-1], b[-2])
+    if a[-1] != b[-2]:
+        return "the inner dimensions differ"
+    try:
+        batch = _broadcast((a[:-2] or (1,), b[:-2] or (1,)))
+    except ValueError:
+        return "the batch dimensions do not broadcast"
+    expected = (batch if max(len(a), len(b)) > 2 else ()) + (a[-2], b[-1])
+    return "" if expected == out else f"output should be {shape_text(expected)}"
+
+
+def _constant_problem(layer: Layer) -> str:
+    return ""  # its input only places it in the graph; the output is the stored tensor, of any shape
+
+
+_ISSUE17_CHECKS = {
+    OpType.CONV_TRANSPOSE: _conv_transpose_problem,
+    OpType.LAYER_NORM: _same_shape_problem,
+    OpType.GROUP_NORM: _same_shape_problem,
+    OpType.REDUCE_MEAN: _reduce_problem,
+    OpType.REDUCE_MAX: _reduce_problem,
+    OpType.MATMUL: _matmul_problem,
+    OpType.CONSTANT: _constant_problem,
+}
+"""Shape checks of the issue-17 ops, each returning what is wrong ('' when nothing)."""
 
 
 def _broadcast(shapes: tuple[Shape, ...]) -> Shape:

@@ -59,6 +59,17 @@ class OpType(str, enum.Enum):
     CHANNEL_SHUFFLE = "channel_shuffle"
     GATHER = "gather"
     EXPAND = "expand"
+    # resizing, normalisation and attention (issue 17)
+    CONV_TRANSPOSE = "conv_transpose"
+    LAYER_NORM = "layer_norm"
+    GROUP_NORM = "group_norm"
+    REDUCE_MEAN = "reduce_mean"
+    REDUCE_MAX = "reduce_max"
+    MATMUL = "matmul"
+    SUB = "sub"
+    DIV = "div"
+    POW = "pow"
+    CONSTANT = "constant"
 
 
 ACTIVATIONS = frozenset(
@@ -73,6 +84,8 @@ ACTIVATIONS = ACTIVATIONS | {
 }
 DATA_MOVEMENT = frozenset({OpType.SLICE, OpType.TRANSPOSE, OpType.CHANNEL_SHUFFLE, OpType.GATHER, OpType.EXPAND})
 """Layers that only move or copy elements (no arithmetic): #OPs 0."""
+# resizing, normalisation and attention (issue 17)
+ELTWISE = ELTWISE | {OpType.SUB, OpType.DIV, OpType.POW}
 
 
 class ConvKind(str, enum.Enum):
@@ -214,6 +227,60 @@ class GatherAttrs:
 
     axis: int
     indices: tuple[int, ...]
+# resizing, normalisation and attention (issue 17)
+@dataclass(frozen=True)
+class ConvTransposeAttrs:
+    """A transposed convolution (PyTorch's ConvTranspose2d, ONNX's ConvTranspose).
+
+    ``padding`` (top, left, bottom, right) is removed from the full output and ``output_padding`` (height, width)
+    added at its end, so an output side is (in - 1) * stride - pad_begin - pad_end + dilation * (kernel - 1)
+    + output_padding + 1.
+    """
+
+    kernel: tuple[int, int]
+    stride: tuple[int, int] = (1, 1)
+    padding: tuple[int, int, int, int] = (0, 0, 0, 0)
+    output_padding: tuple[int, int] = (0, 0)
+    dilation: tuple[int, int] = (1, 1)
+    groups: int = 1
+    bias: bool = True
+
+
+@dataclass(frozen=True)
+class NormAttrs:
+    """Layer normalisation over the last axis (``axis=-1``) or over the channels of NCHW (``axis=1``)."""
+
+    axis: int = -1
+    eps: float = 1e-5
+    affine: bool = True
+    """whether it learns a scale and a shift per normalised element"""
+
+
+@dataclass(frozen=True)
+class GroupNormAttrs:
+    """Group normalisation over ``groups`` groups of channels; instance normalisation is ``groups`` = C."""
+
+    groups: int = 1
+    eps: float = 1e-5
+    affine: bool = True
+    """whether it learns a scale and a shift per channel"""
+
+
+@dataclass(frozen=True)
+class ReduceAttrs:
+    """A mean or max over ``axes`` (non-negative, sorted), keeping them as size 1 when ``keepdims``."""
+
+    axes: tuple[int, ...] = (1,)
+    keepdims: bool = True
+
+
+@dataclass(frozen=True)
+class MatmulAttrs:
+    """A matrix product of two activations over their last two axes, either operand read transposed
+    (as BLAS and ONNX's Gemm do), the leading axes broadcast as batch."""
+
+    transpose_a: bool = False
+    transpose_b: bool = False
 
 
 Attributes = (
@@ -235,6 +302,11 @@ Attributes = (
     | TransposeAttrs
     | ChannelShuffleAttrs
     | GatherAttrs
+    | ConvTransposeAttrs
+    | NormAttrs
+    | GroupNormAttrs
+    | ReduceAttrs
+    | MatmulAttrs
 )
 
 ATTRIBUTES_OF: dict[OpType, type] = {
@@ -259,6 +331,13 @@ ATTRIBUTES_OF: dict[OpType, type] = {
     OpType.TRANSPOSE: TransposeAttrs,
     OpType.CHANNEL_SHUFFLE: ChannelShuffleAttrs,
     OpType.GATHER: GatherAttrs,
+    # resizing, normalisation and attention (issue 17)
+    OpType.CONV_TRANSPOSE: ConvTransposeAttrs,
+    OpType.LAYER_NORM: NormAttrs,
+    OpType.GROUP_NORM: GroupNormAttrs,
+    OpType.REDUCE_MEAN: ReduceAttrs,
+    OpType.REDUCE_MAX: ReduceAttrs,
+    OpType.MATMUL: MatmulAttrs,
 }
 
 
@@ -266,6 +345,8 @@ NO_ATTRIBUTES = frozenset({
     OpType.GLOBAL_AVG_POOL, OpType.GLOBAL_MAX_POOL, OpType.RELU, OpType.RELU6, OpType.SIGMOID, OpType.TANH,
     OpType.HARDSWISH, OpType.SILU, OpType.ADD, OpType.MUL, OpType.MAX, OpType.RESHAPE, OpType.IDENTITY,
     OpType.DROPOUT,
+    # resizing, normalisation and attention (issue 17)
+    OpType.SUB, OpType.DIV, OpType.POW, OpType.GELU, OpType.CONSTANT,
 })
 """Ops whose layers carry :class:`NoAttrs`: their shapes say everything (a reshape's target is its output shape)."""
 # activations and data movement (issue 17): an expand's target is its output shape

@@ -30,6 +30,14 @@ as leaky ReLU's, which counts none); PReLU's n(W) is its slopes, one per
 channel (or one). Slice, transpose, channel shuffle, gather and expand move
 data only: 0 #OPs; their n(I) is the whole input tensor, as for every layer,
 even where a slice or gather reads part of it.
+
+Issue 17 (resizing, normalisation and attention): a transposed convolution
+counts kh*kw*Cin*Cout/groups MACs per input position (plus a bias MAC per
+output); a matrix product of two activations K MACs per output element; layer,
+group and instance normalisation 4 #OPs per element (6 with the learnt scale
+and shift, which are their n(W)); a reduction one #OP per element read;
+sub/div/pow count as the other element-wise ops; a constant (class token,
+position embedding) has its elements as n(W), reads nothing and counts no #OPs.
 """
 
 from __future__ import annotations
@@ -40,11 +48,15 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from nnperf.ir._network import Layer, Network, numel
-from nnperf.ir._ops import (
+from nnperf.ir._ops import (  # issue 17
     BatchNormAttrs,
     ConvAttrs,
+    ConvTransposeAttrs,
+    GroupNormAttrs,
     LinearAttrs,
     LrnAttrs,
+    MatmulAttrs,
+    NormAttrs,
     OpType,
     PoolAttrs,
     PReluAttrs,  # activations and data movement (issue 17)
@@ -142,6 +154,8 @@ class OpCounts:
     params: int = 0
     n_input_im2col: int | None = None
     """elements an im2col+GEMM reads, where that differs from n(I) (convolutions only)"""
+    n_input: int | None = None
+    """elements read, where that differs from the input shapes (a constant reads none of its input)"""
 
 
 MetricHandler = Callable[[Layer], OpCounts]
@@ -149,8 +163,8 @@ MetricHandler = Callable[[Layer], OpCounts]
 
 def layer_metrics(layer: Layer) -> LayerMetrics:
     """The architectural metrics of one layer."""
-    n_in = sum(numel(s) for s in layer.input_shapes)
     counts = METRIC_HANDLERS[layer.op](layer)
+    n_in = sum(numel(s) for s in layer.input_shapes) if counts.n_input is None else counts.n_input
     return LayerMetrics(
         name=layer.name,
         op=layer.op,
@@ -287,8 +301,71 @@ METRIC_HANDLERS: Mapping[OpType, MetricHandler] = MappingProxyType({
     OpType.CHANNEL_SHUFFLE: _data_movement,
     OpType.GATHER: _data_movement,
     OpType.EXPAND: _data_movement,
+    # resizing, normalisation and attention (issue 17)
+    OpType.CONV_TRANSPOSE: lambda layer: _conv_transpose(layer),
+    OpType.LAYER_NORM: lambda layer: _layer_norm(layer),
+    OpType.GROUP_NORM: lambda layer: _group_norm(layer),
+    OpType.REDUCE_MEAN: lambda layer: _reduce(layer),
+    OpType.REDUCE_MAX: lambda layer: _reduce(layer),
+    OpType.MATMUL: lambda layer: _matmul(layer),
+    OpType.SUB: _eltwise,
+    OpType.DIV: _eltwise,
+    OpType.POW: _eltwise,
+    OpType.CONSTANT: lambda layer: _constant(layer),
 })
 """Each op's counts (MACs, #OPs, n(W), im2col input); every op has one, data movement counting zero."""
+
+
+# resizing, normalisation and attention (issue 17)
+def _conv_transpose(layer: Layer) -> OpCounts:
+    """Every input element times every tap of its group's kernel: kh*kw*Cin*(Cout/groups)*Hin*Win*batch,
+    plus one per output for the bias. im2col reads the zero-inserted, padded input of the equivalent direct
+    convolution: kh*kw*Cin*Hout*Wout*batch."""
+    attrs = layer.attrs
+    assert isinstance(attrs, ConvTransposeAttrs)
+    kh, kw = attrs.kernel
+    c_in, c_out = layer.input_shape[1], layer.output_shape[1]
+    outputs = numel(layer.output_shape)
+    macs = kh * kw * (c_out // attrs.groups) * numel(layer.input_shape) + (outputs if attrs.bias else 0)
+    params = kh * kw * c_in * (c_out // attrs.groups) + (c_out if attrs.bias else 0)
+    batch, _, h_out, w_out = layer.output_shape
+    return OpCounts(macs=macs, ops=macs, params=params, n_input_im2col=kh * kw * c_in * h_out * w_out * batch)
+
+
+def _layer_norm(layer: Layer) -> OpCounts:
+    """4 per element (accumulate for the mean, subtract, square-accumulate, divide), 2 more when affine
+    (multiply, add); n(W) the scale and shift of each normalised element (C, or the last axis)."""
+    attrs = layer.attrs
+    assert isinstance(attrs, NormAttrs)
+    per_element = 6 if attrs.affine else 4
+    size = layer.input_shape[attrs.axis]
+    return OpCounts(ops=per_element * numel(layer.output_shape), params=2 * size if attrs.affine else 0)
+
+
+def _group_norm(layer: Layer) -> OpCounts:
+    """As layer normalisation (4 per element, 6 when affine); n(W) a scale and a shift per channel."""
+    attrs = layer.attrs
+    assert isinstance(attrs, GroupNormAttrs)
+    per_element = 6 if attrs.affine else 4
+    return OpCounts(ops=per_element * numel(layer.output_shape),
+                    params=2 * layer.input_shape[1] if attrs.affine else 0)
+
+
+def _reduce(layer: Layer) -> OpCounts:
+    return OpCounts(ops=numel(layer.input_shape))  # one accumulate (or compare) per element read
+
+
+def _matmul(layer: Layer) -> OpCounts:
+    """A product of two activations: K MACs per output element, (batch...)*M*N*K; no parameters."""
+    attrs = layer.attrs
+    assert isinstance(attrs, MatmulAttrs)
+    macs = numel(layer.output_shape) * layer.input_shapes[0][-2 if attrs.transpose_a else -1]
+    return OpCounts(macs=macs, ops=macs)
+
+
+def _constant(layer: Layer) -> OpCounts:
+    """A stored tensor (class token, position embedding): its elements are parameters; it reads nothing."""
+    return OpCounts(params=numel(layer.output_shape), n_input=0)
 
 
 __all__ = [

@@ -79,6 +79,17 @@ FUSION_ROLES: Mapping[OpType, FusionRole] = MappingProxyType({
     OpType.CHANNEL_SHUFFLE: _HEAD,
     OpType.GATHER: _HEAD,
     OpType.EXPAND: _HEAD,
+    # resizing, normalisation and attention (issue 17)
+    OpType.CONV_TRANSPOSE: _HEAD,
+    OpType.LAYER_NORM: _HEAD,
+    OpType.GROUP_NORM: _HEAD,
+    OpType.REDUCE_MEAN: _HEAD,
+    OpType.REDUCE_MAX: _HEAD,
+    OpType.MATMUL: _HEAD,
+    OpType.SUB: _SUCCESSOR,
+    OpType.DIV: _SUCCESSOR,
+    OpType.POW: _SUCCESSOR,
+    OpType.CONSTANT: _HEAD,
 })
 """Each op's role in a fused group (adding an op type means adding its entry here)."""
 

@@ -13,17 +13,21 @@ from torch import nn
 from nnperf.errors import UnknownModelError
 from nnperf.zoo.alexnet import alexnet
 from nnperf.zoo.allcnn import allcnn_c
+from nnperf.zoo.convnext import convnext_tiny  # issue 17
 from nnperf.zoo.googlenet import googlenet
 from nnperf.zoo.mobilenet import mobilenet_v1, mobilenet_v2
 from nnperf.zoo.mobilenet_v3 import mobilenet_v3_large  # activations and data movement (issue 17)
 from nnperf.zoo.previousnet import CONFIGURATIONS, previousnet01, previousnet02, previousnet03
 from nnperf.zoo.previousnet04 import previousnet04
+from nnperf.zoo.previousnet05 import previousnet05
 from nnperf.zoo.resnet import resnet18, resnet34
 from nnperf.zoo.shufflenet import shufflenet_v2_x1_0
 from nnperf.zoo.simplenet import simplenet
 from nnperf.zoo.squeezenet import squeezenet1_0, squeezenet1_1
 from nnperf.zoo.tinyyolo import tiny_yolo_v2
+from nnperf.zoo.unet import unet  # issue 17
 from nnperf.zoo.vgg import vgg11, vgg16, vgg19
+from nnperf.zoo.vit import vit_tiny  # issue 17
 
 
 @dataclass(frozen=True)
@@ -116,6 +120,17 @@ _ENTRIES: tuple[ZooEntry, ...] = (
     ZooEntry("mobilenet_v3_large", "MobileNetV3-Large 1.0 (Howard et al. 2019), ImageNet", _IMAGENET,
              "torchvision MobileNetV3-Large, width 1.0 (SE as 1x1 convs with hard sigmoid, dropout 0.2)",
              mobilenet_v3_large),
+    # resizing, normalisation and attention (issue 17)
+    ZooEntry("unet", "U-Net (Ronneberger et al. 2015), segmentation, 2 classes", (1, 3, 256, 256),
+             "4 levels, base 32 (32-512), padded 3x3 convs with ReLU, 2x2/2 transposed-conv upsampling, no BN",
+             unet),
+    ZooEntry("convnext_tiny", "ConvNeXt-Tiny (Liu et al. 2022), ImageNet", _IMAGENET,
+             "depths 3-3-9-3, widths 96-768; 1x1 convs for the pointwise layers, LayerNorm over channels",
+             convnext_tiny),
+    ZooEntry("vit_tiny", "DeiT-Tiny/16 (Touvron et al. 2021), ImageNet", _IMAGENET,
+             "192 wide, 3 heads, 12 blocks; tokens as a 1 x 197 channels-first map, per-head q/k/v 1x1 convs,"
+             " mean of the tokens to the classifier",
+             vit_tiny),
 )
 
 
@@ -142,6 +157,15 @@ _CALIBRATION: tuple[ZooEntry, ...] = (
     *_configurations("04", previousnet04,
                      "nnperf extension: hard sigmoid, clip, PReLU, GELU, mish, softplus, log, exp, expand, channel"
                      " shuffle, slice, gather, transpose in 3 levels"),
+    # resizing, normalisation and attention (issue 17)
+    *(ZooEntry(f"previousnet05_{height}x{width}x{channels}",
+               f"PreVIousNet-05 calibration network, input {height}x{width}x{channels} (HxWxC)",
+               (1, channels, height, width),
+               "nnperf extension (issue 17): transposed and dilated conv, layer/group/instance norm, GELU, mean and"
+               " max reductions, sub, div, pow, matmul (3-D and 4-D, transposed operands), softmax on any axis,"
+               " class token and position embedding constants, bilinear upsample, in 2 levels",
+               functools.partial(previousnet05, channels, height, width), calibration=True)
+      for height, width, channels in CONFIGURATIONS),
 )
 
 _BY_NAME: dict[str, ZooEntry] = {entry.name: entry for entry in _ENTRIES + _CALIBRATION}

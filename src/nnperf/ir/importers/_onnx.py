@@ -25,22 +25,27 @@ from onnx import external_data_helper, numpy_helper, shape_inference
 
 from nnperf.errors import InvalidNetworkError, ModelFileError, ShapeInferenceError
 from nnperf.ir._network import Layer, Network, Shape, TensorSpec, numel, shape_text
-from nnperf.ir._ops import (  # activations and data movement (issue 17)
+from nnperf.ir._ops import (
     Attributes,
     AxisAttrs,
     BatchNormAttrs,
     ClipAttrs,
     ConvAttrs,
+    ConvTransposeAttrs,
     GatherAttrs,
+    GroupNormAttrs,
     HardSigmoidAttrs,
     LeakyReluAttrs,
     LinearAttrs,
     LrnAttrs,
+    MatmulAttrs,
     NoAttrs,
+    NormAttrs,
     OpType,
     PadAttrs,
     PoolAttrs,
     PReluAttrs,
+    ReduceAttrs,
     ScaleAttrs,
     SliceAttrs,
     TransposeAttrs,
@@ -279,6 +284,9 @@ class _Converter:
             data.update(t for t in node.output if t)
             if id(node) in self.absorbed:
                 continue
+            layers.extend(self._constant_layers(node, data))  # issue 17: stored tensors combined with activations
+            if self._defer_transpose(node):  # issue 17: a swap of the last two axes read only by MatMul
+                continue
             layers.extend(self._convert_node(node, index, data))
         self.unsupported.raise_if_any()
         outputs = tuple(self.layer_of[o.name] for o in graph.output if o.name in self.layer_of)
@@ -402,6 +410,49 @@ class _Converter:
     def _is_scale_bias(self, add: onnx.NodeProto, tensor: str, x_shape: Shape, data: set[str]) -> bool:
         other = [t for t in add.input if t != tensor]
         return len(other) == 1 and other[0] not in data and scale_kind(self.shapes.get(other[0]), x_shape) is not None
+
+    # resizing, normalisation and attention (issue 17)
+    def _defer_transpose(self, node: onnx.NodeProto) -> bool:
+        """Records a Transpose of the last two axes whose readers are all MatMul nodes, which then read its
+        input with ``transpose_a`` or ``transpose_b`` (True when the node is deferred so)."""
+        if not hasattr(self, "swapped"):
+            self.swapped: dict[str, str] = {}
+        if node.op_type != "Transpose" or node.input[0] not in self.layer_of or node.output[0] in self.graph_outputs:
+            return False
+        rank = len(self.shapes.get(node.input[0]) or ())
+        perm = [int(p) for p in onnx.helper.get_attribute_value(node.attribute[0])] if node.attribute else []
+        if rank < 2 or perm != list(range(rank - 2)) + [rank - 1, rank - 2]:
+            return False
+        users = self.consumers.get(node.output[0], [])
+        if not users or any(u.op_type != "MatMul" for u in users):
+            return False
+        if any(t in self.initializers or t in self.constants for u in users for t in u.input):
+            return False  # a product by a stored weight: a fully connected layer, which reads no transpose
+        self.swapped[node.output[0]] = node.input[0]
+        return True
+
+    def _constant_layers(self, node: onnx.NodeProto, data: set[str]) -> list[Layer]:
+        """A CONSTANT layer for each stored tensor a Concat, Add or Sub node combines with an activation,
+        when it is neither a scalar nor per-channel; the tensor then counts as an activation of the node. (A Mul
+        by such a tensor stays unsupported: it is no scale layer, and no exporter writes it for these networks.)"""
+        if node.op_type not in ("Concat", "Add", "Sub") or any(t in self.failed for t in node.input):
+            return []
+        first = next((t for t in node.input if t in data), None)
+        if first is None or first not in self.layer_of:
+            return []
+        x_shape = self._shape(first, "tensor")
+        made = []
+        for tensor in node.input:
+            shape = self.shapes.get(tensor)
+            if not tensor or tensor in data or shape is None or numel(shape) == 1:
+                continue
+            if node.op_type != "Concat" and scale_kind(shape, x_shape) is not None:
+                continue
+            layer = Layer(self.names.unique(tensor), OpType.CONSTANT, (self.layer_of[first],), (x_shape,), shape)
+            self.layer_of[tensor] = layer.name
+            data.add(tensor)
+            made.append(layer)
+        return made
 
 
 @dataclass(frozen=True)
@@ -781,8 +832,217 @@ ONNX_IMPORTERS: Mapping[str, ImportRule[OnnxHandler]] = MappingProxyType({
 })
 """ONNX ``op_type`` -> the rule that maps its nodes (some only for some attributes and operands)."""
 
-ONNX_NOT_IMPORTED: frozenset[OpType] = frozenset()
-"""IR ops no ONNX operator maps to: none (SiLU comes from the Sigmoid+Mul that exporters write)."""
+# resizing, normalisation and attention (issue 17)
+def _conv_transpose(c: _Converter, n: _Node) -> _Result | None:
+    if len(n.x_shape) != 4 or n.proto.input[0] != n.x or len(n.data_inputs) != 1 or "output_shape" in n.attrs:
+        return None
+    auto_pad = n.text("auto_pad", "NOTSET")
+    if auto_pad not in ("NOTSET", "VALID"):
+        return None
+    w_shape = c._shape(n.proto.input[1], "weight")
+    pads = tuple(int(p) for p in n.attrs.get("pads", (0, 0, 0, 0)))
+    return n.single((OpType.CONV_TRANSPOSE, ConvTransposeAttrs(
+        kernel=_ints2(n.attrs.get("kernel_shape", w_shape[2:])), stride=_ints2(n.attrs.get("strides", (1, 1))),
+        padding=(pads[0], pads[1], pads[2], pads[3]), output_padding=_ints2(n.attrs.get("output_padding", (0, 0))),
+        dilation=_ints2(n.attrs.get("dilations", (1, 1))), groups=int(n.attrs.get("group", 1)),
+        bias=c._has_bias(n.proto))))
+
+
+def _layer_normalization(c: _Converter, n: _Node) -> _Result | None:
+    rank = len(n.x_shape)
+    axis = int(n.attrs.get("axis", -1)) % rank
+    if axis != rank - 1 or len(n.data_inputs) != 1:
+        return None
+    # ONNX's scale (and shift) are inputs it always has: counted as learnt, whatever their values
+    return n.single((OpType.LAYER_NORM, NormAttrs(axis=-1, eps=_f32(n.attrs.get("epsilon", 1e-5)), affine=True)))
+
+
+def _instance_normalization(c: _Converter, n: _Node) -> _Result | None:
+    """Instance normalisation: group normalisation with one channel per group."""
+    if len(n.data_inputs) != 1 or len(n.x_shape) < 3:
+        return None
+    return n.single((OpType.GROUP_NORM, GroupNormAttrs(groups=n.x_shape[1], eps=_f32(n.attrs.get("epsilon", 1e-5)),
+                                                       affine=True)))  # scale and shift are inputs it always has
+
+
+def _reduce_axes(c: _Converter, n: _Node) -> tuple[int, ...] | None:
+    axes = n.attrs.get("axes")
+    if axes is None and len(n.proto.input) > 1:
+        value = c._value(n.proto.input[1])
+        axes = None if value is None else value.reshape(-1).tolist()
+    if axes is None:
+        return None
+    return tuple(sorted({int(a) % len(n.x_shape) for a in axes}))
+
+
+def _constant_value(c: _Converter, tensor: str) -> np.ndarray | None:
+    """The value of a stored tensor or of a Constant node, also one later in the graph than the reader."""
+    value = c._value(tensor)
+    if value is None:
+        for node in c.model.graph.node:
+            if node.op_type == "Constant" and tensor in node.output:
+                c._record_constant(node)
+                return c._value(tensor)
+    return value
+
+
+def _layer_norm_pattern(c: _Converter, n: _Node, axes: tuple[int, ...]) -> _Result | None:
+    """The exporter's decomposed layer norm, fused into one layer:
+    ReduceMean(x) -> Sub(x, mean) -> Pow(., 2) -> ReduceMean -> Add(eps) -> Sqrt -> Div(sub, sqrt) [-> Mul(scale)
+    -> Add(shift)], the mean over the last axis or the channels."""
+    rank = len(n.x_shape)
+    if axes not in ((rank - 1,), (1,)) or not n.attrs.get("keepdims", 1):
+        return None
+    sub = c._sole_consumer(n.out, "Sub")
+    if sub is None or list(sub.input) != [n.x, n.out]:
+        return None
+    users = {u.op_type: u for u in c.consumers.get(sub.output[0], [])}
+    pow_, div = users.get("Pow"), users.get("Div")
+    if len(c.consumers.get(sub.output[0], [])) != 2 or pow_ is None or div is None:
+        return None
+    exponent = _constant_value(c, pow_.input[1])
+    mean2 = c._sole_consumer(pow_.output[0], "ReduceMean")
+    add = None if mean2 is None else c._sole_consumer(mean2.output[0], "Add")
+    sqrt = None if add is None else c._sole_consumer(add.output[0], "Sqrt")
+    eps = None if add is None else _constant_value(c, add.input[1])
+    if exponent is None or float(exponent) != 2.0 or sqrt is None or eps is None or eps.size != 1 \
+            or c._sole_consumer(sqrt.output[0], "Div") is not div or list(div.input) != [sub.output[0], sqrt.output[0]]:
+        return None
+    chain = [sub, pow_, mean2, add, sqrt, div]
+    out, affine = div.output[0], False
+    mul = c._sole_consumer(out, "Mul")
+    if mul is not None and all(t in (out,) or (t not in n.data and t in c.initializers) for t in mul.input):
+        shift = c._sole_consumer(mul.output[0], "Add")
+        if shift is not None and all(t == mul.output[0] or (t not in n.data and t in c.initializers)
+                                     for t in shift.input):
+            chain += [mul, shift]
+            out, affine = shift.output[0], True
+    c.absorbed.update(id(node) for node in chain)
+    return OpType.LAYER_NORM, NormAttrs(axis=1 if axes == (1,) else -1, eps=_f32(float(eps)), affine=affine), \
+        [n.x], out
+
+
+def _reduce_any(c: _Converter, n: _Node) -> _Result | None:
+    """A global pool over H and W (as before), the exporter's layer norm pattern, or a mean or max over axes."""
+    pooled = _reduce(c, n)
+    if pooled is not None:
+        return pooled
+    axes = _reduce_axes(c, n)
+    if axes is None or len(n.data_inputs) != 1:
+        return None
+    if n.proto.op_type == "ReduceMean":
+        fused = _layer_norm_pattern(c, n, axes)
+        if fused is not None:
+            return fused
+    op = OpType.REDUCE_MEAN if n.proto.op_type == "ReduceMean" else OpType.REDUCE_MAX
+    return n.single((op, ReduceAttrs(axes=axes, keepdims=bool(n.attrs.get("keepdims", 1)))))
+
+
+def _matmul_any(c: _Converter, n: _Node) -> _Result | None:
+    """A product of two activations (either read through a deferred Transpose of its last two axes), else (as
+    before) a fully connected layer by a 2-D constant."""
+    swapped = getattr(c, "swapped", {})
+    if len(n.data_inputs) == 2:
+        a, b = n.proto.input[0], n.proto.input[1]
+        attrs = MatmulAttrs(transpose_a=a in swapped, transpose_b=b in swapped)
+        return OpType.MATMUL, attrs, [swapped.get(a, a), swapped.get(b, b)], n.out
+    return _matmul(c, n)
+
+
+def _binary(op: OpType) -> OnnxHandler:
+    """Sub, Div or Pow of two activations; Div by a scalar or per-channel constant is a scale layer."""
+
+    def handle(c: _Converter, n: _Node) -> _Result | None:
+        if len(n.data_inputs) >= 2:
+            return op, NoAttrs(), n.data_inputs, n.out
+        if op is not OpType.DIV or n.proto.input[0] != n.x or len(n.consts) != 1:
+            return None
+        kind = scale_kind(c.shapes.get(n.consts[0]), n.x_shape)
+        return None if kind is None else n.single((OpType.SCALE, ScaleAttrs(bias=False, per_channel=kind == "channel")))
+
+    return handle
+
+
+def _producer(c: _Converter, tensor: str) -> onnx.NodeProto | None:
+    return next((node for node in c.model.graph.node if tensor in node.output), None)
+
+
+def _stored_operand(c: _Converter, node: onnx.NodeProto, tensor: str) -> tuple[str, onnx.NodeProto | None] | None:
+    """The other operand of a binary ``node`` when it is stored (directly or through a CastLike of a stored
+    tensor, as torch.onnx writes), with that CastLike; None when it is an activation."""
+    others = [t for t in node.input if t != tensor]
+    if len(others) != 1:
+        return None
+    if others[0] in c.initializers:
+        return others[0], None
+    cast = _producer(c, others[0])
+    if cast is not None and cast.op_type == "CastLike" and cast.input[0] in c.initializers:
+        return cast.input[0], cast
+    return None
+
+
+def _sole_user(c: _Converter, tensor: str, op_type: str) -> onnx.NodeProto | None:
+    """As ``_sole_consumer``, not counting the CastLike nodes that read ``tensor`` only for its type."""
+    users = [u for u in c.consumers.get(tensor, []) if not (u.op_type == "CastLike" and list(u.input)[1:] == [tensor])]
+    if len(users) == 1 and users[0].op_type == op_type and tensor not in c.graph_outputs:
+        return users[0]
+    return None
+
+
+def _group_norm_pattern(c: _Converter, n: _Node) -> _Result | None:
+    """The exporter's group normalisation, fused into one layer: Reshape to (N, G, -1) -> InstanceNormalization
+    (unit scale, zero shift) -> Reshape back [-> Mul by the per-channel scale -> Add of the shift]."""
+    out_shape = c.shapes.get(n.out) or ()
+    norm = c._sole_consumer(n.out, "InstanceNormalization")
+    if len(n.x_shape) < 3 or len(out_shape) != 3 or out_shape[0] != n.x_shape[0] or norm is None:
+        return None
+    back = c._sole_consumer(norm.output[0], "Reshape")
+    if back is None or c.shapes.get(back.output[0]) != n.x_shape:
+        return None
+    eps = next((onnx.helper.get_attribute_value(a) for a in norm.attribute if a.name == "epsilon"), 1e-5)
+    chain, out, affine = [norm, back], back.output[0], False
+    mul = _sole_user(c, out, "Mul")
+    scale = None if mul is None else _stored_operand(c, mul, out)
+    if mul is not None and scale is not None and scale_kind(c.shapes.get(scale[0]), n.x_shape) == "channel":
+        add = _sole_user(c, mul.output[0], "Add")
+        shift = None if add is None else _stored_operand(c, add, mul.output[0])
+        if add is not None and shift is not None:
+            chain += [mul, add] + [cast for _, cast in (scale, shift) if cast is not None]
+            out, affine = add.output[0], True
+    c.absorbed.update(id(node) for node in chain)
+    return OpType.GROUP_NORM, GroupNormAttrs(groups=out_shape[1], eps=_f32(eps), affine=affine), [n.x], out
+
+
+def _reshape_any(c: _Converter, n: _Node) -> _Result | None:
+    """The exporter's group normalisation pattern, else (as before) a flatten or reshape."""
+    return _group_norm_pattern(c, n) or _reshape(c, n)
+
+
+def _div_any(c: _Converter, n: _Node) -> _Result | None:
+    """The exporters' GELU pattern (which starts with a Div by sqrt 2), else a division."""
+    return _div(c, n) or _binary(OpType.DIV)(c, n)
+
+
+_REDUCE_OPS = {OpType.GLOBAL_AVG_POOL, OpType.GLOBAL_MAX_POOL, OpType.REDUCE_MEAN, OpType.REDUCE_MAX,
+               OpType.LAYER_NORM}
+ONNX_IMPORTERS = MappingProxyType({
+    **ONNX_IMPORTERS,
+    "ConvTranspose": rule({OpType.CONV_TRANSPOSE}, _conv_transpose, "ConvTranspose (only 2-D, without output_shape)"),
+    "LayerNormalization": rule({OpType.LAYER_NORM}, _layer_normalization,
+                               "LayerNormalization (only over the last axis)"),
+    "InstanceNormalization": rule({OpType.GROUP_NORM}, _instance_normalization),
+    "ReduceMean": rule(_REDUCE_OPS, _reduce_any, "ReduceMean (axes not stored in the file)"),
+    "ReduceMax": rule(_REDUCE_OPS, _reduce_any, "ReduceMax (axes not stored in the file)"),
+    "MatMul": rule({OpType.LINEAR, OpType.MATMUL}, _matmul_any),
+    "Sub": rule({OpType.SUB}, _binary(OpType.SUB), "Sub of a constant that is not a stored tensor operand"),
+    "Div": rule({OpType.DIV, OpType.SCALE, OpType.GELU}, _div_any, "Div by a constant that is not per-channel"),
+    "Pow": rule({OpType.POW}, _binary(OpType.POW), "Pow with a constant (only of two activations)"),
+    "Reshape": rule({*_RESHAPES, OpType.GROUP_NORM}, _reshape_any),
+})
+
+ONNX_NOT_IMPORTED: frozenset[OpType] = frozenset({OpType.CONSTANT})
+"""IR ops no ONNX operator maps to: CONSTANT, made of a stored tensor operand (see ``_constant_layers``); SiLU
+comes from the Sigmoid+Mul that exporters write."""
 
 
 def _f32(value: Any) -> float:

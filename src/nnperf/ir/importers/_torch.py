@@ -21,24 +21,29 @@ from torch import fx, nn
 from torch.fx.passes.shape_prop import ShapeProp, TensorMetadata
 
 from nnperf.errors import InvalidNetworkError, NnperfError, ShapeInferenceError
-from nnperf.ir._network import Layer, Network, Shape, TensorSpec
-from nnperf.ir._ops import (  # activations and data movement (issue 17)
+from nnperf.ir._network import Layer, Network, Shape, TensorSpec, numel
+from nnperf.ir._ops import (
     Attributes,
     AxisAttrs,
     BatchNormAttrs,
     ChannelShuffleAttrs,
     ClipAttrs,
     ConvAttrs,
+    ConvTransposeAttrs,
     GatherAttrs,
+    GroupNormAttrs,
     HardSigmoidAttrs,
     LeakyReluAttrs,
     LinearAttrs,
     LrnAttrs,
+    MatmulAttrs,
     NoAttrs,
+    NormAttrs,
     OpType,
     PadAttrs,
     PoolAttrs,
     PReluAttrs,
+    ReduceAttrs,
     ScaleAttrs,
     SliceAttrs,
     TransposeAttrs,
@@ -47,7 +52,10 @@ from nnperf.ir._ops import (  # activations and data movement (issue 17)
 from nnperf.ir._transforms import fuse_channel_shuffle, remove_noops
 from nnperf.ir.importers._common import NameTable, Unsupported, adaptive_pool, reshape_op, scale_kind
 from nnperf.ir.importers._table import ImportRule, rule
-from nnperf.ir.modules import Scale
+from nnperf.ir.modules import (
+    LayerNorm2d,  # issue 17
+    Scale,
+)
 
 Mapped = tuple[OpType, Attributes]
 
@@ -58,7 +66,7 @@ class TraceError(NnperfError):
 
 class _Tracer(fx.Tracer):
     def is_leaf_module(self, m: nn.Module, qualname: str) -> bool:
-        return isinstance(m, Scale) or super().is_leaf_module(m, qualname)
+        return isinstance(m, (Scale, LayerNorm2d)) or super().is_leaf_module(m, qualname)
 
 
 def from_torch(
@@ -134,6 +142,9 @@ class _Converter:
     def _convert_call(self, node: fx.Node) -> None:
         if self._convert_split_part(node):
             return
+        self._bind_constants(node)  # issue 17: a class token or position embedding becomes a CONSTANT layer
+        if self._fuse_transposes(node):  # issue 17: x.transpose(-2, -1) read by a matrix product
+            return
         data_args = [n for n in _flat_nodes((node.args, node.kwargs)) if n in self.layer_of]
         out_shape = _shape(node)
         if not data_args or out_shape is None:
@@ -175,6 +186,52 @@ class _Converter:
         if op is OpType.SCALE and node.op != "call_module" and len(node.users) == 1:
             self.scale_of[layer_name] = len(self.layers) - 1
         self._bind(node, layer_name, out_shape)
+
+    # resizing, normalisation and attention (issue 17)
+    def _fuse_transposes(self, node: fx.Node) -> bool:
+        """Defers a swap of the last two axes whose readers are all matrix products, and makes a MATMUL that
+        reads such swapped operands with ``transpose_a``/``transpose_b`` (True when ``node`` was handled)."""
+        if not hasattr(self, "swapped"):
+            self.swapped: dict[fx.Node, fx.Node] = {}
+        if _swaps_last_axes(node) and node.all_input_nodes[0] in self.layer_of \
+                and all(u.target in _MATMULS for u in node.users):
+            self.swapped[node] = node.all_input_nodes[0]
+            return True
+        if node.target not in _MATMULS or not any(a in self.swapped for a in node.args[:2]):
+            return False
+        a, b = node.args[0], node.args[1]
+        sources = [self.swapped.get(x, x) for x in (a, b)]
+        out_shape = _shape(node)
+        if out_shape is None or not all(isinstance(x, fx.Node) and x in self.layer_of for x in sources):
+            self.unsupported.add("matmul of a transposed operand that is not an activation", node.name)
+            return True
+        producers = tuple(self.layer_of[x] for x in sources)
+        attrs = MatmulAttrs(transpose_a=a in self.swapped, transpose_b=b in self.swapped)
+        name = self.names.unique(node.name)
+        self.layers.append(Layer(name, OpType.MATMUL, producers, tuple(self.shape_of[p] for p in producers),
+                                 out_shape, attrs))
+        self._bind(node, name, out_shape)
+        return True
+
+    def _bind_constants(self, node: fx.Node) -> None:
+        """Makes a CONSTANT layer of each stored tensor that ``node`` concatenates or combines element-wise
+        with an activation, when it is neither a scalar nor per-channel (those make scale layers)."""
+        if node.op == "call_module" or node.target not in _CONSTANT_OPERAND_CALLS:
+            return
+        args = _flat_nodes((node.args, node.kwargs))
+        data = [n for n in args if n in self.layer_of]
+        if not data:
+            return
+        first = self.layer_of[data[0]]
+        for arg in args:
+            shape = _shape(arg)
+            if arg in self.layer_of or shape is None or numel(shape) == 1:
+                continue
+            if node.target not in _CONCATS and scale_kind(shape, self.shape_of[first]) is not None:
+                continue
+            name = self.names.unique(str(arg.target) if arg.op == "get_attr" else arg.name)
+            self.layers.append(Layer(name, OpType.CONSTANT, (first,), (self.shape_of[first],), shape))
+            self._bind(arg, name, shape)
 
 
     # activations and data movement (issue 17)
@@ -673,5 +730,133 @@ TORCH_CALL_IMPORTERS: Mapping[Any, ImportRule[CallHandler]] = MappingProxyType({
 })
 """``call_function`` target or ``call_method`` name (a Tensor method) -> its rule."""
 
-TORCH_NOT_IMPORTED: frozenset[OpType] = frozenset()
-"""IR ops that no module or call maps to: none."""
+# resizing, normalisation and attention (issue 17)
+def _conv_transpose2d(m: nn.Module, ins: tuple[Shape, ...], out: Shape) -> Mapped | None:
+    assert isinstance(m, nn.ConvTranspose2d)
+    if not isinstance(m.padding, tuple) or len(m.padding) != 2:
+        return None
+    ph, pw = _pair(m.padding)
+    return OpType.CONV_TRANSPOSE, ConvTransposeAttrs(
+        kernel=_pair(m.kernel_size), stride=_pair(m.stride), padding=(ph, pw, ph, pw),
+        output_padding=_pair(m.output_padding), dilation=_pair(m.dilation), groups=m.groups, bias=m.bias is not None)
+
+
+def _layer_norm(m: nn.Module, ins: tuple[Shape, ...], out: Shape) -> Mapped | None:
+    assert isinstance(m, nn.LayerNorm)
+    if len(m.normalized_shape) != 1:
+        return None  # over several trailing axes: not one IR op
+    return OpType.LAYER_NORM, NormAttrs(axis=-1, eps=float(m.eps), affine=m.elementwise_affine)
+
+
+def _layer_norm2d(m: nn.Module, ins: tuple[Shape, ...], out: Shape) -> Mapped | None:
+    assert isinstance(m, LayerNorm2d)
+    return OpType.LAYER_NORM, NormAttrs(axis=1, eps=float(m.eps), affine=True)
+
+
+def _group_norm(m: nn.Module, ins: tuple[Shape, ...], out: Shape) -> Mapped | None:
+    assert isinstance(m, nn.GroupNorm)
+    return OpType.GROUP_NORM, GroupNormAttrs(groups=m.num_groups, eps=float(m.eps), affine=m.affine)
+
+
+def _instance_norm(m: nn.Module, ins: tuple[Shape, ...], out: Shape) -> Mapped | None:
+    """Instance normalisation is group normalisation with one channel per group (without running statistics)."""
+    assert isinstance(m, nn.InstanceNorm2d)
+    if m.track_running_stats:
+        return None
+    return OpType.GROUP_NORM, GroupNormAttrs(groups=ins[0][1], eps=float(m.eps), affine=m.affine)
+
+
+def _binary_call(op: OpType) -> ImportRule[CallHandler]:
+    """Sub, div or pow of two activations; a division by a scalar or per-channel constant is a scale layer."""
+
+    def handle(node: fx.Node, ins: tuple[Shape, ...], out: Shape, constants: list[Any]) -> Mapped | None:
+        if len(ins) >= 2:
+            return op, NoAttrs()
+        if op is not OpType.DIV or _arg(node, 0, "input", None) not in node.all_input_nodes:
+            return None  # a constant minus, over or to the power of an activation: no IR op
+        const_shape = _shape(constants[0]) if constants and isinstance(constants[0], fx.Node) else (1,)
+        kind = scale_kind(const_shape, ins[0])
+        return None if kind is None else (OpType.SCALE, ScaleAttrs(bias=False, per_channel=kind == "channel"))
+
+    return rule({op, OpType.SCALE} if op is OpType.DIV else {op}, handle)
+
+
+def _swaps_last_axes(node: fx.Node) -> bool:
+    """Whether ``node`` is x.transpose(-2, -1) (any spelling of the last two axes) or x.mT."""
+    shape = _shape(node)
+    if shape is None or len(shape) < 2:
+        return False
+    if node.op == "call_function" and node.target is getattr and node.args[1:] == ("mT",):
+        return True
+    if node.target not in ("transpose", torch.transpose) or len(node.args) != 3:
+        return False
+    dims = node.args[1:]
+    return all(isinstance(d, int) for d in dims) and {int(d) % len(shape) for d in dims} == {len(shape) - 2,
+                                                                                             len(shape) - 1}
+
+
+def _matmul_call(node: fx.Node, ins: tuple[Shape, ...], out: Shape, constants: list[Any]) -> Mapped | None:
+    """A product of two activations; by a stored 2-D weight it is a fully connected layer without bias."""
+    if len(ins) == 2:
+        return OpType.MATMUL, MatmulAttrs()
+    weight = _shape(constants[0]) if constants and isinstance(constants[0], fx.Node) else None
+    if weight is not None and len(weight) == 2 and _arg(node, 0, "input", None) not in constants:
+        return OpType.LINEAR, LinearAttrs(bias=False)
+    return None
+
+
+def _reduce_axes(node: fx.Node, rank: int) -> tuple[int, ...] | None:
+    dims = _arg(node, 1, "dim", None)
+    if dims is None:
+        return None
+    return tuple(sorted({int(d) % rank for d in ((dims,) if isinstance(dims, int) else dims)}))
+
+
+def _reduce_call(op: OpType) -> CallHandler:
+    """A mean or max over some axes; over H and W of NCHW a global average (as before) or max pool."""
+
+    def handle(node: fx.Node, ins: tuple[Shape, ...], out: Shape, constants: list[Any]) -> Mapped | None:
+        if op is OpType.REDUCE_MEAN:
+            pooled = _mean_call(node, ins, out, constants)
+            if pooled is not None:
+                return pooled
+        axes = _reduce_axes(node, len(ins[0]))
+        if axes is None:
+            return None
+        if op is OpType.REDUCE_MAX and len(ins[0]) == 4 and axes == (2, 3):
+            return OpType.GLOBAL_MAX_POOL, NoAttrs()  # as ONNX's ReduceMax over H and W imports
+        return op, ReduceAttrs(axes=axes, keepdims=bool(_arg(node, 2, "keepdim", False)))
+
+    return handle
+
+
+_SUB, _DIV, _POW = _binary_call(OpType.SUB), _binary_call(OpType.DIV), _binary_call(OpType.POW)
+_MATMUL = rule({OpType.MATMUL, OpType.LINEAR}, _matmul_call)
+_MEAN = rule({OpType.GLOBAL_AVG_POOL, OpType.REDUCE_MEAN}, _reduce_call(OpType.REDUCE_MEAN))
+_AMAX = rule({OpType.REDUCE_MAX, OpType.GLOBAL_MAX_POOL}, _reduce_call(OpType.REDUCE_MAX))
+_ISSUE17_MODULES: dict[type[nn.Module], ImportRule[ModuleHandler]] = {
+    nn.ConvTranspose2d: rule({OpType.CONV_TRANSPOSE}, _conv_transpose2d),
+    nn.LayerNorm: rule({OpType.LAYER_NORM}, _layer_norm),
+    LayerNorm2d: rule({OpType.LAYER_NORM}, _layer_norm2d),
+    nn.GroupNorm: rule({OpType.GROUP_NORM}, _group_norm),
+    nn.InstanceNorm2d: rule({OpType.GROUP_NORM}, _instance_norm),
+}
+_ISSUE17_CALLS: dict[Any, ImportRule[CallHandler]] = {
+    operator.sub: _SUB, operator.isub: _SUB, torch.sub: _SUB, "sub": _SUB,
+    operator.truediv: _DIV, operator.itruediv: _DIV, torch.div: _DIV, "div": _DIV,
+    operator.pow: _POW, torch.pow: _POW, "pow": _POW,
+    operator.matmul: _MATMUL, torch.matmul: _MATMUL, torch.bmm: _MATMUL, "matmul": _MATMUL, "bmm": _MATMUL,
+    torch.mean: _MEAN, "mean": _MEAN,
+    torch.amax: _AMAX, "amax": _AMAX,
+}
+TORCH_MODULE_IMPORTERS = MappingProxyType({**TORCH_MODULE_IMPORTERS, **_ISSUE17_MODULES})
+TORCH_CALL_IMPORTERS = MappingProxyType({**TORCH_CALL_IMPORTERS, **_ISSUE17_CALLS})
+_CONCATS = frozenset({torch.cat, torch.concat})
+_MATMULS = frozenset({operator.matmul, torch.matmul, torch.bmm, "matmul", "bmm"})
+_CONSTANT_OPERAND_CALLS = frozenset({torch.cat, torch.concat, operator.add, torch.add, "add", operator.sub, torch.sub,
+                                     "sub"})
+"""Calls whose stored-tensor operand becomes a CONSTANT layer (a scalar or per-channel one, a scale's bias; a
+multiply by a full-size tensor stays unsupported, as in the ONNX importer)."""
+
+TORCH_NOT_IMPORTED: frozenset[OpType] = frozenset({OpType.CONSTANT})
+"""IR ops that no module or call maps to: CONSTANT, made of a stored tensor operand (see ``_bind_constants``)."""

@@ -23,22 +23,27 @@ import onnx
 from onnx import helper, numpy_helper
 
 from nnperf.errors import UnsupportedOperatorError
-from nnperf.ir import (  # activations and data movement (issue 17)
+from nnperf.ir import (
     AxisAttrs,
     BatchNormAttrs,
     ChannelShuffleAttrs,
     ClipAttrs,
     ConvAttrs,
+    ConvTransposeAttrs,
     GatherAttrs,
+    GroupNormAttrs,
     HardSigmoidAttrs,
     Layer,
     LeakyReluAttrs,
     LinearAttrs,
     LrnAttrs,
+    MatmulAttrs,
     Network,
+    NormAttrs,
     OpType,
     PadAttrs,
     PoolAttrs,
+    ReduceAttrs,
     ScaleAttrs,
     SliceAttrs,
     TransposeAttrs,
@@ -69,7 +74,7 @@ def build_onnx(network: Network, seed: int = 0, opset: int = 17) -> onnx.ModelPr
     """
     _check_opset(opset)
     require_memory(network.layers, [s.shape for s in network.inputs], f"network {network.name!r}")
-    graph = _Graph()
+    graph = _Graph(opset)
     problems: dict[str, list[str]] = {}
     for layer in network.layers:
         try:
@@ -98,7 +103,7 @@ def layer_onnx(layer: Layer, seed: int = 0, opset: int = 17) -> onnx.ModelProto:
     """
     _check_opset(opset)
     require_memory([layer], layer.input_shapes, f"layer {layer.name!r}")
-    graph = _Graph()
+    graph = _Graph(opset)
     names = [f"in{i}" for i in range(len(layer.inputs))]
     try:
         _emit(graph, layer, names, seed)
@@ -144,7 +149,8 @@ def _elem_type(dtype: str) -> int:
 class _Graph:
     """Nodes and initializers collected in topological order."""
 
-    def __init__(self) -> None:
+    def __init__(self, opset: int = 17) -> None:
+        self.opset = opset
         self.nodes: list[onnx.NodeProto] = []
         self.initializers: list[onnx.TensorProto] = []
 
@@ -468,6 +474,119 @@ ONNX_BUILDERS: Mapping[OpType, OnnxBuilder] = MappingProxyType({
     OpType.EXPAND: _expand,
 })
 """IR op -> the builder of its ONNX nodes (adding an op type means adding its entry here)."""
+
+# resizing, normalisation and attention (issue 17)
+def _conv_transpose(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
+    attrs, p = layer.attrs, layer.name + "/"
+    assert isinstance(attrs, ConvTransposeAttrs)
+    w = layer_weights(layer, seed)
+    operands = [ins[0], g.const(p + "weight", w["weight"])] + ([g.const(p + "bias", w["bias"])] if attrs.bias else [])
+    g.node("ConvTranspose", operands, layer.name, kernel_shape=list(attrs.kernel), strides=list(attrs.stride),
+           pads=list(attrs.padding), output_padding=list(attrs.output_padding), dilations=list(attrs.dilation),
+           group=attrs.groups)
+
+
+def _reduce_node(g: _Graph, op_type: str, x: str, axes: list[int], name: str, keepdims: bool = True) -> str:
+    """ReduceMean or ReduceMax over ``axes``: an attribute before opset 18, an input since."""
+    if g.opset >= 18:
+        return g.node(op_type, [x, g.const(name + "_axes", np.array(axes, np.int64))], name, keepdims=int(keepdims))
+    return g.node(op_type, [x], name, axes=axes, keepdims=int(keepdims))
+
+
+def _layer_norm(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
+    """LayerNormalization over the last axis (opset 17 on); otherwise, and over the channels, the
+    ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add arithmetic that exporters write (and the importer fuses)."""
+    attrs, x, p = layer.attrs, ins[0], layer.name + "/"
+    assert isinstance(attrs, NormAttrs)
+    w = layer_weights(layer, seed)
+    rank = len(layer.input_shape)
+    if attrs.axis == -1 and g.opset >= 17:
+        g.node("LayerNormalization", [x, g.const(p + "weight", w["weight"]), g.const(p + "bias", w["bias"])],
+               layer.name, axis=-1, epsilon=attrs.eps)
+        return
+    axis = rank - 1 if attrs.axis == -1 else 1
+    shape = (-1,) + (1,) * (rank - 2) if axis == 1 else (-1,)
+    centred = g.node("Sub", [x, _reduce_node(g, "ReduceMean", x, [axis], p + "mean")], p + "sub")
+    square = g.node("Pow", [centred, g.const(p + "two", np.array(2.0, np.float32))], p + "pow")
+    var = g.node("Add", [_reduce_node(g, "ReduceMean", square, [axis], p + "var"),
+                         g.const(p + "eps", np.array(attrs.eps, np.float32))], p + "add")
+    normed = g.node("Div", [centred, g.node("Sqrt", [var], p + "sqrt")], p + "div")
+    scaled = g.node("Mul", [normed, g.const(p + "weight", w["weight"].reshape(shape))], p + "mul")
+    g.node("Add", [scaled, g.const(p + "bias", w["bias"].reshape(shape))], layer.name)
+
+
+def _group_norm(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
+    """InstanceNormalization for one channel per group; otherwise over (N, G, -1), then the per-channel affine."""
+    attrs, x, p, shape = layer.attrs, ins[0], layer.name + "/", layer.input_shape
+    assert isinstance(attrs, GroupNormAttrs)
+    w = layer_weights(layer, seed)
+    if attrs.groups == shape[1]:
+        g.node("InstanceNormalization", [x, g.const(p + "weight", w["weight"]), g.const(p + "bias", w["bias"])],
+               layer.name, epsilon=attrs.eps)
+        return
+    grouped = g.node("Reshape", [x, g.const(p + "groups", np.array([shape[0], attrs.groups, -1], np.int64))],
+                     p + "reshape")
+    ones, zeros = np.ones(attrs.groups, np.float32), np.zeros(attrs.groups, np.float32)
+    normed = g.node("InstanceNormalization", [grouped, g.const(p + "ones", ones), g.const(p + "zeros", zeros)],
+                    p + "norm", epsilon=attrs.eps)
+    back = g.node("Reshape", [normed, g.const(p + "shape", np.array(shape, np.int64))], p + "unshape")
+    per_channel = (-1,) + (1,) * (len(shape) - 2)
+    scaled = g.node("Mul", [back, g.const(p + "weight", w["weight"].reshape(per_channel))], p + "mul")
+    g.node("Add", [scaled, g.const(p + "bias", w["bias"].reshape(per_channel))], layer.name)
+
+
+def _reduce(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
+    attrs = layer.attrs
+    assert isinstance(attrs, ReduceAttrs)
+    op_type = "ReduceMax" if layer.op is OpType.REDUCE_MAX else "ReduceMean"
+    if g.opset >= 18:
+        g.node(op_type, [ins[0], g.const(layer.name + "/axes", np.array(attrs.axes, np.int64))], layer.name,
+               keepdims=int(attrs.keepdims))
+    else:
+        g.node(op_type, ins[:1], layer.name, axes=list(attrs.axes), keepdims=int(attrs.keepdims))
+
+
+def _binary(op_type: str) -> OnnxBuilder:
+    """A chain of binary Sub, Div or Pow nodes, left to right."""
+
+    def build(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
+        y = ins[0]
+        for i, other in enumerate(ins[1:], start=1):
+            y = g.node(op_type, [y, other], layer.name if i == len(ins) - 1 else f"{layer.name}/step{i}")
+
+    return build
+
+
+def _matmul(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
+    """MatMul, an operand read transposed through a Transpose of its last two axes (which the importer defers)."""
+    attrs = layer.attrs
+    assert isinstance(attrs, MatmulAttrs)
+    operands = list(ins[:2])
+    for i, (flag, shape) in enumerate(zip((attrs.transpose_a, attrs.transpose_b), layer.input_shapes)):
+        if flag:
+            rank = len(shape)
+            operands[i] = g.node("Transpose", [operands[i]], f"{layer.name}/transpose{i}",
+                                 perm=list(range(rank - 2)) + [rank - 1, rank - 2])
+    g.node("MatMul", operands, layer.name)
+
+
+def _constant(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
+    g.node("Identity", [g.const(layer.name + "/value", layer_weights(layer, seed)["value"])], layer.name)
+
+
+ONNX_BUILDERS = MappingProxyType({
+    **ONNX_BUILDERS,
+    OpType.CONV_TRANSPOSE: _conv_transpose,
+    OpType.LAYER_NORM: _layer_norm,
+    OpType.GROUP_NORM: _group_norm,
+    OpType.REDUCE_MEAN: _reduce,
+    OpType.REDUCE_MAX: _reduce,
+    OpType.MATMUL: _matmul,
+    OpType.SUB: _binary("Sub"),
+    OpType.DIV: _binary("Div"),
+    OpType.POW: _binary("Pow"),
+    OpType.CONSTANT: _constant,
+})
 
 ONNX_NOT_BUILT: frozenset[OpType] = frozenset()
 """IR ops the ONNX builder cannot express at all: none (some settings of an op still raise)."""

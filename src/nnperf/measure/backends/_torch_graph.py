@@ -24,22 +24,27 @@ import torch.nn.functional as F
 from torch import nn
 
 from nnperf.errors import UnsupportedOperatorError
-from nnperf.ir import (  # activations and data movement (issue 17)
+from nnperf.ir import (
     AxisAttrs,
     BatchNormAttrs,
     ChannelShuffleAttrs,
     ClipAttrs,
     ConvAttrs,
+    ConvTransposeAttrs,
     GatherAttrs,
+    GroupNormAttrs,
     HardSigmoidAttrs,
     LeakyReluAttrs,
     LinearAttrs,
     LrnAttrs,
+    MatmulAttrs,
     Network,
+    NormAttrs,
     OpType,
     PadAttrs,
     PoolAttrs,
     PReluAttrs,
+    ReduceAttrs,
     ScaleAttrs,
     Shape,
     SliceAttrs,
@@ -47,6 +52,7 @@ from nnperf.ir import (  # activations and data movement (issue 17)
     UpsampleAttrs,
 )
 from nnperf.ir import Layer as IRLayer
+from nnperf.ir.modules import LayerNorm2d  # issue 17
 from nnperf.measure._memory import require_memory
 from nnperf.measure.backends._weights import layer_weights, pad_amounts
 
@@ -588,6 +594,111 @@ TORCH_BUILDERS: Mapping[OpType, TorchBuilder] = MappingProxyType({
     OpType.EXPAND: _expand,
 })
 """IR op -> the builder of its module (adding an op type means adding its entry here)."""
+
+# resizing, normalisation and attention (issue 17)
+class _Binary(nn.Module):
+    def __init__(self, op: OpType) -> None:
+        super().__init__()
+        self.fn = {OpType.SUB: torch.sub, OpType.DIV: torch.div, OpType.POW: torch.pow}[op]
+
+    def forward(self, *xs: torch.Tensor) -> torch.Tensor:
+        return functools.reduce(self.fn, xs)
+
+
+class _MatMul(nn.Module):
+    def __init__(self, attrs: MatmulAttrs) -> None:
+        super().__init__()
+        self.transpose_a, self.transpose_b = attrs.transpose_a, attrs.transpose_b
+
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return torch.matmul(a.transpose(-2, -1) if self.transpose_a else a, b.transpose(-2, -1) if self.transpose_b else b)
+
+
+class _Reduce(nn.Module):
+    def __init__(self, is_max: bool, axes: tuple[int, ...], keepdims: bool) -> None:
+        super().__init__()
+        self.is_max, self.axes, self.keepdims = is_max, axes, keepdims
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.is_max:
+            return torch.amax(x, dim=self.axes, keepdim=self.keepdims)
+        return torch.mean(x, dim=self.axes, keepdim=self.keepdims)
+
+
+class _Constant(nn.Module):
+    """Returns its stored tensor whatever it is given (its input only places it in the graph)."""
+
+    def __init__(self, value: np.ndarray) -> None:
+        super().__init__()
+        self.register_buffer("value", torch.from_numpy(value))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.value
+
+
+def _conv_transpose(layer: IRLayer, seed: int) -> nn.Module:
+    """ConvTranspose2d; asymmetric padding is cropped from the full output afterwards."""
+    attrs = layer.attrs
+    assert isinstance(attrs, ConvTransposeAttrs)
+    top, left, bottom, right = attrs.padding
+    symmetric = (top, left) == (bottom, right)
+    conv = nn.ConvTranspose2d(layer.input_shape[1], layer.output_shape[1], attrs.kernel, attrs.stride,
+                              padding=(top, left) if symmetric else 0, output_padding=attrs.output_padding,
+                              groups=attrs.groups, bias=attrs.bias, dilation=attrs.dilation)
+    _load(conv, layer_weights(layer, seed))
+    if symmetric:
+        return conv
+    return nn.Sequential(conv, _Pad((-left, -right, -top, -bottom)))
+
+
+def _layer_norm(layer: IRLayer, seed: int) -> nn.Module:
+    attrs = layer.attrs
+    assert isinstance(attrs, NormAttrs)
+    w = layer_weights(layer, seed)
+    if attrs.axis == 1:
+        if len(layer.input_shape) != 4:
+            raise _Unsupported("layer normalisation over the channels of a tensor that is not NCHW")
+        norm2d = LayerNorm2d(layer.input_shape[1], eps=attrs.eps)
+        _load(norm2d, w)
+        return norm2d
+    norm = nn.LayerNorm(layer.input_shape[-1], eps=attrs.eps, elementwise_affine=attrs.affine)
+    if attrs.affine:
+        _load(norm, w)
+    return norm
+
+
+def _group_norm(layer: IRLayer, seed: int) -> nn.Module:
+    attrs = layer.attrs
+    assert isinstance(attrs, GroupNormAttrs)
+    norm = nn.GroupNorm(attrs.groups, layer.input_shape[1], eps=attrs.eps, affine=attrs.affine)
+    if attrs.affine:
+        _load(norm, layer_weights(layer, seed))
+    return norm
+
+
+def _reduce(layer: IRLayer, seed: int) -> nn.Module:
+    attrs = layer.attrs
+    assert isinstance(attrs, ReduceAttrs)
+    return _Reduce(layer.op is OpType.REDUCE_MAX, attrs.axes, attrs.keepdims)
+
+
+def _constant(layer: IRLayer, seed: int) -> nn.Module:
+    return _Constant(layer_weights(layer, seed)["value"])
+
+
+TORCH_BUILDERS = MappingProxyType({
+    **TORCH_BUILDERS,
+    OpType.CONV_TRANSPOSE: _conv_transpose,
+    OpType.LAYER_NORM: _layer_norm,
+    OpType.GROUP_NORM: _group_norm,
+    OpType.REDUCE_MEAN: _reduce,
+    OpType.REDUCE_MAX: _reduce,
+    OpType.MATMUL: lambda layer, seed: _MatMul(layer.attrs),
+    OpType.SUB: lambda layer, seed: _Binary(layer.op),
+    OpType.DIV: lambda layer, seed: _Binary(layer.op),
+    OpType.POW: lambda layer, seed: _Binary(layer.op),
+    OpType.CONSTANT: _constant,
+})
 
 TORCH_NOT_BUILT: frozenset[OpType] = frozenset()
 """IR ops the torch builder cannot express at all: none (some settings of an op still raise)."""

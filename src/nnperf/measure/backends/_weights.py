@@ -19,10 +19,13 @@ import numpy as np
 from nnperf.ir import (
     BatchNormAttrs,
     ConvAttrs,
+    ConvTransposeAttrs,
+    GroupNormAttrs,
     Layer,
     LinearAttrs,
+    NormAttrs,
     OpType,
-    PReluAttrs,  # activations and data movement (issue 17)
+    PReluAttrs,
     ScaleAttrs,
 )
 
@@ -116,6 +119,11 @@ WEIGHT_MAKERS: Mapping[OpType, WeightMaker] = MappingProxyType({
     OpType.SCALE: _scale,
     # activations and data movement (issue 17)
     OpType.PRELU: _prelu,
+    # resizing, normalisation and attention (issue 17)
+    OpType.CONV_TRANSPOSE: lambda layer, rng: _conv_transpose(layer, rng),
+    OpType.LAYER_NORM: lambda layer, rng: _norm(layer, rng),
+    OpType.GROUP_NORM: lambda layer, rng: _norm(layer, rng),
+    OpType.CONSTANT: lambda layer, rng: {"value": _normal(rng, layer.output_shape, 0.02)},
 })
 """IR op -> the maker of its parameters; the draws' order is part of the contract (same seed, same arrays)."""
 
@@ -124,6 +132,8 @@ NO_WEIGHTS = frozenset({
     OpType.LEAKY_RELU, OpType.SIGMOID, OpType.TANH, OpType.HARDSWISH, OpType.SILU, OpType.ADD, OpType.MUL, OpType.MAX,
     OpType.CONCAT, OpType.SOFTMAX, OpType.LRN, OpType.FLATTEN, OpType.RESHAPE, OpType.UPSAMPLE, OpType.PAD,
     OpType.IDENTITY, OpType.DROPOUT,
+    # resizing, normalisation and attention (issue 17)
+    OpType.REDUCE_MEAN, OpType.REDUCE_MAX, OpType.MATMUL, OpType.SUB, OpType.DIV, OpType.POW, OpType.GELU,
 })
 # activations and data movement (issue 17)
 NO_WEIGHTS = NO_WEIGHTS | {
@@ -141,6 +151,32 @@ def pad_amounts(layer: Layer) -> tuple[tuple[int, int], ...]:
     ``ZeroPad2d((0, 1, 0, 1))`` gets back its own split).
     """
     return tuple(((o - i) // 2, (o - i) - (o - i) // 2) for i, o in zip(layer.input_shape, layer.output_shape))
+
+
+# resizing, normalisation and attention (issue 17)
+def _conv_transpose(layer: Layer, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """``weight`` (Cin, Cout/groups, kh, kw), PyTorch's and ONNX's layout, and ``bias`` (Cout,)."""
+    attrs = layer.attrs
+    assert isinstance(attrs, ConvTransposeAttrs)
+    c_in, c_out = layer.input_shape[1], layer.output_shape[1]
+    shape = (c_in, c_out // attrs.groups, *attrs.kernel)
+    # each output sums about Cin/groups * kh*kw / stride^2 products
+    fan_in = max(1, (c_in // attrs.groups) * attrs.kernel[0] * attrs.kernel[1] // (attrs.stride[0] * attrs.stride[1]))
+    out = {"weight": _normal(rng, shape, np.sqrt(2.0 / fan_in))}
+    if attrs.bias:
+        out["bias"] = _normal(rng, (c_out,), _BIAS_STD)
+    return out
+
+
+def _norm(layer: Layer, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """``weight`` near one and ``bias`` near zero per normalised element (layer norm) or channel (group norm);
+    exactly one and zero when not affine."""
+    attrs = layer.attrs
+    assert isinstance(attrs, (NormAttrs, GroupNormAttrs))
+    size = layer.input_shape[attrs.axis] if isinstance(attrs, NormAttrs) else layer.input_shape[1]
+    if not attrs.affine:
+        return {"weight": np.ones(size, np.float32), "bias": np.zeros(size, np.float32)}
+    return {"weight": rng.uniform(0.5, 1.5, size).astype(np.float32), "bias": _normal(rng, (size,), _BIAS_STD)}
 
 
 _NORMAL_CHUNK = 1 << 22
