@@ -75,8 +75,10 @@ class Nnpack(Primitive):
     def applies(self, config: ConvConfig) -> bool:
         # ATen's wrapper has one (h, w) padding pair, no groups or dilation, and strides only for batch 1
         # (nnp_convolution_inference); batches go to nnp_convolution_output, which is unstrided.
+        # NNPACK itself refuses padding as large as the kernel (nnp_status_unsupported_padding)
+        top, left, _, _ = config.padding
         return (config.groups == 1 and config.dilation == (1, 1) and config.symmetric_padding
-                and (config.stride == (1, 1) or config.batch == 1))
+                and top < config.k[0] and left < config.k[1] and (config.stride == (1, 1) or config.batch == 1))
 
     @property
     def error_bound(self) -> float:
@@ -284,6 +286,10 @@ class OpenCvConv(Primitive):
         return ERROR_BOUNDS[Family.WINOGRAD if self.winograd else Family.VENDOR]
 
     def applies(self, config: ConvConfig) -> bool:
+        if config.k == (1, 1) and config.stride == (1, 1) and any(config.padding):
+            # OpenCV 5.0's 1x1 unstrided path ignores padding and returns uninitialised memory at the border
+            # (found by tests/primitives/test_primitive_property.py)
+            return False
         if not self.winograd:
             return True
         return config.k == (3, 3) and config.stride == (1, 1) and config.dilation == (1, 1) and config.groups == 1
@@ -332,12 +338,13 @@ def vendor_primitives() -> tuple[Primitive, ...]:
         OneDnn("onednn-chw", Family.VENDOR, CHW, CHW, "oneDNN (torch)", f"{SYMMETRIC}; any kernel, stride, groups"),
         OneDnn("onednn-hwc", Family.VENDOR, HWC, HWC, "oneDNN (torch)", f"{SYMMETRIC}; any kernel, stride, groups"),
         Nnpack("nnpack", Family.VENDOR, CHW, CHW, "NNPACK (torch)",
-               f"groups 1, dilation 1, {SYMMETRIC}; stride > 1 only at batch 1"),
+               f"groups 1, dilation 1, {SYMMETRIC} smaller than the kernel; stride > 1 only at batch 1"),
         AtenIm2col("aten-im2col", Family.VENDOR, CHW, CHW, "ATen slow_conv2d", f"groups 1, dilation 1, {SYMMETRIC}"),
         OrtNchw("ort-chw", Family.VENDOR, CHW, CHW, "ONNX Runtime (MLAS)", "any kernel, stride, padding, groups, dilation"),
         OrtNchwc("ort-nchwc", Family.VENDOR, nchwc, nchwc, "ONNX Runtime (MLAS NCHWc)",
                  "where ONNX Runtime's NCHWc transformer blocks the input (c >= 16; it decides)"),
-        OpenCvConv("opencv", Family.VENDOR, CHW, CHW, "OpenCV DNN", "any kernel, stride, padding, groups, dilation",
+        OpenCvConv("opencv", Family.VENDOR, CHW, CHW, "OpenCV DNN",
+                   "any kernel, stride, padding, groups, dilation, except a padded unstrided 1x1 (OpenCV bug)",
                    winograd=False),
         OpenCvConv("opencv-winograd", Family.VENDOR, CHW, CHW, "OpenCV DNN",
                    "3x3 kernel, stride 1, dilation 1, groups 1", winograd=True),
