@@ -28,8 +28,12 @@ def _torch_tuple(config: ConvConfig) -> tuple[list[int], list[int], list[int]]:
 
 @dataclass(frozen=True)
 class OneDnn(Primitive):
-    """``torch.nn.functional.conv2d`` on a contiguous (chw) or channels-last (hwc) tensor, which torch's CPU
-    build hands to oneDNN (mkldnn) while ``torch.backends.mkldnn`` is enabled."""
+    """oneDNN's convolution through torch, on a contiguous (chw) or channels-last (hwc) tensor.
+
+    It calls ``torch.ops.aten.mkldnn_convolution``, the op ``torch.nn.functional.conv2d`` dispatches to for
+    larger layers while ``torch.backends.mkldnn`` is enabled: ``conv2d`` itself sends small batch-1 NCHW
+    layers (under 20480 input elements, kernels up to 3x3, no groups) to ATen's slow_conv2d and dilated
+    NCHW ones to slow_conv_dilated2d, which would not be oneDNN."""
 
     def applies(self, config: ConvConfig) -> bool:
         return config.symmetric_padding
@@ -45,12 +49,12 @@ class OneDnn(Primitive):
 
     def prepare(self, w: torch.Tensor, b: torch.Tensor | None, config: ConvConfig, threads: int = 1) -> Bound:
         import torch
-        import torch.nn.functional as F
 
         fmt = torch.channels_last if self.input_layout == HWC else torch.contiguous_format
         wc = w.contiguous(memory_format=fmt)
         stride, padding, dilation = _torch_tuple(config)
-        return lambda x: F.conv2d(x, wc, b, stride, padding, dilation, config.groups)
+        conv = torch.ops.aten.mkldnn_convolution
+        return lambda x: conv(x, wc, b, padding, stride, dilation, config.groups)
 
 
 @functools.lru_cache(maxsize=1)
@@ -335,8 +339,8 @@ def vendor_primitives() -> tuple[Primitive, ...]:
     block = nchwc_block() or 8
     nchwc: Layout = blocked(block)
     return (
-        OneDnn("onednn-chw", Family.VENDOR, CHW, CHW, "oneDNN (torch)", f"{SYMMETRIC}; any kernel, stride, groups"),
-        OneDnn("onednn-hwc", Family.VENDOR, HWC, HWC, "oneDNN (torch)", f"{SYMMETRIC}; any kernel, stride, groups"),
+        OneDnn("onednn-chw", Family.VENDOR, CHW, CHW, "oneDNN (torch mkldnn_convolution)", f"{SYMMETRIC}; any kernel, stride, groups, dilation"),
+        OneDnn("onednn-hwc", Family.VENDOR, HWC, HWC, "oneDNN (torch mkldnn_convolution)", f"{SYMMETRIC}; any kernel, stride, groups, dilation"),
         Nnpack("nnpack", Family.VENDOR, CHW, CHW, "NNPACK (torch)",
                f"groups 1, dilation 1, {SYMMETRIC} smaller than the kernel; stride > 1 only at batch 1"),
         AtenIm2col("aten-im2col", Family.VENDOR, CHW, CHW, "ATen slow_conv2d", f"groups 1, dilation 1, {SYMMETRIC}"),
