@@ -33,7 +33,10 @@ def configs(draw: st.DrawFn) -> ConvConfig:
         raise
 
 
-@settings(max_examples=int(os.environ.get("NNPERF_PRIMITIVE_EXAMPLES", "60")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+EXAMPLES = int(os.environ.get("NNPERF_PRIMITIVE_EXAMPLES", "60"))
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(configs())
 def test_every_applicable_primitive_computes_conv2d(config: ConvConfig) -> None:
     for primitive in AVAILABLE:
@@ -44,6 +47,7 @@ def test_every_applicable_primitive_computes_conv2d(config: ConvConfig) -> None:
 
 def test_the_square_symmetric_cases_reach_the_restricted_primitives() -> None:
     """The strategy can draw what Winograd, conv-1x1 and the symmetric-padding vendors claim."""
-    examples = [ConvConfig.make(1, 4, 4, 6, 3, 1, 1), ConvConfig.make(1, 4, 4, 6, 5, 1, 2), ConvConfig.make(1, 4, 4, 6, 1)]
+    examples = [ConvConfig.make(1, 4, 4, 6, 3, 1, 1), ConvConfig.make(1, 4, 4, 6, 5, 1, 2),
+                ConvConfig.make(1, 4, 4, 6, 1)]
     claimed = {p.name for p in AVAILABLE for c in examples if p.applies(c)}
     assert {"winograd-2x3", "winograd-2x5", "conv1x1-fhw", "onednn-chw", "aten-im2col"} <= claimed

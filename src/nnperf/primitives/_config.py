@@ -65,7 +65,8 @@ class ConvConfig:
             pads = (padding[0], padding[1], padding[0], padding[1])
         else:
             pads = tuple(padding)  # type: ignore[assignment]
-        return cls(batch, c, f, _pair(im), _pair(k), _pair(stride), pads, groups, _pair(dilation))  # type: ignore[arg-type]
+        return cls(batch, c, f, _pair(im), _pair(k), _pair(stride), pads,  # type: ignore[arg-type]
+                   groups, _pair(dilation))
 
     @property
     def padded(self) -> tuple[int, int]:

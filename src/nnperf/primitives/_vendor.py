@@ -126,7 +126,8 @@ def _conv_model(config: ConvConfig, w: Any, b: Any | None, input_shape: tuple[in
                             pads=list(config.padding), dilations=list(config.dilation), group=config.groups)
     inits = [numpy_helper.from_array(w, "W")] + ([numpy_helper.from_array(b, "B")] if b is not None else [])
     graph = helper.make_graph(
-        [node], "conv", [helper.make_tensor_value_info("X", TensorProto.FLOAT, list(input_shape or config.input_shape()))],
+        [node], "conv",
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, list(input_shape or config.input_shape()))],
         [helper.make_tensor_value_info("Y", TensorProto.FLOAT, list(config.output_shape()))], inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
@@ -264,7 +265,8 @@ class OrtNchwc(Primitive):
         graph = helper.make_graph(
             [conv], "nchwc", [helper.make_tensor_value_info(conv.input[0], TensorProto.FLOAT, [n_, cp, *config.im])],
             [helper.make_tensor_value_info(conv.output[0], TensorProto.FLOAT, None)], list(optimized.graph.initializer))
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(NCHWC_DOMAIN, 1)])
+        opsets = [helper.make_opsetid("", 17), helper.make_opsetid(NCHWC_DOMAIN, 1)]
+        model = helper.make_model(graph, opset_imports=opsets)
         session = _ort_session(model, threads, "ORT_DISABLE_ALL")
         name = conv.input[0]
         fb = -(-config.f // block)
@@ -339,12 +341,15 @@ def vendor_primitives() -> tuple[Primitive, ...]:
     block = nchwc_block() or 8
     nchwc: Layout = blocked(block)
     return (
-        OneDnn("onednn-chw", Family.VENDOR, CHW, CHW, "oneDNN (torch mkldnn_convolution)", f"{SYMMETRIC}; any kernel, stride, groups, dilation"),
-        OneDnn("onednn-hwc", Family.VENDOR, HWC, HWC, "oneDNN (torch mkldnn_convolution)", f"{SYMMETRIC}; any kernel, stride, groups, dilation"),
+        OneDnn("onednn-chw", Family.VENDOR, CHW, CHW, "oneDNN (torch mkldnn_convolution)",
+               f"{SYMMETRIC}; any kernel, stride, groups, dilation"),
+        OneDnn("onednn-hwc", Family.VENDOR, HWC, HWC, "oneDNN (torch mkldnn_convolution)",
+               f"{SYMMETRIC}; any kernel, stride, groups, dilation"),
         Nnpack("nnpack", Family.VENDOR, CHW, CHW, "NNPACK (torch)",
                f"groups 1, dilation 1, {SYMMETRIC} smaller than the kernel; stride > 1 only at batch 1"),
         AtenIm2col("aten-im2col", Family.VENDOR, CHW, CHW, "ATen slow_conv2d", f"groups 1, dilation 1, {SYMMETRIC}"),
-        OrtNchw("ort-chw", Family.VENDOR, CHW, CHW, "ONNX Runtime (MLAS)", "any kernel, stride, padding, groups, dilation"),
+        OrtNchw("ort-chw", Family.VENDOR, CHW, CHW, "ONNX Runtime (MLAS)",
+                "any kernel, stride, padding, groups, dilation"),
         OrtNchwc("ort-nchwc", Family.VENDOR, nchwc, nchwc, "ONNX Runtime (MLAS NCHWc)",
                  "where ONNX Runtime's NCHWc transformer blocks the input (c >= 16; it decides)"),
         OpenCvConv("opencv", Family.VENDOR, CHW, CHW, "OpenCV DNN",
