@@ -97,11 +97,12 @@ def test_applicability_rules(name: str, claims: set[ConvConfig]) -> None:
     assert {c for c in everything if primitive.applies(c)} == claims
 
 
-def test_opencv_does_not_claim_padded_unstrided_1x1_convolutions_which_it_computes_wrongly() -> None:
-    padded_1x1 = ConvConfig.make(1, 4, 4, 5, 1, 1, (0, 1, 0, 0))
-    assert not get_primitive("opencv").applies(padded_1x1)
-    assert get_primitive("opencv").applies(ConvConfig.make(1, 4, 4, 5, 1, 2, (0, 1, 0, 0)))
-    assert get_primitive("opencv").applies(ConvConfig.make(1, 4, 4, 5, 1))
+def test_opencv_does_not_claim_what_it_computes_wrongly() -> None:
+    opencv = get_primitive("opencv")
+    assert not opencv.applies(ConvConfig.make(1, 1, 1, 1, 1, 1, (0, 0, 1, 0)))  # padded unstrided 1x1: garbage
+    assert not opencv.applies(ConvConfig.make(1, 8, 8, 9, 3, 1, 1, groups=8))  # 3x3 depthwise: wrong (classic)
+    assert opencv.applies(ConvConfig.make(1, 4, 4, 5, 1, 2, (0, 1, 0, 0)))
+    assert opencv.applies(ConvConfig.make(1, 8, 16, 9, 3, 1, 1, groups=8))  # depth multiplier 2 is right
 
 
 def test_nnpack_does_not_claim_padding_as_large_as_the_kernel_which_it_refuses() -> None:
