@@ -1,0 +1,40 @@
+"""Convolution primitives: a library of algorithms and vendor kernels with their data layouts (Mulder et al.).
+
+A :class:`Primitive` computes one :class:`ConvConfig` from an input in its input layout to an output in its
+output layout, if it ``applies`` and is ``available`` here. The library holds the vendor kernels reachable
+from Python (oneDNN in chw and hwc, NNPACK, ATen's im2col, ONNX Runtime in chw and NCHWc, OpenCV DNN with
+Winograd on and off) and the algorithm families of Mulder et al. 3.1 written on torch ops (direct, im2col and
+im2row in both GEMM orientations, kn2row/kn2col, Winograd F(2,3), F(4,3), F(2,5), FFT and 1x1-as-GEMM).
+:class:`LayoutTransform` objects move activations between layouts; :func:`time_primitive` and
+:func:`time_transform` time them with the measurement harness. Nothing is imported until used.
+"""
+
+from nnperf.primitives._base import ERROR_BOUNDS, Bound, Family, Primitive
+from nnperf.primitives._config import ConvConfig, PrimitiveError, pad_input, reference_conv2d
+from nnperf.primitives._layout import (
+    CHW,
+    HWC,
+    Layout,
+    LayoutTransform,
+    blocked,
+    from_layout,
+    layout_transforms,
+    parse_layout,
+    to_layout,
+)
+from nnperf.primitives._registry import (
+    PRIMITIVES,
+    all_primitives,
+    all_transforms,
+    get_primitive,
+    primitive_layouts,
+    primitive_report,
+)
+from nnperf.primitives._timing import time_primitive, time_transform
+
+__all__ = [
+    "CHW", "ERROR_BOUNDS", "HWC", "PRIMITIVES", "Bound", "ConvConfig", "Family", "Layout", "LayoutTransform",
+    "Primitive", "PrimitiveError", "all_primitives", "all_transforms", "blocked", "from_layout", "get_primitive",
+    "layout_transforms", "pad_input", "parse_layout", "primitive_layouts", "primitive_report", "reference_conv2d",
+    "time_primitive", "time_transform", "to_layout",
+]
