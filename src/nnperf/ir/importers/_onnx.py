@@ -959,7 +959,7 @@ def _reshape_any(c: _Converter, n: _Node) -> _Result | None:
 
 def _div_any(c: _Converter, n: _Node) -> _Result | None:
     """The exporters' GELU pattern (which starts with a Div by sqrt 2), else a division."""
-    return _div(c, n) or _binary(OpType.DIV)(c, n)
+    return gelu_erf_pattern(c, n) or _binary(OpType.DIV)(c, n)
 
 
 _REDUCE_OPS = {OpType.GLOBAL_AVG_POOL, OpType.GLOBAL_MAX_POOL, OpType.REDUCE_MEAN, OpType.REDUCE_MAX,
