@@ -34,6 +34,11 @@ PUBLISHED = {
 PUBLISHED.update({
     "convnext_tiny": (4.46, 28.59),  # torchvision: 4.46 GFLOPS (counted as MACs); ours 4.471 with 1x1-conv biases
     "vit_tiny": (1.26, 5.72),  # DeiT-Tiny/16 (fvcore, attention products included); ours 1.258
+    # Ultralytics YOLOv8n at 640: 8.7 GFLOPs of the BN-fused model, counted by thop as 2 x conv weight MACs
+    # (no bias, no BN) -> 4.35 GMACs; 3,157,200 params unfused with BN, of which the DFL's 16 fixed weights
+    # are post-processing here. Ours: 4,372,665,600 MACs (+0.52%; 1,209,600 of them the head's bias adds),
+    # 3,157,184 params (BN's weight and bias counted, as in the unfused model)
+    "yolov8n": (4.35, 3.1572),
 })
 
 
@@ -114,6 +119,20 @@ def test_unet_macs_and_params_from_the_architecture():
     params += 32 * 2 + 2
     m = network_metrics(zoo_network("unet"))
     assert (m.macs, m.params) == (macs, params) == (12_093_358_080, 7_760_130)
+
+
+def test_yolov8n_layer_counts_and_output():
+    net = zoo_network("yolov8n")
+    counts = {op.value: n for op, n in net.op_counts().items()}
+    # 57 Conv-BN-SiLU: 7 downsampling, 8 C2f x 2, 10 bottlenecks (6 backbone, 4 neck) x 2, SPPF 2,
+    # head 3 scales x 2 branches x 2; + 6 head 1x1 convs with bias. One chunk (2 SLICEs) per C2f;
+    # concats: 8 C2f, SPPF, 4 neck, 3 per-scale head outputs + 1 over the scales; adds: backbone bottlenecks
+    assert (counts["conv"], counts["batch_norm"], counts["silu"]) == (57 + 6, 57, 57)
+    assert 57 == 7 + 8 * 2 + 10 * 2 + 2 + 3 * 2 * 2
+    assert (counts["slice"], counts["concat"], counts["add"]) == (8 * 2, 8 + 1 + 4 + 3 + 1, 1 + 2 + 2 + 1)
+    assert (counts["max_pool"], counts["upsample"], counts["reshape"]) == (3, 2, 3)
+    # 4 x 16 DFL box channels + 80 classes on 80x80 + 40x40 + 20x20 anchors
+    assert net.layer(net.outputs[0]).output_shape == (1, 4 * 16 + 80, 80 * 80 + 40 * 40 + 20 * 20)
 
 
 def test_vit_and_convnext_layer_counts():

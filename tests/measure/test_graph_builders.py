@@ -248,6 +248,12 @@ def test_torch_and_onnxruntime_agree_on_issue17_zoo_networks(name: str) -> None:
     assert out.shape == (1, 1000)
 
 
+def test_torch_and_onnxruntime_agree_on_yolov8n() -> None:  # issue 17: chunk, SPPF pools, nearest upsampling
+    torch.set_num_threads(1)
+    (out,) = _check_torch_vs_onnx(_zoo("yolov8n"))
+    assert out.shape == (1, 144, 8400)
+
+
 def test_opencv_agrees_on_issue17_ops(tmp_path: Path) -> None:
     cv2 = pytest.importorskip("cv2")
     network = _zoo("previousnet04_7x7x64")

@@ -40,8 +40,8 @@ def _dead_layers(net: Network) -> list[str]:
 
 def test_registry_keeps_reference_names_and_lists_calibration_apart():
     assert zoo.calibration_names() == CALIBRATION
-    # 14, + shufflenet and mobilenet v3, + unet, convnext and vit (issue 17)
-    assert len(zoo.names()) == 14 + 2 + 3 and not set(zoo.names()) & set(CALIBRATION)
+    # 14, + shufflenet and mobilenet v3, + unet, convnext and vit, + yolov8n (issue 17)
+    assert len(zoo.names()) == 14 + 2 + 3 + 1 and not set(zoo.names()) & set(CALIBRATION)
     assert all(e.calibration for e in zoo.calibration_entries())
     assert not any(e.calibration for e in zoo.entries())
     assert zoo.get("PreVIousNet01-7x7x64").name == "previousnet01_7x7x64"

@@ -76,6 +76,12 @@ PUBLISHED_PARAMS.update({"convnext_tiny": 28.59e6, "vit_tiny": 5.72e6})
 #   head 1x1 32->2: 32*2 + 2 = 66;  4,712,224 + 3,047,840 + 66 = 7,760,130
 EXACT_PARAMS["unet"] = 7_760_130
 
+# a YOLO-style detector (issue 17): raw head maps of 4 x 16 DFL box + 80 class channels on 80^2 + 40^2 + 20^2
+# anchors; Ultralytics' unfused 3,157,200 params include the DFL's 16 fixed weights, which are not built here
+EXPECTED_NAMES.append("yolov8n")
+OUTPUT_SHAPES["yolov8n"] = (1, 4 * 16 + 80, 80 * 80 + 40 * 40 + 20 * 20)
+PUBLISHED_PARAMS["yolov8n"] = 3_157_200
+
 
 @pytest.fixture(scope="module", autouse=True)
 def one_thread():

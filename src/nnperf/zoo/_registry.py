@@ -28,6 +28,7 @@ from nnperf.zoo.tinyyolo import tiny_yolo_v2
 from nnperf.zoo.unet import unet  # issue 17
 from nnperf.zoo.vgg import vgg11, vgg16, vgg19
 from nnperf.zoo.vit import vit_tiny  # issue 17
+from nnperf.zoo.yolo import yolov8n  # issue 17
 
 
 @dataclass(frozen=True)
@@ -131,6 +132,11 @@ _ENTRIES: tuple[ZooEntry, ...] = (
              "192 wide, 3 heads, 12 blocks; tokens as a 1 x 197 channels-first map, per-head q/k/v 1x1 convs,"
              " mean of the tokens to the classifier",
              vit_tiny),
+    ZooEntry("yolov8n", "YOLOv8n (Ultralytics 2023), COCO detection, 80 classes", (1, 3, 640, 640),
+             "yolov8.yaml scale n (width 0.25, depth 0.33): Conv-BN-SiLU, C2f (chunk in halves), SPPF, PAN neck,"
+             " Detect head to 64 DFL box + 80 class channels per scale; raw 1 x 144 x 8400 output, no DFL"
+             " decode, no NMS",
+             yolov8n),
 )
 
 
