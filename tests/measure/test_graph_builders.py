@@ -254,10 +254,10 @@ def test_torch_and_onnxruntime_agree_on_yolov8n() -> None:  # issue 17: chunk, S
     assert out.shape == (1, 144, 8400)
 
 
-def test_opencv_agrees_on_issue17_ops(tmp_path: Path) -> None:
+def _check_opencv_vs_torch(network: Network, tmp_path: Path) -> None:
+    """OpenCV DNN runs ``network``'s ONNX build and every output matches torch's."""
     cv2 = pytest.importorskip("cv2")
-    network = _zoo("previousnet04_7x7x64")
-    path = tmp_path / "previousnet04.onnx"
+    path = tmp_path / f"{network.name}.onnx"
     path.write_bytes(build_onnx(network).SerializeToString())
     net = cv2.dnn.readNetFromONNX(str(path))
     (x,) = _inputs(network)
@@ -267,17 +267,12 @@ def test_opencv_agrees_on_issue17_ops(tmp_path: Path) -> None:
         _assert_close(np.asarray(got).reshape(expected.shape), expected, f"{name} (OpenCV)")
 
 
+def test_opencv_agrees_on_issue17_ops(tmp_path: Path) -> None:
+    _check_opencv_vs_torch(_zoo("previousnet04_7x7x64"), tmp_path)
+
+
 def test_opencv_agrees_on_squeezenet(tmp_path: Path) -> None:
-    cv2 = pytest.importorskip("cv2")
-    network = _zoo("squeezenet1_1")
-    path = tmp_path / "squeezenet.onnx"
-    path.write_bytes(build_onnx(network).SerializeToString())
-    net = cv2.dnn.readNetFromONNX(str(path))
-    (x,) = _inputs(network)
-    net.setInput(x)
-    actual = np.asarray(net.forward()).reshape(network.layer(network.outputs[0]).output_shape)
-    (expected,) = _run_torch(network, [x])
-    _assert_close(actual, expected, "squeezenet1_1 (OpenCV)")
+    _check_opencv_vs_torch(_zoo("squeezenet1_1"), tmp_path)
 
 
 def test_deep_plain_network_stays_finite() -> None:
@@ -434,13 +429,4 @@ def test_torch_and_onnxruntime_agree_on_issue17_layers(opset: int) -> None:
 
 
 def test_opencv_runs_the_issue17_layers(tmp_path: Path) -> None:
-    cv2 = pytest.importorskip("cv2")
-    network = _issue17_spatial_net()
-    path = tmp_path / "issue17.onnx"
-    path.write_bytes(build_onnx(network).SerializeToString())
-    net = cv2.dnn.readNetFromONNX(str(path))
-    (x,) = _inputs(network)
-    net.setInput(x)
-    actual = net.forward(list(network.outputs))
-    for name, t, o in zip(network.outputs, _run_torch(network, [x]), actual):
-        _assert_close(np.asarray(o).reshape(t.shape), t, f"{name} (OpenCV)")
+    _check_opencv_vs_torch(_issue17_spatial_net(), tmp_path)
