@@ -117,17 +117,23 @@ def _geometry(network: Network, layer: Layer) -> Geometry:
     return ROW_GEOMETRY[layer.op](network, layer)
 
 
+def _require_square(square: bool, dilation: tuple[int, int]) -> None:
+    """CNNergy's rows are square: refuse a layer whose maps, filters or strides are not (``square`` False),
+    or that is dilated."""
+    if not square:
+        raise AccelMappingError("CNNergy models square maps, filters and strides only")
+    if dilation != (1, 1):
+        raise AccelMappingError("dilated convolutions are not modelled")
+
+
 def _conv_geometry(network: Network, layer: Layer) -> Geometry:
     attrs = layer.attrs
     assert isinstance(attrs, ConvAttrs)
     _, c_in, h, w = layer.input_shape
     _, c_out, e_h, e_w = layer.output_shape
     top, left, bottom, right = attrs.padding
-    if h != w or e_h != e_w or attrs.kernel[0] != attrs.kernel[1] or attrs.stride[0] != attrs.stride[1] \
-            or (top + bottom) != (left + right):
-        raise AccelMappingError("CNNergy models square maps, filters and strides only")
-    if attrs.dilation != (1, 1):
-        raise AccelMappingError("dilated convolutions are not modelled")
+    _require_square(h == w and e_h == e_w and attrs.kernel[0] == attrs.kernel[1] and attrs.stride[0] == attrs.stride[1]
+                    and (top + bottom) == (left + right), attrs.dilation)
     return (attrs.kernel[0], c_out, h + top + bottom, c_in // attrs.groups, attrs.stride[0], e_h, attrs.groups, h)
 
 
@@ -152,11 +158,9 @@ def _conv_transpose_geometry(network: Network, layer: Layer) -> Geometry:
     _, c_in, h, w = layer.input_shape
     _, c_out, e_h, e_w = layer.output_shape
     top, left, bottom, right = attrs.padding
-    if h != w or e_h != e_w or attrs.kernel[0] != attrs.kernel[1] or attrs.stride[0] != attrs.stride[1] \
-            or (top, bottom) != (left, right) or attrs.output_padding[0] != attrs.output_padding[1]:
-        raise AccelMappingError("CNNergy models square maps, filters and strides only")
-    if attrs.dilation != (1, 1):
-        raise AccelMappingError("dilated convolutions are not modelled")
+    _require_square(h == w and e_h == e_w and attrs.kernel[0] == attrs.kernel[1] and attrs.stride[0] == attrs.stride[1]
+                    and (top, bottom) == (left, right) and attrs.output_padding[0] == attrs.output_padding[1],
+                    attrs.dilation)
     k, s = attrs.kernel[0], attrs.stride[0]
     if max(top, bottom) > k - 1:
         raise AccelMappingError("a transposed convolution cropping more than kernel - 1 is not modelled")
