@@ -724,13 +724,10 @@ _RESHAPES = (OpType.FLATTEN, OpType.RESHAPE)
 ONNX_IMPORTERS: Mapping[str, ImportRule[OnnxHandler]] = MappingProxyType({
     "Conv": rule({OpType.CONV}, _conv, "Conv (only 2-D)"),
     "Gemm": rule({OpType.LINEAR}, _gemm),
-    "MatMul": rule({OpType.LINEAR}, _matmul),
     "MaxPool": rule({OpType.MAX_POOL}, _pool, "MaxPool (only 2-D)"),
     "AveragePool": rule({OpType.AVG_POOL}, _pool, "AveragePool (only 2-D)"),
     "GlobalAveragePool": _plain(OpType.GLOBAL_AVG_POOL),
     "GlobalMaxPool": _plain(OpType.GLOBAL_MAX_POOL),
-    "ReduceMean": rule({OpType.GLOBAL_AVG_POOL}, _reduce, "ReduceMean (only over H and W)"),
-    "ReduceMax": rule({OpType.GLOBAL_MAX_POOL}, _reduce, "ReduceMax (only over H and W)"),
     "BatchNormalization": rule({OpType.BATCH_NORM}, _batch_norm),
     "Relu": _plain(OpType.RELU),
     "Clip": rule({OpType.RELU, OpType.RELU6, OpType.CLIP}, _clip, "Clip (bounds that are not constants)"),
@@ -746,7 +743,6 @@ ONNX_IMPORTERS: Mapping[str, ImportRule[OnnxHandler]] = MappingProxyType({
     "Softmax": rule({OpType.SOFTMAX}, _softmax),
     "LRN": rule({OpType.LRN}, _lrn),
     "Flatten": rule(_RESHAPES, _reshape),
-    "Reshape": rule(_RESHAPES, _reshape),
     "Squeeze": rule(_RESHAPES, _reshape),
     "Unsqueeze": rule(_RESHAPES, _reshape),
     "Resize": rule({OpType.UPSAMPLE}, _resize),
@@ -758,7 +754,6 @@ ONNX_IMPORTERS: Mapping[str, ImportRule[OnnxHandler]] = MappingProxyType({
     "HardSigmoid": rule({OpType.HARD_SIGMOID}, _hard_sigmoid),
     "PRelu": rule({OpType.PRELU}, _prelu, "PRelu (slope neither per-channel nor a constant scalar)"),
     "Gelu": rule({OpType.GELU}, _gelu, "Gelu (only approximate='none')"),
-    "Div": rule({OpType.GELU}, gelu_erf_pattern, "Div (only in the exporters' GELU pattern)"),
     "Softplus": _plain(OpType.SOFTPLUS),
     "Mish": _plain(OpType.MISH),
     "Exp": _plain(OpType.EXP),
@@ -964,7 +959,7 @@ def _div_any(c: _Converter, n: _Node) -> _Result | None:
 
 _REDUCE_OPS = {OpType.GLOBAL_AVG_POOL, OpType.GLOBAL_MAX_POOL, OpType.REDUCE_MEAN, OpType.REDUCE_MAX,
                OpType.LAYER_NORM}
-ONNX_IMPORTERS = MappingProxyType({
+ONNX_IMPORTERS = MappingProxyType({  # Div, MatMul, ReduceMax, ReduceMean and Reshape are defined here only
     **ONNX_IMPORTERS,
     "ConvTranspose": rule({OpType.CONV_TRANSPOSE}, _conv_transpose, "ConvTranspose (only 2-D, without output_shape)"),
     "LayerNormalization": rule({OpType.LAYER_NORM}, _layer_normalization,

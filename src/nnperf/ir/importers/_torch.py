@@ -701,7 +701,6 @@ TORCH_CALL_IMPORTERS: Mapping[Any, ImportRule[CallHandler]] = MappingProxyType({
     F.adaptive_max_pool2d: rule(_POOLS[nn.AdaptiveMaxPool2d], _adaptive_pool_call),
     F.max_pool2d: rule({OpType.MAX_POOL}, _max_pool_call),
     F.avg_pool2d: rule({OpType.AVG_POOL}, _avg_pool_call),
-    torch.mean: rule({OpType.GLOBAL_AVG_POOL}, _mean_call), "mean": rule({OpType.GLOBAL_AVG_POOL}, _mean_call),
     F.pad: rule({OpType.PAD}, _pad_call),
     F.interpolate: rule({OpType.UPSAMPLE}, _interpolate_call),
     F.local_response_norm: rule({OpType.LRN}, _lrn_call),
@@ -841,7 +840,7 @@ _ISSUE17_MODULES: dict[type[nn.Module], ImportRule[ModuleHandler]] = {
     nn.GroupNorm: rule({OpType.GROUP_NORM}, _group_norm),
     nn.InstanceNorm2d: rule({OpType.GROUP_NORM}, _instance_norm),
 }
-_ISSUE17_CALLS: dict[Any, ImportRule[CallHandler]] = {
+_ISSUE17_CALLS: dict[Any, ImportRule[CallHandler]] = {  # torch.mean and "mean" are defined here only
     operator.sub: _SUB, operator.isub: _SUB, torch.sub: _SUB, "sub": _SUB,
     operator.truediv: _DIV, operator.itruediv: _DIV, torch.div: _DIV, "div": _DIV,
     operator.pow: _POW, torch.pow: _POW, "pow": _POW,
