@@ -6,11 +6,22 @@ from Python (oneDNN in chw and hwc, NNPACK, ATen's im2col, ONNX Runtime in chw a
 Winograd on and off) and the algorithm families of Mulder et al. 3.1 written on torch ops (direct, im2col and
 im2row in both GEMM orientations, kn2row/kn2col, Winograd F(2,3), F(4,3), F(2,5), FFT and 1x1-as-GEMM).
 :class:`LayoutTransform` objects move activations between layouts; :func:`time_primitive` and
-:func:`time_transform` time them with the measurement harness. Nothing is imported until used.
+:func:`time_transform` time them with the measurement harness. :func:`conv_configs` and :func:`sample_configs` make the layer
+configurations of the profiled dataset (:class:`PrimitiveDataset`). Nothing is imported until used.
 """
 
 from nnperf.primitives._base import ERROR_BOUNDS, Bound, Family, Primitive
 from nnperf.primitives._config import ConvConfig, PrimitiveError, pad_input, reference_conv2d
+from nnperf.primitives._dataset import (
+    ConvSample,
+    PrimitiveDataset,
+    TransformSample,
+    config_from_dict,
+    config_key,
+    config_label,
+    conv_configs,
+    sample_configs,
+)
 from nnperf.primitives._layout import (
     CHW,
     HWC,
@@ -33,8 +44,9 @@ from nnperf.primitives._registry import (
 from nnperf.primitives._timing import time_primitive, time_transform
 
 __all__ = [
-    "CHW", "ERROR_BOUNDS", "HWC", "PRIMITIVES", "Bound", "ConvConfig", "Family", "Layout", "LayoutTransform",
-    "Primitive", "PrimitiveError", "all_primitives", "all_transforms", "blocked", "from_layout", "get_primitive",
-    "layout_transforms", "pad_input", "parse_layout", "primitive_layouts", "primitive_report", "reference_conv2d",
-    "time_primitive", "time_transform", "to_layout",
+    "CHW", "ERROR_BOUNDS", "HWC", "PRIMITIVES", "Bound", "ConvConfig", "ConvSample", "Family", "Layout",
+    "LayoutTransform", "Primitive", "PrimitiveDataset", "PrimitiveError", "TransformSample", "all_primitives",
+    "all_transforms", "blocked", "config_from_dict", "config_key", "config_label", "conv_configs", "from_layout",
+    "get_primitive", "layout_transforms", "pad_input", "parse_layout", "primitive_layouts", "primitive_report",
+    "reference_conv2d", "sample_configs", "time_primitive", "time_transform", "to_layout",
 ]
