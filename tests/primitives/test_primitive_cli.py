@@ -1,11 +1,15 @@
-"""``nnperf primitives list``: the table and the JSON."""
+"""``nnperf primitives list`` and ``profile``: tables, JSON, resuming and errors."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 from prims_helpers import NAMES
 
-from cli_helpers import run_cli, run_json
+from cli_helpers import assert_error, run_cli, run_json
+from networks import tiny_network
+from nnperf.ir import save_network
 
 
 def test_list_json_has_every_primitive_with_layouts_and_availability(capsys: pytest.CaptureFixture[str]) -> None:
@@ -33,3 +37,32 @@ def test_primitives_needs_a_subcommand(capsys: pytest.CaptureFixture[str]) -> No
         run_cli(capsys, "primitives")
     assert info.value.code == 2
     assert "COMMAND" in capsys.readouterr().err
+
+
+def test_profile_stores_each_configuration_once_and_resumes(capsys: pytest.CaptureFixture[str],
+                                                            tmp_path: Path) -> None:
+    net, db = tmp_path / "tiny.json", str(tmp_path / "p.db")
+    save_network(tiny_network(), net)
+    args = ("primitives", "profile", str(net), "--random", "1", "--only", "direct", "--db", db)
+    first = run_json(capsys, *args)
+    assert first["format"] == "nnperf-primitive-profile"
+    # 3 convolutions and 1 sampled configuration, each under direct and the 6 layout transformations
+    assert (first["measured"], first["reused"], first["samples"], first["failures"]) == (4, 0, 4 * 7, [])
+    again = run_json(capsys, *args)
+    assert (again["measured"], again["reused"], again["samples"]) == (0, 4, 0)
+    code, out, _ = run_cli(capsys, *args)
+    assert code == 0 and "4 profiled before" in out
+
+
+@pytest.mark.parametrize(("argv", "needles"), [
+    (("--only", "nope"), ("unknown primitive 'nope'", "winograd-4x3")),
+    (("--random", "-1"), ("--random must be 0 or more",)),
+    (("--budget", "ten"), ("--budget", "not a duration")),
+    (("--threads", "0"), ("--threads must be at least 1",)),
+])
+def test_profile_refuses_bad_arguments(capsys: pytest.CaptureFixture[str], tmp_path: Path, argv: tuple[str, ...],
+                                       needles: tuple[str, ...]) -> None:
+    net = tmp_path / "tiny.json"
+    save_network(tiny_network(), net)
+    code, _, err = run_cli(capsys, "primitives", "profile", str(net), "--db", str(tmp_path / "p.db"), *argv)
+    assert_error(code, err, *needles)

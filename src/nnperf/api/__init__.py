@@ -12,10 +12,11 @@ The command line calls these; so can any Python program::
 
 from nnperf.api._load import InputShape, ModelLike, load_model
 from nnperf.api._predict import System, Verification, calibrate, predict, stored_calibration, verify
+from nnperf.api._primitives import dataset_configs, profile_primitives
 from nnperf.api._profile import profile
 from nnperf.api._session import StoreLike, open_backend, opened_store
 
 __all__ = [
-    "InputShape", "ModelLike", "StoreLike", "System", "Verification", "calibrate", "load_model", "open_backend",
-    "opened_store", "predict", "profile", "stored_calibration", "verify",
+    "InputShape", "ModelLike", "StoreLike", "System", "Verification", "calibrate", "dataset_configs", "load_model",
+    "open_backend", "opened_store", "predict", "profile", "profile_primitives", "stored_calibration", "verify",
 ]

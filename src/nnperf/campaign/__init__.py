@@ -14,11 +14,23 @@ where the two meet, so everything that measures *into* the store lives here:
 - :func:`run_sweep`, :func:`load_sweep`, :func:`sweep_runs` (``_sweep.py``);
 - :func:`find_surround`, :func:`surround_width`, :func:`recorded_surround`
   (``_surround.py``);
+- :func:`profile_primitives` and :func:`load_primitive_dataset`: the primitive-time dataset of Mulder et al.,
+  one run per convolution configuration (``_primitives.py``);
 - :func:`attach_trace`, which writes a power trace's energies into a stored
   run (``_trace.py``).
 """
 
 from nnperf.campaign._campaign import Campaign, Progress, no_progress, open_campaign
+from nnperf.campaign._primitives import (
+    DATASET_HARNESS,
+    PRIMITIVE_BACKEND,
+    PRIMITIVE_CAMPAIGN,
+    PrimitiveProfileReport,
+    load_primitive_dataset,
+    primitive_system,
+    primitive_systems,
+    profile_primitives,
+)
 from nnperf.campaign._profile import (
     SENTINEL,
     UNATTRIBUTED_PREFIX,
@@ -33,7 +45,32 @@ from nnperf.campaign._sweep import SWEEP_CAMPAIGN, load_sweep, measure_rounds, r
 from nnperf.campaign._trace import attach_trace
 
 __all__ = [
-    "SENTINEL", "SWEEP_CAMPAIGN", "UNATTRIBUTED_PREFIX", "Campaign", "ProfileConfig", "ProfileReport", "Progress", "attach_trace",
-    "find_surround", "load_sweep", "measure_rounds", "network_hash", "no_progress", "open_campaign",
-    "profile_network", "profiler_chunk", "recorded_surround", "run_sweep", "surround_width", "sweep_runs",
+    "DATASET_HARNESS",
+    "PRIMITIVE_BACKEND",
+    "PRIMITIVE_CAMPAIGN",
+    "SENTINEL",
+    "SWEEP_CAMPAIGN",
+    "UNATTRIBUTED_PREFIX",
+    "Campaign",
+    "PrimitiveProfileReport",
+    "ProfileConfig",
+    "ProfileReport",
+    "Progress",
+    "attach_trace",
+    "find_surround",
+    "load_primitive_dataset",
+    "load_sweep",
+    "measure_rounds",
+    "network_hash",
+    "no_progress",
+    "open_campaign",
+    "primitive_system",
+    "primitive_systems",
+    "profile_network",
+    "profile_primitives",
+    "profiler_chunk",
+    "recorded_surround",
+    "run_sweep",
+    "surround_width",
+    "sweep_runs",
 ]

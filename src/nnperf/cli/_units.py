@@ -1,4 +1,5 @@
-"""Parsing of number-list arguments with units, such as ``--sweep-bitrates 5:200:5`` (Mbit/s)."""
+"""Parsing of arguments with units: number lists such as ``--sweep-bitrates 5:200:5`` (Mbit/s), durations
+such as ``--budget 10m``."""
 
 from __future__ import annotations
 
@@ -28,3 +29,24 @@ def parse_bitrate_sweep(text: str, option: str = "--sweep-bitrates") -> list[flo
                           "use a larger STEP")
     count = int(steps) + 1
     return [(start + i * step) * 1e6 for i in range(count)]
+
+
+_DURATION_UNITS = {"s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+
+
+def parse_duration(text: str, option: str = "--budget") -> float:
+    """'90', '90s', '10m' or '1.5h' -> seconds; anything else, or a duration that is not positive, is an
+    NnperfError naming ``option``."""
+    raw = text.strip().lower()
+    number, unit = raw, "s"
+    for suffix in sorted(_DURATION_UNITS, key=len, reverse=True):
+        if raw.endswith(suffix):
+            number, unit = raw[: -len(suffix)], suffix
+            break
+    try:
+        seconds = float(number) * _DURATION_UNITS[unit]
+    except ValueError:
+        raise NnperfError(f"{option}: {text!r} is not a duration (e.g. 90s, 10m, 1.5h)") from None
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise NnperfError(f"{option}: the duration must be positive, got {text!r}")
+    return seconds

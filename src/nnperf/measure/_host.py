@@ -13,8 +13,10 @@ from nnperf.measure._types import HostInfo
 
 PACKAGES = ("nnperf", "torch", "onnxruntime", "opencv-python-headless", "onnx", "numpy")
 ALLOCATOR_VARIABLES = ("MALLOC_ARENA_MAX", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_",
-                       "LD_PRELOAD", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "DNNL_MAX_CPU_ISA")
-"""Environment variables that change measured times (glibc malloc tuning, preloaded allocators, thread caps)."""
+                       "LD_PRELOAD", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "DNNL_MAX_CPU_ISA",
+                       "ONEDNN_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY")
+"""Environment variables that change measured times (glibc malloc tuning, preloaded allocators, thread caps,
+instruction-set caps of oneDNN and ATen)."""
 
 
 def _read(path: str) -> str:

@@ -13,6 +13,8 @@ configurations of the profiled dataset (:class:`PrimitiveDataset`). Nothing is i
 from nnperf.primitives._base import ERROR_BOUNDS, Bound, Family, Primitive
 from nnperf.primitives._config import ConvConfig, PrimitiveError, pad_input, reference_conv2d
 from nnperf.primitives._dataset import (
+    IM_RANGE,
+    MAX_CHANNELS,
     ConvSample,
     PrimitiveDataset,
     TransformSample,
@@ -44,7 +46,7 @@ from nnperf.primitives._registry import (
 from nnperf.primitives._timing import time_primitive, time_transform
 
 __all__ = [
-    "CHW", "ERROR_BOUNDS", "HWC", "PRIMITIVES", "Bound", "ConvConfig", "ConvSample", "Family", "Layout",
+    "CHW", "ERROR_BOUNDS", "HWC", "IM_RANGE", "MAX_CHANNELS", "PRIMITIVES", "Bound", "ConvConfig", "ConvSample", "Family", "Layout",
     "LayoutTransform", "Primitive", "PrimitiveDataset", "PrimitiveError", "TransformSample", "all_primitives",
     "all_transforms", "blocked", "config_from_dict", "config_key", "config_label", "conv_configs", "from_layout",
     "get_primitive", "layout_transforms", "pad_input", "parse_layout", "primitive_layouts", "primitive_report",

@@ -1,0 +1,111 @@
+"""Profile the primitive-time dataset (Mulder et al. 3.2) and print its Table 1/2 counts and profiling time.
+
+Run: PYTHONPATH=src .venv/bin/python bench/primitive_dataset.py [--db bench/results/primitives.db] [--random 200]
+     [--budget-s 3000] [--threads 1] [--repeat 40]
+
+Configurations: the distinct 2-D convolutions of every zoo network, then --random configurations sampled around
+them (``nnperf.primitives.sample_configs``). Every applicable primitive and every layout transformation of the
+configuration's input is timed with ``nnperf.campaign.DATASET_HARNESS`` and stored as it is taken, so running
+the script again resumes. With --repeat N, N configurations already profiled are timed again into a second
+store (``<db>.repeat``): the median relative difference between the two passes is the noise floor of the
+dataset on this machine, the error a model cannot go below. Stdout gets Markdown tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from nnperf.api import dataset_configs
+from nnperf.campaign import load_primitive_dataset, primitive_system, profile_primitives
+from nnperf.measure import host_info
+from nnperf.primitives import PrimitiveDataset, get_primitive
+from nnperf.store import Store
+
+
+def _ranges(dataset: PrimitiveDataset) -> list[tuple[str, str, str]]:
+    configs = [s.config for s in dataset.conv]
+
+    def span(values: list[int]) -> str:
+        return f"{min(values)} to {max(values)}" if values else "-"
+
+    return [
+        ("f (#kernels)", "1 to 2048", span([c.f for c in configs])),
+        ("c (#channels)", "1 to 2048", span([c.c for c in configs])),
+        ("im (input size)", "7 to 299", span([max(c.im) for c in configs])),
+        ("s (stride)", "1, 2 or 4", ", ".join(map(str, sorted({c.stride[0] for c in configs})))),
+        ("k (kernel size)", "1 to 11 (odd)", ", ".join(map(str, sorted({c.k[0] for c in configs})))),
+        ("groups", "(not in the paper)", span([c.groups for c in configs])),
+    ]
+
+
+def _noise_floor(dataset: PrimitiveDataset, repeat: PrimitiveDataset) -> dict[str, float]:
+    first = {s.config: s.times_s for s in dataset.conv}
+    errors: dict[str, list[float]] = defaultdict(list)
+    for sample in repeat.conv:
+        for name, t in sample.times_s.items():
+            t0 = first.get(sample.config, {}).get(name)
+            if t0:
+                errors[name].append(abs(t - t0) / t0)
+    return {name: statistics.median(v) for name, v in sorted(errors.items())}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--db", type=Path, default=Path("bench/results/primitives.db"))
+    parser.add_argument("--random", type=int, default=200)
+    parser.add_argument("--budget-s", type=float, default=None)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--repeat", type=int, default=0, help="configurations to time again for the noise floor")
+    args = parser.parse_args()
+    host = host_info()
+    print(f"{host.cpu_model}, {host.logical_cores} logical cores, {args.threads} thread(s)\n")
+    configs = dataset_configs(random=args.random)
+    args.db.parent.mkdir(parents=True, exist_ok=True)
+    with Store(args.db) as store:
+        start = time.perf_counter()
+        report = profile_primitives(store, configs, args.threads, budget_s=args.budget_s,
+                                    progress=lambda what, done, total: print(f"\r{done}/{total} {what:<40}",
+                                                                             end="", flush=True))
+        print(f"\n\nprofiled now: {report.measured} configurations, {report.samples} samples in "
+              f"{time.perf_counter() - start:.0f} s; profiled before: {report.reused}; left: {report.remaining}")
+        for name, label, error in report.failures:
+            print(f"failed: {name} on {label}: {error}")
+        system = store.find_system(primitive_system(args.threads).key)
+        assert system is not None
+        dataset = load_primitive_dataset(store, system.id)
+        runs = [r for r in store.runs(system_id=system.id) if r.finished_at]
+        profiling_s = sum(r.finished_at - r.started_at for r in runs if r.finished_at)
+    print(f"\nTable 1: {len(dataset.conv)} configurations ({len(configs)} asked: "
+          f"{len(configs) - args.random} from the zoo networks, {args.random} sampled), "
+          f"{len(dataset.layout)} activations; {dataset.n_samples} samples; profiling time (sum over finished "
+          f"configurations) {profiling_s / 60:.1f} min\n")
+    print("| parameter | paper's common range | this dataset |\n|---|---|---|")
+    for row in _ranges(dataset):
+        print("| " + " | ".join(row) + " |")
+    counts = dataset.counts()
+    print("\nTable 2: data points per primitive and transformation\n")
+    print("| primitive | family | data points |\n|---|---|---|")
+    for name in dataset.primitives:
+        print(f"| {name} | {get_primitive(name).family.value} | {counts[name]} |")
+    for name in dataset.transforms:
+        print(f"| {name} | layout | {counts[name]} |")
+    if args.repeat:
+        chosen = random.Random(0).sample([s.config for s in dataset.conv], min(args.repeat, len(dataset.conv)))
+        repeat_db = args.db.with_name(args.db.name + ".repeat")
+        with Store(repeat_db) as store:
+            again = profile_primitives(store, chosen, args.threads)
+            repeat = load_primitive_dataset(store, again.system_id)
+        floor = _noise_floor(dataset, repeat)
+        print(f"\nNoise floor: median relative difference between two passes over {len(chosen)} configurations\n")
+        print("| primitive | pass-to-pass MdRAE |\n|---|---|")
+        for name, value in floor.items():
+            print(f"| {name} | {value * 100:.1f}% |")
+
+
+if __name__ == "__main__":
+    main()
