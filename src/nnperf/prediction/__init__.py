@@ -44,6 +44,12 @@ from nnperf.prediction._ridge import RidgeModel, fit_ridge
 from nnperf.prediction._runs import MeasuredNetwork, measure_networks
 from nnperf.prediction._verification import Verification
 from nnperf.prediction.baselines import MacsModel, RooflineModel, fit_macs_model, measure_roofline
+from nnperf.prediction.primitives import (
+    DatasetTooSmallError,
+    NoTransformModelError,
+    PrimitiveCostModel,
+    UnknownColumnError,
+)
 
 __all__ = [
     "CALIBRATION_HARNESS",
@@ -51,6 +57,7 @@ __all__ = [
     "PREDICTORS",
     "CalibrationSet",
     "Composition",
+    "DatasetTooSmallError",
     "FusionRules",
     "LayerPrediction",
     "MacsModel",
@@ -59,13 +66,16 @@ __all__ = [
     "NetworkInput",
     "NetworkPrediction",
     "NetworkPredictor",
+    "NoTransformModelError",
     "NotFittedError",
     "Predictor",
     "PreviousModel",
+    "PrimitiveCostModel",
     "RidgeModel",
     "RooflineModel",
     "SystemModel",
     "UncoveredLayersError",
+    "UnknownColumnError",
     "Verification",
     "calibrate",
     "calibration_networks",

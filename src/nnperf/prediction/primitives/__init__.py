@@ -1,0 +1,39 @@
+"""Performance models of convolution primitives and layout transformations (Mulder et al. 3.3 and 4.2).
+
+:class:`PrimitiveCostModel` (registry name ``primitive-cost``) learns, from a profiled
+:class:`~nnperf.primitives.PrimitiveDataset`, the time in seconds of every primitive on a layer configuration
+and of every layout transformation on an activation: Lin (least squares), NN1 (a network per primitive) or
+NN2 (one network for all, with the masked loss :func:`masked_mse`), each on standardised log features
+(:func:`conv_features`, :func:`transform_features`) and standardised log times. :func:`split_dataset` makes
+the paper's 80/10/10 split and :func:`mdrae` scores a model on the test part. torch is imported only to
+train a network; predicting needs NumPy alone.
+"""
+
+from nnperf.prediction.primitives._columns import KINDS, ColumnModel
+from nnperf.prediction.primitives._features import (
+    CONV_FEATURES,
+    TRANSFORM_FEATURES,
+    ActivationShape,
+    Standardiser,
+    conv_features,
+    transform_features,
+)
+from nnperf.prediction.primitives._mlp import MlpStack, TrainingLog, TrainingSettings, masked_mse, train_mlps
+from nnperf.prediction.primitives._model import (
+    PAPER_HYPERPARAMETERS,
+    VALIDATION_FRACTION,
+    DatasetTooSmallError,
+    Hyperparameters,
+    NoTransformModelError,
+    PrimitiveCostModel,
+    UnknownColumnError,
+)
+from nnperf.prediction.primitives._split import mdrae, relative_errors, split_dataset
+
+__all__ = [
+    "CONV_FEATURES", "KINDS", "PAPER_HYPERPARAMETERS", "TRANSFORM_FEATURES", "VALIDATION_FRACTION",
+    "ActivationShape", "ColumnModel", "DatasetTooSmallError", "Hyperparameters", "MlpStack",
+    "NoTransformModelError", "PrimitiveCostModel", "Standardiser", "TrainingLog", "TrainingSettings",
+    "UnknownColumnError", "conv_features", "masked_mse", "mdrae", "relative_errors", "split_dataset",
+    "train_mlps", "transform_features",
+]

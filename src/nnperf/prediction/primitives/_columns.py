@@ -1,0 +1,110 @@
+"""One fitted table model: feature rows -> the time of every column (a primitive or a layout transformation).
+
+A :class:`ColumnModel` is what Mulder et al. 4.2 train twice, once for the convolution primitives and once
+for the layout transformations: standardise the log features, standardise each column's log time over its
+present training entries (3.3), fit Lin, NN1 or NN2 on that, and predict seconds by undoing both.
+
+Lin is ordinary least squares per column (with an intercept) on the rows where that column is present; with
+the log features it is a power law in the sizes, MACs and output pixels. Collinear features (log MACs is a
+sum of other features) are fine: ``numpy.linalg.lstsq`` returns the minimum-norm solution, whose predictions
+within the span of the training rows are the same as any other's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from nnperf.prediction.primitives._arrays import decode_array, encode_array
+from nnperf.prediction.primitives._features import Standardiser
+from nnperf.prediction.primitives._mlp import MlpStack, TrainingLog, TrainingSettings, train_mlps
+
+KINDS = ("lin", "nn1", "nn2")
+"""The model kinds of Mulder et al. 4.2: linear regression, one network per column, one network for all."""
+
+
+def _lstsq(x: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """(d + 1, m) coefficients (the last row is the intercept), each column fitted on its present rows."""
+    design = np.hstack([x, np.ones((len(x), 1))])
+    coef = np.zeros((design.shape[1], z.shape[1]))
+    for j in range(z.shape[1]):
+        rows = ~np.isnan(z[:, j])
+        coef[:, j] = np.linalg.lstsq(design[rows], z[rows, j], rcond=None)[0]
+    return coef
+
+
+@dataclass(frozen=True, eq=False)
+class ColumnModel:
+    """A fitted model of ``columns`` (``counts``: present entries of each it was fitted on).
+
+    ``features`` and ``targets`` are the standardisations of the training rows; ``coef`` holds Lin's (d + 1, m)
+    coefficients, ``mlp`` the NN1 stack (one member per column) or NN2 network, ``log`` how the network's
+    training went (None for Lin); ``n_rows`` and ``n_validation_rows`` count the rows fitted on and monitored.
+    """
+
+    kind: str
+    columns: tuple[str, ...]
+    counts: tuple[int, ...]
+    features: Standardiser
+    targets: Standardiser
+    n_rows: int
+    n_validation_rows: int
+    coef: np.ndarray | None = None
+    mlp: MlpStack | None = None
+    log: TrainingLog | None = None
+
+    @classmethod
+    def fit(cls, kind: str, columns: Sequence[str], x: np.ndarray, times_s: np.ndarray, x_val: np.ndarray,
+            times_val_s: np.ndarray, settings: TrainingSettings) -> ColumnModel:
+        """Fits on raw features ``x`` (n, d) and times ``times_s`` (n, m; NaN where absent); the validation rows
+        (``x_val``, ``times_val_s``) only decide when a network stops (Lin does not read them)."""
+        features = Standardiser.fit(x)
+        log_t = np.log(times_s)
+        targets = Standardiser.fit(log_t)
+        xs, z = features.transform(x), targets.transform(log_t)
+        counts = tuple(int(n) for n in (~np.isnan(times_s)).sum(axis=0))
+        base = {"kind": kind, "columns": tuple(columns), "counts": counts, "features": features, "targets": targets,
+                "n_rows": len(x), "n_validation_rows": len(x_val)}
+        if kind == "lin":
+            return cls(**base, coef=_lstsq(xs, z))
+        stack, log = train_mlps(xs, z, features.transform(x_val), targets.transform(np.log(times_val_s)),
+                                kind == "nn1", settings)
+        return cls(**base, mlp=stack, log=log)
+
+    def predict_s(self, x: np.ndarray) -> np.ndarray:
+        """The (n, m) times in seconds of every column for raw feature rows ``x`` (n, d)."""
+        xs = self.features.transform(x)
+        if self.coef is not None:
+            z = np.hstack([xs, np.ones((len(xs), 1))]) @ self.coef
+        else:
+            assert self.mlp is not None
+            out = self.mlp.forward(xs)
+            z = out[:, :, 0].T if self.kind == "nn1" else out[0]
+        return np.exp(self.targets.inverse(z.astype(float)))
+
+    def to_dict(self) -> dict[str, Any]:
+        model = {"coef": encode_array(self.coef)} if self.coef is not None else self.mlp.to_dict()  # type: ignore[union-attr]
+        return {"kind": self.kind, "columns": list(self.columns), "counts": list(self.counts),
+                "features": self.features.to_dict(), "targets": self.targets.to_dict(), "n_rows": self.n_rows,
+                "n_validation_rows": self.n_validation_rows, "model": model,
+                "training": self.log.to_dict() if self.log is not None else None}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ColumnModel:
+        kind = str(data["kind"])
+        if kind not in KINDS:
+            raise ValueError(f"stored model kind {kind!r}; known: {', '.join(KINDS)}")
+        columns = tuple(map(str, data["columns"]))
+        model = data["model"]
+        coef = decode_array(model["coef"]) if kind == "lin" else None
+        mlp = MlpStack.from_dict(model) if kind != "lin" else None
+        out_width = coef.shape[1] if coef is not None else (mlp.weights[-1].shape[2] if kind == "nn2"  # type: ignore[union-attr]
+                                                            else mlp.members)  # type: ignore[union-attr]
+        if out_width != len(columns):
+            raise ValueError(f"a stored {kind} model predicts {out_width} columns but names {len(columns)}")
+        return cls(kind, columns, tuple(map(int, data["counts"])), Standardiser.from_dict(data["features"]),
+                   Standardiser.from_dict(data["targets"]), int(data["n_rows"]), int(data["n_validation_rows"]),
+                   coef, mlp, TrainingLog.from_dict(data["training"]) if data["training"] is not None else None)
