@@ -262,8 +262,11 @@ class PrimitiveCostModel(Predictor):
         that order) on every configuration, in one batched pass.
 
         An entry is NaN where the primitive does not apply to the configuration
-        (``nnperf.primitives.get_primitive(name).applies``); ``only_applicable=False`` predicts every entry
-        (and needs no registry). No configuration gives a (0, len(primitives)) array.
+        (``nnperf.primitives.get_primitive(name).applies``; a name the registry does not know raises its
+        :class:`~nnperf.registry.UnknownPluginError`); ``only_applicable=False`` predicts every entry and needs
+        no registry. No configuration gives a (0, len(primitives)) array. A network's times are float32
+        forward passes: a configuration predicted alone may differ from the same one in a batch in the
+        seventh significant digit (a one-row product sums in another order).
         """
         self.check_fitted()
         names = self._columns(primitives, self.primitives_, "primitive")
