@@ -110,9 +110,10 @@ class PrimitiveCostModel(Predictor):
         A primitive or transformation with fewer present entries in ``train`` is left out (``skipped_``).
     min_configs : int, default 20
         Fewer convolution configurations in ``train`` raise :class:`DatasetTooSmallError`.
-    threads : int or None, default None
-        torch threads while training (restored afterwards); None leaves torch's setting. One thread is
-        several times faster than two on a machine whose cores are busy with other work.
+    threads : int or None, default 1
+        torch threads while training (restored afterwards); None leaves torch's setting. These networks are
+        small: on a 2-core machine busy with other work, NN1 took 48 s on one thread and over 10 minutes on
+        two; and a fit is repeatable only on the same number of threads.
 
     After ``fit``: ``primitives_`` and ``transforms_`` (the names it predicts, in the dataset's order),
     ``skipped_`` (name -> its number of training entries, for the columns left out), ``conv_model_`` and
@@ -128,7 +129,7 @@ class PrimitiveCostModel(Predictor):
     def __init__(self, kind: str = "nn2", seed: int = 0, hidden: Sequence[int] | None = None,
                  learning_rate: float | None = None, weight_decay: float | None = None, batch_size: int = 1024,
                  patience: int = 250, max_iterations: int = 6000, min_samples: int = 8,
-                 min_configs: int = 20, threads: int | None = None) -> None:
+                 min_configs: int = 20, threads: int | None = 1) -> None:
         self.kind = kind
         self.seed = seed
         self.hidden = tuple(hidden) if hidden is not None else None
