@@ -98,6 +98,15 @@ def _step_composed(c: Calibrated) -> tuple[Predictor, tuple[Any, ...], Any]:
     return ComposedModel("conv2d", {"channels": channels}), (points,), base.with_value("channels", 37)
 
 
+def _primitive_cost(c: Calibrated) -> tuple[Predictor, tuple[Any, ...], Any]:
+    from nnperf.prediction import PrimitiveCostModel
+    from nnperf.primitives import ConvConfig, ConvSample, PrimitiveDataset, sample_configs
+
+    configs = sample_configs([ConvConfig.make(1, 16, 16, 14, 3, padding=1), ConvConfig.make(1, 16, 32, 14, 1)], 24)
+    conv = tuple(ConvSample(k, {"direct": 1e-10 * k.macs, "im2col-fhw": 2e-9 * k.macs ** 0.9}) for k in configs)
+    return PrimitiveCostModel("lin"), (PrimitiveDataset("fake", ("direct", "im2col-fhw"), (), conv, ()),), configs[:5]
+
+
 def _network(klass: type[NetworkPredictor]) -> Example:
     return lambda c: (klass(), (c.calibration,), c.unseen)
 
@@ -110,6 +119,7 @@ EXAMPLES: dict[str, Example] = {
     "roofline": _network(RooflineModel),
     "step": _step,
     "step-composed": _step_composed,
+    "primitive-cost": _primitive_cost,
 }
 """One example per registered predictor: a predictor registered without one fails the suite."""
 

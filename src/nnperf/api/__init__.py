@@ -12,11 +12,23 @@ The command line calls these; so can any Python program::
 
 from nnperf.api._load import InputShape, ModelLike, load_model
 from nnperf.api._predict import System, Verification, calibrate, predict, stored_calibration, verify
-from nnperf.api._primitives import dataset_configs, profile_primitives
+from nnperf.api._primitives import (
+    LayerPrimitives,
+    PrimitivePrediction,
+    PrimitiveTraining,
+    dataset_configs,
+    predict_primitives,
+    profile_primitives,
+    select_primitives,
+    stored_primitive_model,
+    train_primitive_model,
+)
 from nnperf.api._profile import profile
 from nnperf.api._session import StoreLike, open_backend, opened_store
 
 __all__ = [
-    "InputShape", "ModelLike", "StoreLike", "System", "Verification", "calibrate", "dataset_configs", "load_model",
-    "open_backend", "opened_store", "predict", "profile", "profile_primitives", "stored_calibration", "verify",
+    "InputShape", "LayerPrimitives", "ModelLike", "PrimitivePrediction", "PrimitiveTraining", "StoreLike", "System",
+    "Verification", "calibrate", "dataset_configs", "load_model", "open_backend", "opened_store", "predict",
+    "predict_primitives", "profile", "profile_primitives", "select_primitives", "stored_calibration",
+    "stored_primitive_model", "train_primitive_model", "verify",
 ]

@@ -11,16 +11,23 @@
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from nnperf.api._load import ModelLike, load_model
+import numpy as np
+
+from nnperf.api._load import InputShape, ModelLike, load_model
 from nnperf.api._predict import Progress
 from nnperf.api._session import StoreLike, opened_store
 
 if TYPE_CHECKING:
     from nnperf.campaign import PrimitiveProfileReport
+    from nnperf.prediction.primitives import PrimitiveCostModel
     from nnperf.primitives import ConvConfig, Primitive
+    from nnperf.store import Store, SystemRecord
 
 
 def dataset_configs(models: Sequence[ModelLike] = (), random: int = 0, seed: int = 0) -> list[ConvConfig]:
@@ -73,3 +80,131 @@ def profile_primitives(models: Sequence[ModelLike] = (), random: int = 0, *, pri
     configs = dataset_configs(models, random, seed)
     with opened_store(store) as opened:
         return profile(opened, configs, threads, budget_s=budget_s, primitives=chosen, progress=progress)
+
+
+MODEL_KIND = "primitive-cost"
+"""The kind under which a primitive cost model is stored with its system."""
+
+
+def _primitive_system(store: Store, system: int | str | None, threads: int) -> SystemRecord:
+    from nnperf.campaign import primitive_system, primitive_systems
+    from nnperf.errors import NnperfError
+
+    if system is not None:
+        return store.system(system)
+    here = store.find_system(primitive_system(threads).key)
+    if here is not None:
+        return here
+    found = primitive_systems(store)
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise NnperfError(f"{store.path} holds no profiled primitives: profile them first with "
+                          "`nnperf primitives profile`")
+    raise NnperfError(f"{store.path} holds profiled primitives of {len(found)} systems, none of them this one with "
+                      f"{threads} thread(s): name one with --system ({', '.join(str(s.id) for s in found)})")
+
+
+@dataclass(frozen=True)
+class PrimitiveTraining:
+    """A cost model fitted on a system's dataset split 80/10/10 (Mulder et al. 4.2), and how it scores.
+
+    ``mdrae`` is the median relative absolute error of every primitive and transformation on the test part,
+    ``test_counts`` how many test times each has; ``train_s`` the fitting time (seconds); ``model_id`` where the
+    model is stored with the system."""
+
+    model: PrimitiveCostModel
+    system_id: int
+    sizes: tuple[int, int, int]
+    """Configurations in the training, validation and test parts."""
+    mdrae: dict[str, float]
+    test_counts: dict[str, int]
+    train_s: float
+    model_id: int
+
+
+def train_primitive_model(kind: str = "nn2", *, system: int | str | None = None, threads: int = 1,
+                          store: StoreLike = None, seed: int = 0) -> PrimitiveTraining:
+    """Fits a Lin, NN1 or NN2 cost model (``kind``) on the stored dataset of ``system`` (default: the primitives
+    of this CPU with ``threads`` threads) split 80/10/10, scores it on the test part and stores it with the
+    system (the newest is the one :func:`predict_primitives` uses)."""
+    from nnperf.campaign import load_primitive_dataset
+    from nnperf.prediction.primitives import PrimitiveCostModel, relative_errors, split_dataset
+
+    with opened_store(store, create=False) as opened:
+        record = _primitive_system(opened, system, threads)
+        dataset = load_primitive_dataset(opened, record.id)
+        train, validation, test = split_dataset(dataset, seed=seed)
+        start = time.perf_counter()
+        model = PrimitiveCostModel(kind, seed=seed).fit(train, validation)
+        train_s = time.perf_counter() - start
+        errors = relative_errors(model, test)
+        model_id = opened.save_model(record.id, MODEL_KIND, model.to_dict())
+    return PrimitiveTraining(model, record.id, (len(train.conv), len(validation.conv), len(test.conv)),
+                             {name: float(np.median(e)) for name, e in errors.items() if len(e)},
+                             {name: len(e) for name, e in errors.items()}, train_s, model_id)
+
+
+def stored_primitive_model(*, system: int | str | None = None, threads: int = 1,
+                           store: StoreLike = None) -> tuple[PrimitiveCostModel, int]:
+    """The newest cost model stored with ``system`` (default: this CPU with ``threads`` threads) and its system
+    id; an error says how to train one when there is none."""
+    from nnperf.errors import NnperfError
+    from nnperf.prediction import Predictor
+    from nnperf.prediction.primitives import PrimitiveCostModel
+
+    with opened_store(store, create=False) as opened:
+        record = _primitive_system(opened, system, threads)
+        document = opened.latest_model(record.id, MODEL_KIND)
+    if document is None:
+        raise NnperfError(f"system {record.id} has no primitive cost model: train one with `nnperf primitives train`")
+    model = Predictor.from_dict(document)
+    if not isinstance(model, PrimitiveCostModel):
+        raise NnperfError(f"the stored {MODEL_KIND} model of system {record.id} is a {type(model).__name__}")
+    return model, record.id
+
+
+@dataclass(frozen=True)
+class LayerPrimitives:
+    """One convolution layer and every primitive's predicted time on it (seconds; NaN where one does not
+    apply), in :attr:`PrimitivePrediction.primitives` order."""
+
+    layer: str
+    config: ConvConfig
+    times_s: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class PrimitivePrediction:
+    """Every primitive's predicted time on every convolution of a network, from one batched model call
+    (``predict_s`` seconds, features included)."""
+
+    network: str
+    system_id: int
+    kind: str
+    primitives: tuple[str, ...]
+    layers: tuple[LayerPrimitives, ...]
+    predict_s: float
+
+    def fastest(self, layer: LayerPrimitives) -> tuple[str, float]:
+        """The primitive predicted fastest on ``layer`` and its time (seconds)."""
+        best = min((t, name) for name, t in zip(self.primitives, layer.times_s, strict=True) if not math.isnan(t))
+        return best[1], best[0]
+
+
+def predict_primitives(model: ModelLike, *, system: int | str | None = None, threads: int = 1,
+                       store: StoreLike = None, input_shape: InputShape | None = None) -> PrimitivePrediction:
+    """Predicts every primitive on every 2-D convolution of ``model`` with the newest stored cost model
+    (:func:`stored_primitive_model`); a network without convolutions is an error."""
+    from nnperf.primitives import conv_configs, conv_layer_configs
+
+    network = load_model(model, input_shape)
+    conv_configs(network)  # refuses a network without a convolution
+    cost, system_id = stored_primitive_model(system=system, threads=threads, store=store)
+    layers = conv_layer_configs(network)
+    start = time.perf_counter()
+    times = cost.predict(list(layers.values()))
+    predict_s = time.perf_counter() - start
+    rows = tuple(LayerPrimitives(name, config, tuple(float(t) for t in row))
+                 for (name, config), row in zip(layers.items(), times, strict=True))
+    return PrimitivePrediction(network.name, system_id, cost.kind, tuple(cost.primitives_), rows, predict_s)

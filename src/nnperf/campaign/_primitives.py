@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from nnperf.campaign._campaign import Campaign, Progress, no_progress, open_campaign
 from nnperf.errors import NnperfError
@@ -40,10 +40,11 @@ PRIMITIVE_CAMPAIGN = "primitives|"
 PRIMITIVE_BACKEND = "primitives"
 """The backend name of a primitive-profiling system (the library is many libraries: torch, ONNX Runtime, OpenCV)."""
 
-DATASET_HARNESS = HarnessConfig(warmup_s=0.02, warmup_runs=1, min_block_s=0.002, target_ci=0.02, min_samples=7,
+DATASET_HARNESS = HarnessConfig(warmup_s=0.02, warmup_runs=1, min_block_s=0.002, target_ci=0.02, min_samples=5,
                                 max_samples=25, budget_s=0.4)
 """Lighter than the default harness: a dataset has thousands of samples (Mulder et al. took the median of 25
-runs; here at most 25 blocks, stopping at a 2% confidence interval or after 0.4 s of timing)."""
+runs; here at most 25 blocks, stopping at a 2% confidence interval or after 0.4 s of timing, and at least 5
+blocks, which is what a primitive taking seconds per call gets)."""
 
 
 def primitive_system(threads: int = 1) -> SystemSpec:
@@ -98,7 +99,8 @@ def profile_primitives(store: Store, configs: Sequence[ConvConfig], threads: int
                                           time.perf_counter() - start, tuple(failures))
         report(label, i, len(unique))
         with open_campaign(store, system, PRIMITIVE_CAMPAIGN + config_key(config), label, config_key(config),
-                           Method.ISOLATED.value, {**config.to_dict(), "threads": threads}, reuse=True) as campaign:
+                           Method.ISOLATED.value, {**config.to_dict(), "threads": threads, "harness": asdict(harness)},
+                           reuse=True) as campaign:
             if campaign.reused:
                 reused += 1
                 continue

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+from pathlib import Path
 
 from nnperf.cli._backend_args import Progress
 from nnperf.cli._store_arg import add_db_argument
@@ -45,6 +47,38 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     profile.add_argument("--json", action="store_true", help="print JSON")
     add_db_argument(profile)
     profile.set_defaults(run=run_profile)
+
+    train = commands.add_parser(
+        "train", help="fit a cost model (Lin, NN1 or NN2) on the profiled dataset and score it",
+        description="Fit a performance model of Mulder et al. 3.3 on the stored primitive dataset, split 80/10/10 "
+                    "(train, early-stopping validation, test): Lin (least squares), NN1 (one network per primitive) "
+                    "or NN2 (one network for all, masked loss). Prints the median relative absolute error (MdRAE) of "
+                    "every primitive and transformation on the test part and stores the model with the system.")
+    train.add_argument("--kind", choices=("lin", "nn1", "nn2"), default="nn2", help="the model (default nn2)")
+    _system_arguments(train)
+    train.add_argument("--seed", type=int, default=0, help="seed of the split and the weights (default 0)")
+    train.add_argument("--out", type=Path, metavar="FILE.json", help="also write the model's JSON document here")
+    train.add_argument("--json", action="store_true", help="print JSON")
+    add_db_argument(train)
+    train.set_defaults(run=run_train)
+
+    predict = commands.add_parser(
+        "predict", help="every primitive's predicted time on every convolution of a network, and the fastest",
+        description="Predict the time of every primitive on every 2-D convolution of MODEL with the system's newest "
+                    "cost model (`nnperf primitives train`), in one batched call, and name the fastest per layer.")
+    predict.add_argument("model", metavar="MODEL", help="zoo name, .onnx or IR .json file")
+    _system_arguments(predict)
+    predict.add_argument("--json", action="store_true", help="print JSON")
+    predict.add_argument("--csv", type=Path, metavar="FILE.csv",
+                         help="write every layer's time under every primitive (seconds) to this CSV file")
+    add_db_argument(predict)
+    predict.set_defaults(run=run_predict)
+
+
+def _system_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--system", metavar="ID|KEY",
+                        help="the primitive system (default: this CPU with --threads threads; see `nnperf systems`)")
+    parser.add_argument("--threads", type=int, default=1, help="threads of the default system (default 1)")
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -101,4 +135,87 @@ def run_profile(args: argparse.Namespace) -> int:
                   "to go on")
     for name, label, error in report.failures:
         out.print(f"[yellow]{name} failed on {label}: {error}[/yellow]")
+    return 0
+
+
+def run_train(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from nnperf.api import train_primitive_model
+    from nnperf.primitives import get_primitive
+    from nnperf.report import console, write_bytes
+
+    with Progress(not args.json, f"training {args.kind}") as progress:
+        if progress is not None:
+            progress(f"training {args.kind}", 0, 1)
+        result = train_primitive_model(args.kind, system=args.system, threads=args.threads, store=args.db,
+                                       seed=args.seed)
+    if args.out is not None:
+        write_bytes(args.out, json.dumps(result.model.to_dict()).encode())
+    if args.json:
+        print(json.dumps({"format": "nnperf-primitive-training", "version": 1, "system_id": result.system_id,
+                          "model_id": result.model_id, "kind": args.kind, "sizes": list(result.sizes),
+                          "train_s": result.train_s, "skipped": dict(result.model.skipped_),
+                          "mdrae": result.mdrae, "test_counts": result.test_counts}, indent=1))
+        return 0
+    table = Table(title=f"{args.kind} on system {result.system_id}: MdRAE on the test part", title_justify="left")
+    for column, justify in (("primitive", "left"), ("family", "left"), ("test times", "right"), ("MdRAE", "right")):
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    for name, count in result.test_counts.items():
+        family = "layout" if "->" in name else get_primitive(name).family.value
+        value = result.mdrae.get(name)
+        table.add_row(name, family, str(count), "-" if value is None else f"{value * 100:.1f}%")
+    out = console()
+    out.print(table)
+    train, validation, test = result.sizes
+    out.print(f"configurations: {train} train, {validation} validation, {test} test; fitted in "
+              f"{result.train_s:.1f} s; stored as model {result.model_id}")
+    for name, count in result.model.skipped_.items():
+        out.print(f"[yellow]{name} left out: {count} training times[/yellow]")
+    return 0
+
+
+def run_predict(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from nnperf.api import predict_primitives
+    from nnperf.primitives import config_label
+    from nnperf.report import console, write_csv
+
+    result = predict_primitives(args.model, system=args.system, threads=args.threads, store=args.db)
+    if args.csv is not None:
+        write_csv(args.csv, ["layer", "configuration", *(f"{name}_s" for name in result.primitives)],
+                  [[layer.layer, config_label(layer.config), *(None if math.isnan(t) else t for t in layer.times_s)]
+                   for layer in result.layers])
+    if args.json:
+        print(json.dumps({"format": "nnperf-primitive-prediction", "version": 1, "network": result.network,
+                          "system_id": result.system_id, "kind": result.kind, "predict_s": result.predict_s,
+                          "primitives": list(result.primitives),
+                          "layers": [{"layer": layer.layer, "config": layer.config.to_dict(),
+                                      "fastest": result.fastest(layer)[0],
+                                      "times_s": {n: t for n, t in zip(result.primitives, layer.times_s, strict=True)
+                                                  if not math.isnan(t)}}
+                                     for layer in result.layers]}, indent=1))
+        return 0
+    default = "onednn-chw" if "onednn-chw" in result.primitives else None
+    table = Table(title=f"{result.network}: predicted primitive times ({result.kind}, system {result.system_id})",
+                  title_justify="left")
+    for column, justify in (("layer", "left"), ("configuration", "left"), ("fastest", "left"), ("ms", "right"),
+                            ("runner-up", "left"), ("ms", "right"), (f"{default or 'default'} ms", "right")):
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    best_total = default_total = 0.0
+    for layer in result.layers:
+        ranked = sorted((t, n) for n, t in zip(result.primitives, layer.times_s, strict=True) if not math.isnan(t))
+        second = ranked[1] if len(ranked) > 1 else (math.nan, "-")
+        default_s = layer.times_s[result.primitives.index(default)] if default else math.nan
+        best_total += ranked[0][0]
+        default_total += default_s
+        table.add_row(layer.layer, config_label(layer.config), ranked[0][1], f"{ranked[0][0] * 1e3:.3f}", second[1],
+                      f"{second[0] * 1e3:.3f}", f"{default_s * 1e3:.3f}")
+    out = console()
+    out.print(table)
+    out.print(f"{len(result.layers)} convolutions: fastest primitive per layer {best_total * 1e3:.2f} ms"
+              + (f", {default} everywhere {default_total * 1e3:.2f} ms" if default and not math.isnan(default_total)
+                 else "")
+              + f" (layout transformations not counted); predicted in {result.predict_s * 1e3:.1f} ms")
     return 0

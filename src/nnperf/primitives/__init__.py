@@ -22,6 +22,7 @@ from nnperf.primitives._dataset import (
     config_key,
     config_label,
     conv_configs,
+    conv_layer_configs,
     sample_configs,
 )
 from nnperf.primitives._layout import (
@@ -48,7 +49,7 @@ from nnperf.primitives._timing import time_primitive, time_transform
 __all__ = [
     "CHW", "ERROR_BOUNDS", "HWC", "IM_RANGE", "MAX_CHANNELS", "PRIMITIVES", "Bound", "ConvConfig", "ConvSample", "Family", "Layout",
     "LayoutTransform", "Primitive", "PrimitiveDataset", "PrimitiveError", "TransformSample", "all_primitives",
-    "all_transforms", "blocked", "config_from_dict", "config_key", "config_label", "conv_configs", "from_layout",
+    "all_transforms", "blocked", "config_from_dict", "config_key", "config_label", "conv_configs", "conv_layer_configs", "from_layout",
     "get_primitive", "layout_transforms", "pad_input", "parse_layout", "primitive_layouts", "primitive_report",
     "reference_conv2d", "sample_configs", "time_primitive", "time_transform", "to_layout",
 ]

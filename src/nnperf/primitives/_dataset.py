@@ -66,23 +66,29 @@ def _ints(value: Iterable[object], n: int) -> tuple[int, ...]:
     return out
 
 
+def conv_layer_configs(network: Network) -> dict[str, ConvConfig]:
+    """Every 2-D convolution layer of ``network`` by name, in network order, with its configuration."""
+    found: dict[str, ConvConfig] = {}
+    for layer in network.layers:
+        if layer.op != OpType.CONV or len(layer.input_shapes[0]) != 4:
+            continue
+        a = layer.attrs
+        n, c, h, w = layer.input_shapes[0]
+        found[layer.name] = ConvConfig(n, c, layer.output_shape[1], (h, w), a.kernel, a.stride,  # type: ignore[attr-defined]
+                                       a.padding, a.groups, a.dilation)  # type: ignore[attr-defined]
+    return found
+
+
 def conv_configs(network: Network) -> list[ConvConfig]:
     """The distinct 2-D convolutions of ``network``, in network order, as configurations.
 
     A network without a 2-D convolution raises :class:`PrimitiveError` (there is nothing to choose a
     primitive for).
     """
-    found: dict[ConvConfig, None] = {}
-    for layer in network.layers:
-        if layer.op != OpType.CONV or len(layer.input_shapes[0]) != 4:
-            continue
-        a = layer.attrs
-        n, c, h, w = layer.input_shapes[0]
-        found.setdefault(ConvConfig(n, c, layer.output_shape[1], (h, w), a.kernel, a.stride, a.padding,  # type: ignore[attr-defined]
-                                    a.groups, a.dilation), None)  # type: ignore[attr-defined]
+    found = list(dict.fromkeys(conv_layer_configs(network).values()))
     if not found:
         raise PrimitiveError(f"network {network.name!r} has no 2-D convolution: there is no primitive to choose")
-    return list(found)
+    return found
 
 
 def _scale(value: int, rng: random.Random, low: float, high: float, lo: int, hi: int) -> int:
