@@ -1,1 +1,1 @@
-"""Optimisers that use predictions: partitioning (issue 5); later primitives, precision, synthesis."""
+"""Optimisers that use predictions: partitioning (issue 5), primitive selection (select); later precision, synthesis."""
