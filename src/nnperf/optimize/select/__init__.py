@@ -11,8 +11,33 @@ transformation costs per edge, ``inf`` for what is forbidden) and call
 - :func:`solve_exhaustive`: every combination, for small graphs and tests.
 
 Each returns a :class:`Selection` that says whether it is proved optimal.
+
+For a network (Mulder et al. 4.3): :class:`PrimitiveCosts` holds primitive and layout transformation times,
+from a cost model (:func:`predicted_costs`) or a profiled dataset (:func:`profiled_costs`);
+:func:`network_cost_graph` makes the network's graph of them (a node per layer and input, an edge per data
+dependency); :func:`default_selection` and :func:`uniform_selections` are the baselines a solved selection is
+compared with. :func:`build_selected` runs a selection in torch, :func:`verify_selected` checks it against
+``build_torch`` within :data:`NETWORK_TOLERANCE` and :func:`measure_selected` times it.
 """
 
+from nnperf.optimize.select._costs import (
+    LAYER_LAYOUTS,
+    MissingCostError,
+    NoConvolutionError,
+    PrimitiveCosts,
+    needed_transforms,
+    predicted_costs,
+    profiled_costs,
+)
+from nnperf.optimize.select._execute import (
+    NETWORK_TOLERANCE,
+    InvalidSelectionError,
+    SelectionAccuracyError,
+    build_selected,
+    measure_selected,
+    selection_labels,
+    verify_selected,
+)
 from nnperf.optimize.select._exhaustive import DEFAULT_MAX_STATES, solve_exhaustive
 from nnperf.optimize.select._graph import (
     CostEdge,
@@ -28,28 +53,54 @@ from nnperf.optimize.select._graph import (
     total_cost,
 )
 from nnperf.optimize.select._ilp import ilp_size, solve_ilp
+from nnperf.optimize.select._network import (
+    DEFAULT_PRIMITIVE,
+    default_selection,
+    network_cost_graph,
+    selection_from_labels,
+    uniform_selections,
+)
 from nnperf.optimize.select._pbqp import solve_pbqp
 from nnperf.optimize.select._solvers import SOLVERS, Solver, solve, solver_names
 
 __all__ = [
     "DEFAULT_MAX_STATES",
+    "DEFAULT_PRIMITIVE",
+    "LAYER_LAYOUTS",
+    "NETWORK_TOLERANCE",
     "SOLVERS",
     "CostEdge",
     "CostGraph",
     "CostGraphError",
     "CostNode",
     "InfeasibleSelectionError",
+    "InvalidSelectionError",
+    "MissingCostError",
+    "NoConvolutionError",
+    "PrimitiveCosts",
     "SearchSpaceTooLargeError",
     "Selection",
+    "SelectionAccuracyError",
     "SelectionError",
     "Solver",
     "SolverLimitError",
     "SolverOptionError",
+    "build_selected",
+    "default_selection",
     "ilp_size",
+    "measure_selected",
+    "needed_transforms",
+    "network_cost_graph",
+    "predicted_costs",
+    "profiled_costs",
+    "selection_from_labels",
+    "selection_labels",
     "solve",
     "solve_exhaustive",
     "solve_ilp",
     "solve_pbqp",
     "solver_names",
     "total_cost",
+    "uniform_selections",
+    "verify_selected",
 ]
