@@ -33,6 +33,7 @@ from nnperf.primitives import (
     ConvSample,
     PrimitiveDataset,
     TransformSample,
+    all_primitives,
     all_transforms,
     conv_configs,
     conv_layer_configs,
@@ -296,6 +297,13 @@ def test_profiled_costs_refuse_or_measure_what_the_dataset_lacks() -> None:
     measured = costs.transforms_s[(1, 16, (8, 8))]
     assert set(measured) == {"chw->hwc", "hwc->chw"} and all(0 < t < 0.01 for t in measured.values())
     assert costs.transforms_s[(1, 8, (8, 8))] == {"chw->hwc": 512e-9, "hwc->chw": 1024e-9}
+    # a missing configuration: every primitive that applies to the depthwise layer is timed here
+    dw = conv_layer_configs(network)["dw"]
+    costs = profiled_costs(tiny_dataset(drop_config="dw"), network, measure_missing=True, harness=SHORT_HARNESS)
+    timed = costs.primitive_times(dw)
+    assert set(timed) == {p.name for p in all_primitives() if p.availability().ok and p.applies(dw)}
+    assert "winograd-2x3" in timed and "aten-im2col" not in timed  # aten-im2col has no groups
+    assert all(0 < t < 0.05 for t in timed.values())
 
 
 # ---------------------------------------------------------------------------------------- predicted costs
@@ -304,8 +312,6 @@ def test_profiled_costs_refuse_or_measure_what_the_dataset_lacks() -> None:
 def synthetic_dataset() -> PrimitiveDataset:
     """Configurations around tiny's, each primitive at a time proportional to the MACs (2x per name step), and
     transformations proportional to the elements moved."""
-    from nnperf.primitives import all_primitives
-
     seeds = conv_configs(tiny_network())
     configs = [*seeds, *sample_configs(seeds, 30, seed=1)]
     prims = [p for p in all_primitives() if p.name in ("direct", "onednn-chw", "onednn-hwc", "winograd-2x3")]
