@@ -1,0 +1,85 @@
+"""``nnperf primitives train`` and ``predict`` on a real (small) profiled dataset, and their errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cli_helpers import assert_error, run_cli, run_json
+from harness_presets import SMOKE_HARNESS
+from networks import tiny_network
+from nnperf.campaign import profile_primitives
+from nnperf.ir import Layer, Network, OpType, TensorSpec, save_network
+from nnperf.prediction import Predictor
+from nnperf.primitives import ConvConfig, get_primitive, sample_configs
+from nnperf.store import Store
+
+SEEDS = [ConvConfig.make(1, 8, 8, 16, 3, 1, 1), ConvConfig.make(1, 8, 16, 12, 1), ConvConfig.make(1, 16, 16, 8, 3, 2, 1)]
+
+
+@pytest.fixture(scope="module")
+def profiled(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store with 30 small configurations timed under direct and im2col-fhw (and the transformations)."""
+    db = tmp_path_factory.mktemp("primitives") / "p.db"
+    with Store(db) as store:
+        report = profile_primitives(store, SEEDS + sample_configs(SEEDS, 27, seed=1), harness=SMOKE_HARNESS,
+                                    primitives=[get_primitive("direct"), get_primitive("im2col-fhw")])
+    assert report.measured == 30
+    return db
+
+
+def test_train_scores_every_primitive_and_stores_the_model(capsys: pytest.CaptureFixture[str], profiled: Path,
+                                                           tmp_path: Path) -> None:
+    out = tmp_path / "lin.json"
+    document = run_json(capsys, "primitives", "train", "--kind", "lin", "--db", str(profiled), "--out", str(out))
+    assert document["format"] == "nnperf-primitive-training"
+    assert document["sizes"] == [24, 3, 3]  # 80/10/10 of 30 configurations
+    assert set(document["mdrae"]) == {"direct", "im2col-fhw", "chw->hwc", "hwc->chw", "chw->chw16c", "chw16c->chw",
+                                      "hwc->chw16c", "chw16c->hwc"}
+    assert document["test_counts"]["direct"] == 3
+    assert all(0 <= v < 10 for v in document["mdrae"].values())
+    saved = Predictor.from_dict(json.loads(out.read_text()))
+    assert saved.kind == "lin" and saved.primitives_ == ("direct", "im2col-fhw")
+    code, text, _ = run_cli(capsys, "primitives", "train", "--kind", "lin", "--db", str(profiled))
+    assert code == 0 and "MdRAE" in text and "24 train, 3 validation, 3 test" in text
+
+
+def test_predict_names_the_fastest_primitive_of_every_convolution(capsys: pytest.CaptureFixture[str],
+                                                                  profiled: Path, tmp_path: Path) -> None:
+    run_json(capsys, "primitives", "train", "--kind", "lin", "--db", str(profiled))
+    net, csv_path = tmp_path / "tiny.json", tmp_path / "all.csv"
+    save_network(tiny_network(), net)
+    document = run_json(capsys, "primitives", "predict", str(net), "--db", str(profiled), "--csv", str(csv_path))
+    assert document["format"] == "nnperf-primitive-prediction" and document["kind"] == "lin"
+    assert [layer["layer"] for layer in document["layers"]] == ["conv1", "conv2", "dw"]
+    for layer in document["layers"]:
+        times = layer["times_s"]
+        assert set(times) == {"direct", "im2col-fhw"} and all(t > 0 for t in times.values())
+        assert layer["fastest"] == min(times, key=times.get)
+    rows = csv_path.read_text().splitlines()
+    assert rows[0] == "layer,configuration,direct_s,im2col-fhw_s" and rows[3].startswith("dw,c8 f8 8x8 k3x3 s1 p1 g8,")
+    code, text, _ = run_cli(capsys, "primitives", "predict", str(net), "--db", str(profiled))
+    assert code == 0 and "fastest" in text and "3 convolutions" in text
+
+
+def test_errors_are_one_line(capsys: pytest.CaptureFixture[str], profiled: Path, tmp_path: Path) -> None:
+    s = (1, 4)
+    flat = tmp_path / "flat.json"
+    save_network(Network("flat", (TensorSpec("x", s),), (Layer("r", OpType.RELU, ("x",), (s,), s),), ("r",)), flat)
+    code, _, err = run_cli(capsys, "primitives", "predict", str(flat), "--db", str(profiled))
+    assert_error(code, err, "has no 2-D convolution")
+
+    empty = tmp_path / "empty.db"
+    Store(empty).close()
+    code, _, err = run_cli(capsys, "primitives", "train", "--db", str(empty))
+    assert_error(code, err, "holds no profiled primitives", "nnperf primitives profile")
+
+    small = tmp_path / "small.db"
+    with Store(small) as store:
+        profile_primitives(store, SEEDS, harness=SMOKE_HARNESS, primitives=[get_primitive("direct")])
+    code, _, err = run_cli(capsys, "primitives", "predict", "resnet18", "--db", str(small))
+    assert_error(code, err, "has no primitive cost model", "nnperf primitives train")
+    code, _, err = run_cli(capsys, "primitives", "train", "--kind", "lin", "--db", str(small))
+    assert_error(code, err, "configuration")
