@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from prims_helpers import NAMES
 
 from cli_helpers import assert_error, run_cli, run_json
 from harness_presets import SMOKE_HARNESS
@@ -83,3 +84,26 @@ def test_errors_are_one_line(capsys: pytest.CaptureFixture[str], profiled: Path,
     assert_error(code, err, "has no primitive cost model", "nnperf primitives train")
     code, _, err = run_cli(capsys, "primitives", "train", "--kind", "lin", "--db", str(small))
     assert_error(code, err, "configuration")
+
+
+@pytest.mark.parametrize("costs", ["predicted", "profiled"])
+def test_select_solves_runs_and_times_the_network(capsys: pytest.CaptureFixture[str], profiled: Path, tmp_path: Path,
+                                                  costs: str) -> None:
+    run_json(capsys, "primitives", "train", "--kind", "lin", "--db", str(profiled))
+    net, saved = tmp_path / "tiny.json", tmp_path / "selection.json"
+    save_network(tiny_network(), net)
+    document = run_json(capsys, "select", str(net), "--costs", costs, "--verify", "--db", str(profiled),
+                        "--save", str(saved))
+    assert (document["format"], document["costs"], document["solver"]) == ("nnperf-selection", costs, "pbqp")
+    chosen = document["chosen"]
+    convs = {chosen[name] for name in ("conv1", "conv2", "dw")}
+    if costs == "predicted":  # the model knows the two profiled primitives only
+        assert convs <= {"direct", "im2col-fhw"}
+    else:  # tiny's layers are not in the dataset: every applicable primitive was timed on the spot
+        assert convs <= set(NAMES)
+    assert chosen["fc"] == "chw" and chosen["relu1"] in ("chw", "hwc")
+    assert document["optimal"] is True and document["predicted_s"] <= document["default_predicted_s"]
+    assert 0 <= document["max_error"] < 1e-3 and document["measured_s"] > 0 and document["default_measured_s"] > 0
+    assert json.loads(saved.read_text())["chosen"] == chosen
+    code, text, _ = run_cli(capsys, "select", str(net), "--costs", costs, "--db", str(profiled), "--solver", "ilp")
+    assert code == 0 and "proved optimal" in text and "conv1" in text

@@ -17,18 +17,19 @@ from nnperf.api._primitives import (
     PrimitivePrediction,
     PrimitiveTraining,
     dataset_configs,
+    named_primitives,
     predict_primitives,
     profile_primitives,
-    select_primitives,
     stored_primitive_model,
     train_primitive_model,
 )
 from nnperf.api._profile import profile
+from nnperf.api._select import NetworkSelection, select_network_primitives
 from nnperf.api._session import StoreLike, open_backend, opened_store
 
 __all__ = [
-    "InputShape", "LayerPrimitives", "ModelLike", "PrimitivePrediction", "PrimitiveTraining", "StoreLike", "System",
-    "Verification", "calibrate", "dataset_configs", "load_model", "open_backend", "opened_store", "predict",
-    "predict_primitives", "profile", "profile_primitives", "select_primitives", "stored_calibration",
-    "stored_primitive_model", "train_primitive_model", "verify",
+    "InputShape", "LayerPrimitives", "ModelLike", "NetworkSelection", "PrimitivePrediction", "PrimitiveTraining",
+    "StoreLike", "System", "Verification", "calibrate", "dataset_configs", "load_model", "named_primitives",
+    "open_backend", "opened_store", "predict", "predict_primitives", "profile", "profile_primitives",
+    "select_network_primitives", "stored_calibration", "stored_primitive_model", "train_primitive_model", "verify",
 ]

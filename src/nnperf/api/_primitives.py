@@ -41,7 +41,7 @@ def dataset_configs(models: Sequence[ModelLike] = (), random: int = 0, seed: int
     return found + (sample_configs(found, random, seed) if random else [])
 
 
-def select_primitives(names: Sequence[str]) -> list[Primitive]:
+def named_primitives(names: Sequence[str]) -> list[Primitive]:
     """The primitives named by ``names``: primitive names or family names (``vendor``, ``winograd``, ...);
     every available primitive when empty. An unknown name is an error listing the known ones; a named primitive
     that cannot run here is an error saying why."""
@@ -70,13 +70,13 @@ def select_primitives(names: Sequence[str]) -> list[Primitive]:
 def profile_primitives(models: Sequence[ModelLike] = (), random: int = 0, *, primitives: Sequence[str] = (),
                        threads: int = 1, budget_s: float | None = None, store: StoreLike = None, seed: int = 0,
                        progress: Progress | None = None) -> PrimitiveProfileReport:
-    """Profiles the ``primitives`` (names or families, see :func:`select_primitives`; all available ones by
+    """Profiles the ``primitives`` (names or families, see :func:`named_primitives`; all available ones by
     default) and every layout transformation on the configurations of :func:`dataset_configs` into the store,
     each time stored as it is taken; a configuration profiled before on this system is skipped, so calling it
     again after an interruption or a spent ``budget_s`` (seconds) goes on where it stopped."""
     from nnperf.campaign import profile_primitives as profile
 
-    chosen = select_primitives(primitives)
+    chosen = named_primitives(primitives)
     configs = dataset_configs(models, random, seed)
     with opened_store(store) as opened:
         return profile(opened, configs, threads, budget_s=budget_s, primitives=chosen, progress=progress)
@@ -86,7 +86,9 @@ MODEL_KIND = "primitive-cost"
 """The kind under which a primitive cost model is stored with its system."""
 
 
-def _primitive_system(store: Store, system: int | str | None, threads: int) -> SystemRecord:
+def find_primitive_system(store: Store, system: int | str | None, threads: int) -> SystemRecord:
+    """The stored primitive system named by ``system``, else this CPU's with ``threads`` threads, else the only
+    one stored; an error says what to do when there is none or several."""
     from nnperf.campaign import primitive_system, primitive_systems
     from nnperf.errors import NnperfError
 
@@ -132,7 +134,7 @@ def train_primitive_model(kind: str = "nn2", *, system: int | str | None = None,
     from nnperf.prediction.primitives import PrimitiveCostModel, relative_errors, split_dataset
 
     with opened_store(store, create=False) as opened:
-        record = _primitive_system(opened, system, threads)
+        record = find_primitive_system(opened, system, threads)
         dataset = load_primitive_dataset(opened, record.id)
         train, validation, test = split_dataset(dataset, seed=seed)
         start = time.perf_counter()
@@ -154,7 +156,7 @@ def stored_primitive_model(*, system: int | str | None = None, threads: int = 1,
     from nnperf.prediction.primitives import PrimitiveCostModel
 
     with opened_store(store, create=False) as opened:
-        record = _primitive_system(opened, system, threads)
+        record = find_primitive_system(opened, system, threads)
         document = opened.latest_model(record.id, MODEL_KIND)
     if document is None:
         raise NnperfError(f"system {record.id} has no primitive cost model: train one with `nnperf primitives train`")

@@ -24,6 +24,7 @@ from nnperf.cli import (
     predict_cmd,
     primitives_cmd,
     profile_cmd,
+    select_cmd,
     steps_cmd,
     sweep_cmd,
     systems_cmd,
@@ -39,7 +40,7 @@ EXIT_BROKEN_PIPE = 141
 
 COMMANDS = (zoo_cmd, inspect_cmd, export_cmd, backends_cmd, profile_cmd, systems_cmd, measurements_cmd, calibrate_cmd,
             predict_cmd, evaluate_cmd, sweep_cmd, steps_cmd, advise_cmd, accel_cmd, partition_cmd, compare_cmd,
-            primitives_cmd, completion_cmd)
+            primitives_cmd, select_cmd, completion_cmd)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,91 @@
+"""``nnperf select``: a primitive per convolution and a layout per layer, solved over the network (Mulder et al.)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from nnperf.cli._store_arg import add_db_argument
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "select", help="choose a convolution primitive per layer and the layouts between them (Mulder et al.)",
+        description="Build the network's cost graph (every applicable primitive of every convolution, the layout "
+                    "transformations between neighbours) from the cost model (`nnperf primitives train`) or the "
+                    "profiled dataset, solve it with PBQP or an ILP, and print the chosen primitive and layout per "
+                    "layer with the predicted network time against the framework default (oneDNN, NCHW). With "
+                    "--verify the selected network also runs end to end in torch, is checked against the reference "
+                    "and is timed against the default.")
+    p.add_argument("model", metavar="MODEL", help="zoo name, .onnx or IR .json file")
+    p.add_argument("--costs", choices=("predicted", "profiled"), default="predicted",
+                   help="the cost model's predictions or the profiled medians (default predicted)")
+    p.add_argument("--solver", choices=("pbqp", "ilp", "exhaustive"), default="pbqp", help="(default pbqp)")
+    p.add_argument("--verify", action="store_true", help="run, check and time the selected and the default network")
+    p.add_argument("--system", metavar="ID|KEY",
+                   help="the primitive system (default: this CPU with --threads threads; see `nnperf systems`)")
+    p.add_argument("--threads", type=int, default=1, help="threads (default 1)")
+    p.add_argument("--save", type=Path, metavar="FILE.json", help="write the selection to this JSON file")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    add_db_argument(p)
+    p.set_defaults(run=run)
+
+
+def _document(result) -> dict[str, object]:  # type: ignore[no-untyped-def]
+    s = result.selection
+    return {"format": "nnperf-selection", "version": 1, "network": result.network, "system_id": result.system_id,
+            "costs": result.costs, "solver": result.solver, "optimal": s.optimal, "heuristic_used": s.heuristic_used,
+            "predicted_s": result.predicted_s, "default_predicted_s": result.default_predicted_s,
+            "optimise_s": result.optimise_s, "solve_s": s.solve_s, "measured_s": result.measured_s,
+            "default_measured_s": result.default_measured_s, "max_error": result.max_error,
+            "chosen": dict(s.chosen)}
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from nnperf.api import select_network_primitives
+    from nnperf.cli._backend_args import Progress
+    from nnperf.errors import NnperfError
+    from nnperf.primitives import get_primitive
+    from nnperf.report import console, write_bytes
+
+    if args.threads < 1:
+        raise NnperfError(f"--threads must be at least 1, got {args.threads}")
+    with Progress(not args.json, "selecting") as progress:
+        if progress is not None:
+            progress("solving" if not args.verify else "solving, then running and timing", 0, 1)
+        result = select_network_primitives(args.model, costs=args.costs, solver=args.solver, verify=args.verify,
+                                           system=args.system, threads=args.threads, store=args.db)
+    document = _document(result)
+    if args.save is not None:
+        write_bytes(args.save, json.dumps(document, indent=1).encode())
+    if args.json:
+        print(json.dumps(document, indent=1))
+        return 0
+    chosen = result.selection.chosen
+    table = Table(title=f"{result.network}: primitive per convolution ({result.costs} costs, {result.solver})",
+                  title_justify="left")
+    for column in ("layer", "primitive", "family", "in", "out"):
+        table.add_column(column)
+    for layer in result.convolutions:
+        p = get_primitive(chosen[layer])
+        table.add_row(layer, p.name, p.family.value, p.input_layout.name, p.output_layout.name)
+    out = console()
+    out.print(table)
+    others = [name for name in chosen if name not in set(result.convolutions)]
+    hwc = sum(chosen[name] == "hwc" for name in others)
+    s = result.selection
+    out.print(f"other layers: {len(others) - hwc} in chw, {hwc} in hwc; "
+              f"{'proved optimal' if s.optimal else 'not proved optimal'}"
+              + (" (PBQP's RN heuristic was used)" if s.heuristic_used else "")
+              + f"; optimised in {result.optimise_s * 1e3:.0f} ms (solver {s.solve_s * 1e3:.1f} ms)")
+    out.print(f"predicted: {result.predicted_s * 1e3:.2f} ms selected, {result.default_predicted_s * 1e3:.2f} ms "
+              "default (oneDNN, NCHW), convolutions and transformations only")
+    if result.measured_s is not None and result.default_measured_s is not None:
+        speedup = result.default_measured_s / result.measured_s
+        out.print(f"measured end to end: {result.measured_s * 1e3:.2f} ms selected, "
+                  f"{result.default_measured_s * 1e3:.2f} ms default ({speedup:.2f}x); outputs within "
+                  f"{result.max_error:.2g} of the reference")
+    return 0
