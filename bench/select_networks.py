@@ -1,0 +1,320 @@
+"""Primitive selection on whole networks from predicted against profiled costs (Mulder et al. 4.3, 5.2, Fig. 7,
+Table 4).
+
+Run: PYTHONPATH=src .venv/bin/python bench/select_networks.py [--networks alexnet vgg11 googlenet resnet18
+     resnet34 mobilenet_v2] [--rounds 3] [--budget 1.0] [--ilp] [--threads 1] [--system ID]
+     [--db bench/results/primitives.db] [--json bench/results/select_networks.json]
+
+The paper's six networks, with VGG-19 swapped for MobileNet v2 to keep a run within minutes (--networks takes
+zoo names and .onnx files). For every network the cost graph is built twice, from the costs the stored NN2 model
+predicts and from the profiled dataset's medians (what the dataset lacks, typically the transformations of
+activations no convolution reads, is timed now), and each graph is solved with PBQP (and with the ILP too under
+--ilp, to compare solve time and optimality). Four selections are compared:
+
+- (a) PBQP on the predicted costs (the paper's approach);
+- (b) PBQP on the profiled costs (the optimum of Anderson & Gregg, the paper's reference);
+- (c) the framework default: oneDNN on NCHW for every convolution;
+- (d) the best uniform choice: one primitive for every convolution it applies to, layouts solved, the one of
+  least profiled cost.
+
+(a) and (b) are verified against the reference network; then all four run end to end in torch on the same
+harness, interleaved in --rounds rounds (a, b, c, d, the order rotated every round, each a harness measurement of
+--budget seconds). This VM's timings drift and are bimodal, so each figure is the median over rounds with the
+[min, max] over rounds after it, and a ratio is taken within a round (a and b measured side by side) before its
+median and range over rounds.
+
+Stdout gets Markdown tables: (i) the measured times and speed-ups, Fig. 7's increase of (a) over (b) and how many
+layers (a) and (b) choose differently; (ii) the same comparison on the profiled cost graph (no measurement noise);
+(iii) Table 4: the optimisation time with the model (cost-model call, graph, PBQP) against profiling (the stored
+run time of the network's configurations, plus what was timed now, plus graph and PBQP); with --ilp (iv) PBQP
+against the ILP on both graphs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nnperf.api import load_model, stored_primitive_model
+from nnperf.api._primitives import find_primitive_system
+from nnperf.campaign import PRIMITIVE_CAMPAIGN, load_primitive_dataset
+from nnperf.ir import Network
+from nnperf.measure import HarnessConfig, host_info
+from nnperf.optimize.select import (
+    CostGraph,
+    CostGraphError,
+    PrimitiveCosts,
+    Selection,
+    default_selection,
+    measure_selected,
+    network_cost_graph,
+    predicted_costs,
+    profiled_costs,
+    selection_from_labels,
+    solve,
+    uniform_selections,
+    verify_selected,
+)
+from nnperf.prediction.primitives import PrimitiveCostModel
+from nnperf.primitives import PrimitiveDataset, config_key, conv_layer_configs
+from nnperf.store import Store
+
+NETWORKS = ("alexnet", "vgg11", "googlenet", "resnet18", "resnet34", "mobilenet_v2")
+SELECTIONS = {"a": "predicted", "b": "profiled", "c": "default", "d": "best uniform"}
+
+
+@dataclass(frozen=True)
+class Solved:
+    """A cost graph solved by PBQP: the costs, the graph, the selection and how long each step took (s)."""
+
+    costs: PrimitiveCosts
+    graph: CostGraph
+    selection: Selection
+    costs_s: float
+    graph_s: float
+
+    @property
+    def optimise_s(self) -> float:
+        return self.costs_s + self.graph_s + self.selection.solve_s
+
+
+def solved(network: Network, make_costs: Callable[[], PrimitiveCosts]) -> Solved:
+    """Builds the costs with ``make_costs``, then the graph, and solves it with PBQP, timing each step."""
+    start = time.perf_counter()
+    costs = make_costs()
+    costs_s = time.perf_counter() - start
+    start = time.perf_counter()
+    graph = network_cost_graph(network, costs)
+    graph_s = time.perf_counter() - start
+    return Solved(costs, graph, solve(graph, "pbqp"), costs_s, graph_s)
+
+
+def predicted_solution(network: Network, model: PrimitiveCostModel, repeats: int) -> Solved:
+    """The predicted graph solved ``repeats`` times; the run of median optimisation time (the first call pays
+    NumPy's and ONNX Runtime's warm-up)."""
+    runs = sorted((solved(network, lambda: predicted_costs(model, network)) for _ in range(repeats)),
+                  key=lambda s: s.optimise_s)
+    return runs[len(runs) // 2]
+
+
+def missing_transforms(dataset: PrimitiveDataset, costs: PrimitiveCosts) -> int:
+    """How many of the transformation times in ``costs`` the dataset does not hold (they were timed now)."""
+    stored = {(s.batch, s.c, (int(s.im[0]), int(s.im[1]))): s.times_s for s in dataset.layout}
+    return sum(name not in stored.get(shape, {}) for shape, row in costs.transforms_s.items() for name in row)
+
+
+def stored_profiling_s(network: Network, durations: dict[str, float | None]) -> tuple[float, int, int]:
+    """The stored profiling time (s) of the network's distinct convolution configurations, how many there are
+    and how many of them have no finished run (not in the dataset, or interrupted)."""
+    configs = list(dict.fromkeys(conv_layer_configs(network).values()))
+    found = [durations.get(config_key(c)) for c in configs]
+    return sum(d for d in found if d is not None), len(configs), sum(d is None for d in found)
+
+
+def differing(network: Network, one: Selection, other: Selection) -> tuple[int, int, int, int]:
+    """Convolutions and other layers on which two selections of the same network differ, and how many of each
+    there are."""
+    convs = set(conv_layer_configs(network))
+    a, b = one.chosen, other.chosen
+    conv_diff = sum(a[n] != b[n] for n in convs)
+    other_names = [n for n in a if n not in convs]
+    return conv_diff, len(convs), sum(a[n] != b[n] for n in other_names), len(other_names)
+
+
+def cost_on(graph: CostGraph, selection: Selection) -> float | None:
+    """The cost of ``selection``'s labels on another graph of the same network; None when an option it chose is
+    not one of that graph's."""
+    try:
+        return selection_from_labels(graph, selection.chosen).cost_s
+    except CostGraphError:
+        return None
+
+
+def measure_rounds(network: Network, selections: dict[str, Selection], rounds: int, harness: HarnessConfig,
+                   threads: int) -> dict[str, list[float]]:
+    """Each selection's harness median (s) per round, the selections interleaved and their order rotated every
+    round."""
+    keys = list(selections)
+    found: dict[str, list[float]] = {k: [] for k in keys}
+    for r in range(rounds):
+        for key in keys[r % len(keys):] + keys[:r % len(keys)]:
+            timing = measure_selected(network, selections[key], harness, threads=threads)
+            found[key].append(timing.stats.median_s)
+    return found
+
+
+def summary(values: Sequence[float]) -> dict[str, float]:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+def ratios(numerator: Sequence[float], denominator: Sequence[float]) -> dict[str, float]:
+    """The median and range over rounds of a per-round ratio."""
+    return summary([n / d for n, d in zip(numerator, denominator, strict=True)])
+
+
+def fmt(s: dict[str, float], scale: float = 1e3, digits: int = 2, suffix: str = "") -> str:
+    """``median [min, max]``, each times ``scale``."""
+    m, lo, hi = (s[k] * scale for k in ("median", "min", "max"))
+    return f"{m:.{digits}f}{suffix} [{lo:.{digits}f}, {hi:.{digits}f}]"
+
+
+def fmt_increase(s: dict[str, float]) -> str:
+    """A ratio's median and range as a relative increase in %."""
+    return fmt({k: v - 1 for k, v in s.items()}, 100, 1, "%")
+
+
+def ilp_row(graph: CostGraph, pbqp: Selection, time_limit_s: float) -> dict[str, Any]:
+    ilp = solve(graph, "ilp", time_limit_s=time_limit_s)
+    return {"pbqp_ms": pbqp.solve_s * 1e3, "pbqp_optimal": pbqp.optimal, "pbqp_rn": pbqp.heuristic_used,
+            "ilp_ms": ilp.solve_s * 1e3, "ilp_status": ilp.status, "ilp_optimal": ilp.optimal,
+            "pbqp_over_ilp": (pbqp.cost_s - ilp.cost_s) / ilp.cost_s}
+
+
+def run_network(name: str, model: PrimitiveCostModel, dataset: PrimitiveDataset,
+                durations: dict[str, float | None], args: argparse.Namespace) -> dict[str, Any]:
+    network = load_model(name)
+    predicted = predicted_solution(network, model, args.optimise_repeats)
+    profiled = solved(network, lambda: profiled_costs(dataset, network, measure_missing=True,
+                                                      threads=args.threads))
+    uniform = uniform_selections(profiled.graph)
+    best_uniform = min(uniform, key=lambda p: uniform[p].cost_s)
+    selections = {"a": predicted.selection, "b": profiled.selection, "c": default_selection(profiled.graph),
+                  "d": uniform[best_uniform]}
+    errors = {k: verify_selected(network, selections[k], threads=args.threads) for k in ("a", "b")}
+    harness = HarnessConfig(budget_s=args.budget)
+    measured = measure_rounds(network, selections, args.rounds, harness, args.threads)
+    stored_s, n_configs, unprofiled = stored_profiling_s(network, durations)
+    conv_diff, n_convs, other_diff, n_other = differing(network, predicted.selection, profiled.selection)
+    result: dict[str, Any] = {
+        "network": network.name, "convolutions": n_convs, "configurations": n_configs, "best_uniform": best_uniform,
+        "measured_s": measured,
+        "measured": {k: summary(v) for k, v in measured.items()},
+        "speedup_over_default": {k: ratios(measured["c"], measured[k]) for k in ("a", "b", "d")},
+        "a_over_b": ratios(measured["a"], measured["b"]),
+        "max_error": errors,
+        "differ": {"convolutions": conv_diff, "other_layers": other_diff, "other_layer_count": n_other},
+        "profiled_cost_s": {"a": cost_on(profiled.graph, predicted.selection),
+                            **{k: selections[k].cost_s for k in ("b", "c", "d")}},
+        "predicted_cost_s": predicted.selection.cost_s,
+        "model_optimise": {"costs_s": predicted.costs_s, "graph_s": predicted.graph_s,
+                           "pbqp_s": predicted.selection.solve_s, "total_s": predicted.optimise_s,
+                           "pbqp_optimal": predicted.selection.optimal,
+                           "pbqp_rn": predicted.selection.heuristic_used},
+        "profiling": {"stored_s": stored_s, "unprofiled_configurations": unprofiled,
+                      "timed_now_s": profiled.costs_s, "missing_transforms": missing_transforms(dataset, profiled.costs),
+                      "graph_s": profiled.graph_s, "pbqp_s": profiled.selection.solve_s,
+                      "total_s": stored_s + profiled.optimise_s, "pbqp_optimal": profiled.selection.optimal,
+                      "pbqp_rn": profiled.selection.heuristic_used},
+    }
+    if args.ilp:
+        result["ilp"] = {"predicted": ilp_row(predicted.graph, predicted.selection, args.ilp_time_limit),
+                         "profiled": ilp_row(profiled.graph, profiled.selection, args.ilp_time_limit)}
+    return result
+
+
+def print_measured(results: list[dict[str, Any]], rounds: int) -> None:
+    print(f"(i) measured end to end, ms: median over {rounds} round(s) [min, max over rounds]; speed-ups and the "
+          "increase are per-round ratios\n")
+    print("| network | (a) predicted | (b) profiled | (c) default | (d) best uniform | (a) speed-up over (c) "
+          "| (b) speed-up over (c) | increase of (a) over (b) | layers where (a) and (b) differ |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in results:
+        m, up, d = r["measured"], r["speedup_over_default"], r["differ"]
+        print(f"| {r['network']} | {fmt(m['a'])} | {fmt(m['b'])} | {fmt(m['c'])} | {fmt(m['d'])} "
+              f"[{r['best_uniform']}] | {fmt(up['a'], 1, suffix='x')} | {fmt(up['b'], 1, suffix='x')} "
+              f"| {fmt_increase(r['a_over_b'])} | {d['convolutions']}/{r['convolutions']} convolutions, "
+              f"{d['other_layers']}/{d['other_layer_count']} other layouts |")
+
+
+def print_costs(results: list[dict[str, Any]]) -> None:
+    print("\n(ii) the profiled cost graph's totals, ms (convolutions and transformations; no measurement noise)\n")
+    print("| network | (a) predicted total | (a) | (b) | (c) | (d) | increase of (a) over (b) | max error (a), (b) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in results:
+        c = r["profiled_cost_s"]
+        a = "-" if c["a"] is None else f"{c['a'] * 1e3:.2f}"
+        increase = "-" if c["a"] is None else f"{(c['a'] / c['b'] - 1) * 100:.2f}%"
+        print(f"| {r['network']} | {r['predicted_cost_s'] * 1e3:.2f} | {a} | {c['b'] * 1e3:.2f} | {c['c'] * 1e3:.2f} "
+              f"| {c['d'] * 1e3:.2f} | {increase} | {r['max_error']['a']:.1e}, {r['max_error']['b']:.1e} |")
+
+
+def _solver_note(optimal: bool, rn: bool) -> str:
+    return "optimal" if optimal else ("RN heuristic" if rn else "not proved")
+
+
+def print_table4(results: list[dict[str, Any]]) -> None:
+    print("\n(iii) Table 4: time to optimise each network; PBQP included on both sides\n")
+    print("| network | convolutions (distinct) | with the model, ms | of it PBQP, ms | profiling: stored runs, s "
+          "| timed now, s | profiling total, s | profiling / model |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in results:
+        model, prof = r["model_optimise"], r["profiling"]
+        now = f"{prof['timed_now_s']:.1f} ({prof['missing_transforms']} transforms"
+        if prof["unprofiled_configurations"]:
+            now += f", {prof['unprofiled_configurations']} configurations unprofiled or interrupted"
+        print(f"| {r['network']} | {r['convolutions']} ({r['configurations']}) | {model['total_s'] * 1e3:.1f} "
+              f"| {model['pbqp_s'] * 1e3:.1f} ({_solver_note(model['pbqp_optimal'], model['pbqp_rn'])}) "
+              f"| {prof['stored_s']:.0f} | {now}) | {prof['total_s']:.0f} | {prof['total_s'] / model['total_s']:,.0f}x |")
+
+
+def print_ilp(results: list[dict[str, Any]]) -> None:
+    print("\n(iv) PBQP against the ILP (HiGHS)\n")
+    print("| network | costs | PBQP ms | PBQP | ILP ms | ILP status | (PBQP - ILP) / ILP |")
+    print("|---|---|---|---|---|---|---|")
+    for r in results:
+        for source, row in r["ilp"].items():
+            print(f"| {r['network']} | {source} | {row['pbqp_ms']:.1f} | {_solver_note(row['pbqp_optimal'], row['pbqp_rn'])} "
+                  f"| {row['ilp_ms']:.1f} | {row['ilp_status']} | {row['pbqp_over_ilp'] * 100:.3f}% |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--networks", nargs="+", default=list(NETWORKS), help="zoo names or .onnx files")
+    parser.add_argument("--db", type=Path, default=Path("bench/results/primitives.db"))
+    parser.add_argument("--system", default=None, help="the primitive system id or key (default: this CPU's)")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved measurement rounds (default 3)")
+    parser.add_argument("--budget", type=float, default=1.0, help="harness budget per measurement, s (default 1)")
+    parser.add_argument("--optimise-repeats", type=int, default=3,
+                        help="times the model's optimisation is timed; the median is reported (default 3)")
+    parser.add_argument("--ilp", action="store_true", help="also solve both graphs with the ILP")
+    parser.add_argument("--ilp-time-limit", type=float, default=60.0, help="seconds (default 60)")
+    parser.add_argument("--json", type=Path, default=None, help="also write the figures as JSON here")
+    args = parser.parse_args()
+    if args.rounds < 1 or args.optimise_repeats < 1:
+        raise SystemExit("--rounds and --optimise-repeats must be at least 1")
+    system = int(args.system) if args.system is not None and args.system.isdigit() else args.system
+    with Store(args.db, create=False) as store:
+        record = find_primitive_system(store, system, args.threads)
+        dataset = load_primitive_dataset(store, record.id)
+        durations = {r.network_hash: (r.finished_at - r.started_at if r.finished_at else None)
+                     for r in store.runs(system_id=record.id) if r.campaign.startswith(PRIMITIVE_CAMPAIGN)}
+    model, _ = stored_primitive_model(system=record.id, store=args.db)
+    host = host_info()
+    print(f"{host.cpu_model}, {host.logical_cores} logical cores, {args.threads} thread(s); system {record.id}; "
+          f"cost model {model.kind}; dataset {len(dataset.conv)} configurations; harness budget {args.budget} s, "
+          f"{args.rounds} round(s)\n")
+    results = []
+    for name in args.networks:
+        start = time.perf_counter()
+        results.append(run_network(name, model, dataset, durations, args))
+        results[-1]["wall_s"] = time.perf_counter() - start
+    print_measured(results, args.rounds)
+    print_costs(results)
+    print_table4(results)
+    if args.ilp:
+        print_ilp(results)
+    if args.json:
+        args.json.write_text(json.dumps({"host": host.cpu_model, "threads": args.threads, "system_id": record.id,
+                                         "model": model.kind, "rounds": args.rounds, "budget_s": args.budget,
+                                         "selections": SELECTIONS, "networks": results}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
