@@ -66,6 +66,15 @@ def test_profiled_configurations_are_read_back_not_measured_again(store: Store) 
     assert again.samples == 2 + TRANSFORMS
 
 
+def test_a_profile_of_more_primitives_measures_only_the_new_ones(store: Store) -> None:
+    profile(store, [THREE_BY_THREE], [get_primitive("direct")])
+    more = profile(store, [THREE_BY_THREE])
+    assert (more.measured, more.reused, more.samples) == (1, 0, 2)  # im2col-fhw and winograd-2x3; no transform
+    dataset = load_primitive_dataset(store, more.system_id)
+    assert len(dataset.conv) == 1 and set(dataset.conv[0].times_s) == {"direct", "im2col-fhw", "winograd-2x3"}
+    assert profile(store, [THREE_BY_THREE]).reused == 1
+
+
 @dataclass(frozen=True)
 class Interrupting(Primitive):
     """Pressing Ctrl-C while it is timed."""

@@ -72,7 +72,7 @@ def profile_primitives(models: Sequence[ModelLike] = (), random: int = 0, *, pri
                        progress: Progress | None = None) -> PrimitiveProfileReport:
     """Profiles the ``primitives`` (names or families, see :func:`named_primitives`; all available ones by
     default) and every layout transformation on the configurations of :func:`dataset_configs` into the store,
-    each time stored as it is taken; a configuration profiled before on this system is skipped, so calling it
+    each time stored as it is taken; what the store holds for this system is not measured again, so calling it
     again after an interruption or a spent ``budget_s`` (seconds) goes on where it stopped."""
     from nnperf.campaign import profile_primitives as profile
 

@@ -1,11 +1,12 @@
 """Profiling the primitive-time dataset into the store (Mulder et al. 3.2), and reading it back.
 
-Every configuration is a run of its own (campaign ``primitives|KEY``, ``KEY`` its :func:`config_key`) on the
-system ``primitives/cpu[threads=N]``: each applicable, available primitive and each layout transformation of
-the configuration's input activation is one layer measurement (``op`` 'primitive' or 'transform', method
-'isolated'), stored as soon as it is timed. A finished configuration is read back instead of measured again, an
-interrupted one resumes at its first missing primitive, and a ``budget_s`` stops the profile between two
-configurations, so that running the same command again goes on where it stopped.
+Every configuration is profiled in a run of its own (campaign ``primitives|KEY``, ``KEY`` its
+:func:`config_key`) on the system ``primitives/cpu[threads=N]``: each applicable, available primitive and each
+layout transformation of the configuration's input activation is one layer measurement (``op`` 'primitive' or
+'transform', method 'isolated'), stored as soon as it is timed. What the store holds for a configuration is
+never measured again: an interrupted profile resumes at its first missing primitive, a profile of more
+primitives measures only the new ones (in a new run of the same campaign), and a ``budget_s`` stops between two
+configurations, so running the same command again goes on where it stopped.
 """
 
 from __future__ import annotations
@@ -76,57 +77,79 @@ def profile_primitives(store: Store, configs: Sequence[ConvConfig], threads: int
                        progress: Progress | None = None) -> PrimitiveProfileReport:
     """Times every applicable primitive and every layout transformation on each of ``configs`` into ``store``.
 
-    ``primitives`` defaults to every registered primitive that is available here. A primitive that raises while
-    it runs is reported in ``failures`` and the profile goes on. ``budget_s`` (seconds of profiling) is checked
-    before each configuration that still needs measuring.
+    ``primitives`` defaults to every registered primitive that is available here. What the store already holds
+    for a configuration on this system (from any earlier profile, finished or interrupted) is not measured
+    again, so a profile of more primitives after one of a few adds only the missing ones. A primitive that
+    raises while it runs is reported in ``failures`` and the profile goes on. ``budget_s`` (seconds of
+    profiling) is checked before each configuration that still needs measuring.
     """
     if budget_s is not None and budget_s <= 0:
         raise NnperfError(f"the profiling budget must be positive, got {budget_s} s")
     chosen = list(primitives) if primitives is not None else [p for p in all_primitives() if p.availability().ok]
     system = primitive_system(threads)
     record = store.add_system(system)
+    stored = _stored_names(store, record)
     report = progress or no_progress
     start = time.perf_counter()
     measured = reused = samples = 0
     failures: list[tuple[str, str, str]] = []
     unique = list(dict.fromkeys(configs))
+    missing = [{name for name, *_ in _jobs(config, chosen, threads, harness)} - stored.get(config_key(config), set())
+               for config in unique]
     for i, config in enumerate(unique):
-        label = config_label(config)
-        if budget_s is not None and time.perf_counter() - start > budget_s and not _finished(store, record, config):
-            remaining = sum(1 for c in unique[i:] if not _finished(store, record, c))
+        if not missing[i]:
+            reused += 1
+            continue
+        if budget_s is not None and time.perf_counter() - start > budget_s:
             report("budget spent", i, len(unique))
-            return PrimitiveProfileReport(record.id, measured, reused, remaining, samples,
+            return PrimitiveProfileReport(record.id, measured, reused, sum(1 for m in missing[i:] if m), samples,
                                           time.perf_counter() - start, tuple(failures))
+        label = config_label(config)
         report(label, i, len(unique))
-        with open_campaign(store, system, PRIMITIVE_CAMPAIGN + config_key(config), label, config_key(config),
-                           Method.ISOLATED.value, {**config.to_dict(), "threads": threads, "harness": asdict(harness)},
-                           reuse=True) as campaign:
-            if campaign.reused:
-                reused += 1
-                continue
-            samples += _measure_config(campaign, config, chosen, threads, harness, failures)
-            measured += 1
+        key = config_key(config)
+        with open_campaign(store, system, PRIMITIVE_CAMPAIGN + key, label, key, Method.ISOLATED.value,
+                           {**config.to_dict(), "threads": threads, "harness": asdict(harness)}) as campaign:
+            samples += _measure_config(campaign, config, chosen, threads, harness, missing[i], failures)
+        measured += 1
     report("done", len(unique), len(unique))
     return PrimitiveProfileReport(record.id, measured, reused, 0, samples, time.perf_counter() - start,
                                   tuple(failures))
 
 
-def _measure_config(campaign: Campaign, config: ConvConfig, primitives: Sequence[Primitive], threads: int,
-                    harness: HarnessConfig, failures: list[tuple[str, str, str]]) -> int:
-    """Times what ``campaign`` does not hold yet on ``config``, storing each time as it is taken; returns how many.
+def _stored_names(store: Store, system: SystemRecord) -> dict[str, set[str]]:
+    """For every configuration key, the primitives and transformations the store holds for it on ``system``."""
+    keys = {r.id: r.network_hash for r in store.runs(system_id=system.id) if r.campaign.startswith(PRIMITIVE_CAMPAIGN)}
+    found: dict[str, set[str]] = {}
+    for m in store.layer_measurements(system_id=system.id, method=Method.ISOLATED):
+        if m.run_id in keys:
+            found.setdefault(keys[m.run_id], set()).add(m.layer)
+    return found
 
-    A primitive or transformation that raises while it runs (a library refusing a shape) is noted in
-    ``failures`` and skipped.
-    """
-    label, stored = config_label(config), 0
+
+def _jobs(config: ConvConfig, primitives: Sequence[Primitive], threads: int,
+          harness: HarnessConfig) -> list[tuple[str, str, str, Callable[[], Timing]]]:
+    """(name, op, group, timing call) of every applicable primitive and every layout transformation of the
+    configuration's input."""
     jobs: list[tuple[str, str, str, Callable[[], Timing]]] = [
         (p.name, "primitive", p.family.value, functools.partial(time_primitive, p, config, threads, harness))
         for p in primitives if p.applies(config)]
     jobs += [(t.name, "transform", "layout",
               functools.partial(time_transform, t, config.batch, config.c, config.im, threads, harness))
              for t in all_transforms() if t.src != t.dst]
-    for name, op, group, timed in jobs:
-        if name in campaign.done:
+    return jobs
+
+
+def _measure_config(campaign: Campaign, config: ConvConfig, primitives: Sequence[Primitive], threads: int,
+                    harness: HarnessConfig, wanted: set[str], failures: list[tuple[str, str, str]]) -> int:
+    """Times the ``wanted`` primitives and transformations of ``config`` that ``campaign`` does not hold yet,
+    storing each time as it is taken; returns how many.
+
+    A primitive or transformation that raises while it runs (a library refusing a shape) is noted in
+    ``failures`` and skipped.
+    """
+    label, stored = config_label(config), 0
+    for name, op, group, timed in _jobs(config, primitives, threads, harness):
+        if name not in wanted or name in campaign.done:
             continue
         try:
             timing = timed()
@@ -136,10 +159,6 @@ def _measure_config(campaign: Campaign, config: ConvConfig, primitives: Sequence
         campaign.add_layer(LayerMeasurement(name, op, Method.ISOLATED, timing, group))
         stored += 1
     return stored
-
-
-def _finished(store: Store, system: SystemRecord, config: ConvConfig) -> bool:
-    return store.finished_run(system.id, PRIMITIVE_CAMPAIGN + config_key(config)) is not None
 
 
 def primitive_systems(store: Store) -> list[SystemRecord]:

@@ -31,8 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         description="Build the primitive-time dataset of Mulder et al. 3.2 in the store: the distinct convolutions of "
                     "the given networks (every zoo network when none is given) and --random configurations sampled "
                     "around them, each timed under every applicable primitive, with the layout transformations of "
-                    "its input. Every time is stored as it is taken; a configuration profiled before on this system "
-                    "is skipped, so the same command resumes an interrupted or budget-limited profile.")
+                    "its input. Every time is stored as it is taken and what the store holds for this system is not "
+                    "measured again, so the same command resumes an interrupted or budget-limited profile.")
     profile.add_argument("models", nargs="*", metavar="MODEL",
                          help="zoo names, .onnx or IR .json files (default: every zoo network)")
     profile.add_argument("--random", type=int, default=200, metavar="N",
