@@ -13,7 +13,7 @@ within the span of the training rows are the same as any other's.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -26,13 +26,23 @@ KINDS = ("lin", "nn1", "nn2")
 """The model kinds of Mulder et al. 4.2: linear regression, one network per column, one network for all."""
 
 
-def _lstsq(x: np.ndarray, z: np.ndarray) -> np.ndarray:
-    """(d + 1, m) coefficients (the last row is the intercept), each column fitted on its present rows."""
+def _lstsq(x: np.ndarray, z: np.ndarray, start: np.ndarray | None = None) -> np.ndarray:
+    """(d + 1, m) coefficients (the last row is the intercept), each column fitted on its present rows.
+
+    With ``start`` ((d + 1, m) coefficients) each column's least-squares solution is the one nearest to its
+    start, ``start + lstsq(design, z - design @ start)`` (the minimum-norm change), which is where gradient
+    descent from ``start`` converges; a column without a present row keeps its start. With enough rows to
+    determine the fit it is the plain least-squares fit.
+    """
     design = np.hstack([x, np.ones((len(x), 1))])
-    coef = np.zeros((design.shape[1], z.shape[1]))
+    coef = np.zeros((design.shape[1], z.shape[1])) if start is None else np.array(start, dtype=float)
     for j in range(z.shape[1]):
         rows = ~np.isnan(z[:, j])
-        coef[:, j] = np.linalg.lstsq(design[rows], z[rows, j], rcond=None)[0]
+        if start is None:
+            coef[:, j] = np.linalg.lstsq(design[rows], z[rows, j], rcond=None)[0]
+        elif rows.any():
+            residual = z[rows, j] - design[rows] @ coef[:, j]
+            coef[:, j] += np.linalg.lstsq(design[rows], residual, rcond=None)[0]
     return coef
 
 
@@ -73,6 +83,25 @@ class ColumnModel:
         stack, log = train_mlps(xs, z, features.transform(x_val), targets.transform(np.log(times_val_s)),
                                 kind == "nn1", settings)
         return cls(**base, mlp=stack, log=log)
+
+    def fine_tuned(self, x: np.ndarray, times_s: np.ndarray, x_val: np.ndarray, times_val_s: np.ndarray,
+                   settings: TrainingSettings) -> ColumnModel:
+        """A copy trained further on raw features ``x`` (n, d) and times ``times_s`` (n, m over ``columns``, NaN
+        where absent), early-stopping on the validation rows (Mulder et al. 4.4); this model is not changed.
+
+        The copy keeps this model's columns and standardisations (its weights were learnt on those scales) and
+        starts from its weights: a network continues with ``settings`` (``settings.hidden`` must be this
+        network's), Lin moves each column with target entries to the least-squares fit nearest to its
+        coefficients. ``counts``, ``n_rows``, ``n_validation_rows`` and ``log`` then describe this training.
+        """
+        xs, z = self.features.transform(x), self.targets.transform(np.log(times_s))
+        counts = tuple(int(n) for n in (~np.isnan(times_s)).sum(axis=0))
+        tuned = replace(self, counts=counts, n_rows=len(x), n_validation_rows=len(x_val))
+        if self.coef is not None:
+            return replace(tuned, coef=_lstsq(xs, z, start=self.coef))
+        stack, log = train_mlps(xs, z, self.features.transform(x_val), self.targets.transform(np.log(times_val_s)),
+                                self.kind == "nn1", settings, initial=self.mlp)
+        return replace(tuned, mlp=stack, log=log)
 
     def predict_s(self, x: np.ndarray) -> np.ndarray:
         """The (n, m) times in seconds of every column for raw feature rows ``x`` (n, d)."""

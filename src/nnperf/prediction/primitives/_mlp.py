@@ -164,7 +164,7 @@ def _member_view(z: np.ndarray, per_column: bool) -> np.ndarray:
 
 
 def train_mlps(x: np.ndarray, z: np.ndarray, x_val: np.ndarray, z_val: np.ndarray, per_column: bool,
-               settings: TrainingSettings) -> tuple[MlpStack, TrainingLog]:
+               settings: TrainingSettings, initial: MlpStack | None = None) -> tuple[MlpStack, TrainingLog]:
     """Trains NN1 (``per_column``) or NN2 on standardised features ``x`` (n, d) and targets ``z`` (n, m, NaN where
     absent), early-stopping on ``x_val``/``z_val`` (Mulder et al. Table 3).
 
@@ -175,21 +175,40 @@ def train_mlps(x: np.ndarray, z: np.ndarray, x_val: np.ndarray, z_val: np.ndarra
     ``torch.nn.Linear``'s (uniform within 1/sqrt(fan-in)) from a local torch generator; batches come from a
     NumPy generator; both are seeded with ``settings.seed``, so a fit is repeatable (on the same number of
     threads: a parallel sum may round differently).
+
+    With ``initial`` (a stack of this shape: ``settings.hidden`` between ``x``'s width and the outputs) training
+    starts from its weights instead (fine-tuning, Mulder et al. 4.4); ``initial`` itself is not changed. Its
+    weights are then step 0's: a member whose loss never improves keeps them exactly.
     """
     import torch
 
     if settings.threads is None:
-        return _train(x, z, x_val, z_val, per_column, settings)
+        return _train(x, z, x_val, z_val, per_column, settings, initial)
     before = torch.get_num_threads()
     torch.set_num_threads(settings.threads)
     try:
-        return _train(x, z, x_val, z_val, per_column, settings)
+        return _train(x, z, x_val, z_val, per_column, settings, initial)
     finally:
         torch.set_num_threads(before)
 
 
+def _initial_params(stack: MlpStack, members: int, sizes: tuple[int, ...]) -> list[torch.Tensor]:
+    """Trainable copies of ``stack``'s weights and (J, 1, out) biases; a ValueError if it is not of this shape."""
+    import torch
+
+    shapes = [(members, fan_in, fan_out) for fan_in, fan_out in itertools.pairwise(sizes)]
+    if [w.shape for w in stack.weights] != shapes:
+        raise ValueError(f"the starting networks have layers {[list(w.shape) for w in stack.weights]}; "
+                         f"training needs {[list(s) for s in shapes]}")
+    params: list[torch.Tensor] = []
+    for w, b in zip(stack.weights, stack.biases):
+        params.append(torch.tensor(w, dtype=torch.float32).requires_grad_())
+        params.append(torch.tensor(b[:, None, :], dtype=torch.float32).requires_grad_())
+    return params
+
+
 def _train(x: np.ndarray, z: np.ndarray, x_val: np.ndarray, z_val: np.ndarray, per_column: bool,
-           settings: TrainingSettings) -> tuple[MlpStack, TrainingLog]:
+           settings: TrainingSettings, initial: MlpStack | None = None) -> tuple[MlpStack, TrainingLog]:
     import torch
 
     members, outputs = (z.shape[1], 1) if per_column else (1, z.shape[1])
@@ -197,13 +216,16 @@ def _train(x: np.ndarray, z: np.ndarray, x_val: np.ndarray, z_val: np.ndarray, p
     present = ~np.isnan(target)
     rows = [np.flatnonzero(present[j].any(axis=1)) for j in range(members)]
 
-    gen = torch.Generator().manual_seed(settings.seed)
     sizes = (x.shape[1], *settings.hidden, outputs)
-    params: list[torch.Tensor] = []
-    for fan_in, fan_out in itertools.pairwise(sizes):
-        bound = fan_in ** -0.5
-        for shape in ((members, fan_in, fan_out), (members, 1, fan_out)):
-            params.append(((torch.rand(shape, generator=gen) * 2 - 1) * bound).requires_grad_())
+    if initial is not None:
+        params = _initial_params(initial, members, sizes)
+    else:
+        gen = torch.Generator().manual_seed(settings.seed)
+        params = []
+        for fan_in, fan_out in itertools.pairwise(sizes):
+            bound = fan_in ** -0.5
+            for shape in ((members, fan_in, fan_out), (members, 1, fan_out)):
+                params.append(((torch.rand(shape, generator=gen) * 2 - 1) * bound).requires_grad_())
 
     def forward(h: torch.Tensor) -> torch.Tensor:
         for i in range(0, len(params), 2):
