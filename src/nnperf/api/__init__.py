@@ -16,12 +16,14 @@ from nnperf.api._primitives import (
     LayerPrimitives,
     PrimitivePrediction,
     PrimitiveTraining,
+    PrimitiveTransfer,
     dataset_configs,
     named_primitives,
     predict_primitives,
     profile_primitives,
     stored_primitive_model,
     train_primitive_model,
+    transfer_primitive_model,
 )
 from nnperf.api._profile import profile
 from nnperf.api._select import NetworkSelection, select_network_primitives
@@ -29,7 +31,8 @@ from nnperf.api._session import StoreLike, open_backend, opened_store
 
 __all__ = [
     "InputShape", "LayerPrimitives", "ModelLike", "NetworkSelection", "PrimitivePrediction", "PrimitiveTraining",
-    "StoreLike", "System", "Verification", "calibrate", "dataset_configs", "load_model", "named_primitives",
-    "open_backend", "opened_store", "predict", "predict_primitives", "profile", "profile_primitives",
-    "select_network_primitives", "stored_calibration", "stored_primitive_model", "train_primitive_model", "verify",
+    "PrimitiveTransfer", "StoreLike", "System", "Verification", "calibrate", "dataset_configs", "load_model",
+    "named_primitives", "open_backend", "opened_store", "predict", "predict_primitives", "profile",
+    "profile_primitives", "select_network_primitives", "stored_calibration", "stored_primitive_model",
+    "train_primitive_model", "transfer_primitive_model", "verify",
 ]

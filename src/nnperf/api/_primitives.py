@@ -25,8 +25,9 @@ from nnperf.api._session import StoreLike, opened_store
 
 if TYPE_CHECKING:
     from nnperf.campaign import PrimitiveProfileReport
+    from nnperf.measure import HarnessConfig
     from nnperf.prediction.primitives import PrimitiveCostModel
-    from nnperf.primitives import ConvConfig, Primitive
+    from nnperf.primitives import ConvConfig, Primitive, PrimitiveDataset
     from nnperf.store import Store, SystemRecord
 
 
@@ -210,3 +211,116 @@ def predict_primitives(model: ModelLike, *, system: int | str | None = None, thr
     rows = tuple(LayerPrimitives(name, config, tuple(float(t) for t in row))
                  for (name, config), row in zip(layers.items(), times, strict=True))
     return PrimitivePrediction(network.name, system_id, cost.kind, tuple(cost.primitives_), rows, predict_s)
+
+
+TRANSFER_METHODS = ("factor", "fine-tune", "factor+fine-tune")
+"""How :func:`transfer_primitive_model` moves a cost model to this platform (Mulder et al. 4.4)."""
+
+
+@dataclass(frozen=True)
+class PrimitiveTransfer:
+    """A source system's cost model moved to this platform from a small profiled sample (Mulder et al. 4.4).
+
+    ``configs`` are the source's configurations drawn for the sample (``measured`` of them profiled now,
+    ``reused`` already in the store for the target) and ``sample_times`` the target times learnt from (primitives
+    and transformations); ``factors`` the per-primitive and per-transformation correction factors of the factor
+    methods (None for plain fine-tuning); ``profile_s`` the profiling and ``transfer_s`` the correction or
+    fine-tuning time (seconds); ``model_id`` where the model is stored with the target system."""
+
+    model: PrimitiveCostModel
+    source_id: int
+    target_id: int
+    method: str
+    samples: float
+    configs: tuple[ConvConfig, ...]
+    measured: int
+    reused: int
+    sample_times: int
+    failures: tuple[tuple[str, str, str], ...]
+    factors: dict[str, float] | None
+    profile_s: float
+    transfer_s: float
+    model_id: int
+
+
+def _sample_of(dataset: PrimitiveDataset, configs: Sequence[ConvConfig]) -> PrimitiveDataset:
+    """``dataset``'s times of these configurations and of their input activations (the transformations)."""
+    from nnperf.primitives import PrimitiveDataset
+
+    wanted = set(configs)
+    activations = {(c.batch, c.c, c.im) for c in configs}
+    conv = tuple(s for s in dataset.conv if s.config in wanted)
+    layout = tuple(s for s in dataset.layout if (s.batch, s.c, s.im) in activations)
+    return PrimitiveDataset(dataset.system_key,
+                            tuple(p for p in dataset.primitives if any(p in s.times_s for s in conv)),
+                            tuple(t for t in dataset.transforms if any(t in s.times_s for s in layout)), conv, layout)
+
+
+def transfer_primitive_model(source: int | str, *, samples: float = 0.01, method: str = "factor", threads: int = 1,
+                             store: StoreLike = None, seed: int = 0, progress: Progress | None = None,
+                             harness: HarnessConfig | None = None) -> PrimitiveTransfer:
+    """Moves the newest cost model of system ``source`` to this platform (the primitive system of this process
+    with ``threads`` threads) from a small sample of it (Mulder et al. 4.4 and 5.3), and stores the result with
+    this platform's system, where :func:`predict_primitives` and ``nnperf select`` find it.
+
+    A seeded ``samples`` fraction of the source dataset's configurations (at least one) is profiled here under the
+    model's primitives that are available here, with the layout transformations (what the store already holds for
+    this platform is not measured again); the model is then ``method``: ``"factor"`` (one factor per primitive and
+    transformation, :func:`~nnperf.prediction.primitives.factor_corrected`), ``"fine-tune"`` (trained further on
+    the sample, :func:`~nnperf.prediction.primitives.fine_tuned`) or ``"factor+fine-tune"`` (both, the factors
+    first). ``harness`` defaults to :data:`~nnperf.campaign.DATASET_HARNESS`, that of the source dataset.
+
+    The source must differ from this platform: the same CPU counts as another platform with another thread count
+    or with ``ONEDNN_MAX_CPU_ISA``/``ATEN_CPU_CAPABILITY`` set.
+    """
+    from nnperf.campaign import DATASET_HARNESS, load_primitive_dataset, primitive_system
+    from nnperf.campaign import profile_primitives as profile
+    from nnperf.errors import NnperfError
+    from nnperf.prediction.primitives import correction_factors, factor_corrected, fine_tuned, subsample
+    from nnperf.primitives import get_primitive
+    from nnperf.registry import UnknownPluginError
+
+    fraction = float(samples)
+    if not (0 < fraction <= 1):
+        raise NnperfError(f"the sample must be a fraction in (0, 1] of the source's configurations (1% or 0.01), "
+                          f"got {samples!r}")
+    if method not in TRANSFER_METHODS:
+        raise NnperfError(f"unknown transfer method {method!r}; known: {', '.join(TRANSFER_METHODS)}")
+    target_spec = primitive_system(threads)
+    with opened_store(store, create=False) as opened:
+        record = opened.system(source)
+        if record.key == target_spec.key:
+            raise NnperfError(f"system {record.id} is this platform with {threads} thread(s): the source must be "
+                              "another one; set ONEDNN_MAX_CPU_ISA/ATEN_CPU_CAPABILITY or --threads to make another "
+                              "platform")
+        if opened.latest_model(record.id, MODEL_KIND) is None:
+            raise NnperfError(f"system {record.id} has no primitive cost model to transfer: train one with "
+                              f"`nnperf primitives train --system {record.id}`")
+        model, _ = stored_primitive_model(system=record.id, store=opened)
+        configs = [s.config for s in subsample(load_primitive_dataset(opened, record.id), fraction, seed).conv]
+        if not configs:
+            raise NnperfError(f"system {record.id} holds no profiled configuration to draw a sample from")
+        chosen = []
+        for name in model.primitives_:
+            try:
+                primitive = get_primitive(name)
+            except UnknownPluginError:
+                continue
+            if primitive.availability().ok:
+                chosen.append(primitive)
+        if not chosen:
+            raise NnperfError(f"none of the primitives of system {record.id}'s model can run here: "
+                              f"{', '.join(model.primitives_)}")
+        report = profile(opened, configs, threads, harness=harness or DATASET_HARNESS, primitives=chosen,
+                         progress=progress)
+        sample = _sample_of(load_primitive_dataset(opened, report.system_id), configs)
+        start = time.perf_counter()
+        factors = correction_factors(model, sample) if method != "fine-tune" else None
+        moved = factor_corrected(model, sample) if factors is not None else model
+        if method != "factor":
+            moved = fine_tuned(moved, sample, seed=seed)
+        transfer_s = time.perf_counter() - start
+        model_id = opened.save_model(report.system_id, MODEL_KIND, moved.to_dict())
+    return PrimitiveTransfer(moved, record.id, report.system_id, method, fraction, tuple(configs), report.measured,
+                             report.reused, sample.n_samples, report.failures, factors, report.elapsed_s, transfer_s,
+                             model_id)

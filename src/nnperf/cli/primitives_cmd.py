@@ -12,6 +12,9 @@ from nnperf.cli._store_arg import add_db_argument
 from nnperf.cli._units import parse_duration
 from nnperf.errors import NnperfError
 
+TRANSFER_METHODS = ("factor", "fine-tune", "factor+fine-tune")
+"""``--method`` of ``nnperf primitives transfer`` (``nnperf.api._primitives.TRANSFER_METHODS``)."""
+
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("primitives", help="the convolution primitives (algorithms, vendor kernels) and their layouts",
@@ -73,6 +76,28 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                          help="write every layer's time under every primitive (seconds) to this CSV file")
     add_db_argument(predict)
     predict.set_defaults(run=run_predict)
+
+    transfer = commands.add_parser(
+        "transfer", help="move another system's cost model to this platform from a small profiled sample",
+        description="Transfer learning of Mulder et al. 4.4: profile a random --samples fraction of the source "
+                    "system's configurations here (this CPU with --threads threads; the same CPU is another "
+                    "platform with another thread count or with ONEDNN_MAX_CPU_ISA/ATEN_CPU_CAPABILITY set), then "
+                    "correct the source's newest cost model with one factor per primitive and transformation "
+                    "(factor), train it further on the sample (fine-tune), or both (factor+fine-tune). The result "
+                    "is stored with this platform's system, where `nnperf primitives predict` and `nnperf select` "
+                    "find it.")
+    transfer.add_argument("--from", dest="source", required=True, metavar="ID|KEY",
+                          help="the source system, with a trained cost model (see `nnperf systems`)")
+    transfer.add_argument("--samples", default="1%", metavar="FRACTION",
+                          help="the fraction of the source's configurations to profile here: 1%% or 0.01 "
+                               "(default 1%%, at least one configuration)")
+    transfer.add_argument("--method", choices=TRANSFER_METHODS, default="factor",
+                          help="how the model is moved (default factor)")
+    transfer.add_argument("--threads", type=int, default=1, help="threads per primitive here (default 1)")
+    transfer.add_argument("--seed", type=int, default=0, help="seed of the sample and of fine-tuning (default 0)")
+    transfer.add_argument("--json", action="store_true", help="print JSON")
+    add_db_argument(transfer)
+    transfer.set_defaults(run=run_transfer)
 
 
 def _system_arguments(parser: argparse.ArgumentParser) -> None:
@@ -218,4 +243,63 @@ def run_predict(args: argparse.Namespace) -> int:
               + (f", {default} everywhere {default_total * 1e3:.2f} ms" if default and not math.isnan(default_total)
                  else "")
               + f" (layout transformations not counted); predicted in {result.predict_s * 1e3:.1f} ms")
+    return 0
+
+
+def parse_fraction(text: str) -> float:
+    """``1%`` or ``0.01`` as a fraction in (0, 1]; anything else is an error naming --samples."""
+    value = text.strip()
+    try:
+        fraction = float(value[:-1]) / 100 if value.endswith("%") else float(value)
+    except ValueError:
+        fraction = math.nan
+    if not 0 < fraction <= 1:
+        raise NnperfError(f"--samples must be a percentage or fraction above 0 and at most 100% (1% or 0.01), "
+                          f"got {text!r}")
+    return fraction
+
+
+def run_transfer(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from nnperf.api import transfer_primitive_model
+    from nnperf.primitives import config_label, get_primitive
+    from nnperf.report import console
+
+    samples = parse_fraction(args.samples)
+    if args.threads < 1:
+        raise NnperfError(f"--threads must be at least 1, got {args.threads}")
+    with Progress(not args.json, "profiling the sample") as progress:
+        result = transfer_primitive_model(args.source, samples=samples, method=args.method, threads=args.threads,
+                                          store=args.db, seed=args.seed, progress=progress)
+    if args.json:
+        print(json.dumps({"format": "nnperf-primitive-transfer", "version": 1, "source_id": result.source_id,
+                          "target_id": result.target_id, "model_id": result.model_id, "kind": result.model.kind,
+                          "method": result.method, "samples": result.samples, "seed": args.seed,
+                          "configurations": len(result.configs), "measured": result.measured,
+                          "reused": result.reused, "sample_times": result.sample_times,
+                          "profile_s": result.profile_s, "transfer_s": result.transfer_s, "factors": result.factors,
+                          "configs": [c.to_dict() for c in result.configs],
+                          "failures": [list(f) for f in result.failures]}, indent=1))
+        return 0
+    out = console()
+    out.print(f"system {result.source_id} -> system {result.target_id} ({args.threads} thread(s) here): "
+              f"{len(result.configs)} configurations ({result.samples * 100:g}% of the source's) profiled, "
+              f"{result.measured} now and {result.reused} before ({result.profile_s:.1f} s); "
+              f"{result.sample_times} target times")
+    if len(result.configs) <= 10:
+        out.print("sample: " + "; ".join(config_label(c) for c in result.configs))
+    out.print(f"method: {result.method} ({result.model.kind}, {result.transfer_s:.1f} s)")
+    if result.factors is not None:
+        table = Table(title="correction factors (measured / predicted)", title_justify="left")
+        for column, justify in (("primitive", "left"), ("family", "left"), ("factor", "right")):
+            table.add_column(column, justify=justify)  # type: ignore[arg-type]
+        for name, factor in result.factors.items():
+            family = "layout" if "->" in name else get_primitive(name).family.value
+            table.add_row(name, family, f"{factor:.3g}")
+        out.print(table)
+    for name, label, error in result.failures:
+        out.print(f"[yellow]{name} failed on {label}: {error}[/yellow]")
+    out.print(f"stored as model {result.model_id} with system {result.target_id}: `nnperf primitives predict "
+              f"--threads {args.threads}` and `nnperf select --threads {args.threads}` use it here")
     return 0
