@@ -17,10 +17,12 @@ TRANSFER_METHODS = ("factor", "fine-tune", "factor+fine-tune")
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("primitives", help="the convolution primitives (algorithms, vendor kernels) and their layouts",
+    p = sub.add_parser("primitives", help="convolution primitives: the library, their profiled times and cost models",
                        description="The library of convolution primitives of Mulder et al.: vendor kernels reachable "
                                    "from Python and the algorithm families written on torch ops, each with its input "
-                                   "and output data layout and the configurations it applies to.")
+                                   "and output data layout and the configurations it applies to; the profiled dataset "
+                                   "of their times, the cost models (Lin, NN1, NN2) that predict them, and their "
+                                   "transfer to another platform. `nnperf select` uses them on a network.")
     commands = p.add_subparsers(dest="primitives_command", metavar="COMMAND", required=True)
     listing = commands.add_parser("list", help="every primitive: family, layouts, where it applies, availability",
                                   description="Every registered primitive with its family, library, input and output "
