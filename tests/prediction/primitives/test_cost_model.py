@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from cost_data import LAW, SEEDS, TEST_SHAPES, TRANSFORM_LAW, power_law_dataset
 
 from nnperf.errors import FormatVersionError, NnperfError
 from nnperf.prediction import NotFittedError, Predictor, predictor_class
@@ -20,36 +21,10 @@ from nnperf.prediction.primitives import (
     mdrae,
     relative_errors,
 )
-from nnperf.primitives import ConvConfig, ConvSample, PrimitiveDataset, TransformSample, get_primitive, sample_configs
-
-SEEDS = (ConvConfig.make(1, 64, 64, 56, 3, padding=1), ConvConfig.make(1, 128, 256, 28, 1),
-         ConvConfig.make(1, 32, 64, 112, 3, stride=2, padding=1), ConvConfig.make(1, 48, 48, 28, 5, padding=2),
-         ConvConfig.make(1, 96, 96, 28, 3, padding=1, groups=96))
-"""Dense 3x3, 1x1, strided, 5x5 and depthwise layers: every primitive below applies to some of them only."""
-
-LAW = {"direct": (2e-10, 1.0), "im2col-fhw": (5e-10, 0.9), "conv1x1-fhw": (1e-10, 1.05),
-       "winograd-2x3": (3e-9, 0.8), "fft": (1e-8, 0.75)}
-"""time_s = a * MACs ** b per primitive; conv1x1 applies to 1x1 kernels only, winograd-2x3 to unstrided 3x3."""
-
-TRANSFORM_LAW = {"chw->hwc": (1e-9, 0.9), "hwc->chw": (3e-9, 0.85)}
-"""time_s = a * numel ** b per transformation."""
-
-SHAPES = [(1, c, (h, h)) for c in (3, 16, 32, 64, 128, 256) for h in (7, 14, 28, 56, 112)]
+from nnperf.primitives import ConvConfig, ConvSample, PrimitiveDataset
 
 SHORT = {"max_iterations": 300, "patience": 50, "threads": 1}
 """Short training for tests: 300 steps take about 2 s for NN2 on 120 configurations on one thread."""
-
-
-def power_law_dataset(n: int, seed: int, factor: float = 1.0, shapes: list | None = None) -> PrimitiveDataset:
-    """``n`` configurations sampled around :data:`SEEDS`, timed by :data:`LAW` (times ``factor``) where the
-    primitive applies, and :data:`SHAPES` timed by :data:`TRANSFORM_LAW`."""
-    conv = tuple(ConvSample(c, {name: factor * a * c.macs ** b for name, (a, b) in LAW.items()
-                                if get_primitive(name).applies(c)})
-                 for c in sample_configs(SEEDS, n, seed=seed))
-    layout = tuple(TransformSample(batch, c, im, {t: factor * a * (batch * c * im[0] * im[1]) ** b
-                                                  for t, (a, b) in TRANSFORM_LAW.items()})
-                   for batch, c, im in (SHAPES if shapes is None else shapes))
-    return PrimitiveDataset("synthetic", tuple(LAW), tuple(TRANSFORM_LAW), conv, layout)
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +34,7 @@ def train() -> PrimitiveDataset:
 
 @pytest.fixture(scope="module")
 def test_set() -> PrimitiveDataset:
-    return power_law_dataset(60, seed=2, shapes=[(1, c, (h, h)) for c in (8, 24, 96, 200) for h in (10, 40, 150)])
+    return power_law_dataset(60, seed=2, shapes=TEST_SHAPES)
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,9 @@ import json
 
 import numpy as np
 import pytest
+from cost_data import LAW as SOURCE
+from cost_data import TEST_SHAPES, power_law_dataset
+from cost_data import TRANSFORM_LAW as TRANSFORMS
 
 from nnperf.errors import NnperfError
 from nnperf.prediction.primitives import (
@@ -22,27 +25,15 @@ from nnperf.prediction.primitives import (
     mdrae,
     subsample,
 )
-from nnperf.primitives import ConvConfig, ConvSample, PrimitiveDataset, TransformSample, get_primitive, sample_configs
-
-SEEDS = (ConvConfig.make(1, 64, 64, 56, 3, padding=1), ConvConfig.make(1, 128, 256, 28, 1),
-         ConvConfig.make(1, 32, 64, 112, 3, stride=2, padding=1), ConvConfig.make(1, 48, 48, 28, 5, padding=2),
-         ConvConfig.make(1, 96, 96, 28, 3, padding=1, groups=96))
-
-SOURCE = {"direct": (2e-10, 1.0), "im2col-fhw": (5e-10, 0.9), "conv1x1-fhw": (1e-10, 1.05),
-          "winograd-2x3": (3e-9, 0.8), "fft": (1e-8, 0.75)}
-"""The source platform: time_s = a * MACs ** b per primitive."""
+from nnperf.primitives import ConvSample, PrimitiveDataset, TransformSample
 
 TARGET = {"direct": (3.0, 1.0), "im2col-fhw": (2.0, 1.08), "conv1x1-fhw": (4.0, 1.05),
           "winograd-2x3": (1.5, 0.9), "fft": (2.5, 0.75)}
-"""The target platform: time_s = factor * a * MACs ** b' (a from :data:`SOURCE`); im2col and winograd change
+"""The target platform: time_s = factor * a * MACs ** b' (a from LAW); im2col and winograd change
 exponent, so no factor makes the source model right for them."""
 
-TRANSFORMS = {"chw->hwc": (1e-9, 0.9), "hwc->chw": (3e-9, 0.85)}
 TRANSFORM_FACTOR = 2.0
 """The target's layout transformations take twice as long (same exponent)."""
-
-SHAPES = [(1, c, (h, h)) for c in (3, 16, 32, 64, 128, 256) for h in (7, 14, 28, 56, 112)]
-TEST_SHAPES = [(1, c, (h, h)) for c in (8, 24, 96, 200) for h in (10, 40, 150)]
 
 SMALL_NN = {"hidden": (32, 64, 32), "max_iterations": 300, "patience": 50, "threads": 1}
 """Short training of a narrow network: about 2.5 s for NN2 on 120 configurations on one thread."""
@@ -50,19 +41,9 @@ SMALL_NN = {"hidden": (32, 64, 32), "max_iterations": 300, "patience": 50, "thre
 
 def platform(n: int, seed: int, target: dict[str, tuple[float, float]] | None = None,
              shapes: list | None = None) -> PrimitiveDataset:
-    """``n`` configurations around :data:`SEEDS` timed on the source (``target`` None) or target platform."""
-    def time_s(name: str, macs: int) -> float:
-        a, b = SOURCE[name]
-        factor, exponent = target[name] if target is not None else (1.0, b)
-        return factor * a * macs ** exponent
-
-    scale = TRANSFORM_FACTOR if target is not None else 1.0
-    conv = tuple(ConvSample(c, {name: time_s(name, c.macs) for name in SOURCE if get_primitive(name).applies(c)})
-                 for c in sample_configs(SEEDS, n, seed=seed))
-    layout = tuple(TransformSample(batch, c, im, {t: scale * a * (batch * c * im[0] * im[1]) ** b
-                                                  for t, (a, b) in TRANSFORMS.items()})
-                   for batch, c, im in (SHAPES if shapes is None else shapes))
-    return PrimitiveDataset("synthetic", tuple(SOURCE), tuple(TRANSFORMS), conv, layout)
+    """``n`` configurations around the seeds timed on the source (``target`` None) or target platform."""
+    return power_law_dataset(n, seed, shapes=shapes, target=target,
+                             transform_factor=TRANSFORM_FACTOR if target is not None else 1.0)
 
 
 def scaled(dataset: PrimitiveDataset, factors: dict[str, float]) -> PrimitiveDataset:
