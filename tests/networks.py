@@ -43,3 +43,24 @@ def residual_conv_net(name: str, c: int, hw: int) -> Network:
         Layer("b", OpType.CONV, ("r",), (s,), s, ConvAttrs((1, 1))),
         Layer("add", OpType.ADD, ("b", "r"), (s, s), s),
     ), ("add",))
+
+
+def asymmetric_residual_network() -> Network:
+    """x -> c1 (3x3) -> r1 -> c2 (1x1) -> add(c2, x) -> r2 -> c3 (3x3, stride 2, asymmetric padding) -> output:
+    a residual join, and a convolution that the primitives needing symmetric padding (oneDNN, Winograd) refuse."""
+    s = (1, 16, 8, 8)
+    return Network("res", (TensorSpec("x", s),), (
+        Layer("c1", OpType.CONV, ("x",), (s,), s, ConvAttrs((3, 3), padding=(1,) * 4)),
+        Layer("r1", OpType.RELU, ("c1",), (s,), s),
+        Layer("c2", OpType.CONV, ("r1",), (s,), s, ConvAttrs((1, 1))),
+        Layer("add", OpType.ADD, ("c2", "x"), (s, s), s),
+        Layer("r2", OpType.RELU, ("add",), (s,), s),
+        Layer("c3", OpType.CONV, ("r2",), (s,), (1, 32, 4, 4),
+              ConvAttrs((3, 3), stride=(2, 2), padding=(0, 0, 1, 1))),
+    ), ("c3",))
+
+
+def relu_network(name: str = "plain") -> Network:
+    """One ReLU on a 4 x 4 x 4 map: a network without a convolution."""
+    s = (1, 4, 4, 4)
+    return Network(name, (TensorSpec("x", s),), (Layer("r", OpType.RELU, ("x",), (s,), s),), ("r",))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from networks import tiny_network
-from nnperf.ir import Layer, Network, OpType, TensorSpec
+from networks import relu_network, tiny_network
+from nnperf.ir import OpType
 from nnperf.primitives import (
     IM_RANGE,
     MAX_CHANNELS,
@@ -40,10 +40,8 @@ def test_a_depthwise_convolution_keeps_its_groups() -> None:
 
 
 def test_a_network_without_convolutions_is_a_clear_error() -> None:
-    s = (1, 4)
-    network = Network("mlp", (TensorSpec("x", s),), (Layer("r", OpType.RELU, ("x",), (s,), s),), ("r",))
     with pytest.raises(PrimitiveError, match="network 'mlp' has no 2-D convolution"):
-        conv_configs(network)
+        conv_configs(relu_network("mlp"))
 
 
 def test_the_key_is_stable_and_the_label_readable() -> None:

@@ -10,9 +10,9 @@ from prims_helpers import NAMES
 
 from cli_helpers import assert_error, run_cli, run_json
 from harness_presets import SMOKE_HARNESS
-from networks import tiny_network
+from networks import relu_network, tiny_network
 from nnperf.campaign import profile_primitives
-from nnperf.ir import Layer, Network, OpType, TensorSpec, save_network
+from nnperf.ir import save_network
 from nnperf.prediction import Predictor
 from nnperf.primitives import ConvConfig, get_primitive, sample_configs
 from nnperf.store import Store
@@ -66,9 +66,8 @@ def test_predict_names_the_fastest_primitive_of_every_convolution(capsys: pytest
 
 
 def test_errors_are_one_line(capsys: pytest.CaptureFixture[str], profiled: Path, tmp_path: Path) -> None:
-    s = (1, 4)
     flat = tmp_path / "flat.json"
-    save_network(Network("flat", (TensorSpec("x", s),), (Layer("r", OpType.RELU, ("x",), (s,), s),), ("r",)), flat)
+    save_network(relu_network("flat"), flat)
     code, _, err = run_cli(capsys, "primitives", "predict", str(flat), "--db", str(profiled))
     assert_error(code, err, "has no 2-D convolution")
 

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from harness_presets import SMOKE_HARNESS
-from networks import tiny_network
-from nnperf.ir import ConvAttrs, Layer, Network, OpType, TensorSpec
+from networks import asymmetric_residual_network, relu_network, tiny_network
+from nnperf.ir import Network
 from nnperf.optimize.select import (
     NETWORK_TOLERANCE,
     InvalidSelectionError,
@@ -41,26 +41,6 @@ from nnperf.primitives import (
 
 NCHWC = get_primitive("ort-nchwc").availability().ok
 OPENCV = get_primitive("opencv").availability().ok
-S = (1, 16, 8, 8)
-
-
-def residual_network() -> Network:
-    """x -> c1 (3x3) -> r1 -> c2 (1x1) -> add(c2, x) -> r2 -> c3 (3x3, stride 2, asymmetric padding) -> output
-    (the network of test_select_network.py)."""
-    return Network("res", (TensorSpec("x", S),), (
-        Layer("c1", OpType.CONV, ("x",), (S,), S, ConvAttrs((3, 3), padding=(1,) * 4)),
-        Layer("r1", OpType.RELU, ("c1",), (S,), S),
-        Layer("c2", OpType.CONV, ("r1",), (S,), S, ConvAttrs((1, 1))),
-        Layer("add", OpType.ADD, ("c2", "x"), (S, S), S),
-        Layer("r2", OpType.RELU, ("add",), (S,), S),
-        Layer("c3", OpType.CONV, ("r2",), (S,), (1, 32, 4, 4),
-              ConvAttrs((3, 3), stride=(2, 2), padding=(0, 0, 1, 1))),
-    ), ("c3",))
-
-
-def relu_network() -> Network:
-    s = (1, 4, 4, 4)
-    return Network("plain", (TensorSpec("x", s),), (Layer("r", OpType.RELU, ("x",), (s,), s),), ("r",))
 
 
 def every_primitive_costs(network: Network) -> PrimitiveCosts:
@@ -73,7 +53,7 @@ def every_primitive_costs(network: Network) -> PrimitiveCosts:
     return PrimitiveCosts({c: dict.fromkeys(names, 1e-3) for c in set(conv_layer_configs(network).values())}, table)
 
 
-@pytest.mark.parametrize("make", [tiny_network, residual_network], ids=["tiny", "residual"])
+@pytest.mark.parametrize("make", [tiny_network, asymmetric_residual_network], ids=["tiny", "residual"])
 def test_every_uniform_selection_computes_what_build_torch_computes(make: Any) -> None:
     network = make()
     graph = network_cost_graph(network, every_primitive_costs(network))
@@ -86,7 +66,7 @@ def test_every_uniform_selection_computes_what_build_torch_computes(make: Any) -
 
 
 def test_a_solved_selection_runs() -> None:
-    network = residual_network()
+    network = asymmetric_residual_network()
     selection = solve(network_cost_graph(network, every_primitive_costs(network)), "pbqp")
     assert verify_selected(network, selection) <= NETWORK_TOLERANCE
 
@@ -102,7 +82,7 @@ def test_a_mixed_selection_on_tiny_matches_build_torch() -> None:
 def test_a_mixed_selection_with_the_blocked_layout_matches_build_torch() -> None:
     # c1 writes blocked for r1 to read in hwc; c2 reads hwc into blocked; add reads the blocked c2 and the chw x as
     # hwc; c3 hands its blocked output back in chw
-    network = residual_network()
+    network = asymmetric_residual_network()
     selection = {"c1": "ort-nchwc", "r1": "hwc", "c2": "ort-nchwc", "add": "hwc", "r2": "chw", "c3": "ort-nchwc"}
     assert verify_selected(network, selection) <= NETWORK_TOLERANCE
     selection = {"c1": "im2col-hwf", "r1": "hwc", "c2": "conv1x1-hwf", "add": "chw", "c3": "ort-nchwc"}
@@ -110,7 +90,7 @@ def test_a_mixed_selection_with_the_blocked_layout_matches_build_torch() -> None
 
 
 def test_an_activation_moves_once_per_layout(monkeypatch: pytest.MonkeyPatch) -> None:
-    network = residual_network()
+    network = asymmetric_residual_network()
     module = build_selected(network, {"c1": "onednn-hwc", "r1": "hwc", "c2": "onednn-chw", "add": "hwc",
                                       "r2": "hwc", "c3": "direct"})
     moves: list[str] = []
@@ -131,7 +111,7 @@ def test_an_activation_moves_once_per_layout(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_a_selection_that_cannot_run_is_refused() -> None:
-    tiny, residual = tiny_network(), residual_network()
+    tiny, residual = tiny_network(), asymmetric_residual_network()
     with pytest.raises(InvalidSelectionError, match=r"'c2': primitive winograd-2x3 does not apply to c16 f16 8x8 k1x1"):
         build_selected(residual, {"c1": "direct", "c2": "winograd-2x3", "c3": "direct"})
     with pytest.raises(InvalidSelectionError, match="'conv2': primitive conv1x1-fhw does not apply"):
@@ -163,7 +143,7 @@ def test_a_wrong_primitive_is_caught() -> None:
     try:
         # c3 is the output layer: its 1% error reaches the output unchanged
         with pytest.raises(SelectionAccuracyError, match=r"at output 'c3' by 0\.0099") as caught:
-            verify_selected(residual_network(), {"c1": "direct", "c2": "direct", "c3": "scaled"})
+            verify_selected(asymmetric_residual_network(), {"c1": "direct", "c2": "direct", "c3": "scaled"})
         assert caught.value.error == pytest.approx(0.01, rel=0.05)
         assert caught.value.tolerance == NETWORK_TOLERANCE
     finally:
@@ -172,7 +152,7 @@ def test_a_wrong_primitive_is_caught() -> None:
 
 def test_measure_selected_times_the_network_and_restores_threads() -> None:
     before = torch.get_num_threads()
-    timing = measure_selected(residual_network(), {"c1": "direct", "c2": "onednn-hwc", "r1": "hwc", "c3": "direct"},
+    timing = measure_selected(asymmetric_residual_network(), {"c1": "direct", "c2": "onednn-hwc", "r1": "hwc", "c3": "direct"},
                               SMOKE_HARNESS, threads=1)
     assert 0 < timing.stats.median_s < 0.1
     assert timing.block_size >= 1

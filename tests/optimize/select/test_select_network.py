@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from harness_presets import SHORT_HARNESS
-from networks import tiny_network
-from nnperf.ir import ConvAttrs, Layer, Network, OpType, TensorSpec
+from networks import asymmetric_residual_network, relu_network, tiny_network
+from nnperf.ir import Network
 from nnperf.optimize.select import (
     CostGraph,
     CostGraphError,
@@ -43,25 +43,6 @@ from nnperf.primitives import (
 
 BLOCKED = str(get_primitive("ort-nchwc").input_layout)  # chw16c with AVX-512, chw8c with AVX2
 NCHWC = get_primitive("ort-nchwc").availability().ok
-S = (1, 16, 8, 8)
-
-
-def residual_network() -> Network:
-    """x -> c1 (3x3) -> r1 -> c2 (1x1) -> add(c2, x) -> r2 -> c3 (3x3, stride 2, asymmetric padding) -> output."""
-    return Network("res", (TensorSpec("x", S),), (
-        Layer("c1", OpType.CONV, ("x",), (S,), S, ConvAttrs((3, 3), padding=(1,) * 4)),
-        Layer("r1", OpType.RELU, ("c1",), (S,), S),
-        Layer("c2", OpType.CONV, ("r1",), (S,), S, ConvAttrs((1, 1))),
-        Layer("add", OpType.ADD, ("c2", "x"), (S, S), S),
-        Layer("r2", OpType.RELU, ("add",), (S,), S),
-        Layer("c3", OpType.CONV, ("r2",), (S,), (1, 32, 4, 4),
-              ConvAttrs((3, 3), stride=(2, 2), padding=(0, 0, 1, 1))),
-    ), ("c3",))
-
-
-def relu_network() -> Network:
-    s = (1, 4, 4, 4)
-    return Network("plain", (TensorSpec("x", s),), (Layer("r", OpType.RELU, ("x",), (s,), s),), ("r",))
 
 
 # seconds per element of each transformation: every direction its own number, so a matrix entry names its move
@@ -79,7 +60,7 @@ def transform_table(network: Network, rates: dict[str, float]) -> dict[tuple[int
 
 
 def residual_costs() -> PrimitiveCosts:
-    network = residual_network()
+    network = asymmetric_residual_network()
     configs = set(conv_layer_configs(network).values())
     return PrimitiveCosts({config: CONV_S for config in configs}, transform_table(network, RATE))
 
@@ -103,7 +84,7 @@ def node(graph: CostGraph, name: str) -> tuple[tuple[str, ...], tuple[float, ...
 
 
 def test_residual_graph_has_a_node_per_layer_and_input_and_an_edge_per_dependency() -> None:
-    graph = network_cost_graph(residual_network(), residual_costs())
+    graph = network_cost_graph(asymmetric_residual_network(), residual_costs())
     assert graph.names == ("x", "c1", "r1", "c2", "add", "r2", "c3")
     assert {(e.source, e.target) for e in graph.edges} == {
         ("x", "c1"), ("c1", "r1"), ("r1", "c2"), ("c2", "add"), ("x", "add"), ("add", "r2"), ("r2", "c3")}
@@ -111,7 +92,7 @@ def test_residual_graph_has_a_node_per_layer_and_input_and_an_edge_per_dependenc
 
 
 def test_conv_options_are_the_applicable_primitives_with_a_cost() -> None:
-    graph = network_cost_graph(residual_network(), residual_costs())
+    graph = network_cost_graph(asymmetric_residual_network(), residual_costs())
     assert node(graph, "x") == (("chw",), (0.0,))
     assert node(graph, "r1") == (("chw", "hwc"), (0.0, 0.0))
     options, costs = node(graph, "c1")
@@ -124,7 +105,7 @@ def test_conv_options_are_the_applicable_primitives_with_a_cost() -> None:
 
 
 def test_edge_matrices_are_the_transformation_times_between_the_options_layouts() -> None:
-    graph = network_cost_graph(residual_network(), residual_costs())
+    graph = network_cost_graph(asymmetric_residual_network(), residual_costs())
     n = 16 * 8 * 8  # every edge here moves a 1x16x8x8 activation
     b_in, b_out = RATE[f"chw->{BLOCKED}"] * n, RATE[f"{BLOCKED}->chw"] * n
     to_hwc, to_chw = RATE["chw->hwc"] * n, RATE["hwc->chw"] * n
@@ -145,7 +126,7 @@ def test_edge_matrices_are_the_transformation_times_between_the_options_layouts(
 
 
 def test_the_output_pays_its_move_to_chw() -> None:
-    graph = network_cost_graph(residual_network(), residual_costs())
+    graph = network_cost_graph(asymmetric_residual_network(), residual_costs())
     n = 32 * 4 * 4
     expected = [CONV_S["direct"], CONV_S["im2col-hwf"] + RATE["hwc->chw"] * n]
     expected += [CONV_S["ort-nchwc"] + RATE[f"{BLOCKED}->chw"] * n] if NCHWC else []
@@ -170,7 +151,7 @@ def test_tiny_network_graph() -> None:
 
 
 def test_a_primitive_without_a_finite_cost_is_not_an_option() -> None:
-    network = residual_network()
+    network = asymmetric_residual_network()
     configs = set(conv_layer_configs(network).values())
     costs = PrimitiveCosts({c: {"direct": 1e-4, "im2col-hwf": math.nan, "onednn-chw": math.inf} for c in configs},
                            transform_table(network, RATE))
@@ -232,7 +213,7 @@ def test_default_and_uniform_selections_cost_what_hand_arithmetic_says() -> None
 
 
 def test_default_falls_back_to_the_fastest_option_where_onednn_does_not_apply() -> None:
-    graph = network_cost_graph(residual_network(), residual_costs())
+    graph = network_cost_graph(asymmetric_residual_network(), residual_costs())
     chosen = default_selection(graph).chosen
     assert chosen["c1"] == chosen["c2"] == "onednn-chw"
     assert chosen["c3"] == ("ort-nchwc" if NCHWC else "im2col-hwf")  # the cheapest c3 option by its node cost
@@ -250,7 +231,7 @@ def test_a_network_without_convolutions_is_refused() -> None:
 
 
 def test_costs_missing_a_configuration_or_transformation_name_it() -> None:
-    network = residual_network()
+    network = asymmetric_residual_network()
     layers = conv_layer_configs(network)
     partial = PrimitiveCosts({layers["c1"]: CONV_S, layers["c2"]: CONV_S}, transform_table(network, RATE))
     with pytest.raises(MissingCostError, match=r"c16 f32 8x8 k3x3 s2 p0,0,1,1 \(layer 'c3'\)"):
