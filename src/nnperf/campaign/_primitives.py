@@ -94,22 +94,27 @@ def profile_primitives(store: Store, configs: Sequence[ConvConfig], threads: int
     measured = reused = samples = 0
     failures: list[tuple[str, str, str]] = []
     unique = list(dict.fromkeys(configs))
-    missing = [{name for name, *_ in _jobs(config, chosen, threads, harness)} - stored.get(config_key(config), set())
-               for config in unique]
+
+    def still_needed(config: ConvConfig) -> list[_Job]:
+        have = stored.get(config_key(config), set())
+        return [job for job in _jobs(config, chosen, threads, harness) if job[0] not in have]
+
     for i, config in enumerate(unique):
-        if not missing[i]:
+        jobs = still_needed(config)
+        if not jobs:
             reused += 1
             continue
         if budget_s is not None and time.perf_counter() - start > budget_s:
             report("budget spent", i, len(unique))
-            return PrimitiveProfileReport(record.id, measured, reused, sum(1 for m in missing[i:] if m), samples,
+            remaining = 1 + sum(1 for later in unique[i + 1:] if still_needed(later))
+            return PrimitiveProfileReport(record.id, measured, reused, remaining, samples,
                                           time.perf_counter() - start, tuple(failures))
         label = config_label(config)
         report(label, i, len(unique))
         key = config_key(config)
         with open_campaign(store, system, PRIMITIVE_CAMPAIGN + key, label, key, Method.ISOLATED.value,
                            {**config.to_dict(), "threads": threads, "harness": asdict(harness)}) as campaign:
-            samples += _measure_config(campaign, config, chosen, threads, harness, missing[i], failures)
+            samples += _measure_config(campaign, label, jobs, failures)
         measured += 1
     report("done", len(unique), len(unique))
     return PrimitiveProfileReport(record.id, measured, reused, 0, samples, time.perf_counter() - start,
@@ -126,11 +131,13 @@ def _stored_names(store: Store, system: SystemRecord) -> dict[str, set[str]]:
     return found
 
 
-def _jobs(config: ConvConfig, primitives: Sequence[Primitive], threads: int,
-          harness: HarnessConfig) -> list[tuple[str, str, str, Callable[[], Timing]]]:
-    """(name, op, group, timing call) of every applicable primitive and every layout transformation of the
-    configuration's input."""
-    jobs: list[tuple[str, str, str, Callable[[], Timing]]] = [
+_Job = tuple[str, str, str, Callable[[], Timing]]
+"""(name, op, group, timing call) of one primitive or layout transformation to time on a configuration."""
+
+
+def _jobs(config: ConvConfig, primitives: Sequence[Primitive], threads: int, harness: HarnessConfig) -> list[_Job]:
+    """Every applicable primitive and every layout transformation of the configuration's input."""
+    jobs: list[_Job] = [
         (p.name, "primitive", p.family.value, functools.partial(time_primitive, p, config, threads, harness))
         for p in primitives if p.applies(config)]
     jobs += [(t.name, "transform", "layout",
@@ -139,17 +146,16 @@ def _jobs(config: ConvConfig, primitives: Sequence[Primitive], threads: int,
     return jobs
 
 
-def _measure_config(campaign: Campaign, config: ConvConfig, primitives: Sequence[Primitive], threads: int,
-                    harness: HarnessConfig, wanted: set[str], failures: list[tuple[str, str, str]]) -> int:
-    """Times the ``wanted`` primitives and transformations of ``config`` that ``campaign`` does not hold yet,
-    storing each time as it is taken; returns how many.
+def _measure_config(campaign: Campaign, label: str, jobs: Sequence[_Job],
+                    failures: list[tuple[str, str, str]]) -> int:
+    """Times the ``jobs`` that ``campaign`` does not hold yet, storing each time as it is taken; returns how many.
 
     A primitive or transformation that raises while it runs (a library refusing a shape) is noted in
-    ``failures`` and skipped.
+    ``failures`` (with the configuration's ``label``) and skipped.
     """
-    label, stored = config_label(config), 0
-    for name, op, group, timed in _jobs(config, primitives, threads, harness):
-        if name not in wanted or name in campaign.done:
+    stored = 0
+    for name, op, group, timed in jobs:
+        if name in campaign.done:
             continue
         try:
             timing = timed()
