@@ -2,35 +2,15 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+import functools
 
 from nnperf.measure import HarnessConfig, Timing, measure
+from nnperf.measure.backends import LoopTimer
 from nnperf.primitives._base import Primitive
 from nnperf.primitives._config import ConvConfig
 from nnperf.primitives._layout import LayoutTransform, to_layout
 
-if TYPE_CHECKING:
-    import torch
-
 DEFAULT_HARNESS = HarnessConfig()
-
-
-@dataclass(frozen=True)
-class CallTimer:
-    """A :class:`nnperf.measure.Timer` that calls ``fn(x)`` ``n`` times back to back (``time.perf_counter``)."""
-
-    fn: Callable[[torch.Tensor], object]
-    x: torch.Tensor
-
-    def time_block(self, n: int) -> float:
-        fn, x = self.fn, self.x
-        start = time.perf_counter()
-        for _ in range(n):
-            fn(x)
-        return time.perf_counter() - start
 
 
 def _set_threads(threads: int) -> None:
@@ -55,7 +35,7 @@ def time_primitive(primitive: Primitive, config: ConvConfig, threads: int = 1,
     x, w, b = config.random_operands(seed)
     with torch.inference_mode():
         bound = primitive.prepare(w, b, config, threads)
-        return measure(CallTimer(bound, to_layout(x, primitive.input_layout)), harness)
+        return measure(LoopTimer(functools.partial(bound, to_layout(x, primitive.input_layout))), harness)
 
 
 def time_transform(transform: LayoutTransform, batch: int, c: int, im: tuple[int, int], threads: int = 1,
@@ -67,4 +47,4 @@ def time_transform(transform: LayoutTransform, batch: int, c: int, im: tuple[int
     x = torch.randn((batch, c, *im), generator=torch.Generator().manual_seed(seed))
     with torch.inference_mode():
         src = to_layout(x, transform.src)
-        return measure(CallTimer(lambda t: transform.run(t, c), src), harness)
+        return measure(LoopTimer(functools.partial(transform.run, src, c)), harness)

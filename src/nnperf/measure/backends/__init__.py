@@ -17,6 +17,7 @@ from nnperf.measure.backends._base import (
     ProfileResult,
     random_inputs,
 )
+from nnperf.measure.backends._timers import LoopTimer
 from nnperf.registry import Availability, Registry
 
 if TYPE_CHECKING:
@@ -76,6 +77,6 @@ def build_torch(network: Network, seed: int = 0) -> GraphModule:
 
 
 __all__ = [
-    "BACKENDS", "DEFAULT_OPTIONS", "REAL_BACKENDS", "Backend", "BackendOptionError", "BackendOptions", "ProfileResult",
-    "backend_report", "build_torch", "create_backend", "random_inputs",
+    "BACKENDS", "DEFAULT_OPTIONS", "REAL_BACKENDS", "Backend", "BackendOptionError", "BackendOptions", "LoopTimer",
+    "ProfileResult", "backend_report", "build_torch", "create_backend", "random_inputs",
 ]

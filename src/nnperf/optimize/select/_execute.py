@@ -11,14 +11,13 @@ checks its outputs against ``build_torch``'s, :func:`measure_selected` times it 
 from __future__ import annotations
 
 import functools
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from nnperf.ir import Layer, Network
 from nnperf.measure import HarnessConfig, Timing, measure
-from nnperf.measure.backends import build_torch, random_inputs
+from nnperf.measure.backends import LoopTimer, build_torch, random_inputs
 from nnperf.optimize.select._costs import activation_shapes, layer_layouts, network_convs
 from nnperf.optimize.select._graph import Selection, SelectionError
 from nnperf.primitives import CHW, ConvConfig, Layout, LayoutTransform, config_label, get_primitive, to_layout
@@ -250,21 +249,6 @@ def verify_selected(network: Network, selection: Selection | Mapping[str, str],
     return worst
 
 
-@dataclass(frozen=True)
-class _ModuleTimer:
-    """A :class:`nnperf.measure.Timer` that runs ``module(*inputs)`` ``n`` times back to back."""
-
-    module: Callable[..., Any]
-    inputs: Sequence[Any]
-
-    def time_block(self, n: int) -> float:
-        module, inputs = self.module, self.inputs
-        start = time.perf_counter()
-        for _ in range(n):
-            module(*inputs)
-        return time.perf_counter() - start
-
-
 def measure_selected(network: Network, selection: Selection | Mapping[str, str],
                      harness: HarnessConfig = DEFAULT_HARNESS, seed: int = 0, threads: int = 1) -> Timing:
     """The end-to-end time of one inference of the selected network (transformations included) on seeded
@@ -276,6 +260,6 @@ def measure_selected(network: Network, selection: Selection | Mapping[str, str],
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
-        return measure(_ModuleTimer(module, inputs), harness)
+        return measure(LoopTimer(functools.partial(module, *inputs)), harness)
     finally:
         torch.set_num_threads(before)
