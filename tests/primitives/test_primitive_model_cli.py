@@ -11,7 +11,7 @@ from prims_helpers import NAMES
 from cli_helpers import assert_error, run_cli, run_json
 from harness_presets import SMOKE_HARNESS
 from networks import relu_network, tiny_network
-from nnperf.campaign import profile_primitives
+from nnperf.campaign import layout_layers, load_layer_layouts, profile_primitives
 from nnperf.ir import save_network
 from nnperf.prediction import Predictor
 from nnperf.primitives import ConvConfig, get_primitive, sample_configs
@@ -104,5 +104,13 @@ def test_select_solves_runs_and_times_the_network(capsys: pytest.CaptureFixture[
     assert document["optimal"] is True and document["predicted_s"] <= document["default_predicted_s"]
     assert 0 <= document["max_error"] < 1e-3 and document["measured_s"] > 0 and document["default_measured_s"] > 0
     assert json.loads(saved.read_text())["chosen"] == chosen
+    with Store(profiled) as store:  # the other layers were timed in each layout into the store (by either case)
+        stored = load_layer_layouts(store, document["system_id"])
+    assert set(stored) == set(layout_layers([tiny_network()])) and document["layer_profile_s"] >= 0
     code, text, _ = run_cli(capsys, "select", str(net), "--costs", costs, "--db", str(profiled), "--solver", "ilp")
     assert code == 0 and "proved optimal" in text and "conv1" in text
+    assert "layers timed" not in text and "convolutions, transformations and other layers" in text  # read back
+    again = run_json(capsys, "select", str(net), "--costs", costs, "--db", str(profiled), "--no-layer-costs")
+    assert again["layer_profile_s"] == 0
+    # without layer costs only the convolutions and the moves count: the default costs its convolutions alone
+    assert again["default_predicted_s"] < document["default_predicted_s"]

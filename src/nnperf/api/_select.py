@@ -33,7 +33,8 @@ class NetworkSelection:
     the cost source); ``optimise_s`` is the time from the costs to the solution (cost-model call or dataset
     lookup, graph, solver); ``measured_s``/``default_measured_s`` the harness medians of the selected and the
     default network run end to end in torch, and ``max_error`` the selected outputs' largest relative error
-    against the reference network (None without ``verify``).
+    against the reference network (None without ``verify``). ``layer_profile_s`` is the time spent timing the
+    other layers in each layout (0 when the store held them all, or without ``layer_costs``).
     """
 
     network: str
@@ -47,6 +48,7 @@ class NetworkSelection:
     measured_s: float | None = None
     default_measured_s: float | None = None
     max_error: float | None = None
+    layer_profile_s: float = 0.0
 
     @property
     def predicted_s(self) -> float:
@@ -58,18 +60,21 @@ class NetworkSelection:
 
 
 def select_network_primitives(model: ModelLike, *, costs: str = "predicted", solver: str = "pbqp",
-                              verify: bool = False, system: int | str | None = None, threads: int = 1,
+                              verify: bool = False, layer_costs: bool = True, system: int | str | None = None,
+                              threads: int = 1,
                               store: StoreLike = None, harness: HarnessConfig | None = None,
                               input_shape: InputShape | None = None) -> NetworkSelection:
     """Chooses a primitive for every convolution of ``model`` and a layout for every other layer, minimising the
     convolutions' times plus the layout transformations between them.
 
     ``costs`` is ``predicted`` (the system's newest cost model, ``nnperf primitives train``) or ``profiled``
-    (the stored dataset's medians; what it lacks is timed now). ``solver`` is ``pbqp``, ``ilp`` or
-    ``exhaustive``. With ``verify`` the selected network runs end to end in torch, is checked against the
+    (the stored dataset's medians; what it lacks is timed now). With ``layer_costs`` (default) every other layer
+    costs its time in the layout it runs in, timed into the store the first time
+    (:func:`~nnperf.campaign.profile_layer_layouts`); without, those layers cost nothing in either layout.
+    ``solver`` is ``pbqp``, ``ilp`` or ``exhaustive``. With ``verify`` the selected network runs end to end in torch, is checked against the
     reference network and is timed with the default selection (every convolution on oneDNN, NCHW).
     """
-    from nnperf.campaign import load_primitive_dataset
+    from nnperf.campaign import load_primitive_dataset, profile_layer_layouts
     from nnperf.errors import NnperfError
     from nnperf.measure import HarnessConfig
     from nnperf.optimize.select import (
@@ -98,12 +103,18 @@ def select_network_primitives(model: ModelLike, *, costs: str = "predicted", sol
             dataset = load_primitive_dataset(opened, record.id)
         system_id = record.id
         table = profiled_costs(dataset, network, measure_missing=True, threads=threads)
+    layer_profile_s = 0.0
+    if layer_costs:
+        with opened_store(store, create=False) as opened:
+            layers = profile_layer_layouts(opened, [network], threads)
+        table = table.with_layers(layers.times_s)
+        layer_profile_s = layers.elapsed_s if layers.measured else 0.0  # a lookup alone counts as optimising
     graph = network_cost_graph(network, table)
     selection = solve(graph, solver)
-    optimise_s = time.perf_counter() - start
+    optimise_s = time.perf_counter() - start - layer_profile_s
     default = default_selection(graph)
     result = NetworkSelection(network.name, system_id, costs, solver, selection, default,
-                              tuple(conv_layer_configs(network)), optimise_s)
+                              tuple(conv_layer_configs(network)), optimise_s, layer_profile_s=layer_profile_s)
     if not verify:
         return result
     selection_labels(network, selection)
@@ -112,4 +123,4 @@ def select_network_primitives(model: ModelLike, *, costs: str = "predicted", sol
     measured = measure_selected(network, selection, timing_harness, threads=threads).stats.median_s
     default_measured = measure_selected(network, default, timing_harness, threads=threads).stats.median_s
     return NetworkSelection(result.network, system_id, costs, solver, selection, default, result.convolutions,
-                            optimise_s, measured, default_measured, max_error)
+                            optimise_s, measured, default_measured, max_error, layer_profile_s)

@@ -15,12 +15,21 @@ where the two meet, so everything that measures *into* the store lives here:
 - :func:`find_surround`, :func:`surround_width`, :func:`recorded_surround`
   (``_surround.py``);
 - :func:`profile_primitives` and :func:`load_primitive_dataset`: the primitive-time dataset of Mulder et al.,
-  one run per convolution configuration (``_primitives.py``);
+  one run per convolution configuration (``_primitives.py``); :func:`profile_layer_layouts` and
+  :func:`load_layer_layouts`: the other layers' times in each layout (``_layer_layouts.py``);
 - :func:`attach_trace`, which writes a power trace's energies into a stored
   run (``_trace.py``).
 """
 
 from nnperf.campaign._campaign import Campaign, Progress, no_progress, open_campaign
+from nnperf.campaign._layer_layouts import (
+    LAYER_CAMPAIGN,
+    LayerProfileReport,
+    LayerTimes,
+    layout_layers,
+    load_layer_layouts,
+    profile_layer_layouts,
+)
 from nnperf.campaign._primitives import (
     DATASET_HARNESS,
     PRIMITIVE_BACKEND,
@@ -46,18 +55,23 @@ from nnperf.campaign._trace import attach_trace
 
 __all__ = [
     "DATASET_HARNESS",
+    "LAYER_CAMPAIGN",
     "PRIMITIVE_BACKEND",
     "PRIMITIVE_CAMPAIGN",
     "SENTINEL",
     "SWEEP_CAMPAIGN",
     "UNATTRIBUTED_PREFIX",
     "Campaign",
+    "LayerProfileReport",
+    "LayerTimes",
     "PrimitiveProfileReport",
     "ProfileConfig",
     "ProfileReport",
     "Progress",
     "attach_trace",
     "find_surround",
+    "layout_layers",
+    "load_layer_layouts",
     "load_primitive_dataset",
     "load_sweep",
     "measure_rounds",
@@ -66,6 +80,7 @@ __all__ = [
     "open_campaign",
     "primitive_system",
     "primitive_systems",
+    "profile_layer_layouts",
     "profile_network",
     "profile_primitives",
     "profiler_chunk",

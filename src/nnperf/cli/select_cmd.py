@@ -23,6 +23,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="the cost model's predictions or the profiled medians (default predicted)")
     p.add_argument("--solver", choices=("pbqp", "ilp", "exhaustive"), default="pbqp", help="(default pbqp)")
     p.add_argument("--verify", action="store_true", help="run, check and time the selected and the default network")
+    p.add_argument("--no-layer-costs", dest="layer_costs", action="store_false",
+                   help="charge the layers other than convolutions nothing in either layout, instead of their time "
+                        "in each (timed into the store the first time)")
     p.add_argument("--system", metavar="ID|KEY",
                    help="the primitive system (default: this CPU with --threads threads; see `nnperf systems`)")
     p.add_argument("--threads", type=int, default=1, help="threads (default 1)")
@@ -37,7 +40,7 @@ def _document(result) -> dict[str, object]:  # type: ignore[no-untyped-def]
     return {"format": "nnperf-selection", "version": 1, "network": result.network, "system_id": result.system_id,
             "costs": result.costs, "solver": result.solver, "optimal": s.optimal, "heuristic_used": s.heuristic_used,
             "predicted_s": result.predicted_s, "default_predicted_s": result.default_predicted_s,
-            "optimise_s": result.optimise_s, "solve_s": s.solve_s, "measured_s": result.measured_s,
+            "optimise_s": result.optimise_s, "layer_profile_s": result.layer_profile_s, "solve_s": s.solve_s, "measured_s": result.measured_s,
             "default_measured_s": result.default_measured_s, "max_error": result.max_error,
             "chosen": dict(s.chosen)}
 
@@ -55,9 +58,11 @@ def run(args: argparse.Namespace) -> int:
         raise NnperfError(f"--threads must be at least 1, got {args.threads}")
     with Progress(not args.json, "selecting") as progress:
         if progress is not None:
-            progress("solving" if not args.verify else "solving, then running and timing", 0, 1)
+            progress("timing the layers in each layout (once), solving" + (", then running and timing" if args.verify
+                                                                            else ""), 0, 1)
         result = select_network_primitives(args.model, costs=args.costs, solver=args.solver, verify=args.verify,
-                                           system=args.system, threads=args.threads, store=args.db)
+                                           layer_costs=args.layer_costs, system=args.system, threads=args.threads,
+                                           store=args.db)
     document = _document(result)
     if args.save is not None:
         write_bytes(args.save, json.dumps(document, indent=1).encode())
@@ -80,9 +85,12 @@ def run(args: argparse.Namespace) -> int:
     out.print(f"other layers: {len(others) - hwc} in chw, {hwc} in hwc; "
               f"{'proved optimal' if s.optimal else 'not proved optimal'}"
               + (" (PBQP's RN heuristic was used)" if s.heuristic_used else "")
-              + f"; optimised in {result.optimise_s * 1e3:.0f} ms (solver {s.solve_s * 1e3:.1f} ms)")
+              + f"; optimised in {result.optimise_s * 1e3:.0f} ms (solver {s.solve_s * 1e3:.1f} ms)"
+              + (f", layers timed in {result.layer_profile_s:.1f} s" if result.layer_profile_s else ""))
+    counted = "convolutions, transformations and other layers" if args.layer_costs else \
+        "convolutions and transformations only"
     out.print(f"predicted: {result.predicted_s * 1e3:.2f} ms selected, {result.default_predicted_s * 1e3:.2f} ms "
-              "default (oneDNN, NCHW), convolutions and transformations only")
+              f"default (oneDNN, NCHW), {counted}")
     if result.measured_s is not None and result.default_measured_s is not None:
         speedup = result.default_measured_s / result.measured_s
         out.print(f"measured end to end: {result.measured_s * 1e3:.2f} ms selected, "

@@ -38,6 +38,8 @@ from nnperf.primitives import (
     conv_configs,
     conv_layer_configs,
     get_primitive,
+    layer_key,
+    layer_layouts,
     sample_configs,
 )
 
@@ -218,6 +220,51 @@ def test_default_falls_back_to_the_fastest_option_where_onednn_does_not_apply() 
     assert chosen["c1"] == chosen["c2"] == "onednn-chw"
     assert chosen["c3"] == ("ort-nchwc" if NCHWC else "im2col-hwf")  # the cheapest c3 option by its node cost
     assert selection_from_labels(graph, {"c1": "direct"}).chosen["c1"] == "direct"
+
+
+# ----------------------------------------------------------------------------- the other layers' layout costs
+
+
+def tiny_layer_times(hwc_ms: dict[str, float]) -> dict[str, dict[str, float]]:
+    """1 ms in chw for every layout layer of tiny_network; in hwc ``hwc_ms[name]`` ms, else 1 ms."""
+    network = tiny_network()
+    return {layer_key(layer): {"chw": 1e-3, "hwc": hwc_ms.get(layer.name, 1.0) * 1e-3}
+            for layer in network.layers if len(layer_layouts(layer)) > 1 and layer.name not in ("conv1", "conv2", "dw")}
+
+
+def test_a_layer_costs_its_time_in_each_layout_and_the_optimum_follows() -> None:
+    network = tiny_network()
+    # pool is 5 ms faster in hwc, cat 20 ms slower: the mixed optimum keeps everything but cat as before
+    costs = tiny_costs().with_layers(tiny_layer_times({"pool": 0.2, "cat": 21.0}))
+    graph = network_cost_graph(network, costs)
+    assert node(graph, "pool") == (("chw", "hwc"), (1e-3, 0.2e-3))
+    assert node(graph, "fc") == (("chw",), (0.0,))  # one layout: nothing to choose, nothing charged
+    layers = sum(1 for layer in network.layers if len(layer_layouts(layer)) > 1) - 3  # less the convolutions
+    selection = solve(graph, "exhaustive")
+    # the optimum of test_exhaustive_pbqp_and_ilp_find_the_hand_computed_mixed_optimum but cat in chw: dw's output
+    # stays chw, pool's output moves hwc->chw (2 U * 512) on both edges, to dw and to cat (the graph charges every
+    # edge its own move); every layer 1 ms but pool 0.2 ms
+    expected = (3 + 4 + 2) * 1e-3 + 2 * 2 * U * 512 + (layers - 1) * 1e-3 + 0.2e-3
+    assert selection.chosen["cat"] == "chw" and selection.chosen["pool"] == "hwc"
+    assert selection.cost_s == pytest.approx(expected, rel=1e-9)
+    assert solve(graph, "pbqp").cost_s == pytest.approx(expected, rel=1e-9)
+    # the default runs every layer in chw and pays for each
+    assert default_selection(graph).cost_s == pytest.approx((10 + 10 + 2) * 1e-3 + layers * 1e-3, rel=1e-12)
+
+
+def test_costs_without_layer_times_charge_nothing_and_with_some_name_a_missing_layer() -> None:
+    network = tiny_network()
+    layers = {layer.name: layer for layer in network.layers}
+    assert tiny_costs().layer_times(layers["pool"]) == {"chw": 0.0, "hwc": 0.0}
+    times = tiny_layer_times({})
+    partial = tiny_costs().with_layers({k: v for k, v in times.items() if k != layer_key(layers["cat"])})
+    with pytest.raises(MissingCostError, match=r"no time of layer 'cat' \(concat\) in chw or hwc"):
+        network_cost_graph(network, partial)
+    # a layout without a time is not an option for its layer
+    only_chw = tiny_costs().with_layers({**times, layer_key(layers["cat"]): {"chw": 1e-3}})
+    assert node(network_cost_graph(network, only_chw), "cat") == (("chw", "hwc"), (1e-3, math.inf))
+    with pytest.raises(CostGraphError, match="negative"):
+        tiny_costs().with_layers({layer_key(layers["cat"]): {"chw": -1.0}})
 
 
 # --------------------------------------------------------------------------------------------------- errors

@@ -21,7 +21,9 @@ from nnperf.measure.backends._timers import LoopTimer
 from nnperf.registry import Availability, Registry
 
 if TYPE_CHECKING:
-    from nnperf.ir import Network
+    from torch import nn
+
+    from nnperf.ir import Layer, Network
     from nnperf.measure.backends._torch_graph import GraphModule
 
 
@@ -76,7 +78,14 @@ def build_torch(network: Network, seed: int = 0) -> GraphModule:
     return build(network, seed)
 
 
+def layer_module(layer: Layer, seed: int = 0) -> nn.Module:
+    """One layer as an eval-mode torch module with the weights it has in :func:`build_torch`'s; imports torch."""
+    from nnperf.measure.backends._torch_graph import layer_module as build
+
+    return build(layer, seed)
+
+
 __all__ = [
     "BACKENDS", "DEFAULT_OPTIONS", "REAL_BACKENDS", "Backend", "BackendOptionError", "BackendOptions", "LoopTimer",
-    "ProfileResult", "backend_report", "build_torch", "create_backend", "random_inputs",
+    "ProfileResult", "backend_report", "build_torch", "create_backend", "layer_module", "random_inputs",
 ]

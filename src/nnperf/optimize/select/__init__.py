@@ -21,7 +21,6 @@ compared with. :func:`build_selected` runs a selection in torch, :func:`verify_s
 """
 
 from nnperf.optimize.select._costs import (
-    LAYER_LAYOUTS,
     MissingCostError,
     NoConvolutionError,
     PrimitiveCosts,
@@ -62,6 +61,7 @@ from nnperf.optimize.select._network import (
 )
 from nnperf.optimize.select._pbqp import solve_pbqp
 from nnperf.optimize.select._solvers import SOLVERS, Solver, solve, solver_names
+from nnperf.primitives import LAYER_LAYOUTS
 
 __all__ = [
     "DEFAULT_MAX_STATES",

@@ -38,14 +38,12 @@ from nnperf.primitives import (
     config_label,
     conv_layer_configs,
     get_primitive,
+    layer_key,
+    layer_layouts,
     parse_layout,
     time_primitive,
     time_transform,
 )
-
-LAYER_LAYOUTS: tuple[Layout, ...] = (CHW, HWC)
-"""The layouts a layer other than a convolution may run in: torch takes a logical NCHW tensor in either memory
-format (hwc is ``torch.channels_last``), so every torch op runs in both."""
 
 
 class MissingCostError(SelectionError):
@@ -91,13 +89,6 @@ def same_bytes(shape: ActivationShape, src: Layout, dst: Layout) -> bool:
         return True
     _, c, (h, w) = shape
     return {src, dst} == {CHW, HWC} and (c == 1 or h * w == 1)
-
-
-def layer_layouts(layer: Layer) -> tuple[Layout, ...]:
-    """The layouts a non-convolution ``layer`` can run in: chw and hwc when it reads or writes a 4-D tensor, chw
-    alone otherwise (a tensor of another rank has one layout)."""
-    ranks = {len(s) for s in layer.input_shapes} | {len(layer.output_shape)}
-    return LAYER_LAYOUTS if 4 in ranks else (CHW,)
 
 
 def data_edges(network: Network) -> list[tuple[str, str]]:
@@ -181,13 +172,16 @@ class PrimitiveCosts:
     layer); a negative one, a key that is not a configuration or activation and a transformation name that is
     not ``"<layout>-><layout>"`` raise :class:`CostGraphError`. Identities are never stored: they cost 0
     (Mulder et al. 3.2.2), as does chw <-> hwc on an activation whose two layouts have the same bytes
-    (:func:`same_bytes`). ``source`` says where the numbers come from ("predicted by nn2", "profiled", ...).
-    The mappings are copied on construction.
+    (:func:`same_bytes`). ``layers_s[key]["hwc"]`` is the time of a layer other than a convolution in a
+    layout, by :func:`~nnperf.primitives.layer_key` (measured: :func:`~nnperf.primitives.time_layer`); left
+    empty, such layers are taken to cost the same in every layout (0). ``source`` says where the numbers come
+    from ("predicted by nn2", "profiled", ...). The mappings are copied on construction.
     """
 
     conv_s: Mapping[ConvConfig, Mapping[str, float]]
     transforms_s: Mapping[ActivationShape, Mapping[str, float]] = field(default_factory=dict)
     source: str = "table"
+    layers_s: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         conv: dict[ConvConfig, dict[str, float]] = {}
@@ -206,8 +200,32 @@ class PrimitiveCosts:
                 if seconds is not None and src != dst:
                     row[transform_name(src, dst)] = seconds
             transforms[shape] = row
+        layers: dict[str, dict[str, float]] = {}
+        for key, times in self.layers_s.items():
+            kept = {str(parse_layout(name)): _seconds(f"time of layer {key} in {name}", t)
+                    for name, t in times.items()}
+            layers[str(key)] = {name: t for name, t in kept.items() if t is not None}
         object.__setattr__(self, "conv_s", conv)
         object.__setattr__(self, "transforms_s", transforms)
+        object.__setattr__(self, "layers_s", layers)
+
+    def with_layers(self, layers_s: Mapping[str, Mapping[str, float]]) -> PrimitiveCosts:
+        """These costs with ``layers_s`` (layer key -> layout -> s) as the other layers' times."""
+        return PrimitiveCosts(self.conv_s, self.transforms_s, self.source, layers_s)
+
+    def layer_times(self, layer: Layer) -> dict[str, float]:
+        """Layout name -> time (s) of ``layer`` (not a convolution) in each layout it can run in: 0 in every one
+        when the costs hold no layer times; a layer they lack (when they hold some) raises
+        :class:`MissingCostError`, and a layout they lack for it is left out (not an option)."""
+        layouts = [str(layout) for layout in layer_layouts(layer)]
+        if not self.layers_s or len(layouts) == 1:
+            return dict.fromkeys(layouts, 0.0)
+        times = self.layers_s.get(layer_key(layer))
+        if not times or not set(times) & set(layouts):
+            raise MissingCostError(f"the costs ({self.source}) hold no time of layer {layer.name!r} "
+                                   f"({layer.op.value}) in {' or '.join(layouts)}; profile the network's layers "
+                                   "(nnperf.campaign.profile_layer_layouts)")
+        return {name: times[name] for name in layouts if name in times}
 
     def primitive_times(self, config: ConvConfig, layer: str = "") -> dict[str, float]:
         """Primitive name -> time (s) on ``config``; a configuration the table lacks raises

@@ -18,9 +18,18 @@ from typing import TYPE_CHECKING, Any
 from nnperf.ir import Layer, Network
 from nnperf.measure import HarnessConfig, Timing, measure
 from nnperf.measure.backends import LoopTimer, build_torch, random_inputs
-from nnperf.optimize.select._costs import activation_shapes, layer_layouts, network_convs
+from nnperf.optimize.select._costs import activation_shapes, network_convs
 from nnperf.optimize.select._graph import Selection, SelectionError
-from nnperf.primitives import CHW, ConvConfig, Layout, LayoutTransform, config_label, get_primitive, to_layout
+from nnperf.primitives import (
+    CHW,
+    ConvConfig,
+    Layout,
+    LayoutTransform,
+    config_label,
+    get_primitive,
+    layer_layouts,
+    to_layout,
+)
 from nnperf.registry import UnknownPluginError
 
 if TYPE_CHECKING:

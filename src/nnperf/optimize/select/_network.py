@@ -6,13 +6,16 @@
 - a node per 2-D convolution layer, whose options are the primitives with a cost that apply to it and are
   available here (label: the primitive's name), costing their time;
 - a node per other layer, whose options are the layouts it can run in (:func:`layer_layouts`: ``chw`` and
-  ``hwc``, or ``chw`` alone when no tensor it touches is 4-D), costing 0: the time of a layer other than a
-  convolution is taken as independent of its layout (torch runs each op on either memory format; measuring
-  them is left to a later step);
+  ``hwc``, or ``chw`` alone when no tensor it touches is 4-D), costing the layer's measured time in that layout
+  (``costs.layers_s``; torch runs each op on either memory format, and some much faster on one: max pooling
+  on hwc, batch norm on chw), or 0 in both when the costs hold no layer times;
 - an edge per data dependency (producer -> consumer, as many as the network's branches and joins make) whose
   entry [i][j] is the time of moving the producer's output activation from the layout option ``i`` writes to
   the layout option ``j`` reads (0 when they are equal, or when the activation is not 4-D);
 - every network output is handed back in chw: the time of moving it there is added to its node's options.
+
+An activation read in one layout by two consumers is charged on both edges, though the selected network moves it
+once (the costs of a PBQP are per edge, as in Mulder et al.): a graph's total can over-count such moves.
 
 A primitive's layouts are its own (``im2col-hwf`` reads chw and writes hwc); only ``ort-nchwc`` reads and writes
 the blocked ``chw16c``, so a layer reading its output pays ``chw16c->chw`` or ``chw16c->hwc``.
@@ -75,6 +78,7 @@ def network_cost_graph(network: Network, costs: PrimitiveCosts) -> CostGraph:
         conv_times[name] = kept
     layouts = option_layouts(network, conv_times)
     shapes = activation_shapes(network)
+    layers = {layer.name: layer for layer in network.layers if layer.name not in conv_times}
 
     def move_s(producer: str, src: Layout, dst: Layout) -> float:
         if len(shapes[producer]) != 4:
@@ -87,7 +91,9 @@ def network_cost_graph(network: Network, costs: PrimitiveCosts) -> CostGraph:
         if name in conv_times:
             options, node_s = tuple(conv_times[name]), list(conv_times[name].values())
         else:
-            options, node_s = tuple(str(write) for _, write in layouts[name]), [0.0] * len(layouts[name])
+            options = tuple(str(write) for _, write in layouts[name])
+            times = costs.layer_times(layers[name]) if name in layers else {}
+            node_s = [times.get(option, math.inf) if times else 0.0 for option in options]
         if name in outputs:
             node_s = [t + move_s(name, write, CHW) for t, (_, write) in zip(node_s, layouts[name], strict=True)]
         nodes.append(CostNode(name, options, tuple(node_s)))
