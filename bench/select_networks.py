@@ -2,12 +2,15 @@
 Table 4).
 
 Run: PYTHONPATH=src .venv/bin/python bench/select_networks.py [--networks alexnet vgg11 googlenet resnet18
-     resnet34 mobilenet_v2] [--rounds 3] [--budget 1.0] [--ilp] [--threads 1] [--system ID]
+     resnet34 mobilenet_v2 densenet121 ...] [--rounds 3] [--budget 1.0] [--ilp] [--no-layer-costs] [--threads 1]
+     [--system ID]
      [--db bench/results/primitives.db] [--json bench/results/select_networks.json]
 
 The paper's six networks, with VGG-19 swapped for MobileNet v2 to keep a run within minutes (--networks takes
-zoo names and .onnx files). For every network the cost graph is built twice, from the costs the stored NN2 model
-predicts and from the profiled dataset's medians (what the dataset lacks, typically the transformations of
+zoo names, .onnx files and the held-out architectures of bench/architectures.py, exported to ONNX and imported).
+Every layer other than a convolution is timed in chw and hwc into --db once (both cost graphs charge it the layout
+it runs in; --no-layer-costs charges nothing). For every network the cost graph is built twice, from the costs the
+stored NN2 model predicts and from the profiled dataset's medians (what the dataset lacks, typically the transformations of
 activations no convolution reads, is timed now), and each graph is solved with PBQP (and with the ILP too under
 --ilp, to compare solve time and optimality). Four selections are compared:
 
@@ -41,9 +44,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from architectures import ARCHITECTURES, exported
+
 from nnperf.api import load_model, stored_primitive_model
 from nnperf.api._primitives import find_primitive_system
-from nnperf.campaign import PRIMITIVE_CAMPAIGN, load_primitive_dataset
+from nnperf.campaign import LAYER_CAMPAIGN, PRIMITIVE_CAMPAIGN, load_primitive_dataset, profile_layer_layouts
 from nnperf.ir import Network
 from nnperf.measure import HarnessConfig, host_info
 from nnperf.optimize.select import (
@@ -95,10 +100,12 @@ def solved(network: Network, make_costs: Callable[[], PrimitiveCosts]) -> Solved
     return Solved(costs, graph, solve(graph, "pbqp"), costs_s, graph_s)
 
 
-def predicted_solution(network: Network, model: PrimitiveCostModel, repeats: int) -> Solved:
-    """The predicted graph solved ``repeats`` times; the run of median optimisation time (the first call pays
-    NumPy's and ONNX Runtime's warm-up)."""
-    runs = sorted((solved(network, lambda: predicted_costs(model, network)) for _ in range(repeats)),
+def predicted_solution(network: Network, model: PrimitiveCostModel, repeats: int,
+                       layers_s: dict[str, dict[str, float]]) -> Solved:
+    """The predicted graph (with the other layers' times ``layers_s``) solved ``repeats`` times; the run of median
+    optimisation time (the first call pays NumPy's and ONNX Runtime's warm-up)."""
+    runs = sorted((solved(network, lambda: predicted_costs(model, network).with_layers(layers_s))
+                   for _ in range(repeats)),
                   key=lambda s: s.optimise_s)
     return runs[len(runs) // 2]
 
@@ -176,12 +183,31 @@ def ilp_row(graph: CostGraph, pbqp: Selection, time_limit_s: float) -> dict[str,
             "pbqp_over_ilp": (pbqp.cost_s - ilp.cost_s) / ilp.cost_s}
 
 
+def network_of(name: str) -> Network:
+    """A zoo name, an .onnx file, or an architecture of bench/architectures.py (exported to ONNX, then imported)."""
+    return load_model(exported(name) if name in ARCHITECTURES else name)
+
+
+def layer_times(network: Network, args: argparse.Namespace) -> tuple[dict[str, dict[str, float]], float]:
+    """The other layers' times in each layout (timed into --db the first time) and how long timing them took, now
+    or in the stored runs (s); none and 0 under --no-layer-costs."""
+    if not args.layer_costs:
+        return {}, 0.0
+    with Store(args.db) as store:
+        report = profile_layer_layouts(store, [network], args.threads)
+        keys = {LAYER_CAMPAIGN + key for key in report.times_s}
+        stored_s = sum(r.finished_at - r.started_at for r in store.runs(system_id=report.system_id)
+                       if r.campaign in keys and r.finished_at)
+    return report.times_s, stored_s
+
+
 def run_network(name: str, model: PrimitiveCostModel, dataset: PrimitiveDataset,
                 durations: dict[str, float | None], args: argparse.Namespace) -> dict[str, Any]:
-    network = load_model(name)
-    predicted = predicted_solution(network, model, args.optimise_repeats)
+    network = network_of(name)
+    layers_s, layers_timed_s = layer_times(network, args)
+    predicted = predicted_solution(network, model, args.optimise_repeats, layers_s)
     profiled = solved(network, lambda: profiled_costs(dataset, network, measure_missing=True,
-                                                      threads=args.threads))
+                                                      threads=args.threads).with_layers(layers_s))
     uniform = uniform_selections(profiled.graph)
     best_uniform = min(uniform, key=lambda p: uniform[p].cost_s)
     selections = {"a": predicted.selection, "b": profiled.selection, "c": default_selection(profiled.graph),
@@ -202,6 +228,7 @@ def run_network(name: str, model: PrimitiveCostModel, dataset: PrimitiveDataset,
         "profiled_cost_s": {"a": cost_on(profiled.graph, predicted.selection),
                             **{k: selections[k].cost_s for k in ("b", "c", "d")}},
         "predicted_cost_s": predicted.selection.cost_s,
+        "layers_timed_s": layers_timed_s, "layer_costs": args.layer_costs,
         "model_optimise": {"costs_s": predicted.costs_s, "graph_s": predicted.graph_s,
                            "pbqp_s": predicted.selection.solve_s, "total_s": predicted.optimise_s,
                            "pbqp_optimal": predicted.selection.optimal,
@@ -233,7 +260,9 @@ def print_measured(results: list[dict[str, Any]], rounds: int) -> None:
 
 
 def print_costs(results: list[dict[str, Any]]) -> None:
-    print("\n(ii) the profiled cost graph's totals, ms (convolutions and transformations; no measurement noise)\n")
+    what = "convolutions, transformations and other layers" if results and results[0]["layer_costs"] else \
+        "convolutions and transformations"
+    print(f"\n(ii) the profiled cost graph's totals, ms ({what}; no measurement noise)\n")
     print("| network | (a) predicted total | (a) | (b) | (c) | (d) | increase of (a) over (b) | max error (a), (b) |")
     print("|---|---|---|---|---|---|---|---|")
     for r in results:
@@ -249,18 +278,22 @@ def _solver_note(optimal: bool, rn: bool) -> str:
 
 
 def print_table4(results: list[dict[str, Any]]) -> None:
-    print("\n(iii) Table 4: time to optimise each network; PBQP included on both sides\n")
-    print("| network | convolutions (distinct) | with the model, ms | of it PBQP, ms | profiling: stored runs, s "
-          "| timed now, s | profiling total, s | profiling / model |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("\n(iii) Table 4: time to optimise each network; PBQP included on both sides. The other layers are timed "
+          "in each layout once (stored runs), which both sides need: the model's total is shown without and with it\n")
+    print("| network | convolutions (distinct) | with the model, ms | of it PBQP, ms | other layers timed, s "
+          "| profiling: stored runs, s | timed now, s | profiling total, s | profiling / model | (profiling + layers) "
+          "/ (model + layers) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
-        model, prof = r["model_optimise"], r["profiling"]
+        model, prof, layers = r["model_optimise"], r["profiling"], r["layers_timed_s"]
         now = f"{prof['timed_now_s']:.1f} ({prof['missing_transforms']} transforms"
         if prof["unprofiled_configurations"]:
             now += f", {prof['unprofiled_configurations']} configurations unprofiled or interrupted"
         print(f"| {r['network']} | {r['convolutions']} ({r['configurations']}) | {model['total_s'] * 1e3:.1f} "
               f"| {model['pbqp_s'] * 1e3:.1f} ({_solver_note(model['pbqp_optimal'], model['pbqp_rn'])}) "
-              f"| {prof['stored_s']:.0f} | {now}) | {prof['total_s']:.0f} | {prof['total_s'] / model['total_s']:,.0f}x |")
+              f"| {layers:.1f} | {prof['stored_s']:.0f} | {now}) | {prof['total_s']:.0f} "
+              f"| {prof['total_s'] / model['total_s']:,.0f}x "
+              f"| {(prof['total_s'] + layers) / (model['total_s'] + layers):,.1f}x |")
 
 
 def print_ilp(results: list[dict[str, Any]]) -> None:
@@ -275,7 +308,10 @@ def print_ilp(results: list[dict[str, Any]]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--networks", nargs="+", default=list(NETWORKS), help="zoo names or .onnx files")
+    parser.add_argument("--networks", nargs="+", default=list(NETWORKS),
+                        help=f"zoo names, .onnx files, or architectures exported now: {', '.join(ARCHITECTURES)}")
+    parser.add_argument("--no-layer-costs", dest="layer_costs", action="store_false",
+                        help="charge the other layers nothing in either layout (the default times them in each)")
     parser.add_argument("--db", type=Path, default=Path("bench/results/primitives.db"))
     parser.add_argument("--system", default=None, help="the primitive system id or key (default: this CPU's)")
     parser.add_argument("--threads", type=int, default=1)
