@@ -1,0 +1,539 @@
+"""ONNX Runtime programs: session settings, static int8 quantisation of chosen layers, per-node profiling.
+
+Cappuccino (Motamedi et al., "Cappuccino: Efficient CNN inference software synthesis for mobile
+system-on-chips", 2018) synthesises an inference program from three kinds of choice: how the work is
+parallelised, the memory layout of the feature maps ("map-major" order, kept from layer to layer so that no
+reordering is paid between them), and inexact arithmetic per layer under an accuracy budget.  On ONNX Runtime's
+CPU provider these become:
+
+* threads and sequential/parallel execution (:class:`OrtSettings`);
+* the layout: ``"nchwc"`` turns on ORT's NCHWc transformer, which rewrites float convolutions and max pools
+  into channel-blocked kernels (16 channels a block with AVX-512, 8 with AVX2) and removes every
+  reorder between two of them, so the blocked layout is kept end to end, as Cappuccino's map-major order is;
+  ``"plain"`` keeps NCHW.  Checked on ONNX Runtime 1.32 by saving the optimised ResNet-18: ``"nchwc"`` has 20
+  ``com.microsoft.nchwc`` Conv nodes, one NCHWc MaxPool, no ReorderInput (the first convolution reads the
+  3-channel NCHW input directly), one ReorderOutput (before the global pooling), and the residual Adds
+  fused into the convolutions; ``"plain"`` has FusedConv (conv+BN+ReLU) and Conv nodes in NCHW.
+* static int8 quantisation of exactly a chosen set of layers (:class:`Int8Quantizer`), in ORT's QDQ format,
+  which ORT fuses into QLinearConv / QGemm kernels.  ``"nchwc"`` (ORT_ENABLE_ALL) also changes the int8
+  layout: ORT's NHWC transformer runs uint8 QLinearConv channels-last, with a Transpose only where the
+  int8 region starts or ends (3 in all-int8 ResNet-18).  Where an fp32 Add reads two DequantizeLinear and
+  feeds a QuantizeLinear (a residual join between two int8 layers), ORT itself runs it as QLinearAdd: that
+  is what DQ -> Add -> Q computes, so the numbers are those of the QDQ model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import statistics
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from nnperf.optimize.synthesize._errors import SynthesisError, UnsupportedModeError, ValidationDataError
+
+if TYPE_CHECKING:
+    import onnx
+    import onnxruntime
+
+ORT_LAYOUTS = ("plain", "nchwc")
+"""``"plain"``: graph optimisation ORT_ENABLE_EXTENDED (constant folding, conv+BN+activation and other fusions,
+NCHW kept).  ``"nchwc"``: ORT_ENABLE_ALL, which adds the NCHWc blocked layout (on AVX2 / AVX-512 CPUs)."""
+
+ORT_EXECUTIONS = ("sequential", "parallel")
+"""``"sequential"`` runs one node at a time (ORT_SEQUENTIAL); ``"parallel"`` (ORT_PARALLEL) also runs
+independent branches at once, on an inter-op pool of the same number of threads."""
+
+ACTIVATION_TYPES = ("uint8", "int8")
+
+DEFAULT_ACTIVATION_TYPE = "uint8"
+"""uint8 activations with int8 weights: on x86, ORT 1.32 rewrites int8 activations to uint8 (QDQS8ToU8) and
+then fuses only part of the graph (9 of ResNet-18's 20 convolutions became QLinearConv, the other 11 stayed
+float Conv between DequantizeLinear nodes).  Measured on this VM's Xeon (AVX-512 VNNI), ResNet-18 all-int8,
+1 thread, median of 5 interleaved repeats: uint8 9.2 ms (nchwc) / 14.9 ms (plain), int8 23.8 / 22.2 ms."""
+
+QUANTIZABLE_OPS = ("Conv", "Gemm", "MatMul")
+"""Ops whose int8 kernels (QLinearConv, QGemm, MatMulInteger) ORT's CPU provider runs from a QDQ model."""
+
+_FUSED_ACTIVATIONS = ("Relu", "Clip")
+_WALK_BACK_OPS = ("BatchNormalization", "Relu", "Clip", "LeakyRelu", "Sigmoid", "HardSigmoid", "Tanh")
+_DATA_MOVEMENT_OPS = ("Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze")
+_MAX_BATCH = 16
+_CALIBRATION_FILE = "calibration_ranges.json"
+
+
+@dataclass(frozen=True)
+class OrtSettings:
+    """How an ONNX Runtime CPU session runs a model.
+
+    Each field maps to ``onnxruntime.SessionOptions`` (the names a standalone runner must set):
+
+    * ``threads`` -> ``intra_op_num_threads`` (and ``inter_op_num_threads`` when parallel); default 1.
+    * ``execution`` -> ``execution_mode``: ``"sequential"`` = ``ExecutionMode.ORT_SEQUENTIAL`` (default),
+      ``"parallel"`` = ``ExecutionMode.ORT_PARALLEL``.
+    * ``layout`` -> ``graph_optimization_level``: ``"plain"`` = ``GraphOptimizationLevel.ORT_ENABLE_EXTENDED``,
+      ``"nchwc"`` = ``GraphOptimizationLevel.ORT_ENABLE_ALL`` (default).
+    """
+
+    threads: int = 1
+    execution: str = "sequential"
+    layout: str = "nchwc"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 1:
+            raise SynthesisError(f"OrtSettings.threads must be a whole number >= 1, not {self.threads!r}")
+        if self.execution not in ORT_EXECUTIONS:
+            raise SynthesisError(f"OrtSettings.execution must be one of {ORT_EXECUTIONS}, not {self.execution!r}")
+        if self.layout not in ORT_LAYOUTS:
+            raise SynthesisError(f"OrtSettings.layout must be one of {ORT_LAYOUTS}, not {self.layout!r}")
+
+    def session_options(self) -> onnxruntime.SessionOptions:
+        """A fresh ``onnxruntime.SessionOptions`` with these settings (see the class docstring)."""
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = self.threads
+        if self.execution == "parallel":
+            options.execution_mode = ort.ExecutionMode.ORT_PARALLEL
+            options.inter_op_num_threads = self.threads
+        else:
+            options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.graph_optimization_level = (ort.GraphOptimizationLevel.ORT_ENABLE_ALL if self.layout == "nchwc"
+                                            else ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED)
+        return options
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"threads": int, "execution": str, "layout": str}``, for JSON."""
+        return {"threads": self.threads, "execution": self.execution, "layout": self.layout}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> OrtSettings:
+        """The settings :meth:`to_dict` wrote; unknown keys are refused rather than ignored."""
+        unknown = sorted(set(data) - {"threads", "execution", "layout"})
+        if unknown:
+            raise SynthesisError(f"unknown OrtSettings keys {unknown}; expected threads, execution, layout")
+        return cls(**data)
+
+
+def named_model(model: onnx.ModelProto) -> onnx.ModelProto:
+    """A copy of ``model`` in which every node has a unique, non-empty name.
+
+    Unnamed nodes become ``f"{op_type}_{index}"`` (index in graph order); a name already taken (by an earlier
+    node, or by a later node's own name) gets ``_1``, ``_2``... appended.  Quantising chosen layers and
+    attributing profiled time both go by node name, so names must exist and be unique.
+    """
+    import onnx
+
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    own = {node.name for node in copy.graph.node if node.name}
+    taken: set[str] = set()
+    for index, node in enumerate(copy.graph.node):
+        name = node.name or f"{node.op_type}_{index}"
+        if name in taken or (not node.name and name in own):
+            name = _free_name(name, taken | own)
+        taken.add(name)
+        node.name = name
+    return copy
+
+
+def _free_name(base: str, taken: set[str]) -> str:
+    suffix = 1
+    while f"{base}_{suffix}" in taken:
+        suffix += 1
+    return f"{base}_{suffix}"
+
+
+def quantizable_nodes(model: onnx.ModelProto) -> tuple[str, ...]:
+    """Names (as :func:`named_model` gives them) of the nodes int8 can run, in graph order.
+
+    These are Conv, Gemm and MatMul nodes whose weight (input 1) is an initializer: static quantisation
+    stores that weight as int8 per output channel, which needs it known before the run.
+    """
+    graph = named_model(model).graph
+    initializers = {tensor.name for tensor in graph.initializer}
+    return tuple(node.name for node in graph.node
+                 if node.op_type in QUANTIZABLE_OPS and len(node.input) > 1 and node.input[1] in initializers)
+
+
+class Int8Quantizer:
+    """Writes QDQ static int8 versions of one model in which exactly the chosen layers are quantised.
+
+    Calibration (MinMax ranges of every activation over ``calibration``) is the expensive part, so it runs
+    once, here, and is stored in ``workdir``; each :meth:`quantize` call reuses those ranges through
+    ``quantize_static``'s ``calibration_cache_path``.  Before calibrating, batch normalisation is folded into
+    the convolution before it (as ORT does when it optimises a float session), so that an int8 convolution is
+    not followed by a float BN between a DequantizeLinear and a QuantizeLinear.
+
+    Weights are int8, per output channel; activations ``activation_type``, per tensor, asymmetric.  A ReLU
+    (or Clip) that only reads an int8 layer's output is quantised with it: the quantiser then drops it and
+    clips through the output's zero point, which is how ORT fuses an activation into QLinearConv.
+
+    Attributes set here: ``quantizable_`` (the node names :meth:`quantize` accepts), ``calibration_s_``
+    (seconds calibration took).
+    """
+
+    def __init__(self, model_path: Path, calibration: np.ndarray, workdir: Path,
+                 activation_type: str = DEFAULT_ACTIVATION_TYPE) -> None:
+        import onnx
+
+        if activation_type not in ACTIVATION_TYPES:
+            raise SynthesisError(f"activation_type must be one of {ACTIVATION_TYPES}, not {activation_type!r}")
+        self.model_path = Path(model_path)
+        self.workdir = Path(workdir)
+        self.activation_type = activation_type
+        model = named_model(onnx.load(str(self.model_path)))
+        self._batch, samples = _checked_samples(model, calibration, "calibration")
+        self.quantizable_ = quantizable_nodes(model)
+        self._folded = _fold_batch_norms(model)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self._prepared_path = self.workdir / "fp32_prepared.onnx"
+        onnx.save(self._folded, str(self._prepared_path))
+        self._ranges_path = self.workdir / _CALIBRATION_FILE
+        start_s = time.perf_counter()
+        _calibrate_ranges(self._prepared_path, samples, self._batch, self._ranges_path)
+        self.calibration_s_ = time.perf_counter() - start_s
+        self._written: dict[frozenset[str], Path] = {}
+
+    def quantize(self, nodes: Collection[str]) -> Path:
+        """Path of a model in which exactly ``nodes`` run in int8 (the fp32 model's path when empty).
+
+        The file is written on the first call for a node set and reused afterwards.
+        """
+        chosen = frozenset(nodes)
+        if not chosen:
+            return self.model_path
+        self._check_nodes(chosen)
+        if chosen not in self._written:
+            self._written[chosen] = self._write(chosen)
+        return self._written[chosen]
+
+    def _check_nodes(self, chosen: frozenset[str]) -> None:
+        ops = {node.name: node.op_type for node in self._folded.graph.node}
+        for name in sorted(chosen - set(self.quantizable_)):
+            why = (f"{self.model_path.name} has no node of that name" if name not in ops
+                   else f"it is a {ops[name]} node, which int8 cannot run (only {', '.join(QUANTIZABLE_OPS)}"
+                        " with a constant weight)")
+            raise UnsupportedModeError(f"cannot quantise {name!r} to int8: {why}; the quantizable nodes are "
+                                       f"{', '.join(self.quantizable_)}")
+
+    def _write(self, chosen: frozenset[str]) -> Path:
+        from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
+
+        digest = hashlib.sha1("\n".join(sorted(chosen)).encode()).hexdigest()[:12]
+        path = self.workdir / f"int8_{self.activation_type}_{digest}.onnx"
+        with _quiet_logging():
+            quantize_static(
+                self._prepared_path, path, calibration_data_reader=None, quant_format=QuantFormat.QDQ,
+                per_channel=True, reduce_range=False,
+                activation_type=QuantType.QUInt8 if self.activation_type == "uint8" else QuantType.QInt8,
+                weight_type=QuantType.QInt8,
+                nodes_to_quantize=sorted(chosen | _fused_activations(self._folded, chosen)),
+                calibration_cache_path=self._ranges_path)
+        return path
+
+
+def _fused_activations(model: onnx.ModelProto, chosen: frozenset[str]) -> set[str]:
+    """The ReLU/Clip nodes that read only a chosen layer's output, which is read by nothing else."""
+    producer = {out: node.name for node in model.graph.node for out in node.output}
+    readers: dict[str, int] = defaultdict(int)
+    for node in model.graph.node:
+        for name in node.input:
+            readers[name] += 1
+    graph_outputs = {out.name for out in model.graph.output}
+    return {node.name for node in model.graph.node
+            if node.op_type in _FUSED_ACTIVATIONS and producer.get(node.input[0]) in chosen
+            and readers[node.input[0]] == 1 and node.input[0] not in graph_outputs}
+
+
+def _fold_batch_norms(model: onnx.ModelProto) -> onnx.ModelProto:
+    """A copy of ``model`` in which each BatchNormalization that alone reads a Conv's output is folded into
+    that Conv: W' = W * s and b' = (b - mean) * s + beta per output channel, with s = gamma / sqrt(var + eps).
+    The Conv keeps its name and takes the BN's output tensor."""
+    import onnx
+    from onnx import numpy_helper
+
+    folded = onnx.ModelProto()
+    folded.CopyFrom(model)
+    graph = folded.graph
+    weights = {tensor.name: tensor for tensor in graph.initializer}
+    producer = {out: node for node in graph.node for out in node.output}
+    readers: dict[str, int] = defaultdict(int)
+    for node in graph.node:
+        for name in node.input:
+            readers[name] += 1
+    graph_outputs = {out.name for out in graph.output}
+    removed = []
+    for bn in graph.node:
+        conv = producer.get(bn.input[0])
+        if (bn.op_type != "BatchNormalization" or conv is None or conv.op_type != "Conv"
+                or readers[bn.input[0]] != 1 or bn.input[0] in graph_outputs
+                or not all(name in weights for name in list(bn.input[1:5]) + list(conv.input[1:]))
+                or any(a.name == "training_mode" and a.i for a in bn.attribute)):
+            continue
+        gamma, beta, mean, var = (numpy_helper.to_array(weights[name]).astype(np.float64) for name in bn.input[1:5])
+        eps = next((a.f for a in bn.attribute if a.name == "epsilon"), 1e-5)
+        scale = gamma / np.sqrt(var + eps)
+        w = numpy_helper.to_array(weights[conv.input[1]]).astype(np.float64)
+        b = numpy_helper.to_array(weights[conv.input[2]]).astype(np.float64) if len(conv.input) > 2 else 0.0
+        w_name, b_name = f"{conv.name}_bn_folded_weight", f"{conv.name}_bn_folded_bias"
+        graph.initializer.append(numpy_helper.from_array((w * scale.reshape(-1, *[1] * (w.ndim - 1)))
+                                                         .astype(np.float32), w_name))
+        graph.initializer.append(numpy_helper.from_array(((b - mean) * scale + beta).astype(np.float32), b_name))
+        del conv.input[1:]
+        conv.input.extend([w_name, b_name])
+        conv.output[0] = bn.output[0]
+        removed.append(bn)
+    for bn in removed:
+        graph.node.remove(bn)
+    _drop_unused_initializers(graph)
+    return folded
+
+
+def _drop_unused_initializers(graph: onnx.GraphProto) -> None:
+    used = {name for node in graph.node for name in node.input}
+    keep = [tensor for tensor in graph.initializer if tensor.name in used]
+    del graph.initializer[:]
+    graph.initializer.extend(keep)
+
+
+def _model_input(model: onnx.ModelProto) -> tuple[str, tuple[int | None, ...]]:
+    """Name and shape (None for a symbolic dimension) of the model's single non-initializer input."""
+    initializers = {tensor.name for tensor in model.graph.initializer}
+    inputs = [value for value in model.graph.input if value.name not in initializers]
+    if len(inputs) != 1:
+        raise SynthesisError(f"only single-input models are supported; this one has {len(inputs)} inputs")
+    dims = inputs[0].type.tensor_type.shape.dim
+    return inputs[0].name, tuple(d.dim_value if d.HasField("dim_value") else None for d in dims)
+
+
+def _checked_samples(model: onnx.ModelProto, samples: np.ndarray, what: str) -> tuple[int | None, np.ndarray]:
+    """The model's fixed batch size (None when symbolic) and ``samples`` as float32, once they fit its input."""
+    name, shape = _model_input(model)
+    array = np.asarray(samples, dtype=np.float32)
+    expected = shape[1:]
+    if array.ndim != len(shape) or any(d is not None and d != s for d, s in zip(expected, array.shape[1:])):
+        raise ValidationDataError(f"{what} samples have shape {tuple(array.shape[1:])} (array {array.shape}), but "
+                                  f"the model's input {name!r} has shape {shape}, so samples must have shape "
+                                  f"{expected}")
+    if array.shape[0] == 0:
+        raise ValidationDataError(f"{what} holds no samples (array of shape {array.shape})")
+    if not np.isfinite(array).all():
+        raise ValidationDataError(f"{what} holds non-finite values (NaN or infinity)")
+    batch = shape[0]
+    if batch is not None and array.shape[0] % batch:
+        raise ValidationDataError(f"{what} has {array.shape[0]} samples, not a multiple of the model's fixed "
+                                  f"batch size {batch}")
+    return batch, array
+
+
+def _batches(samples: np.ndarray, batch: int | None) -> Iterator[np.ndarray]:
+    """``samples`` cut into the model's fixed batch size, or into chunks of at most 16 when it is symbolic."""
+    step = batch if batch is not None else _MAX_BATCH
+    for start in range(0, len(samples), step):
+        yield samples[start:start + step]
+
+
+class _ArrayReader:
+    """Feeds calibration batches to ORT's calibrator (its CalibrationDataReader protocol: ``get_next``)."""
+
+    def __init__(self, input_name: str, batches: Sequence[np.ndarray]) -> None:
+        self._feeds = iter([{input_name: batch} for batch in batches])
+
+    def get_next(self) -> dict[str, np.ndarray] | None:
+        return next(self._feeds, None)
+
+    def __iter__(self) -> Iterator[dict[str, np.ndarray]]:
+        return self._feeds
+
+
+def _calibrate_ranges(model_path: Path, samples: np.ndarray, batch: int | None, ranges_path: Path) -> None:
+    """Runs MinMax calibration of every tensor the quantiser may quantise and writes the ranges to
+    ``ranges_path`` in the JSON format ``quantize_static(calibration_cache_path=...)`` reads."""
+    import onnx
+    from onnxruntime.quantization import CalibrationMethod, create_calibrator, save_tensors_data
+    from onnxruntime.quantization.registry import QDQRegistry, QLinearOpsRegistry
+
+    input_name, _ = _model_input(onnx.load(str(model_path), load_external_data=False))
+    op_types = sorted(set(QLinearOpsRegistry) | set(QDQRegistry))  # what quantize_static calibrates by default
+    with tempfile.TemporaryDirectory(prefix="nnperf-calib-") as tmp, _quiet_logging():
+        calibrator = create_calibrator(model_path, op_types, augmented_model_path=str(Path(tmp) / "augmented.onnx"),
+                                       calibrate_method=CalibrationMethod.MinMax)
+        calibrator.collect_data(_ArrayReader(input_name, list(_batches(samples, batch))))
+        save_tensors_data(calibrator.compute_data(), ranges_path)
+
+
+class _quiet_logging:
+    """Silences the quantiser's advice to pre-process (done here: BN folding; ORT fuses the rest)."""
+
+    def __enter__(self) -> None:
+        self._level = logging.root.level
+        logging.root.setLevel(logging.ERROR)
+
+    def __exit__(self, *exc: object) -> None:
+        logging.root.setLevel(self._level)
+
+
+def ort_session(path: Path, settings: OrtSettings) -> onnxruntime.InferenceSession:
+    """An ORT session on the CPU provider for the model at ``path``."""
+    import onnxruntime as ort
+
+    return ort.InferenceSession(str(path), settings.session_options(), providers=["CPUExecutionProvider"])
+
+
+def run_session(session: onnxruntime.InferenceSession, inputs: np.ndarray) -> np.ndarray:
+    """The first output for every sample of ``inputs`` (shape (N, *sample shape)), stacked to (N, ...).
+
+    Samples run in batches of the model's fixed batch size (one at a time when it is 1), or in chunks of at
+    most 16 when the batch dimension is symbolic.
+    """
+    meta = session.get_inputs()[0]
+    batch = meta.shape[0] if isinstance(meta.shape[0], int) and meta.shape[0] > 0 else None
+    array = np.asarray(inputs, dtype=np.float32)
+    if batch is not None and len(array) % batch:
+        raise ValidationDataError(f"{len(array)} samples are not a multiple of the model's batch size {batch}")
+    outputs = [session.run(None, {meta.name: chunk})[0] for chunk in _batches(array, batch)]
+    return np.concatenate(outputs, axis=0)
+
+
+def node_times(path: Path, settings: OrtSettings, sample: np.ndarray, runs: int = 20) -> dict[str, float]:
+    """Median seconds per run spent in each node of the model at ``path``, from ORT's profiler.
+
+    ``sample`` is one input batch (the model's input shape).  Two warm-up runs are left out, then ``runs`` runs
+    are profiled; each ``Node`` event of the trace is assigned to the ``model_run`` it falls in, its kernel time
+    is charged to a node of the model file by :func:`_ort_name_owner`, and the median over runs of each
+    node's per-run total is returned.  Time that cannot be charged to a node of the file (layout changes ORT
+    inserted: ``ReorderInput``/``ReorderOutput`` for NCHWc, ``Transpose`` around NHWC int8 convolutions; a
+    QuantizeLinear shared by several int8 layers) stays under ORT's own node name.  Time between kernels
+    (the executor's own overhead) is in no node, so the values sum to a little less than a run.
+    """
+    import onnx
+
+    if runs < 1:
+        raise SynthesisError(f"runs must be >= 1, not {runs}")
+    model = onnx.load(str(path), load_external_data=False)
+    owners = _NameOwners(model)
+    with tempfile.TemporaryDirectory(prefix="nnperf-profile-") as tmp:
+        options = settings.session_options()
+        options.enable_profiling = True
+        options.profile_file_prefix = str(Path(tmp) / "ort")
+        import onnxruntime as ort
+
+        session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        feed = {session.get_inputs()[0].name: np.asarray(sample, dtype=np.float32)}
+        for _ in range(2 + runs):
+            session.run(None, feed)
+        trace_path = session.end_profiling()
+        events = json.loads(Path(trace_path).read_text())
+    per_run = _kernel_seconds_per_run(events)[2:]
+    totals: list[dict[str, float]] = []
+    for kernels in per_run:
+        charged: dict[str, float] = defaultdict(float)
+        for ort_name, seconds in kernels.items():
+            charged[owners.owner(ort_name)] += seconds
+        totals.append(charged)
+    names = {name for charged in totals for name in charged}
+    return {name: statistics.median(charged.get(name, 0.0) for charged in totals) for name in sorted(names)}
+
+
+def _kernel_seconds_per_run(events: list[dict[str, Any]]) -> list[dict[str, float]]:
+    """For each ``model_run`` of an ORT trace (in order), seconds per ORT node name (trace times are in µs)."""
+    windows = sorted((event["ts"], event["ts"] + event["dur"]) for event in events
+                     if event.get("cat") == "Session" and event.get("name") == "model_run")
+    runs: list[dict[str, float]] = [defaultdict(float) for _ in windows]
+    starts = [start for start, _ in windows]
+    for event in events:
+        if event.get("cat") != "Node" or not event["name"].endswith("_kernel_time"):
+            continue
+        index = int(np.searchsorted(starts, event["ts"], side="right")) - 1
+        if index >= 0 and event["ts"] <= windows[index][1]:
+            runs[index][event["name"][:-len("_kernel_time")]] += event["dur"] * 1e-6
+    return runs
+
+
+class _NameOwners:
+    """Charges an ORT node (by the name in a profile) to a node of the model file ORT optimised.
+
+    ORT's names, as checked on ONNX Runtime 1.32: a fused node (Conv+BN, FusedConv, QLinearConv and QGemm
+    from a QDQ group) keeps the name of the Conv/Gemm it replaces, or that name plus ``_token_<n>`` when it
+    is rewritten again (the NHWC int8 convolutions of ORT_ENABLE_ALL); an NCHWc node is named after its output
+    tensor plus ``_nchwc``, the tensor of the last op fused into it (BN or ReLU), so it is traced back to the
+    Conv or MaxPool that produced it; a node ORT copies gets ``/duplicated``.  A QuantizeLinear or
+    DequantizeLinear that ORT did not fuse is charged to the int8 layer it converts for: a DequantizeLinear of
+    a weight to its reader, a DequantizeLinear of an int8 layer's output to that layer, a QuantizeLinear to
+    the one int8 layer that reads it (else to the int8 layer that wrote it).  A QuantizeLinear that ORT's QDQ
+    propagation moved up across a Reshape/Flatten/Transpose is named ``<tensor>_q`` and is followed down to
+    the QuantizeLinear of the file it stands for.
+    """
+
+    def __init__(self, model: onnx.ModelProto) -> None:
+        self._nodes = {node.name: node for node in model.graph.node}
+        self._producer = {out: node for node in model.graph.node for out in node.output}
+        self._readers: dict[str, list[Any]] = defaultdict(list)
+        for node in model.graph.node:
+            for name in node.input:
+                self._readers[name].append(node)
+        self._initializers = {tensor.name for tensor in model.graph.initializer}
+
+    def owner(self, ort_name: str) -> str:
+        name = ort_name.removesuffix("/duplicated")
+        while name not in self._nodes and "_token_" in name:
+            name = name.rsplit("_token_", 1)[0]
+        node = self._nodes.get(name)
+        if node is None and name.endswith("_nchwc"):
+            node = self._walk_back(name.removesuffix("_nchwc"))
+        if node is None and name.endswith("_q"):
+            node = self._moved_quantize(name.removesuffix("_q"))
+        if node is None:
+            return ort_name
+        if node.op_type in ("QuantizeLinear", "DequantizeLinear"):
+            owner = self._qdq_owner(node)
+            return owner.name if owner is not None else ort_name
+        return str(node.name)
+
+    def _walk_back(self, tensor: str) -> Any:
+        node = self._producer.get(tensor)
+        while node is not None and node.op_type in _WALK_BACK_OPS:
+            node = self._producer.get(node.input[0])
+        return node
+
+    def _moved_quantize(self, tensor: str) -> Any:
+        """The QuantizeLinear that ORT's QDQ propagation moved up to ``tensor`` across data-movement ops."""
+        while len(self._readers[tensor]) == 1:
+            reader = self._readers[tensor][0]
+            if reader.op_type == "QuantizeLinear":
+                return reader
+            if reader.op_type not in _DATA_MOVEMENT_OPS:
+                return None
+            tensor = reader.output[0]
+        return None
+
+    def _is_int8_layer(self, node: Any) -> bool:
+        if node is None or node.op_type not in QUANTIZABLE_OPS or len(node.input) < 2:
+            return False
+        weight = self._producer.get(node.input[1])
+        return weight is not None and weight.op_type == "DequantizeLinear"
+
+    def _qdq_owner(self, node: Any) -> Any:
+        if node.op_type == "DequantizeLinear" and node.input[0] in self._initializers:
+            readers = self._readers[node.output[0]]
+            return readers[0] if len(readers) == 1 else None
+        quantize = node if node.op_type == "QuantizeLinear" else self._producer.get(node.input[0])
+        if quantize is None or quantize.op_type != "QuantizeLinear":
+            return None
+        writer = self._walk_back(quantize.input[0])
+        readers = [reader for dq in self._readers[quantize.output[0]] for reader in self._readers[dq.output[0]]
+                   if self._is_int8_layer(reader)]
+        if node.op_type == "DequantizeLinear" and self._is_int8_layer(writer):
+            return writer
+        if len(readers) == 1:
+            return readers[0]
+        return writer if self._is_int8_layer(writer) else None
