@@ -24,6 +24,7 @@ CPU provider these become:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -177,6 +178,8 @@ class Int8Quantizer:
     (or Clip) that only reads an int8 layer's output is quantised with it: the quantiser then drops it and
     clips through the output's zero point, which is how ORT fuses an activation into QLinearConv.
 
+    Files in ``workdir``: ``fp32_prepared.onnx`` (the BN-folded model that is calibrated and quantised),
+    ``calibration_ranges.json`` (ORT's calibration cache format) and ``int8_<type>_<hash of the node set>.onnx``.
     Attributes set here: ``quantizable_`` (the node names :meth:`quantize` accepts), ``calibration_s_``
     (seconds calibration took).
     """
@@ -371,15 +374,15 @@ def _calibrate_ranges(model_path: Path, samples: np.ndarray, batch: int | None, 
         save_tensors_data(calibrator.compute_data(), ranges_path)
 
 
-class _quiet_logging:
+@contextlib.contextmanager
+def _quiet_logging() -> Iterator[None]:
     """Silences the quantiser's advice to pre-process (done here: BN folding; ORT fuses the rest)."""
-
-    def __enter__(self) -> None:
-        self._level = logging.root.level
-        logging.root.setLevel(logging.ERROR)
-
-    def __exit__(self, *exc: object) -> None:
-        logging.root.setLevel(self._level)
+    level = logging.root.level
+    logging.root.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logging.root.setLevel(level)
 
 
 def ort_session(path: Path, settings: OrtSettings) -> onnxruntime.InferenceSession:
