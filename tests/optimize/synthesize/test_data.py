@@ -74,9 +74,10 @@ def test_resizing_keeps_each_images_mean(digits8: ValidationSet, digits32: Valid
     # Scaling up 4x (align_corners=False), every source pixel's weights sum to 4 along each axis, the edge pixels'
     # included (sampling beyond the edge clamps to them): the mean is kept exactly, up to float32 rounding.
     np.testing.assert_allclose(digits32.inputs.mean(axis=(1, 2, 3)), means8, atol=1e-6)
-    # At 28 = 3.5 x 8 the weights differ from pixel to pixel, and the mean moves by at most 2% of the full scale.
+    # At 28 = 3.5 x 8 the argument does not apply as such, but the mean is kept as closely (measured: 4.5e-8 at
+    # most over the 1797 images; 6e-8 at 12, 3e-8 at 20).
     means28 = digits_set(28).inputs.mean(axis=(1, 2, 3))
-    np.testing.assert_allclose(means28, means8, atol=0.02)
+    np.testing.assert_allclose(means28, means8, atol=1e-6)
     assert digits_set(28).labels.tolist() == digits8.labels.tolist()  # type: ignore[union-attr]
 
 
