@@ -8,6 +8,7 @@ The command line calls these; so can any Python program::
     nnperf.calibrate(backend="torch", if_needed=True)  # once per system, stored in ./nnperf.db
     prediction = nnperf.predict(network)               # per-layer and network latency, no run needed
     check = nnperf.verify(network)                     # measured against predicted
+    program = nnperf.api.synthesize("digits-cnn", data="digits", budget=0.01, out="program")
 """
 
 from nnperf.api._load import InputShape, ModelLike, load_model
@@ -28,11 +29,38 @@ from nnperf.api._primitives import (
 from nnperf.api._profile import profile
 from nnperf.api._select import NetworkSelection, select_network_primitives
 from nnperf.api._session import StoreLike, open_backend, opened_store
+from nnperf.api._synthesize import DIGITS_MODEL, Verified, parse_budget, synthesize, verify_program
 
 __all__ = [
-    "InputShape", "LayerPrimitives", "ModelLike", "NetworkSelection", "PrimitivePrediction", "PrimitiveTraining",
-    "PrimitiveTransfer", "StoreLike", "System", "Verification", "calibrate", "dataset_configs", "load_model",
-    "named_primitives", "open_backend", "opened_store", "predict", "predict_primitives", "profile",
-    "profile_primitives", "select_network_primitives", "stored_calibration", "stored_primitive_model",
-    "train_primitive_model", "transfer_primitive_model", "verify",
+    "DIGITS_MODEL",
+    "InputShape",
+    "LayerPrimitives",
+    "ModelLike",
+    "NetworkSelection",
+    "PrimitivePrediction",
+    "PrimitiveTraining",
+    "PrimitiveTransfer",
+    "StoreLike",
+    "System",
+    "Verification",
+    "Verified",
+    "calibrate",
+    "dataset_configs",
+    "load_model",
+    "named_primitives",
+    "open_backend",
+    "opened_store",
+    "parse_budget",
+    "predict",
+    "predict_primitives",
+    "profile",
+    "profile_primitives",
+    "select_network_primitives",
+    "stored_calibration",
+    "stored_primitive_model",
+    "synthesize",
+    "train_primitive_model",
+    "transfer_primitive_model",
+    "verify",
+    "verify_program",
 ]

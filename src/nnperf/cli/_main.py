@@ -27,6 +27,7 @@ from nnperf.cli import (
     select_cmd,
     steps_cmd,
     sweep_cmd,
+    synthesize_cmd,
     systems_cmd,
     zoo_cmd,
 )
@@ -40,7 +41,7 @@ EXIT_BROKEN_PIPE = 141
 
 COMMANDS = (zoo_cmd, inspect_cmd, export_cmd, backends_cmd, profile_cmd, systems_cmd, measurements_cmd, calibrate_cmd,
             predict_cmd, evaluate_cmd, sweep_cmd, steps_cmd, advise_cmd, accel_cmd, partition_cmd, compare_cmd,
-            primitives_cmd, select_cmd, completion_cmd)
+            primitives_cmd, select_cmd, synthesize_cmd, completion_cmd)
 
 
 def build_parser() -> argparse.ArgumentParser:

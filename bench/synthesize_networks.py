@@ -1,0 +1,122 @@
+"""Cappuccino's Table I on this machine: the digits CNN and zoo networks synthesised within an accuracy budget.
+
+Run: PYTHONPATH=src .venv/bin/python bench/synthesize_networks.py [--networks digits resnet18 mobilenet_v2
+     squeezenet1_1] [--budget 0.01] [--samples 200] [--photos 232] [--threads 2]
+     [--json bench/results/synthesize_networks.json]
+
+- ``digits``: a CNN on scikit-learn's bundled handwritten digits resized to 64x64 (width 32, 10 epochs), trained
+  once by this script and cached in bench/results/digits-cnn-64.pt; accuracy is top-1 on the held-out digits
+  (never trained on).
+- zoo names: random weights (nnperf's seeded ones); accuracy is the agreement of top-1 with the fp32 reference on
+  crops of the photographs bundled with scikit-learn and matplotlib (a proxy, see the README).
+
+For each network, `nnperf.api.synthesize` measures Table I's stages (baseline single-thread fp32 torch eager,
+parallel, layout, inexact, final artifact), the greedy and ILP searches, and writes the program to
+bench/results/synth/NAME/ (git-ignored). Stdout gets Markdown tables: Table I per network, the speed-up of the
+final program over single-thread fp32 torch eager (goal >= 8x within a 1% drop) and over ONNX Runtime's best fp32
+program (goal >= 1.2x), and greedy against ILP.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from nnperf.api import synthesize
+from nnperf.measure import host_info
+from nnperf.optimize.synthesize import SynthesisResult, cached_digits, photo_set
+
+DIGITS_CACHE = Path("bench/results/digits-cnn-64.pt")
+NETWORKS = ("digits", "resnet18", "mobilenet_v2", "squeezenet1_1")
+
+
+def run_network(name: str, args: argparse.Namespace) -> SynthesisResult:
+    out = Path("bench/results/synth") / name
+    if name == "digits":
+        trained = cached_digits(DIGITS_CACHE, size=64, width=32, epochs=10)
+        print(f"digits CNN: 64x64, width 32, 10 epochs; held-out top-1 {trained.validation_accuracy:.2%} on "
+              f"{len(trained.validation)} digits\n")
+        return synthesize(trained.module, data=trained.validation, budget=args.budget, out=out,
+                          max_threads=args.threads, samples=args.samples, input_shape=(1, 1, 64, 64))
+    from nnperf.api import load_model
+
+    shape = load_model(name).inputs[0].shape
+    data = photo_set(tuple(shape[1:]), count=args.photos, seed=0)
+    return synthesize(name, data=data, budget=args.budget, out=out, max_threads=args.threads, samples=args.samples)
+
+
+def accuracy(m: Any) -> str:
+    a = m.accuracy
+    return f"{a.top1:.2%}" if a.top1 is not None else f"{a.agreement:.1%} agree"
+
+
+def print_table1(result: SynthesisResult) -> None:
+    base = result.stages[0].program.latency_s
+    print(f"### {result.network}\n")
+    print("| stage | program | ms, median [q1, q3] | speed-up | accuracy | drop | note |")
+    print("|---|---|---|---|---|---|---|")
+    for stage in result.stages:
+        m = stage.program
+        s = m.timing.stats
+        print(f"| {stage.name} | {m.spec.label()} | {s.median_s * 1e3:.2f} [{s.q1_s * 1e3:.2f}, {s.q3_s * 1e3:.2f}] "
+              f"| {base / m.latency_s:.2f}x | {accuracy(m)} | {m.accuracy.drop:.2%} | {stage.note} |")
+    for search in result.searches:
+        print(f"\n{search.runtime} {search.mode}: {len(search.effects)} layers; all {search.mode} "
+              f"{search.all_inexact.latency_s * 1e3:.2f} ms at a drop of {search.all_inexact.accuracy.drop:.2%}\n")
+        print("| search | inexact layers | verified drop | accuracy evaluations | search s | ms | status |")
+        print("|---|---|---|---|---|---|---|")
+        for found, program in ((search.greedy, search.greedy_program), (search.ilp, search.ilp_program)):
+            ms = f"{program.latency_s * 1e3:.2f}" if program is not None else "-"
+            print(f"| {found.method} | {len(found.inexact)} | {found.drop:.2%} | {found.evaluations} "
+                  f"| {found.search_s:.1f} | {ms} | {found.status} |")
+    print()
+
+
+def summary_row(result: SynthesisResult, wall_s: float) -> dict[str, Any]:
+    final = result.stage("final").program
+    baseline = result.stages[0].program
+    ort = result.ort_best_fp32
+    return {"network": result.network, "baseline_ms": baseline.latency_s * 1e3, "final_ms": final.latency_s * 1e3,
+            "final": final.spec.label(), "artifact": result.artifact,
+            "speedup_over_baseline": baseline.latency_s / final.latency_s,
+            "ort_best_fp32": ort.spec.label() if ort else None,
+            "speedup_over_ort_fp32": ort.latency_s / final.latency_s if ort else None,
+            "drop": final.accuracy.drop, "reference_top1": result.reference_top1, "wall_s": wall_s,
+            "table1": result.manifest["table1"]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--networks", nargs="+", default=list(NETWORKS))
+    parser.add_argument("--budget", type=float, default=0.01)
+    parser.add_argument("--samples", type=int, default=200, help="validation samples judging accuracy")
+    parser.add_argument("--photos", type=int, default=232, help="photo crops for zoo networks (32 calibrate)")
+    parser.add_argument("--threads", type=int, default=None, help="most threads tried (default: all cores)")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    host = host_info()
+    print(f"{host.cpu_model}, {host.logical_cores} logical cores; budget {args.budget:.2%}; {args.samples} "
+          "judging samples\n")
+    rows = []
+    for name in args.networks:
+        start = time.perf_counter()
+        result = run_network(name, args)
+        print_table1(result)
+        rows.append(summary_row(result, time.perf_counter() - start))
+    print("| network | baseline ms | final ms | final program | over baseline (goal 8x) | ONNX Runtime best fp32 "
+          "| over it (goal 1.2x) | drop | wall s |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        over_ort = f"{r['speedup_over_ort_fp32']:.2f}x" if r["speedup_over_ort_fp32"] else "-"
+        print(f"| {r['network']} | {r['baseline_ms']:.2f} | {r['final_ms']:.2f} | {r['final']} "
+              f"| {r['speedup_over_baseline']:.2f}x | {r['ort_best_fp32']} | {over_ort} | {r['drop']:.2%} "
+              f"| {r['wall_s']:.0f} |")
+    if args.json:
+        args.json.write_text(json.dumps({"host": host.cpu_model, "budget": args.budget, "networks": rows}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

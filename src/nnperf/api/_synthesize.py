@@ -1,0 +1,138 @@
+"""Synthesising the fastest program for a network on this device within an accuracy budget, from Python
+(Cappuccino; ``nnperf synthesize`` on the command line).
+
+::
+
+    import nnperf.api as api
+
+    result = api.synthesize("digits-cnn", data="digits", budget=0.01, out="digits-program")
+    for stage in result.stages:
+        print(stage.name, stage.program.latency_s, stage.program.accuracy.drop)
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from nnperf.api._load import load_model
+from nnperf.errors import NnperfError
+
+if TYPE_CHECKING:
+    from torch import nn
+
+    from nnperf.optimize.synthesize import Progress, SynthesisResult, ValidationSet
+
+DIGITS_MODEL = "digits-cnn"
+"""The model name of the CNN trained here on scikit-learn's digits (32x32, width 16, 8 epochs, seed 0)."""
+DEFAULT_SAMPLES = 200
+"""Validation samples judged by default (after the calibration part is taken)."""
+DEFAULT_CALIBRATION = 32
+"""Validation samples the int8 ranges are calibrated on by default."""
+
+
+def digits_cache(size: int = 32, width: int = 16, epochs: int = 8, seed: int = 0) -> Path:
+    """Where the trained digits CNN is cached: ``$XDG_CACHE_HOME/nnperf`` (default ``~/.cache/nnperf``)."""
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "nnperf"
+    return root / f"digits-cnn-{size}-{width}-{epochs}-{seed}.pt"
+
+
+@dataclass(frozen=True)
+class Verified:
+    """The generated runner run in a fresh process on its check samples: its exit code and what it printed."""
+
+    returncode: int
+    output: str
+
+
+def parse_budget(text: str | float) -> float:
+    """``"1%"`` -> 0.01, ``"0.01"`` -> 0.01; anything else raises ``BudgetError``."""
+    from nnperf.optimize.synthesize import BudgetError, check_budget
+
+    value = str(text).strip()
+    try:
+        number = float(value[:-1]) / 100 if value.endswith("%") else float(value)
+    except ValueError:
+        raise BudgetError(f"the budget must be a percentage like 1% or a fraction like 0.01, got {text!r}") from None
+    return check_budget(number)
+
+
+def _resolve(model: str | os.PathLike[str] | nn.Module, data: str | os.PathLike[str] | ValidationSet,
+             input_shape: tuple[int, ...] | None) -> tuple[str, nn.Module | None, Path | None, ValidationSet]:
+    """(name, torch module or None, ONNX path or None, validation set) for what the user named; samples whose shape
+    is not the network's raise ``ValidationDataError``."""
+    from nnperf.optimize.synthesize import ValidationDataError, ValidationSet, cached_digits, load_validation
+
+    if isinstance(model, (str, os.PathLike)) and os.fspath(model) == DIGITS_MODEL:
+        trained = cached_digits(digits_cache())
+        if isinstance(data, str) and data == "digits":
+            return DIGITS_MODEL, trained.module, None, trained.validation  # the held-out digits, never trained on
+        module, onnx_path, name, shape = trained.module, None, DIGITS_MODEL, (1, 1, trained.size, trained.size)
+    elif isinstance(model, (str, os.PathLike)):
+        from nnperf.measure.backends import build_torch
+
+        network = load_model(model, input_shape)
+        shape = network.inputs[0].shape
+        if len(network.inputs) != 1:
+            raise NnperfError(f"{network.name}: synthesis takes networks with one input, it has {len(network.inputs)}")
+        if Path(os.fspath(model)).suffix.lower() == ".onnx":  # the file's own weights: ONNX Runtime only
+            module, onnx_path = None, Path(os.fspath(model))
+        else:
+            module, onnx_path = build_torch(network), None
+        name = network.name
+    else:
+        if input_shape is None:
+            raise NnperfError("a torch module needs input_shape (batch first)")
+        module, onnx_path, name, shape = model, None, type(model).__name__, tuple(input_shape)
+    validation = data if isinstance(data, ValidationSet) else load_validation(data, tuple(shape[1:]))
+    if tuple(validation.sample_shape) != tuple(shape[1:]):
+        raise ValidationDataError(f"the validation samples of {validation.name!r} have shape "
+                                  f"{tuple(validation.sample_shape)}, {name} takes {tuple(shape[1:])} (batch left out)")
+    return name, module, onnx_path, validation
+
+
+def synthesize(model: str | os.PathLike[str] | nn.Module, *, data: str | os.PathLike[str] | ValidationSet = "photos",
+               budget: float | str = 0.01, out: str | os.PathLike[str] = "nnperf-program",
+               max_threads: int | None = None, samples: int = DEFAULT_SAMPLES,
+               calibration: int = DEFAULT_CALIBRATION, aot: bool = True, inexact: bool = True,
+               input_shape: tuple[int, ...] | None = None, workdir: str | os.PathLike[str] | None = None,
+               progress: Progress | None = None) -> SynthesisResult:
+    """The fastest program for ``model`` on this device whose accuracy drop stays within ``budget``, written to
+    ``out`` (see :func:`nnperf.optimize.synthesize.synthesize`).
+
+    ``model``: ``"digits-cnn"`` (trained here on scikit-learn's digits, cached), a zoo name (random weights: give
+    ``data="photos"``, a proxy), an ONNX file (run with its own weights, in ONNX Runtime only) or a torch module
+    (with ``input_shape``). ``data``: ``"digits"``, ``"photos"``, a folder with ``inputs.npy`` (and
+    ``labels.npy``), an ``.npz`` file, or a :class:`~nnperf.optimize.synthesize.ValidationSet`. The first
+    ``calibration`` samples (shuffled, seeded) calibrate int8; at most ``samples`` of the rest judge accuracy.
+    """
+    from nnperf.optimize.synthesize import ValidationDataError, make_sources
+    from nnperf.optimize.synthesize import synthesize as run
+
+    fraction = parse_budget(budget)
+    if samples < 1 or calibration < 1:
+        raise NnperfError(f"samples and calibration must be at least 1, got {samples} and {calibration}")
+    name, module, onnx_path, validation = _resolve(model, data, input_shape)
+    if len(validation) < 2:
+        raise ValidationDataError(f"the validation set {validation.name!r} has {len(validation)} sample(s); "
+                                  "synthesis needs at least 2 (a calibration part and an evaluation part)")
+    share = min(calibration, len(validation) - 1) / len(validation)
+    calibration_set, evaluation = validation.split(share, seed=0)
+    evaluation = evaluation.take(min(samples, len(evaluation)))
+    folder = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="nnperf-synthesize-"))
+    sources = make_sources(module, onnx_path, calibration_set, folder)
+    return run(sources, evaluation, fraction, Path(out), network=name, max_threads=max_threads, aot=aot,
+               inexact=inexact, progress=progress)
+
+
+def verify_program(folder: str | os.PathLike[str]) -> Verified:
+    """Runs the folder's ``run.py --check`` in a fresh Python process (the runner reproduces its stored outputs or
+    exits non-zero)."""
+    done = subprocess.run([sys.executable, str(Path(folder) / "run.py"), "--check"], capture_output=True, text=True,
+                          timeout=600, check=False)
+    return Verified(done.returncode, (done.stdout + done.stderr).strip())

@@ -1,0 +1,115 @@
+"""``nnperf synthesize``: the fastest deployable program for a network on this device within an accuracy budget
+(Cappuccino)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "synthesize", help="synthesise the fastest program within an accuracy budget (Cappuccino)",
+        description="Measure the network's programs on this device stage by stage (Cappuccino's Table I): "
+                    "single-thread fp32, the best thread count and executor, a layout kept end to end, then "
+                    "layers made inexact (ONNX Runtime int8, torch bf16 where native) in order of least harm "
+                    "while the accuracy drop on the validation data stays within the budget (and the exact ILP "
+                    "for comparison). The fastest program is written to --out with a standalone runner script "
+                    "and a manifest.")
+    p.add_argument("model", metavar="MODEL",
+                   help="digits-cnn (trained here on scikit-learn's digits), a zoo name (random weights), or an "
+                        ".onnx file (run with its own weights, in ONNX Runtime)")
+    p.add_argument("--data", default=None, metavar="DIR|FILE.npz|digits|photos",
+                   help="validation data: a folder with inputs.npy (and labels.npy), an .npz with 'inputs' (and "
+                        "'labels'), 'digits', or 'photos' (real photographs; for random weights, accuracy is "
+                        "agreement with fp32, a proxy). Default: digits for digits-cnn, photos otherwise")
+    p.add_argument("--budget", default="1%", help="the accuracy drop allowed: 1%% or 0.01 (default 1%%)")
+    p.add_argument("--out", type=Path, default=Path("nnperf-program"), help="output folder (default nnperf-program)")
+    p.add_argument("--threads", type=int, default=None, help="most threads to try (default: this machine's cores)")
+    p.add_argument("--samples", type=int, default=200, help="validation samples that judge accuracy (default 200)")
+    p.add_argument("--calibration", type=int, default=32, help="samples that calibrate int8 (default 32)")
+    p.add_argument("--no-aot", dest="aot", action="store_false",
+                   help="do not package a torch program with AOTInductor (then only ONNX Runtime programs deploy)")
+    p.add_argument("--no-inexact", dest="inexact", action="store_false", help="fp32 programs only")
+    p.add_argument("--input-shape", default=None, metavar="1x3x224x224", help="an ONNX file's input shape")
+    p.add_argument("--verify", action="store_true",
+                   help="run the generated runner in a fresh process and check it reproduces the stored outputs")
+    p.add_argument("--json", action="store_true", help="print the manifest as JSON")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from nnperf.api import DIGITS_MODEL, synthesize, verify_program
+    from nnperf.cli._backend_args import Progress
+    from nnperf.cli._shapes import parse_shape
+    from nnperf.errors import NnperfError
+
+    if args.threads is not None and args.threads < 1:
+        raise NnperfError(f"--threads must be at least 1, got {args.threads}")
+    data = args.data or ("digits" if args.model == DIGITS_MODEL else "photos")
+    shape = parse_shape(args.input_shape) if args.input_shape else None
+    with Progress(not args.json, "synthesising") as progress:
+        result = synthesize(args.model, data=data, budget=args.budget, out=args.out, max_threads=args.threads,
+                            samples=args.samples, calibration=args.calibration, aot=args.aot, inexact=args.inexact,
+                            input_shape=shape, progress=progress)
+    document: dict[str, Any] = dict(result.manifest)
+    verified = verify_program(args.out) if args.verify else None
+    if verified is not None:
+        document["verified"] = {"returncode": verified.returncode, "output": verified.output}
+    if args.json:
+        print(json.dumps(document, indent=1))
+    else:
+        _print_report(result, verified)
+    if verified is not None and verified.returncode != 0:
+        raise NnperfError(f"the generated runner did not reproduce its outputs: {verified.output}")
+    return 0
+
+
+def _accuracy(accuracy: Any) -> str:
+    if accuracy.top1 is not None:
+        return f"{accuracy.top1:.2%}"
+    return f"{accuracy.agreement:.2%} agree"
+
+
+def _print_report(result: Any, verified: Any) -> None:
+    from rich.table import Table
+
+    from nnperf.report import console
+
+    out = console()
+    base = result.stages[0].program.latency_s
+    proxy = result.manifest["validation"]["proxy"]
+    table = Table(title=f"{result.network}: Table I (budget {result.budget:.2%}, {result.evaluation_samples} "
+                        f"samples{', accuracy = top-1 agreement with fp32, a proxy' if proxy else ''})",
+                  title_justify="left")
+    for column in ("stage", "program", "ms (median [q1, q3])", "speed-up", "accuracy", "drop", "note"):
+        table.add_column(column, justify="right" if column in ("speed-up", "drop") else "left")
+    for stage in result.stages:
+        m = stage.program
+        s = m.timing.stats
+        table.add_row(stage.name, m.spec.label(), f"{s.median_s * 1e3:.2f} [{s.q1_s * 1e3:.2f}, {s.q3_s * 1e3:.2f}]",
+                      f"{base / m.latency_s:.2f}x", _accuracy(m.accuracy), f"{m.accuracy.drop:.2%}", stage.note)
+    out.print(table)
+    for search in result.searches:
+        rows = Table(title=f"{search.runtime}: layers made {search.mode} ({len(search.effects)} candidates; all "
+                           f"{search.mode}: {search.all_inexact.latency_s * 1e3:.2f} ms, drop "
+                           f"{search.all_inexact.accuracy.drop:.2%})", title_justify="left")
+        for column in ("search", "inexact layers", "verified drop", "evaluations", "ms", "status"):
+            rows.add_column(column)
+        for found, program in ((search.greedy, search.greedy_program), (search.ilp, search.ilp_program)):
+            rows.add_row(found.method, str(len(found.inexact)), f"{found.drop:.2%}", str(found.evaluations),
+                         f"{program.latency_s * 1e3:.2f}" if program is not None else "-", found.status)
+        out.print(rows)
+    final = result.stage("final").program
+    if result.ort_best_fp32 is not None:
+        out.print(f"ONNX Runtime's best fp32 program: {result.ort_best_fp32.spec.label()}, "
+                  f"{result.ort_best_fp32.latency_s * 1e3:.2f} ms; the final program is "
+                  f"{result.ort_best_fp32.latency_s / final.latency_s:.2f}x faster")
+    if result.energy_note:
+        out.print(f"Table II (energy): {result.energy_note}")
+    out.print(f"wrote {result.out}/ ({result.artifact}, run.py, manifest.json) in {result.elapsed_s:.0f} s")
+    if verified is not None:
+        out.print(f"run.py --check in a fresh process: {'ok' if verified.returncode == 0 else 'FAILED'} "
+                  f"{verified.output}")

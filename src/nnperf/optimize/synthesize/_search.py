@@ -1,0 +1,150 @@
+"""Choosing which layers run inexact under an accuracy budget (Cappuccino IV.C), greedily as the paper does and
+exactly as an ILP.
+
+Both searches read each layer's :class:`LayerEffect`: the accuracy drop measured on the validation set with that
+layer alone inexact, and the time it saves. Accuracy drops are fractions (0.01 = one percentage point of top-1,
+or 1% of the samples whose top-1 changed, see :mod:`._program`).
+
+- :func:`greedy_search` follows the paper: layers are made inexact in order of least harm, each addition
+  verified on the validation set; one that would take the drop of the whole set past the budget stays exact and
+  the search goes on with the next (the paper's goal is as many inexact layers as the budget allows).
+- :func:`ilp_search` maximises the time saved subject to the sum of the single-layer drops staying within the
+  budget (a 0-1 knapsack, SciPy's HiGHS). Drops do not add up exactly, so its set is verified on the validation
+  set; while the verified drop is over budget, the layer with the least time saved per unit of drop is made
+  exact again.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from nnperf.optimize.synthesize._errors import BudgetError, SynthesisError
+
+DropOf = Callable[[frozenset[str]], float]
+"""The measured accuracy drop (fraction) of the program with exactly these layers inexact."""
+
+
+def check_budget(budget: float) -> float:
+    """``budget`` as a float in [0, 1); anything else raises :class:`BudgetError`."""
+    try:
+        value = float(budget)
+    except (TypeError, ValueError):
+        raise BudgetError(f"the accuracy budget must be a number (a fraction: 0.01 for 1%), got {budget!r}") from None
+    if math.isnan(value) or value >= 1:
+        raise BudgetError(f"the accuracy budget must be a fraction in [0, 1) (0.01 for 1%), got {budget!r}")
+    if value < 0:
+        raise BudgetError(f"no program can meet a negative accuracy budget ({budget!r}): the budget is the drop "
+                          "allowed from fp32, a fraction in [0, 1) (0.01 for 1%)")
+    return value
+
+
+@dataclass(frozen=True)
+class LayerEffect:
+    """What making one layer inexact does, the others exact: ``drop`` the accuracy drop (fraction, may be
+    negative: noise) and ``gain_s`` the time it saves (s, negative when the inexact layer is slower)."""
+
+    layer: str
+    drop: float
+    gain_s: float
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """The layers a search made inexact (in the order it added them), the verified drop of that set, the layers it
+    tried and left exact, the accuracy evaluations it spent, its time and the sum of the chosen layers' gains."""
+
+    method: str
+    inexact: tuple[str, ...]
+    drop: float
+    rejected: tuple[str, ...]
+    evaluations: int
+    search_s: float
+    gain_s: float
+    status: str = ""
+
+
+def _gain(effects: Sequence[LayerEffect], chosen: Sequence[str]) -> float:
+    by_layer = {e.layer: e.gain_s for e in effects}
+    return sum(by_layer[name] for name in chosen)
+
+
+def _check_effects(effects: Sequence[LayerEffect]) -> None:
+    names = [e.layer for e in effects]
+    if len(set(names)) != len(names):
+        raise SynthesisError(f"layer effects name a layer twice: {sorted({n for n in names if names.count(n) > 1})}")
+    for e in effects:
+        if not (math.isfinite(e.drop) and math.isfinite(e.gain_s)):
+            raise SynthesisError(f"layer {e.layer!r}: drop and gain must be finite, got {e.drop!r}, {e.gain_s!r}")
+
+
+def greedy_search(effects: Sequence[LayerEffect], drop_of: DropOf, budget: float) -> SearchResult:
+    """Cappuccino's search: layers that save time, in order of least single-layer drop (ties: most time saved
+    first), each added when the verified drop of the whole set stays within ``budget``, else left exact."""
+    budget = check_budget(budget)
+    _check_effects(effects)
+    start = time.perf_counter()
+    order = sorted((e for e in effects if e.gain_s > 0), key=lambda e: (e.drop, -e.gain_s, e.layer))
+    chosen: list[str] = []
+    rejected: list[str] = []
+    drop = 0.0
+    for effect in order:
+        if effect.drop > budget:  # alone it already breaks the budget: no set with it can meet it (the others add)
+            rejected.append(effect.layer)
+            continue
+        trial = drop_of(frozenset([*chosen, effect.layer]))
+        if trial <= budget:
+            chosen.append(effect.layer)
+            drop = trial
+        else:
+            rejected.append(effect.layer)
+    evaluations = len(order) - sum(1 for e in order if e.drop > budget)
+    return SearchResult("greedy", tuple(chosen), drop, tuple(rejected), evaluations, time.perf_counter() - start,
+                        _gain(effects, chosen), f"{len(chosen)} of {len(effects)} layers inexact")
+
+
+def ilp_search(effects: Sequence[LayerEffect], drop_of: DropOf, budget: float, time_limit_s: float = 60.0
+               ) -> SearchResult:
+    """The exact formulation: maximise the summed gain of the inexact layers with their summed single-layer drops
+    (negative ones counted as 0) within ``budget`` (HiGHS through ``scipy.optimize.milp``), then verified and
+    repaired as the module docstring says."""
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
+    budget = check_budget(budget)
+    _check_effects(effects)
+    start = time.perf_counter()
+    useful = [e for e in effects if e.gain_s > 0]
+    if not useful:
+        return SearchResult("ilp", (), 0.0, (), 0, time.perf_counter() - start, 0.0, "no layer saves time")
+    gains = np.array([e.gain_s for e in useful])
+    drops = np.array([max(e.drop, 0.0) for e in useful])
+    result = milp(-gains, integrality=np.ones(len(useful)), bounds=Bounds(0, 1),
+                  constraints=LinearConstraint(drops[None, :], -np.inf, budget),
+                  options={"time_limit": time_limit_s})
+    if result.x is None:
+        raise SynthesisError(f"the ILP found no selection: {result.message}")
+    chosen = [e for e, x in zip(useful, result.x, strict=True) if x > 0.5]
+    status = "optimal" if result.status == 0 else f"stopped: {result.message}"
+    evaluations = 1
+    drop = drop_of(frozenset(e.layer for e in chosen)) if chosen else 0.0
+    rejected: list[str] = [e.layer for e in useful if e not in chosen]
+    repaired = 0
+    while chosen and drop > budget:  # the drops did not add up: make the least efficient layer exact again
+        worst = min(chosen, key=lambda e: (e.gain_s / max(e.drop, 1e-12), e.layer))
+        chosen.remove(worst)
+        rejected.append(worst.layer)
+        drop = drop_of(frozenset(e.layer for e in chosen)) if chosen else 0.0
+        evaluations += 1
+        repaired += 1
+    if repaired:
+        status += f"; {repaired} layer(s) made exact again: the verified drop exceeded the budget"
+    names = [e.layer for e in sorted(chosen, key=lambda e: (e.drop, -e.gain_s, e.layer))]
+    return SearchResult("ilp", tuple(names), drop, tuple(rejected), evaluations, time.perf_counter() - start,
+                        _gain(effects, names), status)
+
+
+SEARCHES: dict[str, Callable[..., SearchResult]] = {"greedy": greedy_search, "ilp": ilp_search}

@@ -1,0 +1,439 @@
+"""Synthesis end to end (Cappuccino, Fig. 3 and Table I): from a trained network and validation data to the
+fastest program on this device within an accuracy budget, measured, verified and written as a deployable folder.
+
+The stages follow Table I, each building on the one before and each measured (harness median) with its accuracy:
+
+1. **baseline**: single-thread fp32, torch eager in chw (ONNX Runtime, plain, for a network given as an ONNX
+   file);
+2. **parallel** (Cappuccino IV.A): every runtime at every thread count up to ``max_threads``, ONNX Runtime's
+   sequential and parallel executors; the fastest;
+3. **layout** (IV.B, zero-overhead reordering): the layout each runtime keeps end to end (torch channels-last,
+   ONNX Runtime's NCHWc), at each runtime's best parallel setting; the fastest fp32 program so far;
+4. **inexact** (IV.C): for each runtime with an inexact mode (ONNX Runtime static int8; torch bf16 where this CPU
+   runs it natively), each layer's effect alone (accuracy drop on the validation set, time saved), then the
+   paper's greedy search and the exact ILP (:mod:`._search`); every searched program is measured, and the
+   fastest within the budget wins;
+5. **final**: the deployable artifact of the fastest program (the ONNX model with its session options, or, for
+   torch, an AOTInductor package when it compiles), reloaded from its files, measured and checked against the
+   fp32 reference before it is written.
+
+Accuracy is measured on the evaluation part of the validation set; the calibration part (int8 ranges) is never
+used to judge a program.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+import platform
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from nnperf.measure import HarnessConfig, Timing, host_info
+from nnperf.optimize.synthesize._artifact import (
+    MANIFEST_FORMAT,
+    MANIFEST_VERSION,
+    ort_session_document,
+    runner_script,
+    write_artifact,
+)
+from nnperf.optimize.synthesize._data import ValidationSet
+from nnperf.optimize.synthesize._errors import BudgetError, SynthesisError, ValidationDataError
+from nnperf.optimize.synthesize._program import (
+    INEXACT_MODE,
+    KEPT_LAYOUT,
+    Accuracy,
+    ProgramSpec,
+    Sources,
+    accuracy_of,
+    measure_program,
+)
+from nnperf.optimize.synthesize._search import (
+    LayerEffect,
+    SearchResult,
+    check_budget,
+    greedy_search,
+    ilp_search,
+)
+
+if TYPE_CHECKING:
+    from torch import nn
+
+Progress = Callable[[str, int, int], None]
+
+STAGES = ("baseline", "parallel", "layout", "inexact", "final")
+SYNTHESIS_HARNESS = HarnessConfig(warmup_s=0.1, budget_s=1.0)
+"""Each program is timed for about a second (median of blocks)."""
+CHECK_SAMPLES = 8
+"""Validation samples stored with the artifact for ``run.py --check``."""
+
+
+def _no_progress(what: str, done: int, total: int) -> None:
+    del what, done, total
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A program measured: its spec, timing (median and quartiles over blocks) and accuracy."""
+
+    spec: ProgramSpec
+    timing: Timing
+    accuracy: Accuracy
+
+    @property
+    def latency_s(self) -> float:
+        return self.timing.stats.median_s
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One row of Table I: the stage, the program it chose, and a note (why a step was not taken)."""
+
+    name: str
+    program: Measured
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class InexactSearch:
+    """One runtime's inexact search: the layers' effects, the greedy and ILP results and their programs
+    measured (None when the search made no layer inexact)."""
+
+    runtime: str
+    mode: str
+    effects: tuple[LayerEffect, ...]
+    all_inexact: Measured
+    greedy: SearchResult
+    ilp: SearchResult
+    greedy_program: Measured | None
+    ilp_program: Measured | None
+
+
+@dataclass(frozen=True)
+class SynthesisResult:
+    """What :func:`synthesize` did: Table I's stages, the inexact searches, every fp32 candidate measured, the
+    reference accuracy (fp32 against the labels; None without labels), ONNX Runtime's best fp32 program (the
+    bar the issue sets at 1.2x), the artifact folder and its kind, and the energy note (Table II)."""
+
+    network: str
+    budget: float
+    stages: tuple[Stage, ...]
+    searches: tuple[InexactSearch, ...]
+    candidates: tuple[Measured, ...]
+    reference_top1: float | None
+    ort_best_fp32: Measured | None
+    out: Path
+    artifact: str
+    evaluation_samples: int
+    calibration_samples: int
+    elapsed_s: float
+    energy_note: str
+    manifest: dict[str, Any] = field(default_factory=dict)
+
+    def stage(self, name: str) -> Stage:
+        return next(s for s in self.stages if s.name == name)
+
+
+class _Evaluator:
+    """Accuracy of programs on the evaluation samples against the fp32 reference, cached by spec."""
+
+    def __init__(self, sources: Sources, data: ValidationSet, reference: np.ndarray) -> None:
+        self.sources, self.data, self.reference = sources, data, reference
+        self.cache: dict[ProgramSpec, Accuracy] = {}
+
+    def __call__(self, spec: ProgramSpec) -> Accuracy:
+        if spec not in self.cache:
+            outputs = self.sources.runner(spec)(self.data.inputs)
+            self.cache[spec] = accuracy_of(outputs, self.reference, self.data.labels)
+        return self.cache[spec]
+
+
+def _check_data(data: ValidationSet, sample_shape: tuple[int | None, ...]) -> None:
+    """Refuses samples whose shape is not the network's (a dynamic dimension, None, takes any size)."""
+    shape = tuple(data.sample_shape)
+    if len(shape) != len(sample_shape) or any(w is not None and w != s for s, w in zip(shape, sample_shape,
+                                                                                         strict=True)):
+        raise ValidationDataError(f"the validation samples have shape {shape}, the network takes "
+                                  f"{tuple(sample_shape)} (batch left out)")
+
+
+def _fastest(programs: Sequence[Measured]) -> Measured:
+    return min(programs, key=lambda m: m.latency_s)
+
+
+def _macs_share(sources: Sources, runtime: str, layers: Sequence[str], sample: np.ndarray) -> dict[str, float]:
+    """Each layer's share of the multiply-accumulates of ``layers`` (torch modules), measured by forward hooks on
+    one sample: the weights of a layer times its output positions."""
+    import torch
+
+    module = sources.module
+    if runtime != "torch" or module is None:
+        return {}
+    counts: dict[str, float] = {}
+    handles = []
+    by_name = dict(module.named_modules())
+    for name in layers:
+        def hook(_: Any, __: Any, output: Any, name: str = name) -> None:
+            weight = by_name[name].weight
+            positions = output.numel() / output.shape[1] if output.dim() > 2 else output.shape[0]
+            counts[name] = float(weight.numel() * positions)
+        handles.append(by_name[name].register_forward_hook(hook))
+    try:
+        with torch.inference_mode():
+            module(torch.from_numpy(sample))
+    finally:
+        for handle in handles:
+            handle.remove()
+    total = sum(counts.values()) or 1.0
+    return {name: counts.get(name, 0.0) / total for name in layers}
+
+
+def _layer_gains(sources: Sources, base: ProgramSpec, all_inexact: ProgramSpec, layers: Sequence[str],
+                 base_s: float, inexact_s: float, sample: np.ndarray) -> tuple[dict[str, float], str]:
+    """Time each layer saves when inexact (s), and how it was found: ONNX Runtime's profiler per node (fp32 against
+    all-int8) where its nodes map back to the layers, else the measured whole-network saving shared by MACs."""
+    if base.runtime == "onnxruntime":
+        from nnperf.optimize.synthesize._onnx import OrtSettings, node_times
+
+        settings = OrtSettings(base.threads, base.execution, base.layout)
+        fp32 = node_times(sources.onnx_model(base), settings, sample)
+        int8 = node_times(sources.onnx_model(all_inexact), settings, sample)
+        if all(name in fp32 and name in int8 for name in layers):
+            return {name: fp32[name] - int8[name] for name in layers}, "per node, ONNX Runtime's profiler"
+    share = _macs_share(sources, base.runtime, layers, sample)
+    if not share:
+        share = dict.fromkeys(layers, 1.0 / len(layers))
+    saved = base_s - inexact_s
+    return {name: saved * share[name] for name in layers}, "whole-network saving shared by MACs"
+
+
+def synthesize(sources: Sources, data: ValidationSet, budget: float, out: Path, *, network: str = "network",
+               max_threads: int | None = None, harness: HarnessConfig = SYNTHESIS_HARNESS, aot: bool = True,
+               inexact: bool = True, progress: Progress | None = None) -> SynthesisResult:
+    """Synthesises the fastest program within ``budget`` (a fraction: 0.01 = 1% accuracy drop) on this device and
+    writes it to ``out`` (see the module docstring). ``data`` is the evaluation part of the validation set (the
+    calibration part is already in ``sources``). ``max_threads`` defaults to this machine's cores."""
+    budget = check_budget(budget)
+    _check_data(data, sources.sample_shape())
+    report = progress or _no_progress
+    start = time.perf_counter()
+    threads = max_threads or os.cpu_count() or 1
+    if threads < 1:
+        raise SynthesisError(f"max_threads must be at least 1, got {max_threads}")
+    sample = data.inputs[:1]
+    runtimes = sources.runtimes
+    reference_spec = ProgramSpec(runtimes[0])
+    reference = sources.runner(reference_spec)(data.inputs)
+    evaluate = _Evaluator(sources, data, reference)
+    measured: dict[ProgramSpec, Measured] = {}
+
+    def run(spec: ProgramSpec) -> Measured:
+        if spec not in measured:
+            report(f"measuring {spec.label()}", len(measured), 0)
+            timing = measure_program(sources, spec, sample, harness)
+            measured[spec] = Measured(spec, timing, evaluate(spec))
+        return measured[spec]
+
+    baseline = run(reference_spec)
+    stages = [Stage("baseline", baseline, "single thread, fp32, the runtime's default layout")]
+
+    parallel = [run(ProgramSpec(r, n, execution=e)) for r in runtimes for n in range(1, threads + 1)
+                for e in (("sequential", "parallel") if r == "onnxruntime" and n > 1 else ("sequential",))]
+    best_parallel = _fastest(parallel)
+    stages.append(Stage("parallel", best_parallel, f"fastest of {len(parallel)} thread/executor settings"))
+
+    best_by_runtime = {r: _fastest([m for m in parallel if m.spec.runtime == r]) for r in runtimes}
+    kept = [run(best_by_runtime[r].spec.with_(layout=KEPT_LAYOUT[r])) for r in runtimes]
+    best_fp32 = _fastest([*parallel, *kept])
+    layout_note = (f"{best_fp32.spec.layout} kept end to end" if best_fp32.spec.layout == KEPT_LAYOUT[
+        best_fp32.spec.runtime] else "the kept layouts measured slower; not used")
+    stages.append(Stage("layout", best_fp32, layout_note))
+    for r in runtimes:  # each runtime's best fp32 program, layout included
+        best_by_runtime[r] = _fastest([m for m in measured.values() if m.spec.runtime == r and not m.spec.inexact])
+
+    searches: list[InexactSearch] = []
+    if inexact:
+        for r in runtimes:
+            note = _inexact_unavailable(r)
+            if note:
+                continue
+            report(f"{INEXACT_MODE[r]} search on {r}", 0, 0)
+            searches.append(_search_runtime(sources, best_by_runtime[r], evaluate, run, budget, sample))
+    within = [m for m in measured.values() if m.accuracy.drop <= budget]
+    if not within:
+        raise BudgetError(f"no program meets the accuracy budget of {budget:.2%}: the smallest drop measured was "
+                          f"{min(m.accuracy.drop for m in measured.values()):.2%} (fp32 on "
+                          f"{', '.join(runtimes)} against the {reference_spec.runtime} reference)")
+    best = _fastest(within)
+    inexact_note = (f"{len(best.spec.inexact)} layers {best.spec.mode}" if best.spec.inexact else
+                    "no inexact program within the budget measured faster")
+    stages.append(Stage("inexact", best, inexact_note))
+
+    report("writing the artifact", 0, 0)
+    final, artifact, model_path, session = _artifact(sources, best, data, reference, harness, aot)
+    stages.append(Stage("final", final, artifact))
+    ort_fp32 = [m for m in measured.values() if m.spec.runtime == "onnxruntime" and not m.spec.inexact]
+    result = SynthesisResult(network, budget, tuple(stages), tuple(searches), tuple(measured.values()),
+                             _top1(reference, data.labels), _fastest(ort_fp32) if ort_fp32 else None, out, artifact,
+                             len(data), len(sources.calibration), time.perf_counter() - start, _energy_note())
+    manifest = _manifest(result, final, data)
+    runtime = "onnxruntime" if model_path.suffix == ".onnx" else "torch"
+    runner = runner_script(network, final.spec.label(), runtime, "model.onnx" if runtime == "onnxruntime"
+                           else "model.pt2", final.spec.threads, tuple(data.sample_shape),
+                           channels_last=final.spec.layout == "hwc")
+    check = data.inputs[:CHECK_SAMPLES]
+    outputs = _artifact_runner(model_path, final.spec)(check)
+    write_artifact(out, model_path, runtime, manifest, check, outputs, session, runner)
+    return dataclasses.replace(result, manifest=manifest)
+
+
+def _top1(reference: np.ndarray, labels: np.ndarray | None) -> float | None:
+    if labels is None:
+        return None
+    return float(np.mean(reference.reshape(len(reference), -1).argmax(1) == labels))
+
+
+def _inexact_unavailable(runtime: str) -> str:
+    """Why ``runtime`` has no inexact mode here ("" when it has)."""
+    if runtime == "torch":
+        from nnperf.optimize.synthesize._torch import bf16_native
+
+        return "" if bf16_native() else "this CPU has no native bf16 arithmetic"
+    return ""
+
+
+def _search_runtime(sources: Sources, base: Measured, evaluate: _Evaluator, run: Callable[[ProgramSpec], Measured],
+                    budget: float, sample: np.ndarray) -> InexactSearch:
+    """One runtime's inexact search from its best fp32 program ``base``."""
+    layers = sources.quantizable(base.spec.runtime)
+    all_inexact = run(base.spec.with_(inexact=layers))
+    gains, _ = _layer_gains(sources, base.spec, all_inexact.spec, layers, base.latency_s, all_inexact.latency_s,
+                            sample)
+    effects = tuple(LayerEffect(name, evaluate(base.spec.with_(inexact=(name,))).drop, gains[name])
+                    for name in layers)
+
+    def drop_of(chosen: frozenset[str]) -> float:
+        return evaluate(base.spec.with_(inexact=tuple(n for n in layers if n in chosen))).drop
+
+    greedy = greedy_search(effects, drop_of, budget)
+    ilp = ilp_search(effects, drop_of, budget)
+
+    def program(result: SearchResult) -> Measured | None:
+        if not result.inexact:
+            return None
+        return run(base.spec.with_(inexact=tuple(n for n in layers if n in set(result.inexact))))
+
+    return InexactSearch(base.spec.runtime, INEXACT_MODE[base.spec.runtime], effects, all_inexact, greedy, ilp,
+                         program(greedy), program(ilp))
+
+
+def _artifact_runner(model: Path, spec: ProgramSpec) -> Callable[[np.ndarray], np.ndarray]:
+    """Runs the artifact from its file, as ``run.py`` does (one sample at a time)."""
+    if model.suffix == ".onnx":
+        from nnperf.optimize.synthesize._onnx import OrtSettings, ort_session, run_session
+
+        return functools.partial(run_session, ort_session(model, OrtSettings(spec.threads, spec.execution,
+                                                                               spec.layout)))
+    from nnperf.optimize.synthesize._torch import load_aoti
+
+    run = load_aoti(model, spec.threads)
+    return lambda x: np.concatenate([run(x[i:i + 1]) for i in range(len(x))])
+
+
+def _artifact(sources: Sources, best: Measured, data: ValidationSet, reference: np.ndarray,
+              harness: HarnessConfig, aot: bool) -> tuple[Measured, str, Path, dict[str, Any] | None]:
+    """The deployable artifact of ``best``: measured from its files and checked against the reference."""
+    spec = best.spec
+    if spec.runtime == "onnxruntime":
+        model = sources.onnx_model(spec)
+        session: dict[str, Any] | None = ort_session_document(spec.threads, spec.execution, spec.layout)
+        kind = "ONNX model with its session options"
+    elif aot:
+        import torch
+
+        from nnperf.optimize.synthesize._torch import aoti_package
+
+        model = sources.workdir / "model.pt2"
+        example = torch.from_numpy(data.inputs[:1])
+        aoti_package(sources.torch_module(spec), example, model, spec.layout)
+        session, kind = None, "AOTInductor package"
+    else:
+        raise SynthesisError("the fastest program runs in torch and --no-aot leaves it without a deployable form")
+    run_artifact = _artifact_runner(model, spec)
+    accuracy = accuracy_of(run_artifact(data.inputs), reference, data.labels)
+    if accuracy.drop > best.accuracy.drop + 1.0 / len(data) and accuracy.drop > 0:
+        raise SynthesisError(f"the {kind} of {spec.label()} lost accuracy against the program it was made from "
+                             f"(drop {accuracy.drop:.2%} against {best.accuracy.drop:.2%}); nothing was written")
+    from nnperf.measure import measure
+    from nnperf.measure.backends import LoopTimer
+
+    timing = measure(LoopTimer(functools.partial(run_artifact, data.inputs[:1])), harness)
+    return Measured(spec, timing, accuracy), kind, model, session
+
+
+def _energy_note() -> str:
+    from nnperf.measure.power import meter_report
+
+    reasons = [f"{name}: {avail.reason}" for name, avail in meter_report() if not avail.ok]
+    if len(reasons) == len(meter_report()):
+        return "no energy meter on this machine (" + "; ".join(reasons) + "): Table II is not measured"
+    return ""
+
+
+def _versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {"python": platform.python_version()}
+    for package in ("nnperf", "numpy", "torch", "onnxruntime", "onnx"):
+        try:
+            found[package] = version(package)
+        except PackageNotFoundError:
+            continue
+    return found
+
+
+def _manifest(result: SynthesisResult, final: Measured, data: ValidationSet) -> dict[str, Any]:
+    host = host_info()
+    layers: dict[str, str] = {}
+    search = next((s for s in result.searches if s.runtime == final.spec.runtime), None)
+    if search is not None:
+        layers = {e.layer: (search.mode if e.layer in final.spec.inexact else "fp32") for e in search.effects}
+    stats = final.timing.stats
+    return {
+        "format": MANIFEST_FORMAT, "version": MANIFEST_VERSION, "network": result.network,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "device": {"cpu": host.cpu_model, "logical_cores": host.logical_cores, "os": platform.platform()},
+        "versions": _versions(), "budget": result.budget, "artifact": result.artifact,
+        "program": final.spec.to_dict(), "layers": layers,
+        "latency_s": {"median": stats.median_s, "q1": stats.q1_s, "q3": stats.q3_s},
+        "accuracy": final.accuracy.to_dict(), "reference_top1": result.reference_top1,
+        "validation": {"name": data.name, "evaluation_samples": result.evaluation_samples,
+                       "calibration_samples": result.calibration_samples, "proxy": data.proxy},
+        "table1": [{"stage": s.name, "program": s.program.spec.label(), "latency_s": s.program.latency_s,
+                    "speedup": result.stages[0].program.latency_s / s.program.latency_s,
+                    "accuracy": s.program.accuracy.to_dict(), "note": s.note} for s in result.stages],
+        "energy": result.energy_note or None,
+    }
+
+
+def make_sources(module: nn.Module | None, onnx_path: Path | None, calibration: ValidationSet,
+                 workdir: Path | None = None) -> Sources:
+    """:class:`Sources` for a torch module (exported to ONNX here) or an ONNX file with its own weights."""
+    import torch
+
+    from nnperf.ir.export import export_onnx
+
+    folder = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="nnperf-synthesize-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    if onnx_path is None:
+        if module is None:
+            raise SynthesisError("give a torch module or an ONNX file")
+        onnx_path = export_onnx(module.eval(), torch.from_numpy(calibration.inputs[:1]), folder / "fp32.onnx")
+    return Sources(Path(onnx_path), folder, calibration.inputs, module.eval() if module is not None else None)

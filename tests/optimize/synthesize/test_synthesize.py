@@ -1,0 +1,180 @@
+"""Synthesis end to end on a small digits CNN trained here: Table I's stages measured, the budget kept with a
+planted int8-sensitive layer, the written program reproduced by its runner in a fresh process, and the errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from cli_helpers import assert_error, run_cli
+from nnperf.api import synthesize, verify_program
+from nnperf.measure import HarnessConfig
+from nnperf.optimize.synthesize import (
+    STAGES,
+    BudgetError,
+    ProgramSpec,
+    TrainedDigits,
+    UnsupportedModeError,
+    ValidationDataError,
+    ValidationSet,
+    make_sources,
+    read_manifest,
+    train_digits,
+)
+from nnperf.optimize.synthesize import synthesize as synthesize_sources
+
+QUICK = HarnessConfig(warmup_s=0.0, min_block_s=2e-4, target_ci=0.1, budget_s=0.05, min_samples=5)
+SIZE = 32  # at 16x16 and width 8 every layer is too small for int8 to save time here: nothing to search
+
+
+@pytest.fixture(scope="module")
+def digits() -> TrainedDigits:
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)  # two threads on a loaded 2-core machine wait on each other
+    try:
+        return train_digits(size=SIZE, width=16, epochs=6, seed=0)
+    finally:
+        torch.set_num_threads(before)
+
+
+def planted(trained: TrainedDigits) -> torch.nn.Module:
+    """The digits CNN with an int8-sensitive second convolution and exactly the same fp32 function: the first
+    convolution gets one more output channel with zero weights (its batch norm maps it to 0), and the second
+    convolution reads that dead channel with weights 1000 times its largest. fp32 multiplies them by zero; int8
+    with per-channel weight scales rounds every other weight of the second convolution to zero."""
+    import copy
+
+    from torch import nn
+
+    module = copy.deepcopy(trained.module)
+    conv1, bn1, conv2 = module.features[0], module.features[1], module.features[3]
+    width = conv1.out_channels
+    wider1 = nn.Conv2d(1, width + 1, 3, padding=1, bias=False)
+    wider_bn = nn.BatchNorm2d(width + 1).eval()
+    wider2 = nn.Conv2d(width + 1, conv2.out_channels, 3, padding=1, bias=False)
+    with torch.no_grad():
+        wider1.weight.zero_()
+        wider1.weight[:width] = conv1.weight
+        for name in ("weight", "bias", "running_mean", "running_var"):
+            getattr(wider_bn, name)[:width] = getattr(bn1, name)
+        wider_bn.bias[width] = 0.0
+        wider_bn.running_mean[width] = 0.0
+        wider2.weight[:, :width] = conv2.weight
+        wider2.weight[:, width] = 1000 * conv2.weight.abs().max()
+    module.features[0], module.features[1], module.features[3] = wider1, wider_bn, wider2
+    return module.eval()
+
+
+def run_planted(trained: TrainedDigits, tmp_path: Path, budget: float):  # type: ignore[no-untyped-def]
+    calibration, evaluation = trained.validation.split(0.1, seed=0)
+    sources = make_sources(planted(trained), None, calibration, tmp_path / "work")
+    return synthesize_sources(sources, evaluation.take(150), budget, tmp_path / "program", network="planted",
+                              max_threads=1, harness=QUICK, aot=False)
+
+
+def test_the_stages_are_measured_and_the_budget_kept_around_a_planted_sensitive_layer(
+        digits: TrainedDigits, tmp_path: Path) -> None:
+    result = run_planted(digits, tmp_path, budget=0.01)
+    assert tuple(s.name for s in result.stages) == STAGES
+    assert result.stages[0].program.spec == ProgramSpec("torch")  # single thread, fp32, chw
+    assert result.stages[0].program.accuracy.drop == 0.0  # the reference itself
+    assert result.reference_top1 is not None and result.reference_top1 > 0.9
+    with torch.no_grad():  # the plant left the fp32 function as it was
+        x = torch.from_numpy(digits.validation.inputs[:64])
+        torch.testing.assert_close(planted(digits)(x), digits.module(x), rtol=1e-5, atol=1e-5)
+    ort = next(s for s in result.searches if s.runtime == "onnxruntime")
+    sensitive = ort.effects[1]  # the ONNX graph's second Conv: features.3
+    assert sensitive.drop > 0.2  # int8 alone on it ruins the network
+    assert ort.all_inexact.accuracy.drop > 0.01
+    for found in (ort.greedy, ort.ilp):
+        assert sensitive.layer not in found.inexact and found.drop <= 0.01
+        assert len(found.inexact) >= 2  # the larger convolutions save time in int8 and can go
+    final = result.stage("final").program
+    assert final.accuracy.drop <= 0.01
+    for stage in result.stages:
+        assert stage.program.latency_s > 0
+    assert result.stage("final").note == result.artifact
+
+
+def test_the_written_program_reproduces_its_outputs_in_a_fresh_process(digits: TrainedDigits,
+                                                                       tmp_path: Path) -> None:
+    result = run_planted(digits, tmp_path, budget=0.02)
+    folder = tmp_path / "program"
+    manifest = read_manifest(folder)
+    assert manifest == json.loads((folder / "manifest.json").read_text()) == result.manifest
+    assert manifest["budget"] == 0.02 and manifest["accuracy"]["drop"] <= 0.02
+    assert [row["stage"] for row in manifest["table1"]] == list(STAGES)
+    assert manifest["program"]["runtime"] in ("onnxruntime", "torch")
+    assert set(manifest["versions"]) >= {"python", "numpy", "onnxruntime"}
+    model = "model.onnx" if manifest["program"]["runtime"] == "onnxruntime" else "model.pt2"
+    assert (folder / model).exists() and (folder / "run.py").exists()
+    verified = verify_program(folder)
+    assert verified.returncode == 0, verified.output
+    assert json.loads(verified.output.splitlines()[-1])["top1_equal"] is True
+    # the runner on the command line: a batch in, outputs out, the same as the stored ones
+    import subprocess
+    import sys
+
+    subprocess.run([sys.executable, str(folder / "run.py"), "--input", str(folder / "check_inputs.npy"),
+                    "--output", str(tmp_path / "y.npy")], check=True, timeout=300)
+    np.testing.assert_allclose(np.load(tmp_path / "y.npy"), np.load(folder / "check_outputs.npy"), rtol=1e-4,
+                               atol=1e-4)
+
+
+# ---------------------------------------------------------------------------------------------------- errors
+
+
+def test_data_that_does_not_fit_the_network_is_refused(digits: TrainedDigits, tmp_path: Path) -> None:
+    with pytest.raises(ValidationDataError, match=r"digits are 1-channel|\(3, 224, 224\)"):
+        synthesize("resnet18", data="digits", out=tmp_path / "p")
+    wrong = ValidationSet("wrong", np.zeros((4, 1, 8, 8), np.float32), None)
+    with pytest.raises(ValidationDataError, match=r"\(1, 8, 8\).*\(1, 32, 32\)"):
+        synthesize(digits.module, data=wrong, input_shape=(1, 1, SIZE, SIZE), out=tmp_path / "p")
+
+
+def test_an_empty_or_single_sample_validation_set_is_refused(digits: TrainedDigits, tmp_path: Path) -> None:
+    empty = tmp_path / "empty.npz"
+    np.savez(empty, inputs=np.zeros((0, 1, SIZE, SIZE), np.float32))
+    with pytest.raises(ValidationDataError, match="empty"):
+        synthesize(digits.module, data=empty, input_shape=(1, 1, SIZE, SIZE), out=tmp_path / "p")
+    one = ValidationSet("one", np.zeros((1, 1, SIZE, SIZE), np.float32), None)
+    with pytest.raises(ValidationDataError, match="at least 2"):
+        synthesize(digits.module, data=one, input_shape=(1, 1, SIZE, SIZE), out=tmp_path / "p")
+
+
+@pytest.mark.parametrize("budget", ["-1%", "100%", "a lot"])
+def test_a_budget_no_program_can_meet_is_refused(budget: str, tmp_path: Path) -> None:
+    with pytest.raises(BudgetError, match="budget"):
+        synthesize("digits-cnn", budget=budget, out=tmp_path / "p")
+
+
+def test_a_layer_a_mode_cannot_take_is_refused(digits: TrainedDigits, tmp_path: Path) -> None:
+    calibration, _ = digits.validation.split(0.1, seed=0)
+    sources = make_sources(digits.module, None, calibration, tmp_path / "work")
+    relu = next(n for n in _onnx_nodes(sources.onnx_path) if n.startswith(("Relu", "node_relu")))
+    with pytest.raises(UnsupportedModeError, match=relu):
+        sources.runner(ProgramSpec("onnxruntime", inexact=(relu,)))
+    with pytest.raises(UnsupportedModeError, match="features.1"):  # a batch norm has no bf16 per-layer mode here
+        sources.runner(ProgramSpec("torch", inexact=("features.1",)))
+
+
+def _onnx_nodes(path: Path) -> list[str]:
+    import onnx
+
+    from nnperf.optimize.synthesize._onnx import named_model
+
+    return [node.name for node in named_model(onnx.load(str(path))).graph.node]
+
+
+def test_the_cli_refuses_bad_input_with_a_clear_message(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = run_cli(capsys, "synthesize", "resnet18", "--data", "digits", "--out", str(tmp_path / "p"))
+    assert_error(code, err, "digits")
+    code, _, err = run_cli(capsys, "synthesize", "digits-cnn", "--budget", "2 percent", "--out", str(tmp_path))
+    assert_error(code, err, "budget")
+    code, _, err = run_cli(capsys, "synthesize", "resnet18", "--data", str(tmp_path / "missing"), "--out",
+                           str(tmp_path / "p"))
+    assert_error(code, err, "missing")
