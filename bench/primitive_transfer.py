@@ -3,7 +3,7 @@
 Run: PYTHONPATH=src .venv/bin/python bench/primitive_transfer.py --target-db bench/results/primitives-avx2.db
      [--source-db bench/results/primitives.db] [--source ID] [--target ID] [--retuned] [--repeats 5]
      [--fractions 0.01 0.05 0.1 0.25 0.5 1.0] [--factor-fraction 0.01] [--no-table5] [--seed 0]
-     [--json bench/results/primitive_transfer.json]
+     [--select resnet18 mobilenet_v2 ...] [--target-threads 1] [--json bench/results/primitive_transfer.json]
 
 The target platform is a second profiled dataset, e.g. this CPU capped to AVX2:
 
@@ -25,7 +25,12 @@ transformations (the "layout" family). Stdout gets Markdown tables:
   fine-tuning the factor-corrected model, on random --fractions of the pool, each over --repeats random subsets
   (and seeds): median [min, max] over the repeats;
 - (iv) Table 5: the source model fine-tuned on one primitive family of the whole pool at a time, scored on every
-  family; as MdRAE and with each row divided by its diagonal (the paper's normalisation).
+  family; as MdRAE and with each row divided by its diagonal (the paper's normalisation);
+- (v) with --select NETWORK ...: selection quality. Each network's cost graph on the target is built from the
+  target's profiled medians (what the target dataset lacks is timed now, on this process's platform: run the
+  script under the target's ISA caps, and give --target-threads; the other layers' layout times are profiled into
+  --target-db) and solved; every model above also solves the network from its predictions, and the table gives
+  how much more that selection costs on the target's graph than the target's optimum.
 
 A source and target that are the same system run (the script's smoke check) but measure nothing of interest.
 """
@@ -38,11 +43,24 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nnperf.campaign import load_primitive_dataset, primitive_systems
+from nnperf.api import load_model
+from nnperf.campaign import load_primitive_dataset, primitive_systems, profile_layer_layouts
+from nnperf.ir import Network
 from nnperf.measure import host_info
+from nnperf.optimize.select import (
+    CostGraph,
+    CostGraphError,
+    SelectionError,
+    network_cost_graph,
+    predicted_costs,
+    profiled_costs,
+    selection_from_labels,
+    solve,
+)
 from nnperf.prediction.primitives import (
     DatasetTooSmallError,
     NoSharedColumnsError,
@@ -101,11 +119,48 @@ def score(model: PrimitiveCostModel, test: PrimitiveDataset) -> Scores:
             "families": {f: statistics.median(v) for f, v in sorted(groups.items())}}
 
 
-def timed(make: Callable[[], PrimitiveCostModel], test: PrimitiveDataset) -> Scores:
+@dataclass(frozen=True)
+class TargetGraph:
+    """A network on the target platform: its profiled cost graph, the optimum of that graph, and the other layers'
+    layout times (on the target) that a predicted graph is given too."""
+
+    network: Network
+    graph: CostGraph
+    optimum_s: float
+    layers_s: dict[str, dict[str, float]]
+
+
+def target_graph(name: str, data: PrimitiveDataset, db: Path, threads: int) -> TargetGraph:
+    """``name``'s cost graph from the target's profiled medians; what the dataset lacks is timed now, on this
+    process's platform (run the script under the target's ISA caps) with ``threads`` threads; the other layers'
+    layout times are profiled into the target store."""
+    network = load_model(name)
+    with Store(db) as store:
+        layers_s = profile_layer_layouts(store, [network], threads).times_s
+    costs = profiled_costs(data, network, measure_missing=True, threads=threads).with_layers(layers_s)
+    graph = network_cost_graph(network, costs)
+    return TargetGraph(network, graph, solve(graph, "pbqp").cost_s, layers_s)
+
+
+def selection_increase(model: PrimitiveCostModel, target: TargetGraph) -> float | None:
+    """How much more the selection solved on ``model``'s predicted graph costs on the target's profiled graph
+    than the target's optimum (0.1 = 10%); None when the model cannot cost the network or chose an option the
+    target graph lacks."""
+    try:
+        graph = network_cost_graph(target.network, predicted_costs(model, target.network).with_layers(target.layers_s))
+        chosen = solve(graph, "pbqp")
+        return selection_from_labels(target.graph, chosen.chosen).cost_s / target.optimum_s - 1
+    except (CostGraphError, SelectionError):
+        return None
+
+
+def timed(make: Callable[[], PrimitiveCostModel], test: PrimitiveDataset,
+          targets: dict[str, TargetGraph] | None = None) -> Scores:
     start = time.perf_counter()
     model = make()
     train_s = time.perf_counter() - start
-    return {**score(model, test), "train_s": train_s}
+    select = {name: selection_increase(model, t) for name, t in (targets or {}).items()}
+    return {**score(model, test), "train_s": train_s, "select": select}
 
 
 def pct(value: float | None) -> str:
@@ -119,6 +174,25 @@ def spread(values: list[float]) -> str:
     if len(values) == 1:
         return pct(values[0])
     return f"{pct(statistics.median(values))} [{pct(min(values))}, {pct(max(values))}]"
+
+
+def increases(scored: list[Scores], network: str) -> str:
+    values = [s["select"][network] for s in scored if s["select"].get(network) is not None]
+    return spread(values) if values else "-"
+
+
+def print_selection(targets: dict[str, TargetGraph], direct: Scores, factor_runs: list[Scores],
+                    runs: dict[str, dict[float, list[Scores]]], sizes: dict[float, int], fractions: list[float],
+                    repeats: int) -> None:
+    print(f"\n## (v) selection quality on the target: how much more each model's PBQP selection costs on the "
+          f"target's profiled graph than the target's optimum; median [min, max] over {repeats} random subsets\n")
+    print("| network | target optimum, ms | source direct | factor-corrected | "
+          + " | ".join(f"{f:g} ({sizes[f]}): {m}" for f in fractions for m in METHODS) + " |")
+    print("|---|---|---|---|" + "---|" * (len(fractions) * len(METHODS)))
+    for name, target in targets.items():
+        cells = [increases([direct], name), increases(factor_runs, name)]
+        cells += [increases(runs[m][f], name) for f in fractions for m in METHODS]
+        print(f"| {name} | {target.optimum_s * 1e3:.2f} | " + " | ".join(cells) + " |")
 
 
 def main() -> None:
@@ -135,6 +209,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--no-table5", action="store_true", help="leave out the per-family fine-tuning")
     parser.add_argument("--seed", type=int, default=0, help="seed of the source split and model, the target split")
+    parser.add_argument("--select", nargs="*", default=[], metavar="NETWORK",
+                        help="also score each model's selection on these networks against the target's optimum")
+    parser.add_argument("--target-threads", type=int, default=1,
+                        help="threads of the target platform, for timing what its dataset lacks (default 1)")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures as JSON here")
     args = parser.parse_args()
     if args.repeats < 1 or not 0 < args.test_fraction < 1 or not all(0 < f <= 1 for f in args.fractions):
@@ -163,8 +241,13 @@ def main() -> None:
     if target.key == source.key:
         print("\n**source and target are the same system: a smoke check, not a transfer**")
 
+    targets = {}
+    for name in args.select:
+        log(f"the target's cost graph of {name} (what the target dataset lacks is timed now)")
+        targets[name] = target_graph(name, target_data, args.target_db, args.target_threads)
+
     # (i) and (ii): the source model directly and factor-corrected from a small sample
-    direct = score(model, test)
+    direct = timed(lambda: model, test, targets)
     factor_runs: list[Scores] = []
     factors: list[dict[str, float]] = []
     factor_configs = 0
@@ -172,7 +255,7 @@ def main() -> None:
         sample = subsample(pool, args.factor_fraction, seed=repeat)
         factor_configs = len(sample.conv)
         factors.append(correction_factors(model, sample))
-        factor_runs.append(timed(lambda sample=sample: factor_corrected(model, sample), test))
+        factor_runs.append(timed(lambda sample=sample: factor_corrected(model, sample), test, targets))
     log(f"direct and factor-corrected scored ({time.perf_counter() - begin:.0f} s)")
 
     # (iii) fine-tuning, from scratch and factor + fine-tuning on fractions of the pool
@@ -188,7 +271,7 @@ def main() -> None:
                 "factor+fine-tune": lambda s=sample, r=repeat: fine_tuned(factor_corrected(model, s), s, seed=r),
             }
             for method, make in makers.items():
-                runs[method][fraction].append(timed(make, test))
+                runs[method][fraction].append(timed(make, test, targets))
             log(f"fraction {fraction:g} repeat {repeat + 1}/{args.repeats} done "
                 f"({time.perf_counter() - begin:.0f} s)")
 
@@ -255,6 +338,9 @@ def main() -> None:
                      for f in families]
             print(f"| {trained_on} | " + " | ".join(cells) + " |")
 
+    if targets:
+        print_selection(targets, direct, factor_runs, runs, sizes, args.fractions, args.repeats)
+
     elapsed = time.perf_counter() - begin
     print(f"\nran in {elapsed / 60:.1f} min")
     if args.json:
@@ -271,7 +357,8 @@ def main() -> None:
                        "runs": factor_runs},
             "fractions": {m: {f"{f:g}": {"configurations": sizes[f], "runs": runs[m][f]} for f in args.fractions}
                           for m in METHODS},
-            "table5": table5, "elapsed_s": elapsed}, indent=1))
+            "table5": table5, "select_optimum_s": {n: t.optimum_s for n, t in targets.items()},
+            "elapsed_s": elapsed}, indent=1))
 
 
 if __name__ == "__main__":
