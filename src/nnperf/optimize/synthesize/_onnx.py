@@ -19,7 +19,9 @@ CPU provider these become:
   layout: ORT's NHWC transformer runs uint8 QLinearConv channels-last, with a Transpose only where the
   int8 region starts or ends (3 in all-int8 ResNet-18).  Where an fp32 Add reads two DequantizeLinear and
   feeds a QuantizeLinear (a residual join between two int8 layers), ORT itself runs it as QLinearAdd: that
-  is what DQ -> Add -> Q computes, so the numbers are those of the QDQ model.
+  is what DQ -> Add -> Q computes, so the numbers are those of the QDQ model.  Likewise a MaxPool between
+  int8 layers runs on uint8 (ORT drops the DQ -> MaxPool -> Q pair around it); in NCHW (``"plain"``) that
+  kernel is slow (about 10 ms of ResNet-18's 28 ms at 1 thread), in ``"nchwc"`` it is an NHWC MaxPool (~0.08 ms).
 """
 
 from __future__ import annotations
@@ -59,7 +61,8 @@ DEFAULT_ACTIVATION_TYPE = "uint8"
 """uint8 activations with int8 weights: on x86, ORT 1.32 rewrites int8 activations to uint8 (QDQS8ToU8) and
 then fuses only part of the graph (9 of ResNet-18's 20 convolutions became QLinearConv, the other 11 stayed
 float Conv between DequantizeLinear nodes).  Measured on this VM's Xeon (AVX-512 VNNI), ResNet-18 all-int8,
-1 thread, median of 5 interleaved repeats: uint8 9.2 ms (nchwc) / 14.9 ms (plain), int8 23.8 / 22.2 ms."""
+1 thread, medians of interleaved repeats in two sessions: uint8 9.2 and 7.5 ms ("nchwc"), 14.9 and 17.8 ms
+("plain"); int8 23.8 and 26.1 ms ("nchwc"), 22.2 and 28.6 ms ("plain")."""
 
 QUANTIZABLE_OPS = ("Conv", "Gemm", "MatMul")
 """Ops whose int8 kernels (QLinearConv, QGemm, MatMulInteger) ORT's CPU provider runs from a QDQ model."""
@@ -417,6 +420,11 @@ def node_times(path: Path, settings: OrtSettings, sample: np.ndarray, runs: int 
     inserted: ``ReorderInput``/``ReorderOutput`` for NCHWc, ``Transpose`` around NHWC int8 convolutions; a
     QuantizeLinear shared by several int8 layers) stays under ORT's own node name.  Time between kernels
     (the executor's own overhead) is in no node, so the values sum to a little less than a run.
+
+    The per-node median leaves out the time a run loses when the process is preempted in some node, so on a
+    busy machine the values sum to less than a whole run takes: ResNet-18 fp32 on this 2-core VM at load ~5,
+    24 ms summed against a median run of 35 ms (fastest run 30 ms); on a quiet one they agree within a few
+    per cent (int8: 7.19 ms summed, 7.16 ms a run).
     """
     import onnx
 
