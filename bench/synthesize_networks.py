@@ -1,8 +1,8 @@
 """Cappuccino's Table I on this machine: the digits CNN and zoo networks synthesised within an accuracy budget.
 
 Run: PYTHONPATH=src .venv/bin/python bench/synthesize_networks.py [--networks digits resnet18 mobilenet_v2
-     squeezenet1_1] [--budget 0.01] [--samples 200] [--photos 232] [--threads 2]
-     [--json bench/results/synthesize_networks.json]
+     squeezenet1_1] [--budget 0.01] [--samples 200] [--photos 232] [--threads 2] [--calibrate]
+     [--db bench/results/synthesize.db] [--json bench/results/synthesize_networks.json]
 
 - ``digits``: a CNN on scikit-learn's bundled handwritten digits resized to 64x64 (width 32, 10 epochs), trained
   once by this script and cached in bench/results/digits-cnn-64.pt; accuracy is top-1 on the held-out digits
@@ -12,7 +12,8 @@ Run: PYTHONPATH=src .venv/bin/python bench/synthesize_networks.py [--networks di
 
 For each network, `nnperf.api.synthesize` measures Table I's stages (baseline single-thread fp32 torch eager,
 parallel, layout, inexact, final artifact), the greedy and ILP searches, and writes the program to
-bench/results/synth/NAME/ (git-ignored). Stdout gets Markdown tables: Table I per network, the speed-up of the
+bench/results/synth/NAME/ (git-ignored). The fp32 candidates are predicted from the calibrations in --db (with
+--calibrate, the systems it lacks are calibrated first, once) and measured in that order. Stdout gets Markdown tables: Table I per network, the speed-up of the
 final program over single-thread fp32 torch eager (goal >= 8x within a 1% drop) and over ONNX Runtime's best fp32
 program (goal >= 1.2x), and greedy against ILP.
 """
@@ -40,12 +41,14 @@ def run_network(name: str, args: argparse.Namespace) -> SynthesisResult:
         print(f"digits CNN: 64x64, width 32, 10 epochs; held-out top-1 {trained.validation_accuracy:.2%} on "
               f"{len(trained.validation)} digits\n")
         return synthesize(trained.module, data=trained.validation, budget=args.budget, out=out,
-                          max_threads=args.threads, samples=args.samples, input_shape=(1, 1, 64, 64))
+                          max_threads=args.threads, samples=args.samples, input_shape=(1, 1, 64, 64),
+                          store=args.db, calibrate_missing=args.calibrate)
     from nnperf.api import load_model
 
     shape = load_model(name).inputs[0].shape
     data = photo_set(tuple(shape[1:]), count=args.photos, seed=0)
-    return synthesize(name, data=data, budget=args.budget, out=out, max_threads=args.threads, samples=args.samples)
+    return synthesize(name, data=data, budget=args.budget, out=out, max_threads=args.threads, samples=args.samples,
+                      store=args.db, calibrate_missing=args.calibrate)
 
 
 def accuracy(m: Any) -> str:
@@ -56,13 +59,19 @@ def accuracy(m: Any) -> str:
 def print_table1(result: SynthesisResult) -> None:
     base = result.stages[0].program.latency_s
     print(f"### {result.network}\n")
-    print("| stage | program | ms, median [q1, q3] | speed-up | accuracy | drop | note |")
-    print("|---|---|---|---|---|---|---|")
+    print("| stage | program | ms, median [q1, q3] | predicted ms | speed-up | accuracy | drop | note |")
+    print("|---|---|---|---|---|---|---|---|")
     for stage in result.stages:
         m = stage.program
         s = m.timing.stats
+        predicted = "-" if m.predicted_s is None else f"{m.predicted_s * 1e3:.2f}"
         print(f"| {stage.name} | {m.spec.label()} | {s.median_s * 1e3:.2f} [{s.q1_s * 1e3:.2f}, {s.q3_s * 1e3:.2f}] "
-              f"| {base / m.latency_s:.2f}x | {accuracy(m)} | {m.accuracy.drop:.2%} | {stage.note} |")
+              f"| {predicted} | {base / m.latency_s:.2f}x | {accuracy(m)} | {m.accuracy.drop:.2%} | {stage.note} |")
+    fp32 = [m for m in result.candidates if m.predicted_s is not None]
+    if fp32:
+        print("\nfp32 candidates, in the order measured (ranked by prediction): " + "; ".join(
+            f"{m.spec.label()}: predicted {m.predicted_s * 1e3:.2f} ms, measured {m.latency_s * 1e3:.2f} ms"
+            for m in fp32))
     for search in result.searches:
         print(f"\n{search.runtime} {search.mode}: {len(search.effects)} layers; all {search.mode} "
               f"{search.all_inexact.latency_s * 1e3:.2f} ms at a drop of {search.all_inexact.accuracy.drop:.2%}\n")
@@ -95,6 +104,9 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=200, help="validation samples judging accuracy")
     parser.add_argument("--photos", type=int, default=232, help="photo crops for zoo networks (32 calibrate)")
     parser.add_argument("--threads", type=int, default=None, help="most threads tried (default: all cores)")
+    parser.add_argument("--db", type=Path, default=Path("bench/results/synthesize.db"),
+                        help="the store whose calibrations predict the fp32 candidates")
+    parser.add_argument("--calibrate", action="store_true", help="calibrate the candidates' systems it lacks")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     host = host_info()

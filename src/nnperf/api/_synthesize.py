@@ -21,12 +21,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nnperf.api._load import load_model
+from nnperf.api._session import StoreLike
 from nnperf.errors import NnperfError
+from nnperf.store import default_store_path
 
 if TYPE_CHECKING:
     from torch import nn
 
-    from nnperf.optimize.synthesize import Progress, SynthesisResult, ValidationSet
+    from nnperf.optimize.synthesize import Predict, ProgramSpec, Progress, SynthesisResult, ValidationSet
 
 DIGITS_MODEL = "digits-cnn"
 """The model name of the CNN trained here on scikit-learn's digits (32x32, width 16, 8 epochs, seed 0)."""
@@ -63,15 +65,17 @@ def parse_budget(text: str | float) -> float:
 
 
 def _resolve(model: str | os.PathLike[str] | nn.Module, data: str | os.PathLike[str] | ValidationSet,
-             input_shape: tuple[int, ...] | None) -> tuple[str, nn.Module | None, Path | None, ValidationSet]:
-    """(name, torch module or None, ONNX path or None, validation set) for what the user named; samples whose shape
-    is not the network's raise ``ValidationDataError``."""
+             input_shape: tuple[int, ...] | None
+             ) -> tuple[str, nn.Module | None, Path | None, ValidationSet, tuple[int, ...]]:
+    """(name, torch module or None, ONNX path or None, validation set, input shape) for what the user named;
+    samples whose shape is not the network's raise ``ValidationDataError``."""
     from nnperf.optimize.synthesize import ValidationDataError, ValidationSet, cached_digits, load_validation
 
     if isinstance(model, (str, os.PathLike)) and os.fspath(model) == DIGITS_MODEL:
         trained = cached_digits(digits_cache())
         if isinstance(data, str) and data == "digits":
-            return DIGITS_MODEL, trained.module, None, trained.validation  # the held-out digits, never trained on
+            shape = (1, 1, trained.size, trained.size)  # the held-out digits, never trained on:
+            return DIGITS_MODEL, trained.module, None, trained.validation, shape
         module, onnx_path, name, shape = trained.module, None, DIGITS_MODEL, (1, 1, trained.size, trained.size)
     elif isinstance(model, (str, os.PathLike)):
         from nnperf.measure.backends import build_torch
@@ -93,7 +97,31 @@ def _resolve(model: str | os.PathLike[str] | nn.Module, data: str | os.PathLike[
     if tuple(validation.sample_shape) != tuple(shape[1:]):
         raise ValidationDataError(f"the validation samples of {validation.name!r} have shape "
                                   f"{tuple(validation.sample_shape)}, {name} takes {tuple(shape[1:])} (batch left out)")
-    return name, module, onnx_path, validation
+    return name, module, onnx_path, validation, tuple(shape)
+
+
+def _predictor(model: str | os.PathLike[str] | nn.Module, shape: tuple[int, ...], store: StoreLike,
+               calibrate_missing: bool, progress: Progress | None) -> Predict:
+    """Predicts a program's fp32 latency from the calibration of its system (``ProgramSpec.backend_system``) in
+    ``store``; a system without one is calibrated first with ``calibrate_missing``, else not predicted (None)."""
+    from nnperf.api._predict import calibrate, predict
+    from nnperf.prediction import MissingCalibrationError
+
+    network = load_model(model, None if isinstance(model, str) and not model.endswith(".onnx") else shape)
+
+    def predicted(spec: ProgramSpec) -> float | None:
+        backend, threads, options = spec.backend_system()
+        try:
+            return predict(network, store=store, backend=backend, threads=threads, options=options).latency_s
+        except MissingCalibrationError:
+            if not calibrate_missing:
+                return None
+        except NnperfError:
+            return None
+        calibrate(backend, threads=threads, options=options, store=store, if_needed=True, progress=progress)
+        return predict(network, store=store, backend=backend, threads=threads, options=options).latency_s
+
+    return predicted
 
 
 def synthesize(model: str | os.PathLike[str] | nn.Module, *, data: str | os.PathLike[str] | ValidationSet = "photos",
@@ -101,6 +129,7 @@ def synthesize(model: str | os.PathLike[str] | nn.Module, *, data: str | os.Path
                max_threads: int | None = None, samples: int = DEFAULT_SAMPLES,
                calibration: int = DEFAULT_CALIBRATION, aot: bool = True, inexact: bool = True,
                input_shape: tuple[int, ...] | None = None, workdir: str | os.PathLike[str] | None = None,
+               store: StoreLike = None, predict: bool = True, calibrate_missing: bool = False,
                progress: Progress | None = None) -> SynthesisResult:
     """The fastest program for ``model`` on this device whose accuracy drop stays within ``budget``, written to
     ``out`` (see :func:`nnperf.optimize.synthesize.synthesize`).
@@ -110,6 +139,9 @@ def synthesize(model: str | os.PathLike[str] | nn.Module, *, data: str | os.Path
     (with ``input_shape``). ``data``: ``"digits"``, ``"photos"``, a folder with ``inputs.npy`` (and
     ``labels.npy``), an ``.npz`` file, or a :class:`~nnperf.optimize.synthesize.ValidationSet`. The first
     ``calibration`` samples (shuffled, seeded) calibrate int8; at most ``samples`` of the rest judge accuracy.
+    With ``predict``, the fp32 candidates are ranked by the latency nnperf predicts from the calibrations in
+    ``store`` (default ./nnperf.db) before they are measured; ``calibrate_missing`` calibrates the systems the
+    store lacks (about 1.5 minutes each), else those are not predicted.
     """
     from nnperf.optimize.synthesize import ValidationDataError, make_sources
     from nnperf.optimize.synthesize import synthesize as run
@@ -117,7 +149,7 @@ def synthesize(model: str | os.PathLike[str] | nn.Module, *, data: str | os.Path
     fraction = parse_budget(budget)
     if samples < 1 or calibration < 1:
         raise NnperfError(f"samples and calibration must be at least 1, got {samples} and {calibration}")
-    name, module, onnx_path, validation = _resolve(model, data, input_shape)
+    name, module, onnx_path, validation, shape = _resolve(model, data, input_shape)
     if len(validation) < 2:
         raise ValidationDataError(f"the validation set {validation.name!r} has {len(validation)} sample(s); "
                                   "synthesis needs at least 2 (a calibration part and an evaluation part)")
@@ -126,8 +158,12 @@ def synthesize(model: str | os.PathLike[str] | nn.Module, *, data: str | os.Path
     evaluation = evaluation.take(min(samples, len(evaluation)))
     folder = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="nnperf-synthesize-"))
     sources = make_sources(module, onnx_path, calibration_set, folder)
+    predictor = None
+    if predict and (calibrate_missing or store is not None or default_store_path().exists()):
+        predictor = _predictor(module if module is not None and isinstance(model, str) and model == DIGITS_MODEL
+                               else model, shape, store, calibrate_missing, progress)
     return run(sources, evaluation, fraction, Path(out), network=name, max_threads=max_threads, aot=aot,
-               inexact=inexact, progress=progress)
+               inexact=inexact, predict=predictor, progress=progress)
 
 
 def verify_program(folder: str | os.PathLike[str]) -> Verified:

@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from nnperf.cli._store_arg import add_db_argument
+
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser(
@@ -34,9 +36,15 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="do not package a torch program with AOTInductor (then only ONNX Runtime programs deploy)")
     p.add_argument("--no-inexact", dest="inexact", action="store_false", help="fp32 programs only")
     p.add_argument("--input-shape", default=None, metavar="1x3x224x224", help="an ONNX file's input shape")
+    p.add_argument("--calibrate", action="store_true",
+                   help="calibrate (once, about 1.5 min each) the systems of the fp32 candidates the store has no "
+                        "calibration for, so every candidate is predicted before it is measured")
+    p.add_argument("--no-predict", dest="predict", action="store_false",
+                   help="do not rank the candidates by predicted latency")
     p.add_argument("--verify", action="store_true",
                    help="run the generated runner in a fresh process and check it reproduces the stored outputs")
     p.add_argument("--json", action="store_true", help="print the manifest as JSON")
+    add_db_argument(p)
     p.set_defaults(run=run)
 
 
@@ -53,7 +61,8 @@ def run(args: argparse.Namespace) -> int:
     with Progress(not args.json, "synthesising") as progress:
         result = synthesize(args.model, data=data, budget=args.budget, out=args.out, max_threads=args.threads,
                             samples=args.samples, calibration=args.calibration, aot=args.aot, inexact=args.inexact,
-                            input_shape=shape, progress=progress)
+                            input_shape=shape, store=args.db, predict=args.predict,
+                            calibrate_missing=args.calibrate, progress=progress)
     document: dict[str, Any] = dict(result.manifest)
     verified = verify_program(args.out) if args.verify else None
     if verified is not None:
@@ -84,13 +93,15 @@ def _print_report(result: Any, verified: Any) -> None:
     table = Table(title=f"{result.network}: Table I (budget {result.budget:.2%}, {result.evaluation_samples} "
                         f"samples{', accuracy = top-1 agreement with fp32, a proxy' if proxy else ''})",
                   title_justify="left")
-    for column in ("stage", "program", "ms (median [q1, q3])", "speed-up", "accuracy", "drop", "note"):
-        table.add_column(column, justify="right" if column in ("speed-up", "drop") else "left")
+    for column in ("stage", "program", "ms (median [q1, q3])", "predicted ms", "speed-up", "accuracy", "drop",
+                   "note"):
+        table.add_column(column, justify="right" if column in ("speed-up", "drop", "predicted ms") else "left")
     for stage in result.stages:
         m = stage.program
         s = m.timing.stats
+        predicted = "-" if m.predicted_s is None else f"{m.predicted_s * 1e3:.2f}"
         table.add_row(stage.name, m.spec.label(), f"{s.median_s * 1e3:.2f} [{s.q1_s * 1e3:.2f}, {s.q3_s * 1e3:.2f}]",
-                      f"{base / m.latency_s:.2f}x", _accuracy(m.accuracy), f"{m.accuracy.drop:.2%}", stage.note)
+                      predicted, f"{base / m.latency_s:.2f}x", _accuracy(m.accuracy), f"{m.accuracy.drop:.2%}", stage.note)
     out.print(table)
     for search in result.searches:
         rows = Table(title=f"{search.runtime}: layers made {search.mode} ({len(search.effects)} candidates; all "
@@ -105,10 +116,10 @@ def _print_report(result: Any, verified: Any) -> None:
     final = result.stage("final").program
     if result.ort_best_fp32 is not None:
         out.print(f"ONNX Runtime's best fp32 program: {result.ort_best_fp32.spec.label()}, "
-                  f"{result.ort_best_fp32.latency_s * 1e3:.2f} ms; the final program is "
-                  f"{result.ort_best_fp32.latency_s / final.latency_s:.2f}x faster")
+                  f"{result.ort_best_fp32.latency_s * 1e3:.2f} ms; the final program's speed-up over it: "
+                  f"{result.ort_best_fp32.latency_s / final.latency_s:.2f}x")
     if result.energy_note:
-        out.print(f"Table II (energy): {result.energy_note}")
+        out.print(f"Table II (energy) is not measured: {result.energy_note}")
     out.print(f"wrote {result.out}/ ({result.artifact}, run.py, manifest.json) in {result.elapsed_s:.0f} s")
     if verified is not None:
         out.print(f"run.py --check in a fresh process: {'ok' if verified.returncode == 0 else 'FAILED'} "

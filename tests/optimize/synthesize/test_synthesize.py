@@ -69,11 +69,11 @@ def planted(trained: TrainedDigits) -> torch.nn.Module:
     return module.eval()
 
 
-def run_planted(trained: TrainedDigits, tmp_path: Path, budget: float):  # type: ignore[no-untyped-def]
+def run_planted(trained: TrainedDigits, tmp_path: Path, budget: float, **kwargs):  # type: ignore[no-untyped-def]
     calibration, evaluation = trained.validation.split(0.1, seed=0)
     sources = make_sources(planted(trained), None, calibration, tmp_path / "work")
     return synthesize_sources(sources, evaluation.take(150), budget, tmp_path / "program", network="planted",
-                              max_threads=1, harness=QUICK, aot=False)
+                              harness=QUICK, aot=False, **{"max_threads": 1, **kwargs})
 
 
 def test_the_stages_are_measured_and_the_budget_kept_around_a_planted_sensitive_layer(
@@ -178,3 +178,35 @@ def test_the_cli_refuses_bad_input_with_a_clear_message(capsys: pytest.CaptureFi
     code, _, err = run_cli(capsys, "synthesize", "resnet18", "--data", str(tmp_path / "missing"), "--out",
                            str(tmp_path / "p"))
     assert_error(code, err, "missing")
+
+
+# ------------------------------------------------------------------------------ ranked by predicted latency
+
+
+def test_each_program_maps_to_the_backend_system_a_calibration_is_stored_under() -> None:
+    assert ProgramSpec("torch", 2, "hwc").backend_system() == ("torch", 2, {"memory_format": "channels_last"})
+    assert ProgramSpec("onnxruntime", 2, "nchwc", "parallel").backend_system() == (
+        "onnxruntime", 2, {"opt_level": "all", "execution": "parallel", "inter_threads": "2"})
+    assert ProgramSpec("onnxruntime").backend_system() == (
+        "onnxruntime", 1, {"opt_level": "extended", "execution": "sequential", "inter_threads": "1"})
+
+
+def test_candidates_are_measured_in_the_order_of_their_predicted_latency(digits: TrainedDigits,
+                                                                          tmp_path: Path) -> None:
+    def predicted(spec: ProgramSpec) -> float | None:  # ONNX Runtime predicted faster with more threads
+        if spec.runtime == "torch":
+            return None if spec.layout == "hwc" else 1e-3 / spec.threads
+        return 1e-4 / spec.threads + (1e-5 if spec.execution == "parallel" else 0.0)
+
+    result = run_planted(digits, tmp_path, 0.01, max_threads=2, predict=predicted)
+    order = [m.spec for m in result.candidates if not m.spec.inexact]  # in the order they were measured
+    # the baseline (the reference) first; then the parallel stage, fastest predicted first (torch at 1 thread is
+    # the baseline, measured already); then the kept layouts, the one without a prediction last
+    assert order[:5] == [ProgramSpec("torch"), ProgramSpec("onnxruntime", 2),
+                         ProgramSpec("onnxruntime", 2, execution="parallel"), ProgramSpec("onnxruntime", 1),
+                         ProgramSpec("torch", 2)]
+    assert (order[5].runtime, order[5].layout) == ("onnxruntime", "nchwc")
+    assert (order[6].runtime, order[6].layout) == ("torch", "hwc") and len(order) == 7
+    assert [m.predicted_s for m in result.candidates if m.spec == ProgramSpec("onnxruntime", 2)] == [5e-5]
+    assert all(m.predicted_s is None for m in result.candidates if m.spec.inexact)  # no int8 calibration
+    assert result.manifest["table1"][0]["predicted_s"] == pytest.approx(1e-3)

@@ -35,6 +35,7 @@ from nnperf.optimize.synthesize._synthesize import (
     STAGES,
     InexactSearch,
     Measured,
+    Predict,
     Progress,
     Stage,
     SynthesisResult,
@@ -44,7 +45,7 @@ from nnperf.optimize.synthesize._synthesize import (
 
 __all__ = [
     "CHECK_TOLERANCE", "INEXACT_MODE", "KEPT_LAYOUT", "MANIFEST_FORMAT", "RUNTIMES", "SEARCHES", "STAGES",
-    "Accuracy", "BudgetError", "InexactSearch", "LayerEffect", "Measured", "ProgramSpec", "Progress",
+    "Accuracy", "BudgetError", "InexactSearch", "LayerEffect", "Measured", "Predict", "ProgramSpec", "Progress",
     "SearchResult", "Sources", "Stage", "SynthesisError", "SynthesisResult", "TrainedDigits",
     "UnsupportedModeError", "ValidationDataError", "ValidationSet", "accuracy_of", "cached_digits",
     "check_budget", "digits_set", "greedy_search", "ilp_search", "load_validation", "make_sources",

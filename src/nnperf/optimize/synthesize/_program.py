@@ -80,6 +80,16 @@ class ProgramSpec:
     def with_(self, **changes: Any) -> ProgramSpec:
         return replace(self, **changes)
 
+    def backend_system(self) -> tuple[str, int, dict[str, str]]:
+        """The nnperf backend, thread count and backend options that run this program's fp32 form: the system a
+        calibration of it is stored under (``nnperf calibrate --backend B --threads N --option K=V``)."""
+        if self.runtime == "torch":
+            return "torch", self.threads, {"memory_format": "channels_last" if self.layout == "hwc" else "nchw"}
+        parallel = self.execution == "parallel"
+        return "onnxruntime", self.threads, {"opt_level": "all" if self.layout == "nchwc" else "extended",
+                                             "execution": self.execution,
+                                             "inter_threads": str(self.threads if parallel else 1)}
+
     def to_dict(self) -> dict[str, Any]:
         return {"runtime": self.runtime, "threads": self.threads, "layout": self.layout, "execution": self.execution,
                 "mode": self.mode, "inexact": list(self.inexact)}

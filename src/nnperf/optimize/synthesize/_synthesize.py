@@ -67,6 +67,8 @@ if TYPE_CHECKING:
     from torch import nn
 
 Progress = Callable[[str, int, int], None]
+Predict = Callable[[ProgramSpec], "float | None"]
+"""A program's predicted latency (s) before it is measured, or None where nnperf has no calibration for it."""
 
 STAGES = ("baseline", "parallel", "layout", "inexact", "final")
 SYNTHESIS_HARNESS = HarnessConfig(warmup_s=0.1, budget_s=1.0)
@@ -81,11 +83,13 @@ def _no_progress(what: str, done: int, total: int) -> None:
 
 @dataclass(frozen=True)
 class Measured:
-    """A program measured: its spec, timing (median and quartiles over blocks) and accuracy."""
+    """A program measured: its spec, timing (median and quartiles over blocks), accuracy, and the latency nnperf
+    predicted for it before measuring (None without a calibration of its system)."""
 
     spec: ProgramSpec
     timing: Timing
     accuracy: Accuracy
+    predicted_s: float | None = None
 
     @property
     def latency_s(self) -> float:
@@ -216,10 +220,13 @@ def _layer_gains(sources: Sources, base: ProgramSpec, all_inexact: ProgramSpec, 
 
 def synthesize(sources: Sources, data: ValidationSet, budget: float, out: Path, *, network: str = "network",
                max_threads: int | None = None, harness: HarnessConfig = SYNTHESIS_HARNESS, aot: bool = True,
-               inexact: bool = True, progress: Progress | None = None) -> SynthesisResult:
+               inexact: bool = True, predict: Predict | None = None,
+               progress: Progress | None = None) -> SynthesisResult:
     """Synthesises the fastest program within ``budget`` (a fraction: 0.01 = 1% accuracy drop) on this device and
     writes it to ``out`` (see the module docstring). ``data`` is the evaluation part of the validation set (the
-    calibration part is already in ``sources``). ``max_threads`` defaults to this machine's cores."""
+    calibration part is already in ``sources``). ``max_threads`` defaults to this machine's cores. With
+    ``predict``, every fp32 candidate is predicted first and the candidates of a stage are measured in the order of
+    their predicted latency (fastest first); each :class:`Measured` keeps its prediction."""
     budget = check_budget(budget)
     _check_data(data, sources.sample_shape())
     report = progress or _no_progress
@@ -234,23 +241,35 @@ def synthesize(sources: Sources, data: ValidationSet, budget: float, out: Path, 
     evaluate = _Evaluator(sources, data, reference)
     measured: dict[ProgramSpec, Measured] = {}
 
+    predictions: dict[ProgramSpec, float | None] = {}
+
+    def predicted(spec: ProgramSpec) -> float | None:
+        if spec not in predictions:
+            predictions[spec] = predict(spec) if predict is not None and not spec.inexact else None
+        return predictions[spec]
+
+    def ranked(specs: Sequence[ProgramSpec]) -> list[ProgramSpec]:
+        """``specs`` by predicted latency, fastest first; those without a prediction after, in their order."""
+        return sorted(specs, key=lambda spec: (predicted(spec) is None, predicted(spec) or 0.0))
+
     def run(spec: ProgramSpec) -> Measured:
         if spec not in measured:
             report(f"measuring {spec.label()}", len(measured), 0)
             timing = measure_program(sources, spec, sample, harness)
-            measured[spec] = Measured(spec, timing, evaluate(spec))
+            measured[spec] = Measured(spec, timing, evaluate(spec), predicted(spec))
         return measured[spec]
 
     baseline = run(reference_spec)
     stages = [Stage("baseline", baseline, "single thread, fp32, the runtime's default layout")]
 
-    parallel = [run(ProgramSpec(r, n, execution=e)) for r in runtimes for n in range(1, threads + 1)
-                for e in (("sequential", "parallel") if r == "onnxruntime" and n > 1 else ("sequential",))]
+    parallel = [run(spec) for spec in ranked([
+        ProgramSpec(r, n, execution=e) for r in runtimes for n in range(1, threads + 1)
+        for e in (("sequential", "parallel") if r == "onnxruntime" and n > 1 else ("sequential",))])]
     best_parallel = _fastest(parallel)
     stages.append(Stage("parallel", best_parallel, f"fastest of {len(parallel)} thread/executor settings"))
 
     best_by_runtime = {r: _fastest([m for m in parallel if m.spec.runtime == r]) for r in runtimes}
-    kept = [run(best_by_runtime[r].spec.with_(layout=KEPT_LAYOUT[r])) for r in runtimes]
+    kept = [run(spec) for spec in ranked([best_by_runtime[r].spec.with_(layout=KEPT_LAYOUT[r]) for r in runtimes])]
     best_fp32 = _fastest([*parallel, *kept])
     layout_note = (f"{best_fp32.spec.layout} kept end to end" if best_fp32.spec.layout == KEPT_LAYOUT[
         best_fp32.spec.runtime] else "the kept layouts measured slower; not used")
@@ -375,7 +394,7 @@ def _artifact(sources: Sources, best: Measured, data: ValidationSet, reference: 
     from nnperf.measure.backends import LoopTimer
 
     timing = measure(LoopTimer(functools.partial(run_artifact, data.inputs[:1])), harness)
-    return Measured(spec, timing, accuracy), kind, model, session
+    return Measured(spec, timing, accuracy, best.predicted_s), kind, model, session
 
 
 def _energy_note() -> str:
@@ -383,7 +402,7 @@ def _energy_note() -> str:
 
     reasons = [f"{name}: {avail.reason}" for name, avail in meter_report() if not avail.ok]
     if len(reasons) == len(meter_report()):
-        return "no energy meter on this machine (" + "; ".join(reasons) + "): Table II is not measured"
+        return "no energy meter can run on this machine (" + "; ".join(reasons) + ")"
     return ""
 
 
@@ -417,9 +436,12 @@ def _manifest(result: SynthesisResult, final: Measured, data: ValidationSet) -> 
         "validation": {"name": data.name, "evaluation_samples": result.evaluation_samples,
                        "calibration_samples": result.calibration_samples, "proxy": data.proxy},
         "table1": [{"stage": s.name, "program": s.program.spec.label(), "latency_s": s.program.latency_s,
+                    "predicted_s": s.program.predicted_s,
                     "speedup": result.stages[0].program.latency_s / s.program.latency_s,
                     "accuracy": s.program.accuracy.to_dict(), "note": s.note} for s in result.stages],
         "energy": result.energy_note or None,
+        "candidates": [{"program": m.spec.label(), "latency_s": m.latency_s, "predicted_s": m.predicted_s,
+                        "drop": m.accuracy.drop} for m in result.candidates],
     }
 
 
