@@ -280,9 +280,8 @@ def synthesize(sources: Sources, data: ValidationSet, budget: float, out: Path, 
     searches: list[InexactSearch] = []
     if inexact:
         for r in runtimes:
-            note = _inexact_unavailable(r)
-            if note:
-                continue
+            if _inexact_unavailable(r) or not sources.quantizable(r):
+                continue  # no native inexact mode here, or no layer it applies to
             report(f"{INEXACT_MODE[r]} search on {r}", 0, 0)
             searches.append(_search_runtime(sources, best_by_runtime[r], evaluate, run, budget, sample))
     within = [m for m in measured.values() if m.accuracy.drop <= budget]
