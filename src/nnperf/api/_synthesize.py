@@ -141,7 +141,7 @@ def synthesize(model: str | os.PathLike[str] | nn.Module, *, data: str | os.Path
     ``calibration`` samples (shuffled, seeded) calibrate int8; at most ``samples`` of the rest judge accuracy.
     With ``predict``, the fp32 candidates are ranked by the latency nnperf predicts from the calibrations in
     ``store`` (default ./nnperf.db) before they are measured; ``calibrate_missing`` calibrates the systems the
-    store lacks (about 1.5 minutes each), else those are not predicted.
+    store lacks (1.5 to 4 minutes each on a 2-core VM), else those are not predicted.
     """
     from nnperf.optimize.synthesize import ValidationDataError, make_sources
     from nnperf.optimize.synthesize import synthesize as run
