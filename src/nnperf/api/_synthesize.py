@@ -101,13 +101,17 @@ def _resolve(model: str | os.PathLike[str] | nn.Module, data: str | os.PathLike[
 
 
 def _predictor(model: str | os.PathLike[str] | nn.Module, shape: tuple[int, ...], store: StoreLike,
-               calibrate_missing: bool, progress: Progress | None) -> Predict:
+               calibrate_missing: bool, progress: Progress | None) -> Predict | None:
     """Predicts a program's fp32 latency from the calibration of its system (``ProgramSpec.backend_system``) in
-    ``store``; a system without one is calibrated first with ``calibrate_missing``, else not predicted (None)."""
+    ``store``; a system without one is calibrated first with ``calibrate_missing``, else not predicted (None).
+    None when nnperf cannot read the network into its IR (a module torch.fx cannot trace): nothing is predicted."""
     from nnperf.api._predict import calibrate, predict
     from nnperf.prediction import MissingCalibrationError
 
-    network = load_model(model, None if isinstance(model, str) and not model.endswith(".onnx") else shape)
+    try:
+        network = load_model(model, None if isinstance(model, str) and not model.endswith(".onnx") else shape)
+    except NnperfError:
+        return None
 
     def predicted(spec: ProgramSpec) -> float | None:
         backend, threads, options = spec.backend_system()
