@@ -33,7 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--samples", type=int, default=200, help="validation samples that judge accuracy (default 200)")
     p.add_argument("--calibration", type=int, default=32, help="samples that calibrate int8 (default 32)")
     p.add_argument("--no-aot", dest="aot", action="store_false",
-                   help="do not package a torch program with AOTInductor (then only ONNX Runtime programs deploy)")
+                   help="do not package torch's best program with AOTInductor to time it against the ONNX one "
+                        "(then only ONNX Runtime programs deploy)")
     p.add_argument("--no-inexact", dest="inexact", action="store_false", help="fp32 programs only")
     p.add_argument("--input-shape", default=None, metavar="1x3x224x224", help="an ONNX file's input shape")
     p.add_argument("--calibrate", action="store_true",

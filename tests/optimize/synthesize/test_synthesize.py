@@ -73,7 +73,7 @@ def run_planted(trained: TrainedDigits, tmp_path: Path, budget: float, **kwargs)
     calibration, evaluation = trained.validation.split(0.1, seed=0)
     sources = make_sources(planted(trained), None, calibration, tmp_path / "work")
     return synthesize_sources(sources, evaluation.take(150), budget, tmp_path / "program", network="planted",
-                              harness=QUICK, aot=False, **{"max_threads": 1, **kwargs})
+                              harness=QUICK, **{"max_threads": 1, "aot": False, **kwargs})
 
 
 def test_the_stages_are_measured_and_the_budget_kept_around_a_planted_sensitive_layer(
@@ -123,6 +123,38 @@ def test_the_written_program_reproduces_its_outputs_in_a_fresh_process(digits: T
                     "--output", str(tmp_path / "y.npy")], check=True, timeout=300)
     np.testing.assert_allclose(np.load(tmp_path / "y.npy"), np.load(folder / "check_outputs.npy"), rtol=1e-4,
                                atol=1e-4)
+
+
+def test_the_faster_of_the_onnx_and_aotinductor_artifacts_is_written(digits: TrainedDigits, tmp_path: Path) -> None:
+    pytest.importorskip("torch._inductor")
+    result = run_planted(digits, tmp_path, 0.01, aot=True)
+    note = result.stage("final").note
+    # both runtimes' best programs within the budget were packaged, loaded back and timed; the note names the other
+    assert {"ONNX model with its session options", "AOTInductor package"} == {
+        result.artifact, note.split(" (against ")[1].rsplit(" ", 2)[0]}
+    folder = tmp_path / "program"
+    model = "model.onnx" if result.artifact.startswith("ONNX") else "model.pt2"
+    assert (folder / model).exists()
+    verified = verify_program(folder)
+    assert verified.returncode == 0, verified.output
+
+
+def test_the_generated_runner_runs_an_aotinductor_package_in_a_fresh_process(digits: TrainedDigits,
+                                                                             tmp_path: Path) -> None:
+    from nnperf.optimize.synthesize._artifact import runner_script, write_artifact
+    from nnperf.optimize.synthesize._torch import aoti_package, torch_runner, with_precision
+
+    pytest.importorskip("torch._inductor")
+    program = with_precision(digits.module, layout="hwc")
+    x = digits.validation.inputs[:4]
+    package = aoti_package(program, torch.from_numpy(x[:1]), tmp_path / "p.pt2", "hwc")
+    outputs = torch_runner(program, "hwc", 1)(x)
+    runner = runner_script("digits", "torch, hwc", "torch", "model.pt2", 1, (1, SIZE, SIZE), channels_last=True)
+    folder = write_artifact(tmp_path / "program", package, "torch", {"format": "nnperf-synthesis", "version": 1},
+                            x, outputs, None, runner)
+    verified = verify_program(folder)
+    assert verified.returncode == 0, verified.output
+    assert json.loads(verified.output.splitlines()[-1])["max_rel_error"] < 1e-4
 
 
 # ---------------------------------------------------------------------------------------------------- errors
