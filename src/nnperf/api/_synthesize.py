@@ -69,7 +69,7 @@ def _resolve(model: str | os.PathLike[str] | nn.Module, data: str | os.PathLike[
              ) -> tuple[str, nn.Module | None, Path | None, ValidationSet, tuple[int, ...]]:
     """(name, torch module or None, ONNX path or None, validation set, input shape) for what the user named;
     samples whose shape is not the network's raise ``ValidationDataError``."""
-    from nnperf.optimize.synthesize import ValidationDataError, ValidationSet, cached_digits, load_validation
+    from nnperf.optimize.synthesize import ValidationSet, cached_digits, check_sample_shape, load_validation
 
     if isinstance(model, (str, os.PathLike)) and os.fspath(model) == DIGITS_MODEL:
         trained = cached_digits(digits_cache())
@@ -94,9 +94,7 @@ def _resolve(model: str | os.PathLike[str] | nn.Module, data: str | os.PathLike[
             raise NnperfError("a torch module needs input_shape (batch first)")
         module, onnx_path, name, shape = model, None, type(model).__name__, tuple(input_shape)
     validation = data if isinstance(data, ValidationSet) else load_validation(data, tuple(shape[1:]))
-    if tuple(validation.sample_shape) != tuple(shape[1:]):
-        raise ValidationDataError(f"the validation samples of {validation.name!r} have shape "
-                                  f"{tuple(validation.sample_shape)}, {name} takes {tuple(shape[1:])} (batch left out)")
+    check_sample_shape(validation, tuple(shape[1:]), name)  # before the module is exported on these samples
     return name, module, onnx_path, validation, tuple(shape)
 
 
@@ -164,8 +162,7 @@ def synthesize(model: str | os.PathLike[str] | nn.Module, *, data: str | os.Path
     sources = make_sources(module, onnx_path, calibration_set, folder)
     predictor = None
     if predict and (calibrate_missing or store is not None or default_store_path().exists()):
-        predictor = _predictor(module if module is not None and isinstance(model, str) and model == DIGITS_MODEL
-                               else model, shape, store, calibrate_missing, progress)
+        predictor = _predictor(module if model == DIGITS_MODEL else model, shape, store, calibrate_missing, progress)
     return run(sources, evaluation, fraction, Path(out), network=name, max_threads=max_threads, aot=aot,
                inexact=inexact, predict=predictor, progress=progress)
 

@@ -83,7 +83,8 @@ def profile_layer_layouts(store: Store, networks: Iterable[Network], threads: in
             samples += _measure_config(campaign, layer.name, jobs, failures)
         measured += 1
     report("done", len(layers), len(layers))
-    stored = load_layer_layouts(store, record.id)
+    if measured:  # what was timed now joins what the store held
+        stored = load_layer_layouts(store, record.id)
     times = {key: dict(stored.get(key, {})) for key in layers}
     return LayerProfileReport(record.id, measured, reused, samples, time.perf_counter() - start, tuple(failures),
                               times)

@@ -39,6 +39,7 @@ from nnperf.optimize.synthesize._synthesize import (
     Progress,
     Stage,
     SynthesisResult,
+    check_sample_shape,
     make_sources,
     synthesize,
 )
@@ -48,6 +49,6 @@ __all__ = [
     "Accuracy", "BudgetError", "InexactSearch", "LayerEffect", "Measured", "Predict", "ProgramSpec", "Progress",
     "SearchResult", "Sources", "Stage", "SynthesisError", "SynthesisResult", "TrainedDigits",
     "UnsupportedModeError", "ValidationDataError", "ValidationSet", "accuracy_of", "cached_digits",
-    "check_budget", "digits_set", "greedy_search", "ilp_search", "load_validation", "make_sources",
+    "check_budget", "check_sample_shape", "digits_set", "greedy_search", "ilp_search", "load_validation", "make_sources",
     "measure_program", "photo_set", "read_manifest", "synthesize", "train_digits",
 ]

@@ -107,8 +107,8 @@ class Stage:
 
 @dataclass(frozen=True)
 class InexactSearch:
-    """One runtime's inexact search: the layers' effects, the greedy and ILP results and their programs
-    measured (None when the search made no layer inexact)."""
+    """One runtime's inexact search: the layers' effects (``gains_from`` says how their time saved was found), the
+    greedy and ILP results and their programs measured (None when the search made no layer inexact)."""
 
     runtime: str
     mode: str
@@ -118,6 +118,7 @@ class InexactSearch:
     ilp: SearchResult
     greedy_program: Measured | None
     ilp_program: Measured | None
+    gains_from: str
 
 
 @dataclass(frozen=True)
@@ -159,12 +160,13 @@ class _Evaluator:
         return self.cache[spec]
 
 
-def _check_data(data: ValidationSet, sample_shape: tuple[int | None, ...]) -> None:
+def check_sample_shape(data: ValidationSet, sample_shape: tuple[int | None, ...], network: str = "the network"
+                       ) -> None:
     """Refuses samples whose shape is not the network's (a dynamic dimension, None, takes any size)."""
     shape = tuple(data.sample_shape)
     if len(shape) != len(sample_shape) or any(w is not None and w != s for s, w in zip(shape, sample_shape,
                                                                                          strict=True)):
-        raise ValidationDataError(f"the validation samples have shape {shape}, the network takes "
+        raise ValidationDataError(f"the validation samples of {data.name!r} have shape {shape}, {network} takes "
                                   f"{tuple(sample_shape)} (batch left out)")
 
 
@@ -228,7 +230,7 @@ def synthesize(sources: Sources, data: ValidationSet, budget: float, out: Path, 
     ``predict``, every fp32 candidate is predicted first and the candidates of a stage are measured in the order of
     their predicted latency (fastest first); each :class:`Measured` keeps its prediction."""
     budget = check_budget(budget)
-    _check_data(data, sources.sample_shape())
+    check_sample_shape(data, sources.sample_shape(), network)
     report = progress or _no_progress
     start = time.perf_counter()
     threads = max_threads or os.cpu_count() or 1
@@ -280,7 +282,7 @@ def synthesize(sources: Sources, data: ValidationSet, budget: float, out: Path, 
     searches: list[InexactSearch] = []
     if inexact:
         for r in runtimes:
-            if _inexact_unavailable(r) or not sources.quantizable(r):
+            if not _inexact_available(r) or not sources.quantizable(r):
                 continue  # no native inexact mode here, or no layer it applies to
             report(f"{INEXACT_MODE[r]} search on {r}", 0, 0)
             searches.append(_search_runtime(sources, best_by_runtime[r], evaluate, run, budget, sample))
@@ -319,13 +321,14 @@ def _top1(reference: np.ndarray, labels: np.ndarray | None) -> float | None:
     return float(np.mean(reference.reshape(len(reference), -1).argmax(1) == labels))
 
 
-def _inexact_unavailable(runtime: str) -> str:
-    """Why ``runtime`` has no inexact mode here ("" when it has)."""
+def _inexact_available(runtime: str) -> bool:
+    """Whether ``runtime``'s inexact mode runs natively here (torch's bf16 needs the CPU's support; int8 always
+    runs)."""
     if runtime == "torch":
         from nnperf.optimize.synthesize._torch import bf16_native
 
-        return "" if bf16_native() else "this CPU has no native bf16 arithmetic"
-    return ""
+        return bf16_native()
+    return True
 
 
 def _search_runtime(sources: Sources, base: Measured, evaluate: _Evaluator, run: Callable[[ProgramSpec], Measured],
@@ -333,7 +336,7 @@ def _search_runtime(sources: Sources, base: Measured, evaluate: _Evaluator, run:
     """One runtime's inexact search from its best fp32 program ``base``."""
     layers = sources.quantizable(base.spec.runtime)
     all_inexact = run(base.spec.with_(inexact=layers))
-    gains, _ = _layer_gains(sources, base.spec, all_inexact.spec, layers, base.latency_s, all_inexact.latency_s,
+    gains, gains_from = _layer_gains(sources, base.spec, all_inexact.spec, layers, base.latency_s, all_inexact.latency_s,
                             sample)
     effects = tuple(LayerEffect(name, evaluate(base.spec.with_(inexact=(name,))).drop, gains[name])
                     for name in layers)
@@ -350,7 +353,7 @@ def _search_runtime(sources: Sources, base: Measured, evaluate: _Evaluator, run:
         return run(base.spec.with_(inexact=tuple(n for n in layers if n in set(result.inexact))))
 
     return InexactSearch(base.spec.runtime, INEXACT_MODE[base.spec.runtime], effects, all_inexact, greedy, ilp,
-                         program(greedy), program(ilp))
+                         program(greedy), program(ilp), gains_from)
 
 
 def _artifact_runner(model: Path, spec: ProgramSpec) -> Callable[[np.ndarray], np.ndarray]:
