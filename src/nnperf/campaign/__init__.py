@@ -17,11 +17,24 @@ where the two meet, so everything that measures *into* the store lives here:
 - :func:`profile_primitives` and :func:`load_primitive_dataset`: the primitive-time dataset of Mulder et al.,
   one run per convolution configuration (``_primitives.py``); :func:`profile_layer_layouts` and
   :func:`load_layer_layouts`: the other layers' times in each layout (``_layer_layouts.py``);
+- measuring items (:class:`LayerItem`, :class:`WholeItem`, :class:`ProfilerItem`, :class:`SweepPointItem`):
+  a campaign's work as pure functions of (system, item), and :class:`ItemRunner`, which runs them in this
+  process (:class:`LocalRunner`) or on a fleet (``nnperf.fleet``) (``_items.py``);
 - :func:`attach_trace`, which writes a power trace's energies into a stored
   run (``_trace.py``).
 """
 
 from nnperf.campaign._campaign import Campaign, Progress, no_progress, open_campaign
+from nnperf.campaign._items import (
+    Item,
+    ItemProgress,
+    ItemRunner,
+    LayerItem,
+    LocalRunner,
+    ProfilerItem,
+    SweepPointItem,
+    WholeItem,
+)
 from nnperf.campaign._layer_layouts import (
     LAYER_CAMPAIGN,
     LayerProfileReport,
@@ -45,6 +58,8 @@ from nnperf.campaign._profile import (
     UNATTRIBUTED_PREFIX,
     ProfileConfig,
     ProfileReport,
+    measure_isolated_layer,
+    measure_whole_with_sentinel,
     network_hash,
     profile_network,
     profiler_chunk,
@@ -62,19 +77,29 @@ __all__ = [
     "SWEEP_CAMPAIGN",
     "UNATTRIBUTED_PREFIX",
     "Campaign",
+    "Item",
+    "ItemProgress",
+    "ItemRunner",
+    "LayerItem",
     "LayerProfileReport",
     "LayerTimes",
+    "LocalRunner",
     "PrimitiveProfileReport",
     "ProfileConfig",
     "ProfileReport",
+    "ProfilerItem",
     "Progress",
+    "SweepPointItem",
+    "WholeItem",
     "attach_trace",
     "find_surround",
     "layout_layers",
     "load_layer_layouts",
     "load_primitive_dataset",
     "load_sweep",
+    "measure_isolated_layer",
     "measure_rounds",
+    "measure_whole_with_sentinel",
     "network_hash",
     "no_progress",
     "open_campaign",

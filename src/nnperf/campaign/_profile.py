@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 
 from nnperf.campaign._campaign import Campaign, Progress, no_progress, open_campaign
+from nnperf.campaign._items import Item, ItemRunner, LayerItem, ProfilerItem, WholeItem
 from nnperf.errors import NnperfError
 from nnperf.ir import ConvAttrs, Layer, Network, OpType, network_to_dict
 from nnperf.measure import (
@@ -118,15 +119,22 @@ def network_hash(network: Network) -> str:
     return hashlib.sha256(json.dumps(network_to_dict(network), sort_keys=True).encode()).hexdigest()[:16]
 
 
-def profile_network(network: Network, backend: Backend, store: Store, config: ProfileConfig = ProfileConfig(),
-                    meter: PowerMeter | None = None, progress: Progress | None = None,
-                    model: str | None = None, reuse: bool = False) -> ProfileReport:
+def profile_network(network: Network, backend: Backend | ItemRunner, store: Store,
+                    config: ProfileConfig = ProfileConfig(), meter: PowerMeter | None = None,
+                    progress: Progress | None = None, model: str | None = None, reuse: bool = False) -> ProfileReport:
     """Measures ``network`` on ``backend`` and stores every measurement as it is taken.
 
     With ``reuse`` a finished campaign of the same model, network and settings
     on this system is read back instead (``ProfileReport.reused``); without it
     (the default) the network is measured again in a new run.
+
+    ``backend`` may be an :class:`ItemRunner` (a fleet of machines of one
+    system): the layers, the profiler passes and the whole network are then
+    measured as items (:func:`_measure_items`) into the same run, under the same
+    campaign key, as in this process.
     """
+    if meter is not None and isinstance(backend, ItemRunner):
+        raise NnperfError("energy is measured in this process only: profile without --energy on a fleet")
     model = model or network.name
     system = backend.system()
     method = config.per_layer
@@ -135,6 +143,8 @@ def profile_network(network: Network, backend: Backend, store: Store, config: Pr
                        {"per_layer": method, "harness": asdict(config.harness)}, reuse=reuse) as campaign:
         if campaign.reused:
             net = _stored_whole(store, campaign, model)
+        elif isinstance(backend, ItemRunner):
+            net = _measure_items(network, backend, campaign, config, progress or no_progress)
         else:
             net = _measure(network, backend, campaign, config, meter, progress or no_progress)
     unattributed = {k.removeprefix(UNATTRIBUTED_PREFIX): v for k, v in net.extra.items()
@@ -155,7 +165,7 @@ def _measure(network: Network, backend: Backend, campaign: Campaign, config: Pro
              meter: PowerMeter | None, report: Progress) -> NetworkMeasurement:
     """Times the sentinel, the layers not yet stored, the whole network and the sentinel again; stores them."""
     method = config.per_layer
-    sentinel_start = _sentinel(backend, config)
+    sentinel_start = _sentinel(backend, config.harness)
     unattributed: dict[str, float] = {}
     if method == "isolated":
         _isolated(network, backend, campaign, config, meter, report)
@@ -164,15 +174,91 @@ def _measure(network: Network, backend: Backend, campaign: Campaign, config: Pro
     report("whole network", 0, 1)
     whole_timer = backend.network_timer(network)
     whole = measure(whole_timer, config.harness)
-    sentinel_end = _sentinel(backend, config)
+    sentinel_end = _sentinel(backend, config.harness)
     drift = relative_change(sentinel_start, sentinel_end)
-    energy_j, meter_name = _energy(whole_timer, whole, meter, config)
+    energy_j, meter_name = _energy(whole_timer, whole, meter, config.energy_samples)
     extra = {"sentinel_start_s": sentinel_start, "sentinel_end_s": sentinel_end, "drift": drift}
     extra.update({f"{UNATTRIBUTED_PREFIX}{k}": v for k, v in unattributed.items()})
     net = NetworkMeasurement(whole, energy_j, meter_name, extra)
     campaign.add_network(net)
     report("whole network", 1, 1)
     return net
+
+
+def _measure_items(network: Network, runner: ItemRunner, campaign: Campaign, config: ProfileConfig,
+                   report: Progress) -> NetworkMeasurement:
+    """The campaign's work as items on ``runner``: each layer not stored yet (isolated), the profiler passes not
+    stored yet, and the whole network between two sentinel readings unless the run holds it; each result is
+    stored as it comes back.
+
+    The profiler's passes are one item (a worker lost in them loses them all, and they are profiled again); its
+    layer times are merged with those stored as in :func:`_profiler`. The whole network of a profiler campaign
+    is stored once the profiler's unattributed nodes are in, so a run that holds its whole network holds
+    everything; the drift is the sentinel's change around the whole network on the machine that measured it.
+    """
+    method = config.per_layer
+    total = len(network.layers)
+    items: list[Item] = []
+    if method == "isolated":
+        items += [LayerItem(layer, config.harness, config.gap_s) for layer in network.layers
+                  if layer.name not in campaign.done]
+    times = {name: list(t.times_s) for name, t in campaign.done.items()}
+    profiled_before = max((len(t) for t in times.values()), default=0)
+    if method == "profiler":
+        missing = config.profiler_runs - profiled_before
+        items.append(ProfilerItem(network, missing if missing > 0 else profiler_chunk(config.profiler_runs)))
+    stored = campaign.store.network_measurements(run_id=campaign.run.id)
+    whole = stored[-1].measurement() if stored else None
+    if whole is None:
+        items.append(WholeItem(network, config.harness))
+    unattributed: dict[str, float] = {}
+    arrived = len(campaign.done)
+    for index, result in runner.run(items):
+        item = items[index]
+        if isinstance(item, LayerItem):
+            campaign.add_layer(result)
+            arrived += 1
+            report(item.label, min(arrived, total), total)
+        elif isinstance(item, ProfilerItem):
+            unattributed = dict(result.unattributed_s)
+            if profiled_before < config.profiler_runs:
+                campaign.add_layers([replace(m, timing=fixed_timing(times.get(m.layer, []) + list(m.timing.times_s)))
+                                     for m in result.layers])
+            report("profiler runs", config.profiler_runs, config.profiler_runs)
+        else:
+            whole = result
+            if method != "profiler":
+                campaign.add_network(result)
+            report("whole network", 1, 1)
+    if whole is None:
+        raise NnperfError(f"the fleet gave no whole-network measurement of {network.name}")
+    if method == "profiler" and not stored:
+        extra = dict(whole.extra)
+        extra.update({f"{UNATTRIBUTED_PREFIX}{k}": v for k, v in unattributed.items()})
+        whole = replace(whole, extra=extra)
+        campaign.add_network(whole)
+    return whole
+
+
+def measure_whole_with_sentinel(backend: Backend, network: Network, harness: HarnessConfig) -> NetworkMeasurement:
+    """The whole network timed between two sentinel readings, the sentinel times and their drift in the extras
+    (no energy): the whole-network item of a campaign on a fleet."""
+    start = _sentinel(backend, harness)
+    whole = measure(backend.network_timer(network), harness)
+    end = _sentinel(backend, harness)
+    return NetworkMeasurement(whole, None, "", {"sentinel_start_s": start, "sentinel_end_s": end,
+                                                "drift": relative_change(start, end)})
+
+
+def measure_isolated_layer(backend: Backend, layer: Layer, harness: HarnessConfig, meter: PowerMeter | None = None,
+                           energy_samples: int = 50, gap_s: float = 0.0) -> LayerMeasurement:
+    """One layer timed alone on its real input shapes (and its energy, with a meter), then ``gap_s`` idle."""
+    timer = backend.layer_timer(layer)
+    timing = measure(timer, harness)
+    energy_j, meter_name = _energy(timer, timing, meter, energy_samples)
+    if gap_s:
+        time.sleep(gap_s)
+    return LayerMeasurement(layer.name, layer.op.value, Method.ISOLATED, timing, layer.name, 1, energy_j, meter_name)
 
 
 def _stored_whole(store: Store, campaign: Campaign, model: str) -> NetworkMeasurement:
@@ -193,7 +279,7 @@ def _drift_warnings(extra: Mapping[str, float], threshold: float) -> tuple[str, 
              f"({drift:+.1%}); close other programs and measure again"),)
 
 
-def _sentinel(backend: Backend, config: ProfileConfig) -> float:
+def _sentinel(backend: Backend, harness: HarnessConfig) -> float:
     """The sentinel's time: the least of ``SENTINEL_READINGS`` medians, after a warm-up for a cold thread pool.
 
     One short reading lands on either of two levels 1.5-1.8x apart on this VM
@@ -201,8 +287,8 @@ def _sentinel(backend: Backend, config: ProfileConfig) -> float:
     a 2-thread campaign read 1.7x the last: both showed as false drift.
     """
     timer = backend.layer_timer(SENTINEL)
-    first = measure(timer, replace(config.harness, warmup_s=max(config.harness.warmup_s, SENTINEL_WARMUP_S)))
-    rest = [measure(timer, config.harness) for _ in range(SENTINEL_READINGS - 1)]
+    first = measure(timer, replace(harness, warmup_s=max(harness.warmup_s, SENTINEL_WARMUP_S)))
+    rest = [measure(timer, harness) for _ in range(SENTINEL_READINGS - 1)]
     return min(t.stats.median_s for t in [first, *rest])
 
 
@@ -213,13 +299,8 @@ def _isolated(network: Network, backend: Backend, campaign: Campaign, config: Pr
         report(layer.name, i, total)
         if layer.name in campaign.done:
             continue
-        timer = backend.layer_timer(layer)
-        timing = measure(timer, config.harness)
-        energy_j, meter_name = _energy(timer, timing, meter, config)
-        campaign.add_layer(LayerMeasurement(layer.name, layer.op.value, Method.ISOLATED, timing, layer.name, 1,
-                                            energy_j, meter_name))
-        if config.gap_s:
-            time.sleep(config.gap_s)
+        campaign.add_layer(measure_isolated_layer(backend, layer, config.harness, meter, config.energy_samples,
+                                                  config.gap_s))
     report("layers", total, total)
 
 
@@ -274,11 +355,11 @@ def _profiler(network: Network, backend: Backend, campaign: Campaign, runs: int,
 
 
 def _energy(timer: Timer, timing: Timing, meter: PowerMeter | None,
-            config: ProfileConfig) -> tuple[float | None, str]:
-    """Energy per execution from a counter meter, the block looped over many counter updates."""
+            energy_samples: int) -> tuple[float | None, str]:
+    """Energy per execution from a counter meter, the block looped over at least ``energy_samples`` updates."""
     if meter is None:
         return None, ""
-    executions = max(1, math.ceil(min_duration_s(meter, config.energy_samples) / timing.stats.median_s))
+    executions = max(1, math.ceil(min_duration_s(meter, energy_samples) / timing.stats.median_s))
     reading = measure_energy(meter, timer.time_block, executions)
     return reading.energy_per_execution_j, meter.name
 

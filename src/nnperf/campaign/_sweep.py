@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from nnperf.campaign._campaign import Campaign, Progress, no_progress, open_campaign
+from nnperf.campaign._items import ItemRunner, SweepPointItem
 from nnperf.errors import NnperfError
 from nnperf.ir import Network
 from nnperf.measure import HarnessConfig, LayerMeasurement, Method, Timing
@@ -33,17 +34,21 @@ SWEEP_CAMPAIGN = "sweep|"
 """The prefix of a parameter sweep's campaign key."""
 
 
-def run_sweep(backend: Backend, store: Store, spec: SweepSpec, progress: Progress | None = None,
+def run_sweep(backend: Backend | ItemRunner, store: Store, spec: SweepSpec, progress: Progress | None = None,
               fresh: bool = False) -> Sweep:
     """Measures every point of ``spec`` on ``backend`` and stores each as it is taken.
 
     Reuses a finished sweep with the same settings on this system unless
-    ``fresh``; resumes an interrupted one.
+    ``fresh``; resumes an interrupted one. ``backend`` may be an
+    :class:`ItemRunner` (a fleet of one system): every point not stored yet is
+    then an item, all rounds at once, stored as it comes back.
     """
     key = spec.key()
     with open_campaign(store, backend.system(), f"{SWEEP_CAMPAIGN}{key}", spec.label, key, Method.PROFILER.value,
                        spec.to_dict(), reuse=not fresh) as campaign:
-        if not campaign.reused:
+        if not campaign.reused and isinstance(backend, ItemRunner):
+            _measure_points(campaign, backend, spec, progress or no_progress)
+        elif not campaign.reused:
             measure_rounds(campaign, backend, spec.base.kind, spec.parameter, spec.values, spec.rounds,
                            lambda value: profiling_network(spec.config_at(value), spec.surround), spec.harness,
                            progress)
@@ -73,6 +78,22 @@ def measure_rounds(campaign: Campaign, backend: Backend, kind: str, parameter: s
             timings[value].append(timing)
     report("done", total, total)
     return timings
+
+
+def _measure_points(campaign: Campaign, runner: ItemRunner, spec: SweepSpec, report: Progress) -> None:
+    """Every point of every round that ``campaign`` does not hold, as items on ``runner``, each stored as it
+    comes back."""
+    total = len(spec.values) * spec.rounds
+    items = [SweepPointItem(name, spec.base.kind, profiling_network(spec.config_at(value), spec.surround),
+                            spec.harness)
+             for round_ in range(1, spec.rounds + 1) for value in spec.values
+             if (name := point_name(spec.parameter, value, round_)) not in campaign.done]
+    done = total - len(items)
+    for index, result in runner.run(items):
+        campaign.add_layer(result)
+        done += 1
+        report(items[index].label, done, total)
+    report("done", total, total)
 
 
 def sweep_runs(store: Store, system_id: int | None = None) -> list[RunRecord]:

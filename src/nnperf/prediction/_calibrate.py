@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from nnperf.campaign import ProfileConfig
+from nnperf.campaign import ItemRunner, ProfileConfig
 from nnperf.errors import NnperfError
 from nnperf.ir import Network
 from nnperf.measure import HarnessConfig
@@ -98,10 +98,25 @@ def fit_system_model(runs: Sequence[MeasuredNetwork], system_key: str, system_la
     return SystemModel(system_key, system_label, latency_models, predictors, energy_models, energy_c, calibration)
 
 
-def calibrate(backend: Backend, store: Store, networks: Sequence[Network] | None = None,
+@dataclass(frozen=True)
+class RooflineItem:
+    """The roofline peaks measured on a system, as an item (:class:`nnperf.campaign.Item`) for a fleet."""
+
+    label: str = "roofline peaks"
+
+    def measure(self, backend: Backend) -> RooflineModel:
+        return measure_roofline(backend)
+
+
+def calibrate(backend: Backend | ItemRunner, store: Store, networks: Sequence[Network] | None = None,
               config: ProfileConfig | None = None, meter: PowerMeter | None = None,
               progress: RunsProgress | None = None) -> SystemModel:
-    """Profiles the calibration networks (resuming), fits the system's model and stores it."""
+    """Profiles the calibration networks (resuming), fits the system's model and stores it.
+
+    ``backend`` may be an :class:`ItemRunner` (a fleet of one system): the
+    networks' layers, profiler passes and the roofline peaks are then measured
+    as items there, into the same runs as in this process.
+    """
     started = time.perf_counter()
     networks = list(networks) if networks is not None else calibration_networks()
     config = config or ProfileConfig(per_layer="isolated", harness=CALIBRATION_HARNESS)
@@ -118,7 +133,7 @@ def calibrate(backend: Backend, store: Store, networks: Sequence[Network] | None
                                                 len(networks) / isolated_units, total))
     if progress is not None:
         progress("roofline peaks", total - 1, total)
-    roofline = measure_roofline(backend)
+    roofline = backend.run_one(RooflineItem()) if isinstance(backend, ItemRunner) else measure_roofline(backend)
     if progress is not None:
         progress("roofline peaks", total, total)
     system = backend.system()

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from nnperf.campaign import ProfileConfig, profile_network
+from nnperf.campaign import ItemRunner, ProfileConfig, profile_network
 from nnperf.errors import NnperfError
 from nnperf.ir import Network
 from nnperf.measure.backends import Backend
@@ -36,9 +36,10 @@ class MeasuredNetwork:
         return {r.layer: r.median_s for r in self.layers}
 
 
-def measure_networks(backend: Backend, store: Store, networks: Sequence[Network], config: ProfileConfig,
+def measure_networks(backend: Backend | ItemRunner, store: Store, networks: Sequence[Network], config: ProfileConfig,
                      meter: PowerMeter | None = None, progress: RunsProgress | None = None) -> list[MeasuredNetwork]:
-    """Measures every network layer by layer and whole, reusing finished campaigns of the same settings."""
+    """Measures every network layer by layer and whole, reusing finished campaigns of the same settings
+    (on a fleet of one system when ``backend`` is an :class:`ItemRunner`)."""
     total = sum(len(n.layers) + 1 for n in networks)
     done_before = 0
     measured = []
