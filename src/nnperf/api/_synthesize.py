@@ -100,7 +100,8 @@ def _resolve(model: str | os.PathLike[str] | nn.Module, data: str | os.PathLike[
 
 def _predictor(model: str | os.PathLike[str] | nn.Module, shape: tuple[int, ...], store: StoreLike,
                calibrate_missing: bool, progress: Progress | None) -> Predict | None:
-    """Predicts a program's fp32 latency from the calibration of its system (``ProgramSpec.backend_system``) in
+    """Predicts a program's latency (fp32, or all layers inexact) from the calibration of its system
+    (``ProgramSpec.backend_system``, which names the precision) in
     ``store``; a system without one is calibrated first with ``calibrate_missing``, else not predicted (None).
     None when nnperf cannot read the network into its IR (a module torch.fx cannot trace): nothing is predicted."""
     from nnperf.api._predict import calibrate, predict

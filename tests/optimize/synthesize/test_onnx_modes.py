@@ -18,12 +18,14 @@ from onnx import TensorProto, helper, numpy_helper
 from torch import nn
 
 from nnperf.ir.export import export_onnx
+from nnperf.measure.backends.onnx_int8 import NodeOwners, fold_batch_norms
 from nnperf.optimize.synthesize import _onnx
 from nnperf.optimize.synthesize._errors import SynthesisError, UnsupportedModeError, ValidationDataError
 from nnperf.optimize.synthesize._onnx import (
     Int8Quantizer,
     OrtSettings,
     named_model,
+    node_macs,
     node_times,
     ort_session,
     quantizable_nodes,
@@ -166,6 +168,13 @@ def test_named_model_gives_every_node_a_unique_name_and_leaves_the_original() ->
     assert [node.name for node in model.graph.node] == ["c1", "", "c1", "", "mm", "Relu_1"]
 
 
+def test_node_macs_are_weights_times_output_positions(tiny: Path) -> None:
+    layers = quantizable_nodes(onnx.load(str(tiny)))
+    # 3x3 convolutions on 16x16 maps: 3->8, 8->8, 8->8; then a linear 8->4 on one sample
+    assert node_macs(tiny, layers) == dict(zip(layers, [8 * 3 * 9 * 256.0, 8 * 8 * 9 * 256.0, 8 * 8 * 9 * 256.0,
+                                                        32.0]))
+
+
 def test_quantizable_nodes_are_conv_gemm_matmul_with_constant_weights_in_graph_order(tiny: Path) -> None:
     assert quantizable_nodes(_hand_built()) == ("c1", "c1_1", "MatMul_3", "Relu_1")  # not mm: B is computed
     assert quantizable_nodes(onnx.load(str(tiny))) == ("node_conv2d", "node_conv2d_1", "node_conv2d_2",
@@ -177,7 +186,7 @@ def test_quantizable_nodes_are_conv_gemm_matmul_with_constant_weights_in_graph_o
 def test_batch_norm_folding_keeps_the_outputs_and_the_conv_names(tiny: Path, samples: np.ndarray,
                                                                  tmp_path: Path) -> None:
     model = named_model(onnx.load(str(tiny)))
-    folded = _onnx._fold_batch_norms(model)
+    folded = fold_batch_norms(model)
     assert Counter(n.op_type for n in model.graph.node)["BatchNormalization"] == 3
     assert "BatchNormalization" not in {n.op_type for n in folded.graph.node}
     assert quantizable_nodes(folded) == quantizable_nodes(model)
@@ -294,12 +303,12 @@ def test_kernel_seconds_are_grouped_by_model_run() -> None:
 
 
 def test_ort_node_names_are_charged_to_the_model_nodes(quantizer: Int8Quantizer, tiny: Path) -> None:
-    fp32 = _onnx._NameOwners(onnx.load(str(tiny)))
+    fp32 = NodeOwners(onnx.load(str(tiny)))
     assert fp32.owner("node_conv2d") == "node_conv2d"
     assert fp32.owner("relu_1_nchwc") == "node_conv2d_1"  # NCHWc conv named after its fused ReLU's output
     assert fp32.owner("getitem_nchwc") == "node_conv2d"  # ... or its fused BN's output
     assert fp32.owner("ReorderOutput_token_9") == "ReorderOutput_token_9"
-    int8 = _onnx._NameOwners(onnx.load(str(quantizer.quantize(["node_conv2d_1"]))))
+    int8 = NodeOwners(onnx.load(str(quantizer.quantize(["node_conv2d_1"]))))
     assert int8.owner("node_conv2d_1_token_7") == "node_conv2d_1"  # NHWC QLinearConv
     assert int8.owner("relu_QuantizeLinear") == "node_conv2d_1"  # the Q before it
     assert int8.owner("relu_1_DequantizeLinear") == "node_conv2d_1"  # the DQ after it

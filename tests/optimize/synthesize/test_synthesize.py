@@ -26,6 +26,7 @@ from nnperf.optimize.synthesize import (
     train_digits,
 )
 from nnperf.optimize.synthesize import synthesize as synthesize_sources
+from nnperf.optimize.synthesize._onnx import node_macs
 
 QUICK = HarnessConfig(warmup_s=0.0, min_block_s=2e-4, target_ci=0.1, budget_s=0.05, min_samples=5)
 SIZE = 32  # at 16x16 and width 8 every layer is too small for int8 to save time here: nothing to search
@@ -221,13 +222,17 @@ def test_each_program_maps_to_the_backend_system_a_calibration_is_stored_under()
         "onnxruntime", 2, {"opt_level": "all", "execution": "parallel", "inter_threads": "2"})
     assert ProgramSpec("onnxruntime").backend_system() == (
         "onnxruntime", 1, {"opt_level": "extended", "execution": "sequential", "inter_threads": "1"})
+    assert ProgramSpec("onnxruntime", inexact=("conv",)).backend_system()[2]["precision"] == "int8"
+    assert ProgramSpec("torch", inexact=("conv",)).backend_system()[2]["precision"] == "bf16"
 
 
 def test_candidates_are_measured_in_the_order_of_their_predicted_latency(digits: TrainedDigits,
                                                                           tmp_path: Path) -> None:
     def predicted(spec: ProgramSpec) -> float | None:  # ONNX Runtime predicted faster with more threads
         if spec.runtime == "torch":
-            return None if spec.layout == "hwc" else 1e-3 / spec.threads
+            return None if spec.layout == "hwc" or spec.inexact else 1e-3 / spec.threads  # no bf16 calibration
+        if spec.inexact:  # asked only for every quantizable layer in int8
+            return 2e-5 / spec.threads
         return 1e-4 / spec.threads + (1e-5 if spec.execution == "parallel" else 0.0)
 
     result = run_planted(digits, tmp_path, 0.01, max_threads=2, predict=predicted)
@@ -240,5 +245,16 @@ def test_candidates_are_measured_in_the_order_of_their_predicted_latency(digits:
     assert (order[5].runtime, order[5].layout) == ("onnxruntime", "nchwc")
     assert (order[6].runtime, order[6].layout) == ("torch", "hwc") and len(order) == 7
     assert [m.predicted_s for m in result.candidates if m.spec == ProgramSpec("onnxruntime", 2)] == [5e-5]
-    assert all(m.predicted_s is None for m in result.candidates if m.spec.inexact)  # no int8 calibration
+    assert all(m.predicted_s is None for m in result.candidates if m.spec.inexact and m.spec.runtime == "torch")
+    # an int8 program lies between its fp32 and all-int8 predictions by the MAC share of its int8 layers
+    int8 = [m for m in result.candidates if m.spec.inexact and m.spec.runtime == "onnxruntime"]
+    search = next(s for s in result.searches if s.runtime == "onnxruntime")
+    layers = search.all_inexact.spec.inexact
+    macs = node_macs(tmp_path / "work" / "fp32.onnx", layers)  # the file run_planted's sources exported
+    assert len(int8) >= 2 and len({m.predicted_s for m in int8}) >= 2
+    for m in int8:
+        base = predicted(m.spec.with_(inexact=()))
+        assert base is not None
+        share = sum(macs[name] for name in m.spec.inexact) / sum(macs.values())
+        assert m.predicted_s == pytest.approx(base + share * (2e-5 / m.spec.threads - base))
     assert result.manifest["table1"][0]["predicted_s"] == pytest.approx(1e-3)

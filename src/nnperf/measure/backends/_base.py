@@ -78,6 +78,9 @@ class Backend(abc.ABC):
     has_profiler: bool = False
     has_trace: bool = False
     """Whether :meth:`trace` gives the framework's own trace."""
+    KEYED_WHEN_SET: frozenset[str] = frozenset({"precision"})
+    """Options added after systems were stored, whose default is how the backend ran before them: they join the
+    system's identity only when set away from their default, so stored calibrations keep their keys."""
 
     def __init__(self, options: BackendOptions = DEFAULT_OPTIONS, seed: int = 0) -> None:
         unknown = sorted(set(options.extra) - set(self.OPTIONS))
@@ -106,7 +109,8 @@ class Backend(abc.ABC):
 
     def resolved_options(self) -> tuple[tuple[str, str], ...]:
         """Every option that shapes the times, defaults included, sorted (part of the system's identity)."""
-        opts = {key: self.option(key) for key in self.OPTIONS}
+        opts = {key: self.option(key) for key in self.OPTIONS
+                if key not in self.KEYED_WHEN_SET or self.option(key) != self.OPTIONS[key][0]}
         opts["threads"] = str(self.options.threads)
         return tuple(sorted(opts.items()))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -27,13 +27,17 @@ WARMUP_RUNS = 3
 
 
 class OrtBackend(Backend):
-    """ONNX Runtime; options: ``opt_level`` (graph optimisation), ``inter_threads``, ``execution`` mode."""
+    """ONNX Runtime; options: ``opt_level`` (graph optimisation), ``inter_threads``, ``execution`` mode and
+    ``precision``: ``fp32``, or ``int8`` (static QDQ, :mod:`nnperf.measure.backends.onnx_int8`: every
+    convolution, Gemm and MatMul with a constant weight quantised, ranges calibrated on random inputs; the
+    other layers stay fp32)."""
 
     name = "onnxruntime"
     OPTIONS: Mapping[str, tuple[str, tuple[str, ...]]] = {
         "opt_level": ("all", OPT_LEVELS),
         "inter_threads": ("1", ()),
         "execution": ("sequential", ("sequential", "parallel")),
+        "precision": ("fp32", ("fp32", "int8")),
     }
     has_profiler = True
     has_trace = True
@@ -96,23 +100,36 @@ class OrtBackend(Backend):
 
         return LoopTimer(run)
 
+    def _in_precision(self, model: Any) -> Any:
+        """``model`` as this backend runs it: as built (fp32), or quantised to int8."""
+        if self.option("precision") == "int8":
+            from nnperf.measure.backends.onnx_int8 import int8_model
+
+            return int8_model(model, self.seed)
+        return model
+
     def network_timer(self, network: Network) -> Timer:
         from nnperf.measure.backends._onnx_graph import build_onnx
 
-        return self._timer(build_onnx(network, self.seed))
+        return self._timer(self._in_precision(build_onnx(network, self.seed)))
 
     def layer_timer(self, layer: Layer) -> Timer:
         from nnperf.measure.backends._onnx_graph import layer_onnx
 
-        return self._timer(layer_onnx(layer, self.seed))
+        return self._timer(self._in_precision(layer_onnx(layer, self.seed)))
 
     def profile(self, network: Network, runs: int) -> ProfileResult:
         """Per-node kernel times from ONNX Runtime's profiling JSON, fused nodes followed back to IR layers."""
         from nnperf.measure.backends._onnx_graph import build_onnx, onnx_node_layers
 
-        model = build_onnx(network, self.seed)
+        model = self._in_precision(build_onnx(network, self.seed))
         events = self._profiled_runs(model, runs)
-        return _parse_profile(network, events, onnx_node_layers(model), WARMUP_RUNS)
+        rename = None
+        if self.option("precision") == "int8":
+            from nnperf.measure.backends.onnx_int8 import NodeOwners
+
+            rename = NodeOwners(model).owner  # QLinearConv, Q/DQ nodes -> the file's node they run for
+        return _parse_profile(network, events, onnx_node_layers(model), WARMUP_RUNS, rename)
 
     def trace(self, network: Network, runs: int) -> dict[str, Any]:
         """ONNX Runtime's own profile of ``runs`` runs (a Chrome trace-event list, wrapped in a document):
@@ -120,7 +137,7 @@ class OrtBackend(Backend):
         left out."""
         from nnperf.measure.backends._onnx_graph import build_onnx
 
-        events = self._profiled_runs(build_onnx(network, self.seed), runs)
+        events = self._profiled_runs(self._in_precision(build_onnx(network, self.seed)), runs)
         runs_at = sorted(e["ts"] for e in events if e.get("cat") == "Session" and e.get("name") == "model_run")
         warm_from, warm_to = (runs_at[0], runs_at[WARMUP_RUNS]) if len(runs_at) > WARMUP_RUNS else (0, 0)
         kept = [e for e in events if not warm_from <= e.get("ts", 0) < warm_to]
@@ -137,7 +154,7 @@ class OrtBackend(Backend):
 
 
 def _parse_profile(network: Network, events: list[dict[str, Any]], layer_of: Mapping[str, str],
-                   skip_runs: int) -> ProfileResult:
+                   skip_runs: int, rename: Callable[[str], str] | None = None) -> ProfileResult:
     run_windows = sorted((e["ts"], e["ts"] + e["dur"]) for e in events
                          if e.get("cat") == "Session" and e.get("name") == "model_run")[skip_runs:]
     if not run_windows:
@@ -152,6 +169,8 @@ def _parse_profile(network: Network, events: list[dict[str, Any]], layer_of: Map
         if run is None:
             continue
         node = name[: -len("_kernel_time")]
+        if rename is not None:
+            node = rename(node)
         times = node_runs.setdefault(node, [0.0] * len(run_windows))
         times[run] += event["dur"] / 1e6  # microseconds
     node_layer = {node: match_node(node, layer_of) for node in node_runs}

@@ -25,10 +25,12 @@ RUN_LABEL = "nnperf::run"
 
 
 class TorchBackend(Backend):
-    """torch eager mode; options: ``memory_format`` nchw | channels_last."""
+    """torch eager mode; options: ``memory_format`` nchw | channels_last, ``precision`` fp32 | bf16 (weights and
+    activations in bfloat16: oneDNN's bf16 kernels on a CPU with AVX512-BF16 or AMX, emulated and slow without)."""
 
     name = "torch"
-    OPTIONS: Mapping[str, tuple[str, tuple[str, ...]]] = {"memory_format": ("nchw", ("nchw", "channels_last"))}
+    OPTIONS: Mapping[str, tuple[str, tuple[str, ...]]] = {"memory_format": ("nchw", ("nchw", "channels_last")),
+                                                          "precision": ("fp32", ("fp32", "bf16"))}
     has_profiler = True
     has_trace = True
 
@@ -65,12 +67,13 @@ class TorchBackend(Backend):
         torch = self.torch
         torch.set_num_threads(self.options.threads)  # process-wide: another backend may have changed it
         channels_last = self.option("memory_format") == "channels_last"
-        module = module.to(self.device)
+        dtype = torch.bfloat16 if self.option("precision") == "bf16" else torch.float32
+        module = module.to(self.device, dtype)
         if channels_last:
             module = module.to(memory_format=torch.channels_last)
         inputs = []
         for array in random_inputs(shapes, self.seed):
-            t = torch.from_numpy(array).to(self.device)
+            t = torch.from_numpy(array).to(self.device, dtype)
             if channels_last and t.dim() == 4:
                 t = t.contiguous(memory_format=torch.channels_last)
             inputs.append(t)

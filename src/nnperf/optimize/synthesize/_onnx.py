@@ -26,10 +26,8 @@ CPU provider these become:
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import logging
 import statistics
 import tempfile
 import time
@@ -41,6 +39,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from nnperf.measure.backends.onnx_int8 import (
+    ACTIVATION_TYPES,
+    QUANTIZABLE_OPS,
+    NodeOwners,
+    fold_batch_norms,
+    int8_nodes,
+    quantize_qdq,
+    quiet_logging,
+)
 from nnperf.optimize.synthesize._errors import SynthesisError, UnsupportedModeError, ValidationDataError
 
 if TYPE_CHECKING:
@@ -55,8 +62,6 @@ ORT_EXECUTIONS = ("sequential", "parallel")
 """``"sequential"`` runs one node at a time (ORT_SEQUENTIAL); ``"parallel"`` (ORT_PARALLEL) also runs
 independent branches at once, on an inter-op pool of the same number of threads."""
 
-ACTIVATION_TYPES = ("uint8", "int8")
-
 DEFAULT_ACTIVATION_TYPE = "uint8"
 """uint8 activations with int8 weights: on x86, ORT 1.32 rewrites int8 activations to uint8 (QDQS8ToU8) and
 then fuses only part of the graph (9 of ResNet-18's 20 convolutions became QLinearConv, the other 11 stayed
@@ -64,12 +69,6 @@ float Conv between DequantizeLinear nodes).  Measured on this VM's Xeon (AVX-512
 1 thread, medians of interleaved repeats in two sessions: uint8 9.2 and 7.5 ms ("nchwc"), 14.9 and 17.8 ms
 ("plain"); int8 23.8 and 26.1 ms ("nchwc"), 22.2 and 28.6 ms ("plain")."""
 
-QUANTIZABLE_OPS = ("Conv", "Gemm", "MatMul")
-"""Ops whose int8 kernels (QLinearConv, QGemm, MatMulInteger) ORT's CPU provider runs from a QDQ model."""
-
-_FUSED_ACTIVATIONS = ("Relu", "Clip")
-_WALK_BACK_OPS = ("BatchNormalization", "Relu", "Clip", "LeakyRelu", "Sigmoid", "HardSigmoid", "Tanh")
-_DATA_MOVEMENT_OPS = ("Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze")
 _MAX_BATCH = 16
 _CALIBRATION_FILE = "calibration_ranges.json"
 
@@ -162,10 +161,33 @@ def quantizable_nodes(model: onnx.ModelProto) -> tuple[str, ...]:
     These are Conv, Gemm and MatMul nodes whose weight (input 1) is an initializer: static quantisation
     stores that weight as int8 per output channel, which needs it known before the run.
     """
-    graph = named_model(model).graph
-    initializers = {tensor.name for tensor in graph.initializer}
-    return tuple(node.name for node in graph.node
-                 if node.op_type in QUANTIZABLE_OPS and len(node.input) > 1 and node.input[1] in initializers)
+    return int8_nodes(named_model(model))
+
+
+def node_macs(path: Path, nodes: Collection[str]) -> dict[str, float]:
+    """Multiply-accumulates of each of ``nodes`` (quantizable nodes of the model at ``path``, by
+    :func:`named_model`'s names) for one input batch: its weight's elements times its output positions (the output's
+    elements over its channels: dimension 1 of a Conv's output, the last of a Gemm's or MatMul's), from ONNX shape
+    inference; a symbolic batch counts as one sample, a node whose other output dimensions are not inferred as 0."""
+    import onnx
+
+    model = onnx.shape_inference.infer_shapes(named_model(onnx.load(str(path))))
+    graph = model.graph
+    weights = {tensor.name: int(np.prod(tensor.dims)) for tensor in graph.initializer}
+    shapes = {value.name: tuple(d.dim_value for d in value.type.tensor_type.shape.dim)
+              for value in [*graph.value_info, *graph.output]}
+    counts = {}
+    for node in graph.node:
+        if node.name not in nodes:
+            continue
+        shape = shapes.get(node.output[0], ())
+        shape = (shape[0] or 1, *shape[1:]) if shape else ()  # a symbolic batch counts as one sample
+        if not shape or not all(shape):
+            counts[node.name] = 0.0
+            continue
+        channels = shape[1] if node.op_type == "Conv" else shape[-1]
+        counts[node.name] = float(weights.get(node.input[1], 0) * int(np.prod(shape)) / channels)
+    return counts
 
 
 class Int8Quantizer:
@@ -199,7 +221,7 @@ class Int8Quantizer:
         model = named_model(onnx.load(str(self.model_path)))
         self._batch, samples = _checked_samples(model, calibration, "calibration")
         self.quantizable_ = quantizable_nodes(model)
-        self._folded = _fold_batch_norms(model)
+        self._folded = fold_batch_norms(model)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self._prepared_path = self.workdir / "fp32_prepared.onnx"
         onnx.save(self._folded, str(self._prepared_path))
@@ -232,83 +254,10 @@ class Int8Quantizer:
                                        f"{', '.join(self.quantizable_)}")
 
     def _write(self, chosen: frozenset[str]) -> Path:
-        from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
-
         digest = hashlib.sha1("\n".join(sorted(chosen)).encode()).hexdigest()[:12]
         path = self.workdir / f"int8_{self.activation_type}_{digest}.onnx"
-        with _quiet_logging():
-            quantize_static(
-                self._prepared_path, path, calibration_data_reader=None, quant_format=QuantFormat.QDQ,
-                per_channel=True, reduce_range=False,
-                activation_type=QuantType.QUInt8 if self.activation_type == "uint8" else QuantType.QInt8,
-                weight_type=QuantType.QInt8,
-                nodes_to_quantize=sorted(chosen | _fused_activations(self._folded, chosen)),
-                calibration_cache_path=self._ranges_path)
+        quantize_qdq(self._prepared_path, path, chosen, activation_type=self.activation_type, ranges=self._ranges_path)
         return path
-
-
-def _fused_activations(model: onnx.ModelProto, chosen: frozenset[str]) -> set[str]:
-    """The ReLU/Clip nodes that read only a chosen layer's output, which is read by nothing else."""
-    producer = {out: node.name for node in model.graph.node for out in node.output}
-    readers: dict[str, int] = defaultdict(int)
-    for node in model.graph.node:
-        for name in node.input:
-            readers[name] += 1
-    graph_outputs = {out.name for out in model.graph.output}
-    return {node.name for node in model.graph.node
-            if node.op_type in _FUSED_ACTIVATIONS and producer.get(node.input[0]) in chosen
-            and readers[node.input[0]] == 1 and node.input[0] not in graph_outputs}
-
-
-def _fold_batch_norms(model: onnx.ModelProto) -> onnx.ModelProto:
-    """A copy of ``model`` in which each BatchNormalization that alone reads a Conv's output is folded into
-    that Conv: W' = W * s and b' = (b - mean) * s + beta per output channel, with s = gamma / sqrt(var + eps).
-    The Conv keeps its name and takes the BN's output tensor."""
-    import onnx
-    from onnx import numpy_helper
-
-    folded = onnx.ModelProto()
-    folded.CopyFrom(model)
-    graph = folded.graph
-    weights = {tensor.name: tensor for tensor in graph.initializer}
-    producer = {out: node for node in graph.node for out in node.output}
-    readers: dict[str, int] = defaultdict(int)
-    for node in graph.node:
-        for name in node.input:
-            readers[name] += 1
-    graph_outputs = {out.name for out in graph.output}
-    removed = []
-    for bn in graph.node:
-        conv = producer.get(bn.input[0])
-        if (bn.op_type != "BatchNormalization" or conv is None or conv.op_type != "Conv"
-                or readers[bn.input[0]] != 1 or bn.input[0] in graph_outputs
-                or not all(name in weights for name in list(bn.input[1:5]) + list(conv.input[1:]))
-                or any(a.name == "training_mode" and a.i for a in bn.attribute)):
-            continue
-        gamma, beta, mean, var = (numpy_helper.to_array(weights[name]).astype(np.float64) for name in bn.input[1:5])
-        eps = next((a.f for a in bn.attribute if a.name == "epsilon"), 1e-5)
-        scale = gamma / np.sqrt(var + eps)
-        w = numpy_helper.to_array(weights[conv.input[1]]).astype(np.float64)
-        b = numpy_helper.to_array(weights[conv.input[2]]).astype(np.float64) if len(conv.input) > 2 else 0.0
-        w_name, b_name = f"{conv.name}_bn_folded_weight", f"{conv.name}_bn_folded_bias"
-        graph.initializer.append(numpy_helper.from_array((w * scale.reshape(-1, *[1] * (w.ndim - 1)))
-                                                         .astype(np.float32), w_name))
-        graph.initializer.append(numpy_helper.from_array(((b - mean) * scale + beta).astype(np.float32), b_name))
-        del conv.input[1:]
-        conv.input.extend([w_name, b_name])
-        conv.output[0] = bn.output[0]
-        removed.append(bn)
-    for bn in removed:
-        graph.node.remove(bn)
-    _drop_unused_initializers(graph)
-    return folded
-
-
-def _drop_unused_initializers(graph: onnx.GraphProto) -> None:
-    used = {name for node in graph.node for name in node.input}
-    keep = [tensor for tensor in graph.initializer if tensor.name in used]
-    del graph.initializer[:]
-    graph.initializer.extend(keep)
 
 
 def _model_input(model: onnx.ModelProto) -> tuple[str, tuple[int | None, ...]]:
@@ -370,22 +319,11 @@ def _calibrate_ranges(model_path: Path, samples: np.ndarray, batch: int | None, 
 
     input_name, _ = _model_input(onnx.load(str(model_path), load_external_data=False))
     op_types = sorted(set(QLinearOpsRegistry) | set(QDQRegistry))  # what quantize_static calibrates by default
-    with tempfile.TemporaryDirectory(prefix="nnperf-calib-") as tmp, _quiet_logging():
+    with tempfile.TemporaryDirectory(prefix="nnperf-calib-") as tmp, quiet_logging():
         calibrator = create_calibrator(model_path, op_types, augmented_model_path=str(Path(tmp) / "augmented.onnx"),
                                        calibrate_method=CalibrationMethod.MinMax)
         calibrator.collect_data(_ArrayReader(input_name, list(_batches(samples, batch))))
         save_tensors_data(calibrator.compute_data(), ranges_path)
-
-
-@contextlib.contextmanager
-def _quiet_logging() -> Iterator[None]:
-    """Silences the quantiser's advice to pre-process (done here: BN folding; ORT fuses the rest)."""
-    level = logging.root.level
-    logging.root.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        logging.root.setLevel(level)
 
 
 def ort_session(path: Path, settings: OrtSettings) -> onnxruntime.InferenceSession:
@@ -431,7 +369,7 @@ def node_times(path: Path, settings: OrtSettings, sample: np.ndarray, runs: int 
     if runs < 1:
         raise SynthesisError(f"runs must be >= 1, not {runs}")
     model = onnx.load(str(path), load_external_data=False)
-    owners = _NameOwners(model)
+    owners = NodeOwners(model)
     with tempfile.TemporaryDirectory(prefix="nnperf-profile-") as tmp:
         options = settings.session_options()
         options.enable_profiling = True
@@ -468,83 +406,3 @@ def _kernel_seconds_per_run(events: list[dict[str, Any]]) -> list[dict[str, floa
         if index >= 0 and event["ts"] <= windows[index][1]:
             runs[index][event["name"][:-len("_kernel_time")]] += event["dur"] * 1e-6
     return runs
-
-
-class _NameOwners:
-    """Charges an ORT node (by the name in a profile) to a node of the model file ORT optimised.
-
-    ORT's names, as checked on ONNX Runtime 1.32: a fused node (Conv+BN, FusedConv, QLinearConv and QGemm
-    from a QDQ group) keeps the name of the Conv/Gemm it replaces, or that name plus ``_token_<n>`` when it
-    is rewritten again (the NHWC int8 convolutions of ORT_ENABLE_ALL); an NCHWc node is named after its output
-    tensor plus ``_nchwc``, the tensor of the last op fused into it (BN or ReLU), so it is traced back to the
-    Conv or MaxPool that produced it; a node ORT copies gets ``/duplicated``.  A QuantizeLinear or
-    DequantizeLinear that ORT did not fuse is charged to the int8 layer it converts for: a DequantizeLinear of
-    a weight to its reader, a DequantizeLinear of an int8 layer's output to that layer, a QuantizeLinear to
-    the one int8 layer that reads it (else to the int8 layer that wrote it).  A QuantizeLinear that ORT's QDQ
-    propagation moved up across a Reshape/Flatten/Transpose is named ``<tensor>_q`` and is followed down to
-    the QuantizeLinear of the file it stands for.
-    """
-
-    def __init__(self, model: onnx.ModelProto) -> None:
-        self._nodes = {node.name: node for node in model.graph.node}
-        self._producer = {out: node for node in model.graph.node for out in node.output}
-        self._readers: dict[str, list[Any]] = defaultdict(list)
-        for node in model.graph.node:
-            for name in node.input:
-                self._readers[name].append(node)
-        self._initializers = {tensor.name for tensor in model.graph.initializer}
-
-    def owner(self, ort_name: str) -> str:
-        name = ort_name.removesuffix("/duplicated")
-        while name not in self._nodes and "_token_" in name:
-            name = name.rsplit("_token_", 1)[0]
-        node = self._nodes.get(name)
-        if node is None and name.endswith("_nchwc"):
-            node = self._walk_back(name.removesuffix("_nchwc"))
-        if node is None and name.endswith("_q"):
-            node = self._moved_quantize(name.removesuffix("_q"))
-        if node is None:
-            return ort_name
-        if node.op_type in ("QuantizeLinear", "DequantizeLinear"):
-            owner = self._qdq_owner(node)
-            return owner.name if owner is not None else ort_name
-        return str(node.name)
-
-    def _walk_back(self, tensor: str) -> Any:
-        node = self._producer.get(tensor)
-        while node is not None and node.op_type in _WALK_BACK_OPS:
-            node = self._producer.get(node.input[0])
-        return node
-
-    def _moved_quantize(self, tensor: str) -> Any:
-        """The QuantizeLinear that ORT's QDQ propagation moved up to ``tensor`` across data-movement ops."""
-        while len(self._readers[tensor]) == 1:
-            reader = self._readers[tensor][0]
-            if reader.op_type == "QuantizeLinear":
-                return reader
-            if reader.op_type not in _DATA_MOVEMENT_OPS:
-                return None
-            tensor = reader.output[0]
-        return None
-
-    def _is_int8_layer(self, node: Any) -> bool:
-        if node is None or node.op_type not in QUANTIZABLE_OPS or len(node.input) < 2:
-            return False
-        weight = self._producer.get(node.input[1])
-        return weight is not None and weight.op_type == "DequantizeLinear"
-
-    def _qdq_owner(self, node: Any) -> Any:
-        if node.op_type == "DequantizeLinear" and node.input[0] in self._initializers:
-            readers = self._readers[node.output[0]]
-            return readers[0] if len(readers) == 1 else None
-        quantize = node if node.op_type == "QuantizeLinear" else self._producer.get(node.input[0])
-        if quantize is None or quantize.op_type != "QuantizeLinear":
-            return None
-        writer = self._walk_back(quantize.input[0])
-        readers = [reader for dq in self._readers[quantize.output[0]] for reader in self._readers[dq.output[0]]
-                   if self._is_int8_layer(reader)]
-        if node.op_type == "DequantizeLinear" and self._is_int8_layer(writer):
-            return writer
-        if len(readers) == 1:
-            return readers[0]
-        return writer if self._is_int8_layer(writer) else None

@@ -83,14 +83,17 @@ class ProgramSpec:
         return replace(self, **changes)
 
     def backend_system(self) -> tuple[str, int, dict[str, str]]:
-        """The nnperf backend, thread count and backend options that run this program's fp32 form: the system a
-        calibration of it is stored under (``nnperf calibrate --backend B --threads N --option K=V``)."""
+        """The nnperf backend, thread count and backend options that run this program with every layer in its
+        precision (fp32, or all inexact when any is): the system a calibration of it is stored under
+        (``nnperf calibrate --backend B --threads N --option K=V``)."""
+        precision = {"precision": self.mode} if self.inexact else {}
         if self.runtime == "torch":
-            return "torch", self.threads, {"memory_format": "channels_last" if self.layout == "hwc" else "nchw"}
+            return "torch", self.threads, {"memory_format": "channels_last" if self.layout == "hwc" else "nchw",
+                                           **precision}
         parallel = self.execution == "parallel"
         return "onnxruntime", self.threads, {"opt_level": "all" if self.layout == "nchwc" else "extended",
                                              "execution": self.execution,
-                                             "inter_threads": str(self.threads if parallel else 1)}
+                                             "inter_threads": str(self.threads if parallel else 1), **precision}
 
     def to_dict(self) -> dict[str, Any]:
         return {"runtime": self.runtime, "threads": self.threads, "layout": self.layout, "execution": self.execution,

@@ -175,13 +175,24 @@ def _fastest(programs: Sequence[Measured]) -> Measured:
 
 
 def _macs_share(sources: Sources, runtime: str, layers: Sequence[str], sample: np.ndarray) -> dict[str, float]:
-    """Each layer's share of the multiply-accumulates of ``layers`` (torch modules), measured by forward hooks on
-    one sample: the weights of a layer times its output positions."""
+    """Each layer's share of the multiply-accumulates of ``layers`` (torch modules or ONNX nodes): its weights times
+    its output positions, counted by forward hooks on one sample in torch and by ONNX shape inference in ONNX
+    Runtime. Empty when nothing was counted."""
+    if runtime == "onnxruntime":
+        from nnperf.optimize.synthesize._onnx import node_macs
+
+        counts = node_macs(sources.onnx_path, layers)
+    elif sources.module is not None:
+        counts = _module_macs(sources.module, layers, sample)
+    else:
+        return {}
+    total = sum(counts.values())
+    return {name: counts.get(name, 0.0) / total for name in layers} if total > 0 else {}
+
+
+def _module_macs(module: nn.Module, layers: Sequence[str], sample: np.ndarray) -> dict[str, float]:
     import torch
 
-    module = sources.module
-    if runtime != "torch" or module is None:
-        return {}
     counts: dict[str, float] = {}
     handles = []
     by_name = dict(module.named_modules())
@@ -197,8 +208,7 @@ def _macs_share(sources: Sources, runtime: str, layers: Sequence[str], sample: n
     finally:
         for handle in handles:
             handle.remove()
-    total = sum(counts.values()) or 1.0
-    return {name: counts.get(name, 0.0) / total for name in layers}
+    return counts
 
 
 def _layer_gains(sources: Sources, base: ProgramSpec, all_inexact: ProgramSpec, layers: Sequence[str],
@@ -247,7 +257,7 @@ def synthesize(sources: Sources, data: ValidationSet, budget: float, out: Path, 
 
     def predicted(spec: ProgramSpec) -> float | None:
         if spec not in predictions:
-            predictions[spec] = predict(spec) if predict is not None and not spec.inexact else None
+            predictions[spec] = _predicted(spec, predict, sources, sample, predictions)
         return predictions[spec]
 
     def ranked(specs: Sequence[ProgramSpec]) -> list[ProgramSpec]:
@@ -313,6 +323,28 @@ def synthesize(sources: Sources, data: ValidationSet, budget: float, out: Path, 
     outputs = _artifact_runner(model_path, final.spec)(check)
     write_artifact(out, model_path, runtime, manifest, check, outputs, session, runner)
     return dataclasses.replace(result, manifest=manifest)
+
+
+def _predicted(spec: ProgramSpec, predict: Predict | None, sources: Sources, sample: np.ndarray,
+               known: dict[ProgramSpec, float | None]) -> float | None:
+    """``spec``'s predicted latency: from its system's calibration for an fp32 program or one with every layer
+    inexact (``ProgramSpec.backend_system`` names the precision); a mixed program lies between the two, by the
+    share of the inexact layers' multiply-accumulates: fp32 + share x (all inexact - fp32)."""
+    if predict is None:
+        return None
+    layers = sources.quantizable(spec.runtime) if spec.inexact else ()
+    if not spec.inexact or set(spec.inexact) == set(layers):
+        return predict(spec)
+    ends = []
+    for end in (spec.with_(inexact=()), spec.with_(inexact=layers)):
+        if end not in known:
+            known[end] = predict(end)
+        ends.append(known[end])
+    fp32_s, inexact_s = ends
+    share = _macs_share(sources, spec.runtime, layers, sample)
+    if fp32_s is None or inexact_s is None or not share:
+        return None
+    return fp32_s + sum(share[name] for name in spec.inexact) * (inexact_s - fp32_s)
 
 
 def _top1(reference: np.ndarray, labels: np.ndarray | None) -> float | None:

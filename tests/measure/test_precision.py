@@ -1,0 +1,64 @@
+"""The ``precision`` option: ONNX Runtime static int8 (QDQ) and torch bf16, timed and profiled like fp32."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+
+from networks import residual_conv_net, tiny_network
+from nnperf.measure.backends import BackendOptionError, BackendOptions, create_backend
+from nnperf.measure.backends._onnx_graph import build_onnx
+from nnperf.measure.backends.onnx_int8 import int8_model, int8_nodes
+
+
+def _run(model: object, x: np.ndarray) -> np.ndarray:
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])  # type: ignore[attr-defined]
+    return np.asarray(session.run(None, {session.get_inputs()[0].name: x})[0])
+
+
+def test_int8_model_quantises_every_convolution_and_stays_close_to_fp32() -> None:
+    net = residual_conv_net("res", 8, 12)
+    fp32 = build_onnx(net, seed=0)
+    int8 = int8_model(fp32, seed=0)
+    ops = Counter(node.op_type for node in int8.graph.node)
+    convs = [layer.name for layer in net.layers if layer.op.value == "conv"]
+    assert len(int8_nodes(fp32)) == len(convs) == ops["Conv"]
+    assert int8_nodes(int8) == ()  # every weight is now an int8 initializer behind a DequantizeLinear
+    assert ops["QuantizeLinear"] >= 1 and ops["DequantizeLinear"] >= len(convs) + ops["QuantizeLinear"]
+    x = np.random.default_rng(1).random((1, 8, 12, 12), dtype=np.float32)
+    want, got = _run(fp32, x), _run(int8, x)
+    assert float(np.abs(got - want).max()) <= 0.05 * float(np.abs(want).max())  # 8-bit: within 5% of the range
+    assert not np.array_equal(got, want)  # it did change the arithmetic
+
+
+def test_int8_model_folds_batch_norm_into_its_convolution() -> None:
+    net = tiny_network()  # conv1 -> bn1
+    ops = Counter(node.op_type for node in int8_model(build_onnx(net, seed=0)).graph.node)
+    assert ops["BatchNormalization"] == 0 and ops["Conv"] == 3 and ops["Gemm"] + ops["MatMul"] == 1
+
+
+def test_int8_precision_keeps_fp32_system_keys_and_names_itself() -> None:
+    with create_backend("onnxruntime", BackendOptions()) as fp32, \
+            create_backend("onnxruntime", BackendOptions(extra={"precision": "fp32"})) as explicit, \
+            create_backend("onnxruntime", BackendOptions(extra={"precision": "int8"})) as int8:
+        assert "precision" not in dict(fp32.system().options)  # stored fp32 calibrations keep their keys
+        assert explicit.system().key == fp32.system().key
+        assert dict(int8.system().options)["precision"] == "int8"
+        assert int8.system().key != fp32.system().key
+    with pytest.raises(BackendOptionError, match="precision='fp16'"):
+        create_backend("onnxruntime", BackendOptions(extra={"precision": "fp16"}))
+
+
+@pytest.mark.parametrize(("backend", "precision"), [("onnxruntime", "int8"), ("torch", "bf16")])
+def test_inexact_precision_times_and_profiles_every_layer(backend: str, precision: str) -> None:
+    net = tiny_network()
+    with create_backend(backend, BackendOptions(extra={"precision": precision})) as b:
+        assert b.network_timer(net).time_block(3) > 0
+        for layer in net.layers:
+            assert b.layer_timer(layer).time_block(2) > 0, layer.name
+        result = b.profile(net, runs=5)
+    assert [m.layer for m in result.layers] == [layer.name for layer in net.layers]
+    assert 0.2 < result.profiler_sum_s / result.run_timing.stats.median_s < 1.5
