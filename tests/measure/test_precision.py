@@ -9,6 +9,7 @@ import onnxruntime as ort
 import pytest
 
 from networks import residual_conv_net, tiny_network
+from nnperf.ir import Layer, LrnAttrs, Network, OpType, TensorSpec
 from nnperf.measure.backends import BackendOptionError, BackendOptions, create_backend
 from nnperf.measure.backends._onnx_graph import build_onnx
 from nnperf.measure.backends.onnx_int8 import int8_model, int8_nodes
@@ -62,3 +63,12 @@ def test_inexact_precision_times_and_profiles_every_layer(backend: str, precisio
         result = b.profile(net, runs=5)
     assert [m.layer for m in result.layers] == [layer.name for layer in net.layers]
     assert 0.2 < result.profiler_sum_s / result.run_timing.stats.median_s < 1.5
+
+
+def test_bf16_runs_local_response_norm_which_has_no_bf16_kernel_in_fp32() -> None:
+    shape = (1, 8, 6, 6)
+    lrn = Layer("lrn", OpType.LRN, ("x",), (shape,), shape, LrnAttrs())
+    net = Network("lrn", (TensorSpec("x", shape),), (lrn,), ("lrn",))
+    with create_backend("torch", BackendOptions(extra={"precision": "bf16"})) as b:
+        assert b.layer_timer(lrn).time_block(2) > 0  # torch alone: avg_pool3d "not implemented for 'BFloat16'"
+        assert b.network_timer(net).time_block(2) > 0

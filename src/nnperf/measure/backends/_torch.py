@@ -68,6 +68,8 @@ class TorchBackend(Backend):
         torch.set_num_threads(self.options.threads)  # process-wide: another backend may have changed it
         channels_last = self.option("memory_format") == "channels_last"
         dtype = torch.bfloat16 if self.option("precision") == "bf16" else torch.float32
+        if dtype is torch.bfloat16:
+            _float_only_in_fp32(module)
         module = module.to(self.device, dtype)
         if channels_last:
             module = module.to(memory_format=torch.channels_last)
@@ -202,6 +204,23 @@ class _LayerInPlaceTimer:
             self.torch.cuda.synchronize(self.device)
             return sum(float(a.elapsed_time(b)) for a, b in self.events) / 1e3
         return self.elapsed_s
+
+
+def _float_only_in_fp32(module: Any) -> None:
+    """Runs the submodules torch has no bf16 CPU kernel for (local response norm: its avg_pool3d) in fp32,
+    casting around them, as a bf16 program must."""
+    import torch
+
+    def to_fp32(_: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        return tuple(a.float() if isinstance(a, torch.Tensor) else a for a in args)
+
+    def back(_: Any, __: Any, output: Any) -> Any:
+        return output.to(torch.bfloat16)
+
+    for sub in module.modules():
+        if isinstance(sub, torch.nn.LocalResponseNorm):
+            sub.register_forward_pre_hook(to_fp32)
+            sub.register_forward_hook(back)
 
 
 def _event_s(event: Any, cuda: bool) -> float:
