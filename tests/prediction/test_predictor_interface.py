@@ -35,6 +35,7 @@ from nnperf.prediction import (
     predictor_class,
 )
 from nnperf.prediction.evaluation import evaluate, method_label
+from nnperf.prediction.kernel import KernelModel
 from nnperf.prediction.steps import ComposedModel, StepModel, StepShape, fit_lines
 from nnperf.report.evaluation import network_table
 from nnperf.store import Store
@@ -115,6 +116,7 @@ EXAMPLES: dict[str, Example] = {
     "ridge": _ridge,
     "previous": _network(PreviousModel),
     "composed": _network(Composition),
+    "kernel": _network(KernelModel),
     "macs": _network(MacsModel),
     "roofline": _network(RooflineModel),
     "step": _step,
@@ -166,7 +168,7 @@ def test_documents_name_what_they_hold() -> None:
 
 
 def test_the_network_predictors_come_in_display_order() -> None:
-    assert network_predictor_names()[:4] == ["previous", "composed", "macs", "roofline"]
+    assert network_predictor_names()[:5] == ["previous", "composed", "kernel", "macs", "roofline"]
 
 
 class TwiceTheSum(NetworkPredictor):

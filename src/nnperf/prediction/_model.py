@@ -23,6 +23,7 @@ from nnperf.prediction._features import FEATURES, metric_features, model_key
 from nnperf.prediction._previous import PreviousModel  # noqa: F401  (registers 'previous')
 from nnperf.prediction._ridge import RidgeModel
 from nnperf.prediction.baselines import MacsModel, RooflineModel
+from nnperf.prediction.kernel import KernelModel  # noqa: F401  (registers 'kernel')
 
 MODEL_FORMAT = "nnperf-model"
 MODEL_VERSION = 3

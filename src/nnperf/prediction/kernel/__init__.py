@@ -1,0 +1,29 @@
+"""nnperf's kernel-aware prediction (issue 21): a regressor per kernel kind, chosen by cross-validation, on
+in-network layer times, composed the way the backend runs them.
+
+- :class:`KernelModel`, the network predictor ``kernel`` fitted at calibration next to PreVIous' (``_model.py``);
+- :func:`kernel_kind` and :func:`kernel_features`: which kernel runs a layer and what tells kernels of one kind
+  apart (``_kinds.py``);
+- :func:`choose`, :func:`fit_regressor` and :class:`StoredRegressor`: the candidate regressors, stored as
+  numbers, never pickles (``_regressors.py``).
+"""
+
+from nnperf.prediction.kernel._kinds import CONV_FEATURES, CONV_KINDS, LAYER_FEATURES, kernel_features, kernel_kind
+from nnperf.prediction.kernel._model import LAYER_SAMPLES, KernelModel
+from nnperf.prediction.kernel._regressors import REGRESSORS, choose
+from nnperf.prediction.kernel._regressors import Stored as StoredRegressor
+from nnperf.prediction.kernel._regressors import fit as fit_regressor
+
+__all__ = [
+    "CONV_FEATURES",
+    "CONV_KINDS",
+    "LAYER_FEATURES",
+    "LAYER_SAMPLES",
+    "REGRESSORS",
+    "KernelModel",
+    "StoredRegressor",
+    "choose",
+    "fit_regressor",
+    "kernel_features",
+    "kernel_kind",
+]

@@ -1,0 +1,58 @@
+"""Which kernel runs a layer, and the features that tell kernels of one kind apart.
+
+One PreVIous model per layer type sees a convolution as n(W), #OPs and #memOPs, and cannot tell a dense 3x3
+convolution from a grouped or depthwise one of the same counts, whose kernels run at a fraction of the dense
+rate (issue 21: ResNeXt-50's grouped convolutions were under-predicted by 30%). nn-Meter splits by kernel; so
+does this module:
+
+- ``conv:dense``: groups 1, a kernel larger than 1x1 (or a strided 1x1);
+- ``conv:pointwise``: groups 1, an unstrided 1x1 kernel (a matrix product);
+- ``conv:depthwise``: one input channel per group (groups = input channels);
+- ``conv:grouped``: every other convolution with groups > 1;
+- every other layer: its PreVIous layer type (``model_key``).
+
+A convolution's features describe how its kernel runs: n(W), #OPs, #memOPs, input and output channels, groups,
+input channels per group, kernel area, stride, dilation, output and input map sizes and total padding. Other
+layers get n(W), #OPs, #memOPs, input and output elements.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nnperf.ir import ConvAttrs, Layer, OpType
+from nnperf.ir.metrics import LayerMetrics
+from nnperf.prediction._features import model_key
+
+CONV_KINDS = ("conv:dense", "conv:pointwise", "conv:depthwise", "conv:grouped")
+
+CONV_FEATURES = ("n_weights", "ops", "mem_ops", "in_channels", "out_channels", "groups", "channels_per_group",
+                 "kernel_area", "stride", "dilation", "out_map", "in_map", "padding")
+LAYER_FEATURES = ("n_weights", "ops", "mem_ops", "n_input", "n_output")
+
+
+def kernel_kind(layer: Layer) -> str:
+    """The kernel kind that runs ``layer`` (see the module docstring)."""
+    if layer.op is not OpType.CONV or not isinstance(layer.attrs, ConvAttrs):
+        return model_key(layer)
+    attrs = layer.attrs
+    in_channels = layer.input_shapes[0][1]
+    if attrs.groups > 1:
+        return "conv:depthwise" if attrs.groups == in_channels else "conv:grouped"
+    if attrs.kernel == (1, 1) and attrs.stride == (1, 1):
+        return "conv:pointwise"
+    return "conv:dense"
+
+
+def kernel_features(layer: Layer, metrics: LayerMetrics) -> np.ndarray:
+    """The feature row of ``layer`` (:data:`CONV_FEATURES` for a convolution, else :data:`LAYER_FEATURES`)."""
+    counts = [metrics.params, metrics.ops, metrics.mem_ops]
+    if layer.op is not OpType.CONV or not isinstance(layer.attrs, ConvAttrs):
+        return np.array([*counts, metrics.n_input, metrics.n_output], dtype=float)
+    attrs = layer.attrs
+    in_shape, out_shape = layer.input_shapes[0], layer.output_shape
+    in_channels, out_channels = in_shape[1], out_shape[1]
+    return np.array([*counts, in_channels, out_channels, attrs.groups, in_channels / attrs.groups,
+                     attrs.kernel[0] * attrs.kernel[1], attrs.stride[0] * attrs.stride[1],
+                     attrs.dilation[0] * attrs.dilation[1], int(np.prod(out_shape[2:])), int(np.prod(in_shape[2:])),
+                     sum(attrs.padding)], dtype=float)

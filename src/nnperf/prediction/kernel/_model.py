@@ -1,0 +1,184 @@
+"""nnperf's kernel-aware network predictor: a model per kernel kind, in-network layer times, composed.
+
+Three things a PreVIous model per layer type misses (issue 21), and what this predictor does about each:
+
+1. **Kernels.** Layers are split by the kernel that runs them (:func:`kernel_kind`: dense, pointwise,
+   depthwise and grouped convolutions, then the layer types) and described by features that tell kernels of
+   one kind apart (:func:`kernel_features`). Each kind gets the regressor (power law, boosted trees, random
+   forest, small MLP) with the least cross-validated error on its samples (:func:`choose`).
+2. **Context.** A layer inside a network does not cost what it costs alone (caches, allocation, the
+   framework's dispatch): on torch whole networks ran 10-44% slower than the sum of their isolated layers.
+   The models learn the time a layer takes *inside* a network, from the calibration's profiler pass, with a
+   fused group's time carried by its first member. Layers measured only alone (sampled configurations) are
+   scaled by their kind's median in-network/isolated ratio on the calibration layers measured both ways.
+3. **Composition.** The per-layer times compose as nnperf's composition does (the backend's fusion rules from
+   the profiler, plus a per-call delta fitted on the whole calibration networks).
+
+A layer of a kind the calibration never saw falls back on its PreVIous prediction, scaled by the median
+context ratio.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from nnperf.ir import Layer, Network
+from nnperf.ir.metrics import LayerMetrics, network_metrics
+from nnperf.prediction._base import CalibrationSet, NetworkInput, NetworkPredictor, register_predictor
+from nnperf.prediction._composition import MIN_COMPOSITION_NETWORKS, Composition, fit_composition, learn_fusion
+from nnperf.prediction.kernel._kinds import kernel_features, kernel_kind
+from nnperf.prediction.kernel._regressors import REGRESSORS, Stored, choose
+from nnperf.registry import Availability
+
+if TYPE_CHECKING:
+    from typing import Self
+
+LAYER_SAMPLES = "layer_samples"
+"""Key of :attr:`CalibrationSet.extra` holding sampled layers measured alone: a sequence of (layer, seconds)."""
+
+MIN_CONTEXT_PAIRS = 3
+"""A kind's own context ratio needs this many layers measured both alone and in a network; else the median."""
+
+
+@register_predictor
+class KernelModel(NetworkPredictor):
+    """Per-kernel regressors on in-network layer times, composed (see the module docstring).
+
+    Parameters
+    ----------
+    candidates : sequence of str, default all of ``REGRESSORS``
+        The regressors each kind chooses from by cross-validation.
+    folds : int, default 5
+        Cross-validation folds.
+    seed : int, default 0
+
+    After ``fit``: ``models_`` (kind -> fitted regressor), ``scores_`` (kind -> each candidate's
+    cross-validated median relative error), ``samples_`` (kind -> samples fitted), ``context_`` (kind ->
+    in-network/isolated ratio, with ``"*"`` the median over every kind) and ``composition_``.
+    """
+
+    name = "kernel"
+    label = "nnperf kernel-aware"
+    description = "nnperf: a regressor per kernel kind on in-network layer times, composed (issue 21)"
+    display_order = 25
+
+    def __init__(self, candidates: Sequence[str] = REGRESSORS, folds: int = 5, seed: int = 0) -> None:
+        self.candidates = tuple(candidates)
+        self.folds = folds
+        self.seed = seed
+
+    @classmethod
+    def availability(cls, calibration: CalibrationSet) -> Availability:
+        if len(calibration.runs) < MIN_COMPOSITION_NETWORKS:
+            return Availability.no(f"the kernel model composes like the composition, which needs "
+                                   f"{MIN_COMPOSITION_NETWORKS} calibration networks, got {len(calibration.runs)}")
+        return Availability.yes()
+
+    def fit(self, calibration: CalibrationSet) -> Self:
+        rows: dict[str, list[np.ndarray]] = defaultdict(list)
+        targets: dict[str, list[float]] = defaultdict(list)
+        ratios: dict[str, list[float]] = defaultdict(list)
+        profiled = {m.network.name: m for m in calibration.profiled}
+        for run in calibration.runs:
+            isolated = run.layer_median_s()
+            in_network = _in_network_s(profiled[run.network.name]) if run.network.name in profiled else {}
+            for layer, metrics in zip(run.network.layers, network_metrics(run.network).layers):
+                kind = kernel_kind(layer)
+                if layer.name in in_network:
+                    seconds, alone = in_network[layer.name]
+                    if alone and isolated.get(layer.name, 0.0) > 0 and seconds > 0:
+                        ratios[kind].append(seconds / isolated[layer.name])
+                elif not in_network and isolated.get(layer.name, 0.0) > 0:
+                    seconds = isolated[layer.name]  # no profiler pass: isolated times, no context
+                else:
+                    continue  # inside a fused group another member carries
+                if seconds > 0:
+                    rows[kind].append(kernel_features(layer, metrics))
+                    targets[kind].append(seconds)
+        every = [r for values in ratios.values() for r in values]
+        self.context_ = {"*": float(np.median(every)) if every else 1.0}
+        self.context_.update({kind: float(np.median(v)) for kind, v in ratios.items() if len(v) >= MIN_CONTEXT_PAIRS})
+        for layer, seconds in calibration.extra.get(LAYER_SAMPLES, ()):
+            if seconds > 0:
+                kind = kernel_kind(layer)
+                rows[kind].append(kernel_features(layer, _metrics(layer)))
+                targets[kind].append(seconds * self.context(kind))
+        self.models_: dict[str, Stored] = {}
+        self.scores_: dict[str, dict[str, float]] = {}
+        self.samples_: dict[str, int] = {}
+        for kind in sorted(rows):
+            self.models_[kind], self.scores_[kind] = choose(np.array(rows[kind]), targets[kind], self.candidates,
+                                                            self.folds, self.seed)
+            self.samples_[kind] = len(targets[kind])
+        fusion = learn_fusion([(m.network, {r.layer: r.group for r in m.layers}) for m in calibration.profiled])
+        blank = Composition.of(0.0, fusion)
+        terms = [blank.terms(run.network, self.layer_latency_s(run.network, predicted))
+                 for run, predicted in zip(calibration.runs, calibration.predicted_layer_s)]
+        self.composition_ = fit_composition(terms, calibration.measured_s, fusion)
+        return self
+
+    def context(self, kind: str) -> float:
+        """The in-network/isolated time ratio of ``kind`` (the median over kinds where it has too few pairs)."""
+        self.check_fitted()
+        return self.context_.get(kind, self.context_["*"])
+
+    def layer_latency_s(self, network: Network, fallback_s: Mapping[str, float]) -> dict[str, float]:
+        """Each layer's predicted time inside ``network`` (seconds); a kind with no model takes ``fallback_s``
+        (its isolated prediction) times the median context ratio."""
+        self.check_fitted()
+        layers = list(network.layers)
+        metrics = network_metrics(network).layers
+        kinds = [kernel_kind(layer) for layer in layers]
+        predicted: dict[str, float] = {}
+        for kind in set(kinds):
+            index = [i for i, k in enumerate(kinds) if k == kind]
+            if kind in self.models_:
+                rows = np.array([kernel_features(layers[i], metrics[i]) for i in index])
+                for i, seconds in zip(index, self.models_[kind].predict_s(rows)):
+                    predicted[layers[i].name] = float(seconds)
+            else:
+                for i in index:
+                    predicted[layers[i].name] = float(fallback_s.get(layers[i].name, 0.0)) * self.context_["*"]
+        return {layer.name: predicted[layer.name] for layer in layers}
+
+    def predict(self, x: NetworkInput) -> float:
+        self.check_fitted()
+        return self.composition_.latency_s(x.network, self.layer_latency_s(x.network, x.layer_latency_s))
+
+    def fitted_state(self) -> dict[str, Any]:
+        return {"models": {k: m.to_dict() for k, m in self.models_.items()}, "scores": self.scores_,
+                "samples": self.samples_, "context": self.context_, "composition": self.composition_.to_dict()}
+
+    def load_fitted_state(self, state: Mapping[str, Any]) -> None:
+        self.models_ = {k: Stored.from_dict(v) for k, v in state["models"].items()}
+        self.scores_ = {k: dict(v) for k, v in state.get("scores", {}).items()}
+        self.samples_ = {k: int(v) for k, v in state.get("samples", {}).items()}
+        self.context_ = {k: float(v) for k, v in state["context"].items()}
+        composition = Composition.from_dict(state["composition"])
+        if not isinstance(composition, Composition):
+            raise TypeError("the kernel model's composition is not a composition")
+        self.composition_ = composition
+
+
+def _in_network_s(profiled: Any) -> dict[str, tuple[float, bool]]:
+    """Layer -> (its in-network seconds, whether it ran alone) from a profiled run: a fused group's time goes to
+    its first member; the others are left out."""
+    seen: set[str] = set()
+    times: dict[str, tuple[float, bool]] = {}
+    for record in profiled.layers:
+        group = record.group or record.layer
+        if group in seen:
+            continue
+        seen.add(group)
+        times[record.layer] = (record.median_s, record.group_size <= 1)
+    return times
+
+
+def _metrics(layer: Layer) -> LayerMetrics:
+    from nnperf.ir.metrics import layer_metrics
+
+    return layer_metrics(layer)

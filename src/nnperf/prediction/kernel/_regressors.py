@@ -1,0 +1,151 @@
+"""Regressors a kernel model chooses from by cross-validation, each stored as plain numbers (JSON, never a pickle).
+
+Every regressor learns ``log(latency)`` from standardised ``log(1 + feature)`` columns, so a layer's error is
+relative wherever it lies on the six decades a layer's time spans, and predicts with NumPy alone:
+
+- ``ridge``: a power law (Ridge on the log columns, alpha 1);
+- ``boosting``: scikit-learn's gradient-boosted regression trees;
+- ``forest``: scikit-learn's random forest (nn-Meter's choice per kernel);
+- ``mlp``: a small multi-layer perceptron (two hidden layers of 32 ReLU units).
+
+scikit-learn fits; :func:`export` keeps the fitted numbers (tree arrays, weight matrices) and :class:`Stored`
+predicts from them, so a stored model needs no scikit-learn and no pickle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from nnperf.errors import NnperfError
+
+REGRESSORS = ("ridge", "boosting", "forest", "mlp")
+"""The candidates, in the order ties are broken."""
+
+MIN_SAMPLES_TO_CHOOSE = 12
+"""Below this many samples a group gets the power law: too few to cross-validate a tree or a network."""
+
+
+def _estimator(name: str, seed: int) -> Any:
+    from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
+    from sklearn.linear_model import Ridge
+    from sklearn.neural_network import MLPRegressor
+
+    if name == "ridge":
+        return Ridge(alpha=1.0)
+    if name == "boosting":
+        return GradientBoostingRegressor(n_estimators=150, max_depth=3, learning_rate=0.08, subsample=0.8,
+                                         random_state=seed)
+    if name == "forest":
+        return RandomForestRegressor(n_estimators=60, min_samples_leaf=2, random_state=seed)
+    if name == "mlp":
+        return MLPRegressor(hidden_layer_sizes=(32, 32), alpha=1e-3, max_iter=3000, random_state=seed)
+    raise NnperfError(f"unknown regressor {name!r}; use one of {', '.join(REGRESSORS)}")
+
+
+@dataclass(frozen=True)
+class Stored:
+    """A fitted regressor as numbers: the column standardisation and the fitted ``state`` of its ``kind``."""
+
+    kind: str
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    state: Mapping[str, Any]
+
+    def predict_s(self, features: np.ndarray) -> np.ndarray:
+        """Latency (seconds) for rows of raw features (n x p)."""
+        z = (np.log1p(np.maximum(np.atleast_2d(features), 0.0)) - np.asarray(self.mean)) / np.asarray(self.scale)
+        return np.exp(_predict_log(self.kind, self.state, z))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "mean": list(self.mean), "scale": list(self.scale), "state": dict(self.state)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Stored:
+        if d.get("kind") not in REGRESSORS:
+            raise NnperfError(f"a stored kernel regressor has unknown kind {d.get('kind')!r}")
+        return cls(str(d["kind"]), tuple(map(float, d["mean"])), tuple(map(float, d["scale"])), dict(d["state"]))
+
+
+def fit(name: str, features: np.ndarray, latency_s: Sequence[float], seed: int = 0) -> Stored:
+    """Fits regressor ``name`` on raw feature rows and latencies (seconds, > 0) and exports it."""
+    x = np.log1p(np.maximum(np.asarray(features, dtype=float), 0.0))
+    y = np.log(np.asarray(latency_s, dtype=float))
+    mean = x.mean(axis=0)
+    scale = x.std(axis=0)
+    scale[scale == 0] = 1.0
+    estimator = _estimator(name, seed).fit((x - mean) / scale, y)
+    return Stored(name, tuple(map(float, mean)), tuple(map(float, scale)), export(name, estimator))
+
+
+def choose(features: np.ndarray, latency_s: Sequence[float], candidates: Sequence[str] = REGRESSORS,
+           folds: int = 5, seed: int = 0) -> tuple[Stored, dict[str, float]]:
+    """The candidate with the least cross-validated median relative error (``folds`` folds), fitted on every
+    sample, and each candidate's error. Fewer than :data:`MIN_SAMPLES_TO_CHOOSE` samples: the power law,
+    unscored."""
+    from sklearn.model_selection import KFold
+
+    x = np.asarray(features, dtype=float)
+    y = np.asarray(latency_s, dtype=float)
+    if len(y) < MIN_SAMPLES_TO_CHOOSE:
+        return fit("ridge", x, y, seed), {}
+    scores: dict[str, float] = {}
+    splits = list(KFold(n_splits=min(folds, len(y)), shuffle=True, random_state=seed).split(x))
+    for name in candidates:
+        errors = []
+        for train, test in splits:
+            predicted = fit(name, x[train], y[train], seed).predict_s(x[test])
+            errors.extend(np.abs(predicted - y[test]) / y[test])
+        scores[name] = float(np.median(errors))
+    best = min(candidates, key=lambda name: scores[name])
+    return fit(best, x, y, seed), scores
+
+
+def export(name: str, estimator: Any) -> dict[str, Any]:
+    """The numbers a fitted scikit-learn ``estimator`` of regressor ``name`` predicts with."""
+    if name == "ridge":
+        return {"coef": list(map(float, estimator.coef_)), "intercept": float(estimator.intercept_)}
+    if name == "boosting":
+        return {"init": float(estimator.init_.constant_.ravel()[0]), "rate": float(estimator.learning_rate),
+                "trees": [_tree(t[0]) for t in estimator.estimators_]}
+    if name == "forest":
+        return {"trees": [_tree(t) for t in estimator.estimators_]}
+    return {"weights": [w.tolist() for w in estimator.coefs_], "biases": [b.tolist() for b in estimator.intercepts_]}
+
+
+def _tree(tree: Any) -> dict[str, list[float] | list[int]]:
+    t = tree.tree_
+    return {"left": t.children_left.tolist(), "right": t.children_right.tolist(), "feature": t.feature.tolist(),
+            "threshold": t.threshold.tolist(), "value": t.value[:, 0, 0].tolist()}
+
+
+def _predict_tree(tree: Mapping[str, Any], z: np.ndarray) -> np.ndarray:
+    left, right = np.asarray(tree["left"]), np.asarray(tree["right"])
+    feature, threshold = np.asarray(tree["feature"]), np.asarray(tree["threshold"])
+    node = np.zeros(len(z), dtype=int)
+    rows = np.arange(len(z))
+    while True:
+        inner = left[node] >= 0
+        if not inner.any():
+            return np.asarray(tree["value"])[node]
+        go_left = z[rows, np.maximum(feature[node], 0)] <= threshold[node]
+        node = np.where(inner, np.where(go_left, left[node], right[node]), node)
+
+
+def _predict_log(kind: str, state: Mapping[str, Any], z: np.ndarray) -> np.ndarray:
+    if kind == "ridge":
+        return np.asarray(state["intercept"]) + z @ np.asarray(state["coef"])
+    if kind == "boosting":
+        return state["init"] + state["rate"] * sum(_predict_tree(t, z) for t in state["trees"])
+    if kind == "forest":
+        return np.mean([_predict_tree(t, z) for t in state["trees"]], axis=0)
+    h = z
+    weights, biases = state["weights"], state["biases"]
+    for i, (w, b) in enumerate(zip(weights, biases)):
+        h = h @ np.asarray(w) + np.asarray(b)
+        if i < len(weights) - 1:
+            h = np.maximum(h, 0.0)
+    return h.ravel()
