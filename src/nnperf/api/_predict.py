@@ -34,7 +34,7 @@ the system the backend settings describe on this host."""
 def calibrate(backend: str = "torch", device: str = "cpu", threads: int = 1,
               options: Mapping[str, str] | None = None, store: StoreLike = None, *, if_needed: bool = False,
               energy: str | None = None, budget_s: float | None = None, target_ci: float | None = None,
-              progress: Progress | None = None) -> SystemModel:
+              sample_budget_s: float = 0.0, progress: Progress | None = None) -> SystemModel:
     """Profiles the calibration networks on a system and fits its models (PreVIous IV-C/IV-D).
 
     Every measurement is stored as it is taken: an interrupted calibration
@@ -59,6 +59,9 @@ def calibrate(backend: str = "torch", device: str = "cpu", threads: int = 1,
         A power meter ('nvml', 'rapl') to fit energy models as well.
     budget_s, target_ci : float, optional
         Per-layer time budget in seconds (default 0.5) and median CI target (default 0.02).
+    sample_budget_s : float, default 0
+        Seconds of sampled convolutions measured alone besides the calibration networks, placed where the
+        kernel-aware models err most (nn-Meter's adaptive sampling; :func:`nnperf.prediction.kernel.sample_layers`).
     progress : callable, optional
         Called with (what, done, total) as the calibration goes.
 
@@ -85,7 +88,7 @@ def calibrate(backend: str = "torch", device: str = "cpu", threads: int = 1,
             if existing is not None:
                 return existing
         return calibrate_system(runner, opened, config=ProfileConfig(per_layer="isolated", harness=harness),
-                                meter=meter, progress=progress)
+                                meter=meter, progress=progress, sample_budget_s=sample_budget_s)
 
 
 def stored_calibration(store: Store, backend: Backend) -> SystemModel | None:

@@ -15,7 +15,7 @@ import numpy as np
 
 from nnperf.campaign import ItemRunner, ProfileConfig
 from nnperf.errors import NnperfError
-from nnperf.ir import Network
+from nnperf.ir import Layer, Network
 from nnperf.measure import HarnessConfig
 from nnperf.measure.backends import Backend
 from nnperf.measure.power import PowerMeter
@@ -26,6 +26,7 @@ from nnperf.prediction._previous import fit_coefficient
 from nnperf.prediction._ridge import RidgeModel, fit_ridge
 from nnperf.prediction._runs import MeasuredNetwork, RunsProgress, measure_networks
 from nnperf.prediction.baselines import RooflineModel, measure_roofline
+from nnperf.prediction.kernel import LAYER_SAMPLES, sample_layers
 from nnperf.store import Store
 
 FUSION_PROFILER_RUNS = 10
@@ -49,7 +50,8 @@ def calibration_networks() -> list[Network]:
 
 def fit_system_model(runs: Sequence[MeasuredNetwork], system_key: str, system_label: str,
                      alpha: float = 1.0, profiled: Sequence[MeasuredNetwork] = (),
-                     roofline: RooflineModel | None = None) -> SystemModel:
+                     roofline: RooflineModel | None = None,
+                     layer_samples: Sequence[tuple[Layer, float]] = ()) -> SystemModel:
     """Ridge models per layer type on the isolated layer medians, then every registered network predictor
     (c, the composition, the baselines, ...) that the calibration can fit, on the whole-network medians.
 
@@ -84,7 +86,8 @@ def fit_system_model(runs: Sequence[MeasuredNetwork], system_key: str, system_la
         energy_c = fit_coefficient(sums, [float(run.whole.energy_j or 0.0) for run in runs])
     calibration_set = CalibrationSet(
         runs, [{p.layer: p.latency_s for p in layers} for layers in layer_predictions], profiled,
-        None if roofline is None else roofline.ops_per_s_, None if roofline is None else roofline.bytes_per_s_)
+        None if roofline is None else roofline.ops_per_s_, None if roofline is None else roofline.bytes_per_s_,
+        {LAYER_SAMPLES: tuple(layer_samples)})
     skipped: dict[str, str] = {}
     predictors = fit_network_predictors(calibration_set, on_skip=skipped.__setitem__)
     calibration = {
@@ -93,6 +96,7 @@ def fit_system_model(runs: Sequence[MeasuredNetwork], system_key: str, system_la
         "runs": [run.run.id for run in runs],
         "profiler_runs": [m.run.id for m in profiled],
         "alpha": alpha,
+        "layer_samples": len(layer_samples),
         "not_fitted": skipped,
     }
     return SystemModel(system_key, system_label, latency_models, predictors, energy_models, energy_c, calibration)
@@ -110,8 +114,11 @@ class RooflineItem:
 
 def calibrate(backend: Backend | ItemRunner, store: Store, networks: Sequence[Network] | None = None,
               config: ProfileConfig | None = None, meter: PowerMeter | None = None,
-              progress: RunsProgress | None = None) -> SystemModel:
+              progress: RunsProgress | None = None, sample_budget_s: float = 0.0) -> SystemModel:
     """Profiles the calibration networks (resuming), fits the system's model and stores it.
+
+    With ``sample_budget_s``, sampled convolutions are also measured alone for about that long, placed where
+    the kernel models err most (:func:`nnperf.prediction.kernel.sample_layers`; stored and resumed too).
 
     ``backend`` may be an :class:`ItemRunner` (a fleet of one system): the
     networks' layers, profiler passes and the roofline peaks are then measured
@@ -136,11 +143,20 @@ def calibrate(backend: Backend | ItemRunner, store: Store, networks: Sequence[Ne
     roofline = backend.run_one(RooflineItem()) if isinstance(backend, ItemRunner) else measure_roofline(backend)
     if progress is not None:
         progress("roofline peaks", total, total)
+    samples: list[tuple[Layer, float]] = []
+    if sample_budget_s > 0:
+        if isinstance(backend, ItemRunner):
+            raise NnperfError("sampled calibration runs in this process only; leave out the fleet or the budget")
+        samples = sample_layers(backend, store, sample_budget_s, config.harness,
+                                progress=None if progress is None else
+                                lambda what, done, part: progress(f"sampling: {what}", total, total))
     system = backend.system()
-    model = fit_system_model(runs, system.key, system.label, profiled=profiled, roofline=roofline)
+    model = fit_system_model(runs, system.key, system.label, profiled=profiled, roofline=roofline,
+                             layer_samples=samples)
     calibration = dict(model.calibration)
     calibration.update({"wall_s": time.perf_counter() - started, "reused_networks": sum(r.reused for r in runs),
-                        "harness": {"target_ci": config.harness.target_ci, "budget_s": config.harness.budget_s}})
+                        "harness": {"target_ci": config.harness.target_ci, "budget_s": config.harness.budget_s},
+                        "sample_budget_s": sample_budget_s})
     model = replace(model, calibration=calibration)
     store.save_model(store.add_system(system).id, MODEL_KIND, model.to_dict())
     return model

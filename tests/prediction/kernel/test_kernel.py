@@ -3,22 +3,33 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
+from harness_presets import SHORT_HARNESS
+from networks import residual_conv_net
+from nnperf.campaign import ProfileConfig
 from nnperf.errors import NnperfError
-from nnperf.ir import ConvAttrs, Layer, OpType
+from nnperf.ir import ConvAttrs, Layer, Network, OpType
 from nnperf.ir.metrics import layer_metrics
+from nnperf.measure import fixed_timing
+from nnperf.measure.backends import ProfileResult
+from nnperf.measure.backends._fake import CostModel, FakeBackend
+from nnperf.prediction import CalibrationSet, NetworkInput, measure_networks
 from nnperf.prediction.kernel import (
     CONV_FEATURES,
+    LAYER_SAMPLES,
     REGRESSORS,
+    KernelModel,
     StoredRegressor,
     choose,
     fit_regressor,
     kernel_features,
     kernel_kind,
 )
+from nnperf.store import Store
 
 
 def _conv(c_in: int, c_out: int, hw: int, kernel: int, stride: int = 1, groups: int = 1) -> Layer:
@@ -93,3 +104,36 @@ def test_too_few_samples_to_cross_validate_get_the_power_law_unscored() -> None:
 def test_an_unknown_stored_regressor_is_refused() -> None:
     with pytest.raises(NnperfError, match="unknown kind 'svm'"):
         StoredRegressor.from_dict({"kind": "svm", "mean": [], "scale": [], "state": {}})
+
+
+class _InNetworkSlower(FakeBackend):
+    """The fake device whose layers run 1.3 times slower inside a network (the profiler) than alone."""
+
+    def profile(self, network: Network, runs: int) -> ProfileResult:
+        result = super().profile(network, runs)
+        layers = tuple(replace(m, timing=fixed_timing([t * 1.3 for t in m.timing.times_s])) for m in result.layers)
+        return replace(result, layers=layers)
+
+
+def test_the_kernel_model_learns_context_and_takes_sampled_kinds(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    backend = _InNetworkSlower(model=CostModel(noise_sigma=0.0, network_factor=1.3))
+    config = ProfileConfig(harness=SHORT_HARNESS)
+    networks = [residual_conv_net(f"cal{c}x{hw}", c, hw) for c in (4, 8, 16) for hw in (8, 16)]
+    with Store(tmp_path / "m.db") as store:
+        runs = measure_networks(backend, store, networks, config)
+        profiled = measure_networks(backend, store, networks, replace(config, per_layer="profiler", profiler_runs=2))
+    grouped = [_conv(c, c, hw, 3, groups=c // 4) for c in (16, 32, 64) for hw in (8, 14, 28, 56)]
+    samples = [(layer, backend.model.layer_cost_s(layer)) for layer in grouped]
+    calibration = CalibrationSet(runs, [run.layer_median_s() for run in runs], profiled,
+                                 extra={LAYER_SAMPLES: samples})
+    model = KernelModel(candidates=("ridge",)).fit(calibration)
+    assert model.context("conv:dense") == pytest.approx(1.3) and model.context_["*"] == pytest.approx(1.3)
+    assert model.samples_["conv:grouped"] == len(grouped)  # a kind only the samples hold gets its own model
+    layer = _conv(48, 48, 20, 3, groups=12)
+    want = 1.3 * backend.model.layer_cost_s(layer)  # its time inside a network
+    got = model.models_["conv:grouped"].predict_s(kernel_features(layer, layer_metrics(layer))[None])[0]
+    assert got == pytest.approx(want, rel=0.1)
+    unseen = residual_conv_net("unseen", 12, 12)
+    measured = backend.network_timer(unseen).time_block(1)
+    predicted = model.predict(NetworkInput(unseen, {}))
+    assert predicted == pytest.approx(measured, rel=0.1)

@@ -1,0 +1,232 @@
+"""Calibration by sampling (nn-Meter's adaptive sampling): convolution configurations measured alone, placed
+where the kernel models are weakest, within a time budget.
+
+The calibration networks hold few depthwise and no grouped convolutions, and their dense ones span a narrow
+range; real networks do not. So calibration also measures single convolutions drawn from a prior over the
+configurations real CNNs use (:data:`PRIOR`: channel counts 16-512 in the usual steps, maps 7-112, kernels 1-7,
+stride 1 or 2, and per kind its grouping: one channel per group for depthwise, 4-64 for grouped), then adds
+samples where the models err most:
+
+1. a first round draws :data:`FIRST_ROUND` configurations of each kind from the prior;
+2. each further round cross-validates each kind's power law and boosted trees, takes the kind whose better
+   model errs most (that error over the square root of its sample count, so a kind with many samples yields
+   to one with few), and measures neighbours (one choice moved one step) of the samples its power law predicts
+   worst when they are left out of its fit, plus a few fresh draws from the prior;
+3. it stops when the budget is spent.
+
+Each sample is a layer run alone, stored as it is taken in one run of the store (campaign ``kernel-samples``),
+named by its configuration (:meth:`ConvSample.name`), so an interrupted sampling resumes and a finished one is
+read back.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from nnperf.campaign import measure_isolated_layer, open_campaign
+from nnperf.errors import NnperfError
+from nnperf.ir import ConvAttrs, Layer, OpType
+from nnperf.ir.metrics import layer_metrics
+from nnperf.measure import HarnessConfig, Method
+from nnperf.measure.backends import Backend
+from nnperf.prediction.kernel._kinds import CONV_KINDS, kernel_features, kernel_kind
+from nnperf.prediction.kernel._regressors import MIN_SAMPLES_TO_CHOOSE, choose, fit
+from nnperf.store import Store
+
+SAMPLE_CAMPAIGN = "kernel-samples"
+
+PRIOR = {
+    "channels": (16, 24, 32, 48, 64, 96, 128, 160, 192, 256, 320, 384, 512),
+    "map": (7, 14, 28, 56, 112),
+    "kernel": (1, 3, 5, 7),
+    "stride": (1, 2),
+    "per_group": (4, 8, 16, 32, 64),
+    "expansion": (0.25, 0.5, 1.0, 2.0, 4.0),
+}
+"""The choices each configuration is drawn from (see the module docstring)."""
+
+MAX_MACS = 400_000_000
+"""A drawn configuration above this many MACs is drawn again: one sample must not eat the budget."""
+
+FIRST_ROUND = 6
+"""Samples of each kind drawn from the prior before any is placed by error."""
+
+ROUND = 8
+"""Samples per later round: neighbours of the worst-predicted samples of the weakest kind, and fresh draws."""
+
+
+@dataclass(frozen=True)
+class ConvSample:
+    """One sampled convolution: a square ``map`` x ``map`` input of ``c_in`` channels, ``c_out`` filters of a
+    ``kernel`` x ``kernel`` window at ``stride``, in ``groups`` groups, padded to keep the map ('same')."""
+
+    c_in: int
+    c_out: int
+    map: int
+    kernel: int
+    stride: int
+    groups: int
+
+    @property
+    def name(self) -> str:
+        return f"conv-c{self.c_in}-f{self.c_out}-m{self.map}-k{self.kernel}-s{self.stride}-g{self.groups}"
+
+    @classmethod
+    def from_name(cls, name: str) -> ConvSample:
+        try:
+            parts = {p[0]: int(p[1:]) for p in name.split("-")[1:]}
+            return cls(parts["c"], parts["f"], parts["m"], parts["k"], parts["s"], parts["g"])
+        except (KeyError, ValueError, IndexError) as exc:
+            raise NnperfError(f"{name!r} does not name a sampled convolution") from exc
+
+    def layer(self) -> Layer:
+        pad = self.kernel // 2
+        out = (self.map + 2 * pad - self.kernel) // self.stride + 1
+        return Layer(self.name, OpType.CONV, ("x",), ((1, self.c_in, self.map, self.map),),
+                     (1, self.c_out, out, out), ConvAttrs((self.kernel, self.kernel), (self.stride, self.stride),
+                                                          (pad,) * 4, groups=self.groups))
+
+    @property
+    def kind(self) -> str:
+        return kernel_kind(self.layer())
+
+
+def draw(kind: str, rng: np.random.Generator) -> ConvSample:
+    """A configuration of ``kind`` from :data:`PRIOR`, at most :data:`MAX_MACS`."""
+    if kind not in CONV_KINDS:
+        raise NnperfError(f"cannot sample {kind!r}; the sampled kinds are {', '.join(CONV_KINDS)}")
+    while True:
+        c_in = int(rng.choice(PRIOR["channels"]))
+        size = int(rng.choice(PRIOR["map"]))
+        stride = 2 if rng.random() < 0.25 else 1
+        kernel = int(rng.choice(PRIOR["kernel"][1:]))
+        if kind == "conv:depthwise":
+            sample = ConvSample(c_in, c_in, size, kernel, stride, c_in)
+        elif kind == "conv:grouped":
+            per_group = int(rng.choice([g for g in PRIOR["per_group"] if g < c_in and c_in % g == 0] or [c_in // 2]))
+            sample = ConvSample(c_in, c_in, size, 3, stride, c_in // per_group)
+        else:
+            c_out = _channels(c_in * float(rng.choice(PRIOR["expansion"])))
+            sample = (ConvSample(c_in, c_out, size, 1, 1, 1) if kind == "conv:pointwise"
+                      else ConvSample(c_in, c_out, size, kernel, stride, 1))
+        if sample.kind == kind and layer_metrics(sample.layer()).macs <= MAX_MACS:
+            return sample
+
+
+def neighbours(sample: ConvSample) -> list[ConvSample]:
+    """Configurations one step away in one choice of :data:`PRIOR` (channels, map, kernel, stride), same kind."""
+    found = []
+    for field_name, choices in (("c_in", PRIOR["channels"]), ("map", PRIOR["map"]), ("kernel", PRIOR["kernel"]),
+                                ("stride", PRIOR["stride"])):
+        value = getattr(sample, field_name)
+        index = min(range(len(choices)), key=lambda i: abs(choices[i] - value))
+        for step in (-1, 1):
+            if 0 <= index + step < len(choices):
+                moved = _moved(sample, field_name, int(choices[index + step]))
+                if moved is not None and moved.kind == sample.kind and layer_metrics(moved.layer()).macs <= MAX_MACS:
+                    found.append(moved)
+    return found
+
+
+def _moved(sample: ConvSample, field_name: str, value: int) -> ConvSample | None:
+    values = {"c_in": sample.c_in, "c_out": sample.c_out, "map": sample.map, "kernel": sample.kernel,
+              "stride": sample.stride, "groups": sample.groups, field_name: value}
+    if field_name == "c_in":
+        if sample.groups == sample.c_in:  # depthwise stays depthwise
+            values.update(c_out=value, groups=value)
+        elif sample.groups > 1:  # grouped keeps its channels per group
+            per_group = sample.c_in // sample.groups
+            if value % per_group:
+                return None
+            values.update(c_out=value, groups=value // per_group)
+    if sample.kernel == 1 and sample.groups == 1 and field_name == "kernel":
+        return None  # a pointwise convolution stays pointwise
+    return ConvSample(**values)
+
+
+def _channels(value: float) -> int:
+    return int(min(PRIOR["channels"], key=lambda c: abs(c - value)))
+
+
+Progress = Callable[[str, int, int], None]
+
+
+def sample_layers(backend: Backend, store: Store, budget_s: float, harness: HarnessConfig, seed: int = 0,
+                  progress: Progress | None = None) -> list[tuple[Layer, float]]:
+    """Measures sampled convolutions alone for about ``budget_s`` seconds (see the module docstring) and returns
+    every sample of the run with its median time (seconds), those measured before included."""
+    if budget_s < 0:
+        raise NnperfError(f"the sampling budget must be >= 0 s, got {budget_s}")
+    rng = np.random.default_rng(seed)
+    config = {"budget_s": budget_s, "seed": seed, "harness": {"target_ci": harness.target_ci,
+                                                              "budget_s": harness.budget_s}}
+    key = f"{SAMPLE_CAMPAIGN}|budget={budget_s:g}|seed={seed}"
+    with open_campaign(store, backend.system(), key, SAMPLE_CAMPAIGN, "", Method.ISOLATED.value, config,
+                       reuse=True) as campaign:
+        measured = {ConvSample.from_name(name): timing.stats.median_s for name, timing in campaign.done.items()}
+        if campaign.reused:
+            return [(s.layer(), t) for s, t in measured.items()]
+        start_s = time.perf_counter()
+
+        def spent() -> float:
+            return time.perf_counter() - start_s
+
+        queue = [draw(kind, rng) for kind in CONV_KINDS for _ in range(FIRST_ROUND)]
+        while spent() < budget_s:
+            if not queue:
+                queue = _next_round(measured, rng)
+            sample = queue.pop(0)
+            if sample in measured:
+                continue
+            record = measure_isolated_layer(backend, sample.layer(), harness)
+            campaign.add_layer(record)
+            measured[sample] = record.timing.stats.median_s
+            if progress is not None:
+                progress(f"sampled {sample.name}", min(int(spent()), int(budget_s)), int(budget_s))
+    return [(s.layer(), t) for s, t in measured.items()]
+
+
+def _next_round(measured: dict[ConvSample, float], rng: np.random.Generator) -> list[ConvSample]:
+    """Neighbours of the worst-predicted samples of the kind the models predict worst, and fresh draws."""
+    by_kind: dict[str, list[ConvSample]] = defaultdict(list)
+    for sample in measured:
+        by_kind[sample.kind].append(sample)
+    weakest, worst = _weakest_kind(by_kind, measured)
+    fresh = [draw(str(rng.choice(CONV_KINDS)), rng) for _ in range(ROUND // 4)]
+    near = [n for s in worst for n in neighbours(s) if n not in measured]
+    rng.shuffle(near)  # type: ignore[arg-type]
+    return [*near[:ROUND - len(fresh)], *fresh] if weakest else [draw(k, rng) for k in CONV_KINDS]
+
+
+def _weakest_kind(by_kind: dict[str, list[ConvSample]], measured: dict[ConvSample, float]
+                  ) -> tuple[str, Sequence[ConvSample]]:
+    """The kind with the largest cross-validated error (over the square root of its samples) and the samples its
+    power law predicts worst when they are left out of its fit."""
+    best: tuple[float, str, Sequence[ConvSample]] = (-1.0, "", ())
+    for kind, samples in by_kind.items():
+        if len(samples) < MIN_SAMPLES_TO_CHOOSE:
+            return kind, samples  # too few to judge: grow it first
+        rows = np.array([kernel_features(s.layer(), layer_metrics(s.layer())) for s in samples])
+        times = np.array([measured[s] for s in samples])
+        _, scores = choose(rows, times, ("ridge", "boosting"), folds=4)
+        errors = _out_of_fold_errors(rows[:, :3], times)  # n(W), #OPs, #memOPs: few enough for a small kind
+        weight = min(scores.values()) / np.sqrt(len(samples))
+        if weight > best[0]:
+            order = np.argsort(errors)[::-1][:3]
+            best = (weight, kind, [samples[i] for i in order])
+    return best[1], best[2]
+
+
+def _out_of_fold_errors(rows: np.ndarray, times: np.ndarray, folds: int = 4) -> np.ndarray:
+    """Each sample's relative error under the power law fitted on the folds that leave it out."""
+    from sklearn.model_selection import KFold
+
+    errors = np.zeros(len(times))
+    for train, test in KFold(n_splits=folds, shuffle=True, random_state=0).split(rows):
+        errors[test] = np.abs(fit("ridge", rows[train], times[train]).predict_s(rows[test]) - times[test]) / times[test]
+    return errors
