@@ -18,6 +18,7 @@ from nnperf.cli import (
     completion_cmd,
     evaluate_cmd,
     export_cmd,
+    fleet_cmd,
     inspect_cmd,
     measurements_cmd,
     partition_cmd,
@@ -41,7 +42,7 @@ EXIT_BROKEN_PIPE = 141
 
 COMMANDS = (zoo_cmd, inspect_cmd, export_cmd, backends_cmd, profile_cmd, systems_cmd, measurements_cmd, calibrate_cmd,
             predict_cmd, evaluate_cmd, sweep_cmd, steps_cmd, advise_cmd, accel_cmd, partition_cmd, compare_cmd,
-            primitives_cmd, select_cmd, synthesize_cmd, completion_cmd)
+            primitives_cmd, select_cmd, synthesize_cmd, fleet_cmd, completion_cmd)
 
 
 def build_parser() -> argparse.ArgumentParser:

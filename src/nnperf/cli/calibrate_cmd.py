@@ -7,6 +7,7 @@ import json
 
 from nnperf.cli._backend_args import Progress, add_backend_arguments
 from nnperf.cli._store_arg import add_db_argument
+from nnperf.cli.fleet_cmd import add_fleet_argument, calibrate_on_fleet
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -28,11 +29,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--if-needed", action="store_true",
                    help="do nothing when this system already has a stored calibration")
     p.add_argument("--json", action="store_true", help="print the calibration's summary as JSON")
+    add_fleet_argument(p)
     add_db_argument(p)
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.fleet:
+        return calibrate_on_fleet(args)
     from nnperf.api import calibrate, open_backend, opened_store, stored_calibration
     from nnperf.errors import FormatVersionError
     from nnperf.report import console

@@ -6,8 +6,9 @@ import argparse
 import json
 from pathlib import Path
 
-from nnperf.cli._backend_args import Progress, add_backend_arguments, backend_from_args
+from nnperf.cli._backend_args import add_backend_arguments
 from nnperf.cli._store_arg import add_db_argument, open_store
+from nnperf.cli.fleet_cmd import add_fleet_argument, measuring
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -29,6 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="also write every layer's measured (isolated) and predicted time as CSV: one row per "
                         "layer with its network, run id and system, in seconds")
     p.add_argument("--json", action="store_true", help="print the evaluation as JSON instead of tables")
+    add_fleet_argument(p)
     add_db_argument(p)
     p.set_defaults(run=run)
 
@@ -57,14 +59,13 @@ def run(args: argparse.Namespace) -> int:
         raise NnperfError(f"--budget-s must be > 0, got {args.budget_s}")
     networks = [load_model(name) for name in (args.models or zoo.names())]
     harness = CALIBRATION_HARNESS if args.budget_s is None else replace(CALIBRATION_HARNESS, budget_s=args.budget_s)
-    with open_store(args) as store, backend_from_args(args) as backend:
+    with open_store(args) as store, measuring(args, store, "evaluating") as (backend, progress):
         system = backend.system()
         model = load_system_model(store, system.key, system.label, args.backend)
         for network in networks:  # refuse an uncovered network before measuring anything
             model.predict(network)
-        with Progress(not args.json, "evaluating") as progress:
-            measured = measure_networks(backend, store, networks,
-                                        ProfileConfig(per_layer="isolated", harness=harness), progress=progress)
+        measured = measure_networks(backend, store, networks, ProfileConfig(per_layer="isolated", harness=harness),
+                                    progress=progress)
         evaluation = evaluate(model, measured)
         source = provenance(store, evaluation, __version__)
     paths = write_report(evaluation, args.out, source)

@@ -10,6 +10,7 @@ from pathlib import Path
 from nnperf.cli._backend_args import Progress, add_backend_arguments, backend_from_args, positive_int
 from nnperf.cli._shapes import parse_input_shape
 from nnperf.cli._store_arg import add_db_argument, open_store
+from nnperf.cli.fleet_cmd import add_fleet_argument, measuring
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -51,6 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--trace-runs", type=positive_int, default=None, metavar="N",
                    help=f"whole-network runs in a framework trace (default {TRACE_RUNS})")
     p.add_argument("--json", action="store_true", help="print the profile as JSON")
+    add_fleet_argument(p)
     add_db_argument(p)
     p.set_defaults(run=run)
 
@@ -98,16 +100,25 @@ def run(args: argparse.Namespace) -> int:
                            harness=HarnessConfig(target_ci=args.target_ci, budget_s=args.budget_s))
     trace = Path(args.energy) if args.energy and args.energy.lower().endswith(".csv") else None
     source = trace_source(args)
+    if args.fleet and (args.energy or source is not None):
+        from nnperf.errors import NnperfError
+
+        raise NnperfError("--energy and --trace measure in this process: run them without --fleet")
     store = open_store(args)  # only once every setting is valid: a refused command writes nothing
-    with store, backend_from_args(args) as backend:
-        if trace is not None:
-            return _attach_trace(args, network, backend, store, trace)
-        meter = get_meter(args.energy) if args.energy else None
-        with Progress(not args.json) as progress:
-            report = profile_network(network, backend, store, config, meter=meter, progress=progress,
-                                     model=args.model)
-        if source is not None:
-            _write_trace(args, source, network, backend, report)
+    if args.fleet:
+        with store, measuring(args, store) as (runner, progress):
+            report = profile_network(network, runner, store, config, progress=progress, model=args.model)
+    else:
+        with store, backend_from_args(args) as backend:
+            if trace is not None:
+                return _attach_trace(args, network, backend, store, trace)
+            meter = get_meter(args.energy) if args.energy else None
+            with Progress(not args.json) as progress:
+                report = profile_network(network, backend, store, config, meter=meter, progress=progress,
+                                         model=args.model)
+            if source is not None:
+                _write_trace(args, source, network, backend, report)
+
     if args.json:
         print(json.dumps(profile_document(network, report), indent=1))
     else:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from nnperf.cli._backend_args import Progress, add_backend_arguments, backend_from_args
+from nnperf.cli._backend_args import Progress, add_backend_arguments
 from nnperf.cli._store_arg import add_db_argument, open_store
+from nnperf.cli.fleet_cmd import add_fleet_argument, measuring_backend
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -41,6 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--fresh", action="store_true", help="measure again even when this sweep is stored")
     p.add_argument("--plot", metavar="FILE.png", help="plot the measured sweep")
     p.add_argument("--json", action="store_true", help="print JSON")
+    add_fleet_argument(p)
     add_db_argument(p)
     p.set_defaults(run=run)
 
@@ -75,10 +77,13 @@ def run(args: argparse.Namespace) -> int:
     if args.budget_s is not None:
         harness = replace(harness, budget_s=args.budget_s)
     out = console()
-    with open_store(args) as store, backend_from_args(args) as backend:
+    with open_store(args) as store, measuring_backend(args, store) as backend:
         if args.surround == "auto":
             system = store.add_system(backend.system())
             choice = recorded_surround(store, system.id, args.kind)
+            if choice is None and args.fleet:
+                raise SweepInputError(f"no surround is recorded for {args.kind} on system {system.key}: give "
+                                      "--surround WIDTH, or run the sweep once without --fleet to choose it")
             if choice is None:
                 with Progress(not args.json, "choosing the surround") as progress:
                     choice = find_surround(backend, store, LayerConfig.of(args.kind, fixed), harness=harness,

@@ -11,27 +11,33 @@ from nnperf.cli._store_arg import add_db_argument, open_store
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("systems", help="list the systems in the measurement store",
                        description="List every system (device, backend, options, software versions) that has "
-                                   "measurements in the store, with how many runs and measurements each has.")
+                                   "measurements in the store, with how many runs and measurements each has, and "
+                                   "for those measured on a fleet, how many items each node measured.")
     p.add_argument("--json", action="store_true", help="print JSON")
     add_db_argument(p)
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from nnperf.fleet import node_placements
     from nnperf.report import console
     from nnperf.report.measurements import systems_table
 
     with open_store(args, create=False) as store:
-        systems, counts = store.systems(), store.measurement_counts()
+        systems, counts, nodes = store.systems(), store.measurement_counts(), node_placements(store)
     if args.json:
         rows = [{"id": s.id, "key": s.key, "backend": s.backend, "device": s.device, "device_name": s.device_name,
                  "options": s.options, "host": s.host, "runs": counts.get(s.id, (0, 0, 0))[0],
                  "layer_measurements": counts.get(s.id, (0, 0, 0))[1],
-                 "network_measurements": counts.get(s.id, (0, 0, 0))[2]} for s in systems]
+                 "network_measurements": counts.get(s.id, (0, 0, 0))[2], "fleet_nodes": nodes.get(s.id, {})}
+                for s in systems]
         print(json.dumps({"format": "nnperf-systems", "version": 1, "store": str(store.path), "systems": rows},
                          indent=1))
     elif not systems:
         console().print(f"no systems in {store.path} yet: measure one with `nnperf profile MODEL --backend torch`")
     else:
         console().print(systems_table(systems, counts))
+        for system_id, placed in sorted(nodes.items()):
+            console().print(f"system {system_id} measured on the fleet: "
+                            + ", ".join(f"{node} {items} items" for node, items in sorted(placed.items())))
     return 0

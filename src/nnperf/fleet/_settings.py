@@ -1,0 +1,132 @@
+"""What a fleet measures: a system's settings, the Ray resource that names a system, and the fleet's errors.
+
+A node of the fleet advertises each system it measures as a Ray custom resource ``nnperf-system-KEY`` whose
+amount is its number of measuring slots (one per node: two measurements at once on the same cores would disturb
+each other). ``KEY`` is nnperf's own system key (:attr:`nnperf.measure.SystemSpec.key`: backend, device, CPU model,
+options with the thread count, package versions, allocator environment), so an item asking for one slot of that
+resource runs only on a node of its system, one at a time per node.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from nnperf.errors import NnperfError
+from nnperf.measure.backends import Backend, BackendOptions, create_backend
+
+RESOURCE_PREFIX = "nnperf-system-"
+"""The prefix of the Ray custom resource a node advertises for each system it measures."""
+
+OMP_MARKER = "NNPERF_FLEET_OMP_NUM_THREADS"
+"""Set on a node by ``nnperf fleet up``: the ``OMP_NUM_THREADS`` the node's user had ('' when unset).
+
+Ray sets ``OMP_NUM_THREADS`` (to 1 for a task without CPUs) in a worker where it is unset, and the variable is
+part of a system's key; a worker puts the user's value back while it measures, so a node measures the system it
+advertises and the same system as in one process."""
+
+
+class FleetError(NnperfError):
+    """The fleet cannot do what was asked (Ray missing, no cluster at the address, a lost node)."""
+
+
+class NoNodeForSystemError(FleetError):
+    """No node of the fleet advertises the system an item must be measured on."""
+
+
+class SystemMismatchError(FleetError):
+    """A node was asked to measure a system other than its own."""
+
+
+@dataclass(frozen=True)
+class SystemSettings:
+    """The settings that make a backend, hence a system, on any node: what a fleet's item is measured with.
+
+    ``wall_scale`` concerns the ``fake`` backend only: its modelled times are also slept, scaled by it, so that a
+    simulated fleet (tests, ``bench/fleet_scale.py``) has items that take real time. Its times stay a formula.
+    """
+
+    backend: str
+    device: str = "cpu"
+    threads: int = 1
+    options: tuple[tuple[str, str], ...] = ()
+    wall_scale: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.wall_scale < 0:
+            raise FleetError(f"wall_scale must be >= 0, got {self.wall_scale}")
+        if self.wall_scale and self.backend != "fake":
+            raise FleetError("wall_scale simulates measuring time on the fake backend only")
+
+    @property
+    def label(self) -> str:
+        opts = ",".join(f"{k}={v}" for k, v in (*self.options, ("threads", str(self.threads))))
+        return f"{self.backend}/{self.device}[{opts}]"
+
+    def create(self) -> Backend:
+        """The backend these settings describe, on this machine."""
+        backend = create_backend(self.backend, BackendOptions(self.device, self.threads, dict(self.options)))
+        if self.wall_scale:
+            backend.clock = SleepingClock(self.wall_scale)  # type: ignore[attr-defined]
+        return backend
+
+
+class SleepingClock:
+    """The fake backend's clock, sleeping every modelled time times ``scale`` (seconds)."""
+
+    def __init__(self, scale: float) -> None:
+        self.scale = scale
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+        time.sleep(seconds * self.scale)
+
+
+def system_resource(key: str) -> str:
+    """The Ray custom resource a node advertises for the system with ``key``."""
+    return f"{RESOURCE_PREFIX}{key}"
+
+
+def node_resources(settings: Sequence[SystemSettings], slots: int = 1) -> dict[str, float]:
+    """The resources this machine advertises as a node measuring ``settings``: ``slots`` of each system."""
+    if slots < 1:
+        raise FleetError(f"a node needs at least one measuring slot, got {slots}")
+    resources: dict[str, float] = {}
+    for one in settings:
+        with one.create() as backend:
+            resources[system_resource(backend.system().key)] = float(slots)
+    return resources
+
+
+def node_environment() -> dict[str, str]:
+    """The variables a node's processes need (the user's ``OMP_NUM_THREADS``, see :data:`OMP_MARKER`)."""
+    return {OMP_MARKER: os.environ.get("OMP_NUM_THREADS", "")}
+
+
+@contextmanager
+def measuring_environment(env: Mapping[str, str] | None = None) -> Iterator[None]:
+    """Inside a Ray worker, the node user's ``OMP_NUM_THREADS`` in place of Ray's while measuring."""
+    env = os.environ if env is None else env
+    if OMP_MARKER not in env:
+        yield
+        return
+    wanted, before = env[OMP_MARKER], os.environ.get("OMP_NUM_THREADS")
+    _set("OMP_NUM_THREADS", wanted or None)
+    try:
+        yield
+    finally:
+        _set("OMP_NUM_THREADS", before)
+
+
+def _set(name: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
