@@ -143,12 +143,14 @@ def test_a_node_of_another_system_refuses_its_items(fleet: Fleet, tmp_path: Path
 def test_an_interrupted_driver_resumes_the_campaign(fleet: Fleet, tmp_path: Path) -> None:
     network = tiny_network()
     config = ProfileConfig("isolated", SHORT_HARNESS)
+    names = {layer.name for layer in network.layers}
     seen: list[str] = []
 
     def interrupt(what: str, done: int, total: int) -> None:
-        seen.append(what)
-        if len(seen) == 4:
-            raise KeyboardInterrupt
+        if what in names:  # a layer stored (the whole network may come back at any point)
+            seen.append(what)
+            if len(seen) == 4:
+                raise KeyboardInterrupt
 
     with Store(tmp_path / "s.db") as store, create_backend("fake") as backend, Store(tmp_path / "one.db") as one:
         runner = _runner(fleet)
@@ -173,7 +175,7 @@ def test_a_sweep_and_a_real_backend_on_the_fleet(fleet: Fleet, tmp_path: Path) -
         with create_backend("torch") as backend:
             run_sweep(backend, one, spec)
             assert runner.system().key == backend.system().key  # Ray's OMP_NUM_THREADS is not the node's
-        assert len(sweep.latency_s) == 3 and all(t > 0 for t in sweep.latency_s)
+        assert len(sweep.latency_s) == 3 and bool((sweep.latency_s > 0).all())
         assert stored_identities(store) == stored_identities(one)
 
 
