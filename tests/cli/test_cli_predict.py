@@ -45,6 +45,7 @@ def test_calibrate_then_predict_with_verify(capsys, tmp_path: Path, small_calibr
     code, out, _ = run(capsys, "predict", str(net), "--backend", "fake", "--db", db, "--verify", "--csv", str(table))
     assert code == 0
     for text in ("predicted per-layer latency vs measured", "measured network latency", "per-layer error",
+                 "noise floor: 5 rounds measured",
                  f"per-layer predictions written to {table}"):
         assert text in out
     rows = list(csv.DictReader(table.open()))
@@ -95,7 +96,8 @@ def test_evaluate_writes_tables_figures_and_a_self_contained_report(capsys, tmp_
     assert code == 0
     assert layers_csv.read_text().splitlines()[0].startswith("system,system_key,network,run_id,layer,op,")
     assert len(layers_csv.read_text().splitlines()) == 1 + 2 * 3  # two networks of three layers
-    for text in ("Table I", "Table II", "n12", "n6", "PreVIous (c)", "nnperf composed", "MACs baseline",
+    for text in ("Table I", "Table II", "n12", "n6", "PreVIous (c)", "nnperf composed", "nnperf kernel-aware",
+                 "MACs baseline",
                  "roofline baseline", "MAPE", "prediction time per network"):
         assert text in out
     assert (out_dir / "fig5_layers.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -106,7 +108,7 @@ def test_evaluate_writes_tables_figures_and_a_self_contained_report(capsys, tmp_
     code, out, _ = run(capsys, "evaluate", *nets, *FAKE, "--db", db, "--out", str(out_dir), "--json")
     doc = json.loads(out)
     assert (doc["format"], doc["version"]) == ("nnperf-evaluation", 1)
-    assert list(doc["methods"]) == ["previous", "composed", "macs", "roofline"]
+    assert list(doc["methods"]) == ["previous", "composed", "kernel", "macs", "roofline"]
     for network in doc["networks"]:  # Table I: the sums are the layers' sums, the error is relative
         layers = network["layers"]
         assert network["measured_layer_sum_s"] == pytest.approx(sum(x["measured_s"] for x in layers))

@@ -14,8 +14,11 @@ from nnperf.prediction.evaluation import relative_error
 class Verification:
     """A prediction against a measurement of the same network on the same system.
 
-    ``measured_latency_s`` is the whole-network median, ``layer_measured_s``
-    each layer's isolated median (seconds); ``run_id`` names the stored run.
+    ``measured_latency_s`` is the whole-network median (the median of the round medians when the network was
+    measured in several rounds), ``layer_measured_s`` each layer's isolated median (seconds); ``run_id`` names
+    the stored run. ``round_medians_s`` are the medians of separate whole-network measurements: their spread
+    is the noise floor of the verdict (on a shared 2-core VM the same network measured twice differed by up to
+    19%), and an error whose prediction lies inside it cannot be told from noise.
     """
 
     prediction: NetworkPrediction
@@ -25,6 +28,24 @@ class Verification:
     run_id: int
     store_path: str = ""
     warnings: tuple[str, ...] = ()
+    round_medians_s: tuple[float, ...] = ()
+
+    @property
+    def spread(self) -> tuple[float, float] | None:
+        """The least and greatest round median (seconds), or None with fewer than two rounds."""
+        return (min(self.round_medians_s), max(self.round_medians_s)) if len(self.round_medians_s) > 1 else None
+
+    @property
+    def noise(self) -> float | None:
+        """The noise floor: (greatest - least round median) / the measured latency."""
+        spread = self.spread
+        return None if spread is None else (spread[1] - spread[0]) / self.measured_latency_s
+
+    @property
+    def within_noise(self) -> bool:
+        """Whether the prediction lies inside the spread of the round medians."""
+        spread = self.spread
+        return spread is not None and spread[0] <= self.prediction.latency_s <= spread[1]
 
     @property
     def error(self) -> float:
@@ -48,4 +69,5 @@ class Verification:
         return {**self.prediction.to_dict(), "verify": {
             "measured_latency_s": self.measured_latency_s, "measured_layer_sum_s": self.measured_layer_sum_s,
             "error": self.error, "previous_error": self.previous_error, "run_id": self.run_id,
+            "round_medians_s": list(self.round_medians_s), "noise": self.noise, "within_noise": self.within_noise,
             "layer_errors": self.layer_errors}}

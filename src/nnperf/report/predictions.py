@@ -156,7 +156,13 @@ def verification_summary(check: Verification) -> list[str]:
     lines = [f"measured network latency: {check.measured_latency_s * 1e3:.4g} ms; predicted "
              f"{prediction.latency_s * 1e3:.4g} ms; error {check.error:+.1%}"
              + (f" (PreVIous' c x sum: {previous:+.1%})"
-                if prediction.method == "composed" and previous is not None else "")]
+                if prediction.method != "previous" and previous is not None else "")]
+    if check.spread is not None and check.noise is not None:
+        low, high = check.spread
+        verdict = ("inside the noise: the prediction lies within the spread" if check.within_noise
+                   else "outside the noise")
+        lines.append(f"noise floor: {len(check.round_medians_s)} rounds measured {low * 1e3:.4g}-{high * 1e3:.4g} ms "
+                     f"({check.noise:.1%} spread); {verdict}")
     errors = sorted(abs(e) for e in check.layer_errors.values())
     if errors:
         lines.append(f"per-layer error: mean |error| {sum(errors) / len(errors):.1%}, median "
