@@ -26,7 +26,8 @@ def test_calibrate_then_predict_with_verify(capsys, tmp_path: Path, small_calibr
     db = str(tmp_path / "m.db")
     code, out, _ = run(capsys, "calibrate", *FAKE, "--db", db)
     assert code == 0
-    for text in ("fake/cpu[threads=1]", "conv", "eltwise", "relu", "network coefficient c", "18 layers measured"):
+    for text in ("fake/cpu[threads=1]", "conv", "eltwise", "relu", "network coefficient c", "18 layers measured",
+                 "kernel-aware models (regressor, cross-validated median error): conv:dense ridge"):
         assert text in out
     code, out, _ = run(capsys, "calibrate", "--backend", "fake", "--if-needed", "--db", db)
     assert code == 0 and "already calibrated" in out
@@ -55,6 +56,12 @@ def test_calibrate_then_predict_with_verify(capsys, tmp_path: Path, small_calibr
         assert float(row["predicted_s"]) == pytest.approx(layer["latency_s"])
         assert float(row["error"]) == pytest.approx(float(row["predicted_s"]) / float(row["measured_s"]) - 1)
     assert {r["network"] for r in rows} == {"unseen"} and {r["system"] for r in rows} == {"fake/cpu[threads=1]"}
+
+
+def test_a_sampling_budget_that_is_no_duration_is_refused_before_measuring(capsys, tmp_path: Path) -> None:
+    code, _, err = run(capsys, "calibrate", *FAKE, "--sample-budget", "soon", "--db", str(tmp_path / "m.db"))
+    assert code == 1 and "--sample-budget: 'soon' is not a duration" in err
+    assert not (tmp_path / "m.db").exists()
 
 
 def test_predict_without_calibration_says_how(capsys, tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ import json
 
 from nnperf.cli._backend_args import Progress, add_backend_arguments
 from nnperf.cli._store_arg import add_db_argument
+from nnperf.cli._units import parse_duration
 from nnperf.cli.fleet_cmd import add_fleet_argument, calibrate_on_fleet
 
 
@@ -26,6 +27,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         "calibration measures about 470 layers, and the fit averages their noise)")
     p.add_argument("--target-ci", type=float, default=None, help="stop repeating a layer once the median's 95%% CI is within this fraction "
                                                                   "(default 0.02, as profile)")
+    p.add_argument("--sample-budget", metavar="DURATION", default=None,
+                   help="also measure sampled convolutions alone for this long (e.g. 90s, 2m), placed where the "
+                        "kernel-aware models err most (nn-Meter's adaptive sampling); default: none")
     p.add_argument("--if-needed", action="store_true",
                    help="do nothing when this system already has a stored calibration")
     p.add_argument("--json", action="store_true", help="print the calibration's summary as JSON")
@@ -48,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
     )
     from nnperf.store import default_store_path
 
+    sample_budget_s = parse_duration(args.sample_budget, "--sample-budget") if args.sample_budget else 0.0
     out = console()
     store_path = str(args.db or default_store_path())
     settings = {"backend": args.backend, "device": args.device, "threads": args.threads, "options": dict(args.option)}
@@ -69,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         out.print(calibration_header(args.backend, args.device, args.threads, store_path))
     with Progress(not args.json, "calibrating") as progress:
         model = calibrate(store=args.db, energy=args.energy, budget_s=args.budget_s, target_ci=args.target_ci,
-                          progress=progress, **settings)
+                          sample_budget_s=sample_budget_s, progress=progress, **settings)
     if args.json:
         print(json.dumps(calibration_document(model, store_path), indent=1))
         return 0

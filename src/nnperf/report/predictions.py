@@ -37,6 +37,15 @@ def calibration_summary(model: SystemModel, store_path: str) -> list[str]:
         fused = model.composition.fusion.fused_pairs
         lines.append(f"composition: {model.composition.delta_s * 1e6:+.1f} us per unfused layer call; fused by this "
                      f"backend: {', '.join(fused) or 'nothing'}")
+    kernel = model.predictors.get("kernel")
+    if kernel is not None:
+        chosen = ", ".join(f"{kind} {kernel.models_[kind].kind}"  # type: ignore[attr-defined]
+                           + (f" {min(scores.values()):.0%}" if scores else "")
+                           for kind, scores in sorted(kernel.scores_.items()))  # type: ignore[attr-defined]
+        samples = info.get("layer_samples", 0)
+        lines.append(f"kernel-aware models (regressor, cross-validated median error): {chosen}; in-network/isolated "
+                     f"time {kernel.context_['*']:.2f}x"  # type: ignore[attr-defined]
+                     + (f"; {samples} sampled convolutions" if samples else ""))
     if model.roofline is not None:
         lines.append(f"roofline peaks: {model.roofline.ops_per_s_ / 1e9:.1f} GOP/s, "
                      f"{model.roofline.bytes_per_s_ / 1e9:.1f} GB/s")
