@@ -27,7 +27,7 @@ def test_calibrate_then_predict_with_verify(capsys, tmp_path: Path, small_calibr
     code, out, _ = run(capsys, "calibrate", *FAKE, "--db", db)
     assert code == 0
     for text in ("fake/cpu[threads=1]", "conv", "eltwise", "relu", "network coefficient c", "18 layers measured",
-                 "kernel-aware models (regressor, cross-validated median error): conv:dense ridge"):
+                 "kernel-aware models (regressor, cross-validated median error): conv:standard ridge"):
         assert text in out
     code, out, _ = run(capsys, "calibrate", "--backend", "fake", "--if-needed", "--db", db)
     assert code == 0 and "already calibrated" in out

@@ -39,8 +39,8 @@ def _conv(c_in: int, c_out: int, hw: int, kernel: int, stride: int = 1, groups: 
 
 
 @pytest.mark.parametrize(("layer", "kind"), [
-    (_conv(64, 64, 56, 3), "conv:dense"),
-    (_conv(64, 128, 56, 1, stride=2), "conv:dense"),  # a strided 1x1 is not a plain matrix product
+    (_conv(64, 64, 56, 3), "conv:standard"),
+    (_conv(64, 128, 56, 1, stride=2), "conv:pointwise"),
     (_conv(64, 256, 56, 1), "conv:pointwise"),
     (_conv(96, 96, 28, 3, groups=96), "conv:depthwise"),
     (_conv(128, 128, 28, 3, groups=32), "conv:grouped"),
@@ -127,7 +127,7 @@ def test_the_kernel_model_learns_context_and_takes_sampled_kinds(tmp_path) -> No
     calibration = CalibrationSet(runs, [run.layer_median_s() for run in runs], profiled,
                                  extra={LAYER_SAMPLES: samples})
     model = KernelModel(candidates=("ridge",)).fit(calibration)
-    assert model.context("conv:dense") == pytest.approx(1.3) and model.context_["*"] == pytest.approx(1.3)
+    assert model.context("conv:standard") == pytest.approx(1.3) and model.context_["*"] == pytest.approx(1.3)
     assert model.samples_["conv:grouped"] == len(grouped)  # a kind only the samples hold gets its own model
     layer = _conv(48, 48, 20, 3, groups=12)
     want = 1.3 * backend.model.layer_cost_s(layer)  # its time inside a network

@@ -5,11 +5,13 @@ convolution from a grouped or depthwise one of the same counts, whose kernels ru
 rate (issue 21: ResNeXt-50's grouped convolutions were under-predicted by 30%). nn-Meter splits by kernel; so
 does this module:
 
-- ``conv:dense``: groups 1, a kernel larger than 1x1 (or a strided 1x1);
-- ``conv:pointwise``: groups 1, an unstrided 1x1 kernel (a matrix product);
+- ``conv:standard``: groups 1, a kernel larger than 1x1;
+- ``conv:pointwise``: groups 1, a 1x1 kernel (a matrix product);
 - ``conv:depthwise``: one input channel per group (groups = input channels);
 - ``conv:grouped``: every other convolution with groups > 1;
 - every other layer: its PreVIous layer type (``model_key``).
+
+The convolution kinds are the IR's own (:attr:`nnperf.ir.Layer.conv_kind`).
 
 A convolution's features describe how its kernel runs: n(W), #OPs, #memOPs, input and output channels, groups,
 input channels per group, kernel area, stride, dilation, output and input map sizes and total padding. Other
@@ -20,11 +22,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnperf.ir import ConvAttrs, Layer, OpType
+from nnperf.ir import ConvAttrs, ConvKind, Layer, OpType
 from nnperf.ir.metrics import LayerMetrics
 from nnperf.prediction._features import model_key
 
-CONV_KINDS = ("conv:dense", "conv:pointwise", "conv:depthwise", "conv:grouped")
+CONV_KINDS = tuple(f"conv:{kind.value}" for kind in ConvKind)
 
 CONV_FEATURES = ("n_weights", "ops", "mem_ops", "in_channels", "out_channels", "groups", "channels_per_group",
                  "kernel_area", "stride", "dilation", "out_map", "in_map", "padding")
@@ -33,15 +35,8 @@ LAYER_FEATURES = ("n_weights", "ops", "mem_ops", "n_input", "n_output")
 
 def kernel_kind(layer: Layer) -> str:
     """The kernel kind that runs ``layer`` (see the module docstring)."""
-    if layer.op is not OpType.CONV or not isinstance(layer.attrs, ConvAttrs):
-        return model_key(layer)
-    attrs = layer.attrs
-    in_channels = layer.input_shapes[0][1]
-    if attrs.groups > 1:
-        return "conv:depthwise" if attrs.groups == in_channels else "conv:grouped"
-    if attrs.kernel == (1, 1) and attrs.stride == (1, 1):
-        return "conv:pointwise"
-    return "conv:dense"
+    kind = layer.conv_kind
+    return model_key(layer) if kind is None else f"conv:{kind.value}"
 
 
 def kernel_features(layer: Layer, metrics: LayerMetrics) -> np.ndarray:

@@ -2,7 +2,7 @@
 
 Three things a PreVIous model per layer type misses (issue 21), and what this predictor does about each:
 
-1. **Kernels.** Layers are split by the kernel that runs them (:func:`kernel_kind`: dense, pointwise,
+1. **Kernels.** Layers are split by the kernel that runs them (:func:`kernel_kind`: standard, pointwise,
    depthwise and grouped convolutions, then the layer types) and described by features that tell kernels of
    one kind apart (:func:`kernel_features`). Each kind gets the regressor (power law, boosted trees, random
    forest, small MLP) with the least cross-validated error on its samples (:func:`choose`).
