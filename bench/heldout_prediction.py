@@ -1,0 +1,371 @@
+"""Held-out prediction (issue 21, items 4 and 5): fit only on calibration data, then predict networks that were
+never used to choose or fit anything, and judge every error against the noise of the measurement itself.
+
+Run: PYTHONPATH=src .venv/bin/python bench/heldout_prediction.py [--systems torch:1 onnxruntime:1]
+         [--networks densenet121 googlenet] [--rounds 5] [--layers] [--db bench/results/heldout.db]
+         [--json out.json] [--quick]
+     (per system: calibration 2 to 4 min the first time, the rounds 9 networks x 5 rounds x a few s,
+     --layers about 10 min more the first time; every layer and calibration measurement is stored as it is
+     taken, so an interrupted run resumes; the whole-network rounds are measured again)
+
+For each system (backend, threads), default torch and onnxruntime at 1 and 2 threads:
+
+1. calibrate into --db (`nnperf.api.calibrate(..., if_needed=True)`): the calibration wall time is the one
+   recorded when the model was fitted (`SystemModel.calibration['wall_s']`);
+2. predict every held-out network (`nnperf.api.predict`), timing the call (store opened, model loaded,
+   network predicted);
+3. measure every network whole in --rounds interleaved rounds: each round times each network once with the
+   harness `nnperf.api.verify` uses (`measure(backend.network_timer(network), HarnessConfig())`), in an order
+   shuffled per round (seeded), so slow drifts of the machine spread over all networks alike. The reference is
+   the median of the round medians; the spread is their min..max, and (max - min) / median the noise floor. A
+   prediction between the round minimum and maximum is "inside the spread": no single measurement could tell
+   it from the truth;
+4. with --layers, every layer of every network measured alone (`profile_network`, isolated, the calibration
+   harness; stored and reused) against the per-layer predictions: MdRAE (median |pred - meas| / meas) per
+   kernel kind (conv standard/pointwise/depthwise/grouped by `Layer.conv_kind`, other layers by op).
+
+Held-out networks: the exports of bench/architectures.py (written from the papers, random weights, read back
+through nnperf's ONNX importer as a user's file would be) and zoo networks that no part of nnperf was chosen or
+fitted on (checked against the calibration networks). Every network predictor the model holds is judged: the
+keys of `NetworkPrediction.network_latency_s`, whatever they are.
+
+Progress goes to stderr; stdout gets Markdown tables (printed after each system); --json the raw figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+from architectures import ARCHITECTURES, exported
+
+import nnperf
+from nnperf import api, zoo
+from nnperf.campaign import ProfileConfig, profile_network
+from nnperf.errors import NnperfError
+from nnperf.ir import Network
+from nnperf.measure import HarnessConfig, host_info, measure
+from nnperf.measure.backends import Backend
+from nnperf.prediction import CALIBRATION_HARNESS, NetworkPrediction
+from nnperf.zoo import zoo_network
+
+ZOO_HELDOUT = ("shufflenet_v2_x1_0", "mobilenet_v3_large", "convnext_tiny", "googlenet")
+"""Zoo networks no part of nnperf was chosen or fitted on (issue 21)."""
+
+NETWORKS = (*ARCHITECTURES, *ZOO_HELDOUT)
+SYSTEMS = ("torch:1", "onnxruntime:1", "torch:2", "onnxruntime:2")
+WITHIN = 0.10
+"""The issue's bound on a network's relative error."""
+WORST_LAYERS = 8
+"""Layers listed with the largest absolute error (seconds) per system."""
+WHOLE_HARNESS = HarnessConfig()
+"""What `nnperf verify` measures a whole network with: 2% CI of the median or 3 s."""
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def progress_logger(label: str, every_s: float = 20.0) -> Callable[[str, int, int], None]:
+    last = [0.0]
+
+    def progress(what: str, done: int, total: int) -> None:
+        now = time.perf_counter()
+        if now - last[0] > every_s or done == total:
+            last[0] = now
+            log(f"{label}: {done}/{total} {what}")
+
+    return progress
+
+
+# ------------------------------------------------------------------------------------------------ inputs
+@dataclass(frozen=True)
+class System:
+    backend: str
+    threads: int
+
+    @classmethod
+    def parse(cls, text: str) -> System:
+        backend, _, threads = text.partition(":")
+        return cls(backend, int(threads or 1))
+
+    @property
+    def label(self) -> str:
+        return f"{self.backend}:{self.threads}"
+
+
+def heldout_network(name: str, onnx_dir: Path) -> Network:
+    """An architecture of bench/architectures.py through its ONNX export, else a held-out zoo network."""
+    if name in zoo.calibration_names():
+        raise SystemExit(f"{name} is a calibration network, not a held-out one")
+    return api.load_model(exported(name, onnx_dir)) if name in ARCHITECTURES else zoo_network(name)
+
+
+def source_commit() -> dict[str, Any]:
+    """The commit of the nnperf source this process runs, and whether its src/ differs from it."""
+    src = Path(nnperf.__file__).resolve().parents[1]
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(src), *args], capture_output=True, text=True, check=False).stdout.strip()
+
+    return {"src": str(src), "commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain", "."))}
+
+
+# ------------------------------------------------------------------------------------------------ measuring
+def measure_whole_s(backend: Backend, network: Network) -> float:
+    """The whole network's harness median (s), measured as `nnperf verify` measures it."""
+    return measure(backend.network_timer(network), WHOLE_HARNESS).stats.median_s
+
+
+def measure_rounds(backend: Backend, networks: dict[str, Network], rounds: int, seed: int = 0
+                   ) -> dict[str, list[float]]:
+    """Every network's whole-network median (s) in each of ``rounds`` rounds, the order shuffled per round."""
+    medians: dict[str, list[float]] = {name: [] for name in networks}
+    for r in range(rounds):
+        order = list(networks)
+        random.Random(seed + r).shuffle(order)
+        for name in order:
+            medians[name].append(measure_whole_s(backend, networks[name]))
+            log(f"  round {r + 1}/{rounds} {name}: {medians[name][-1] * 1e3:.2f} ms")
+    return medians
+
+
+def timed_prediction(network: Network, system: System, db: Path) -> tuple[NetworkPrediction, float]:
+    started = time.perf_counter()
+    prediction = api.predict(network, store=db, backend=system.backend, threads=system.threads)
+    return prediction, time.perf_counter() - started
+
+
+def kernel_kind(network: Network, layer_name: str) -> str:
+    layer = network.layer(layer_name)
+    kind = layer.conv_kind
+    return f"conv/{kind.value}" if kind is not None else layer.op.value
+
+
+def layer_errors(network: Network, name: str, prediction: NetworkPrediction, backend: Backend, db: Path
+                 ) -> list[dict[str, Any]]:
+    """Each layer's predicted and isolated-measured latency (s), its kind and relative error."""
+    config = ProfileConfig(per_layer="isolated", harness=CALIBRATION_HARNESS)
+    with api.opened_store(db) as store:
+        report = profile_network(network, backend, store, config, progress=progress_logger(f"  layers {name}"),
+                                 model=f"heldout/{name}", reuse=True)
+    for warning in report.warnings:
+        log(f"  layers {name}: {warning}")
+    measured = {m.layer: m.timing.stats.median_s for m in report.layers}
+    rows = []
+    for p in prediction.layers:
+        meas = measured.get(p.layer)
+        if meas is None or meas <= 0:
+            continue
+        rows.append({"network": name, "layer": p.layer, "kind": kernel_kind(network, p.layer),
+                     "predicted_s": p.latency_s, "measured_s": meas, "rel_error": p.latency_s / meas - 1})
+    return rows
+
+
+# ------------------------------------------------------------------------------------------------ judging
+@dataclass
+class NetworkResult:
+    name: str
+    round_medians_s: list[float]
+    predicted_s: dict[str, float]
+    prediction_s: float
+
+    @property
+    def median_s(self) -> float:
+        return statistics.median(self.round_medians_s)
+
+    @property
+    def noise_floor(self) -> float:
+        return (max(self.round_medians_s) - min(self.round_medians_s)) / self.median_s
+
+    def error(self, predictor: str) -> float:
+        return self.predicted_s[predictor] / self.median_s - 1
+
+    def inside(self, predictor: str) -> bool:
+        return min(self.round_medians_s) <= self.predicted_s[predictor] <= max(self.round_medians_s)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"network": self.name, "round_medians_s": self.round_medians_s, "median_s": self.median_s,
+                "noise_floor": self.noise_floor, "prediction_s": self.prediction_s,
+                "predicted_s": self.predicted_s,
+                "error": {k: self.error(k) for k in self.predicted_s},
+                "inside_spread": {k: self.inside(k) for k in self.predicted_s}}
+
+
+@dataclass
+class SystemResult:
+    system: str
+    calibration_wall_s: float | None
+    calibrate_call_s: float
+    networks: list[NetworkResult] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    layers: list[dict[str, Any]] = field(default_factory=list)
+
+    def predictors(self) -> list[str]:
+        names: dict[str, None] = {}
+        for n in self.networks:
+            names.update(dict.fromkeys(n.predicted_s))
+        return list(names)
+
+    def summary(self, predictor: str) -> dict[str, float | int]:
+        judged = [n for n in self.networks if predictor in n.predicted_s]
+        errors = [abs(n.error(predictor)) for n in judged]
+        return {"networks": len(judged), "mape": statistics.fmean(errors) if errors else float("nan"),
+                "within_10": sum(e <= WITHIN for e in errors), "inside_spread": sum(n.inside(predictor) for n in judged)}
+
+    def kind_mdrae(self) -> dict[str, dict[str, float | int]]:
+        by_kind: dict[str, list[dict[str, Any]]] = {}
+        for row in self.layers:
+            by_kind.setdefault(row["kind"], []).append(row)
+        out = {}
+        for kind, rows in sorted(by_kind.items()):
+            rae = [abs(r["rel_error"]) for r in rows]
+            out[kind] = {"layers": len(rows), "mdrae": statistics.median(rae),
+                         "median_signed": statistics.median(r["rel_error"] for r in rows),
+                         "measured_share": sum(r["measured_s"] for r in rows)}
+        total = sum(float(v["measured_share"]) for v in out.values()) or 1.0
+        for v in out.values():
+            v["measured_share"] = float(v["measured_share"]) / total
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"system": self.system, "calibration_wall_s": self.calibration_wall_s,
+                "calibrate_call_s": self.calibrate_call_s,
+                "prediction_s_median": statistics.median(n.prediction_s for n in self.networks)
+                if self.networks else None,
+                "networks": [n.as_dict() for n in self.networks], "failed": self.failed,
+                "summary": {p: self.summary(p) for p in self.predictors()},
+                "layer_mdrae": self.kind_mdrae(), "layers": self.layers}
+
+
+# ------------------------------------------------------------------------------------------------ running
+def run_system(system: System, names: Sequence[str], rounds: int, db: Path, onnx_dir: Path,
+               with_layers: bool) -> SystemResult:
+    log(f"{system.label}: calibrating into {db} (if needed)")
+    started = time.perf_counter()
+    model = api.calibrate(system.backend, threads=system.threads, store=db, if_needed=True,
+                          progress=progress_logger(f"{system.label} calibrate"))
+    result = SystemResult(system.label, model.calibration.get("wall_s"), time.perf_counter() - started)
+    networks: dict[str, Network] = {}
+    predictions: dict[str, tuple[NetworkPrediction, float]] = {}
+    for name in names:
+        try:
+            networks[name] = heldout_network(name, onnx_dir)
+            predictions[name] = timed_prediction(networks[name], system, db)
+        except NnperfError as exc:
+            log(f"{system.label} {name}: {type(exc).__name__}: {exc}")
+            result.failed[name] = f"{type(exc).__name__}: {exc}"
+            networks.pop(name, None)
+    with api.open_backend(system.backend, threads=system.threads) as backend:
+        log(f"{system.label}: {rounds} interleaved rounds of {len(networks)} networks")
+        medians = measure_rounds(backend, networks, rounds)
+        for name in networks:
+            prediction, elapsed = predictions[name]
+            result.networks.append(NetworkResult(name, medians[name], dict(prediction.network_latency_s), elapsed))
+        if with_layers:
+            for name, network in networks.items():
+                result.layers += layer_errors(network, name, predictions[name][0], backend, db)
+    return result
+
+
+# ------------------------------------------------------------------------------------------------ output
+def pct(value: float) -> str:
+    return f"{value:+.1%}"
+
+
+def markdown(result: SystemResult, rounds: int) -> str:
+    predictors = result.predictors()
+    lines = [f"### {result.system}", ""]
+    cal = f"{result.calibration_wall_s:.0f} s" if result.calibration_wall_s is not None else "not recorded"
+    pred_s = [n.prediction_s for n in result.networks]
+    lines.append(f"Calibration: {cal} (when fitted; this call {result.calibrate_call_s:.1f} s). Prediction: median "
+                 f"{statistics.median(pred_s) * 1e3:.0f} ms, max {max(pred_s) * 1e3:.0f} ms per network "
+                 f"(store opened, model loaded, predicted)." if pred_s else f"Calibration: {cal}.")
+    lines += ["", (f"Measured: median of {rounds} interleaved round medians; spread = min..max of the round "
+                   "medians; noise = (max - min) / median. Error = predicted / measured - 1; * = inside the spread."),
+              ""]
+    lines.append("| network | measured ms | spread ms | noise | " + " | ".join(predictors) + " |")
+    lines.append("|---|---:|---:|---:|" + "---:|" * len(predictors))
+    for n in result.networks:
+        cells = [f"{pct(n.error(p))}{'*' if n.inside(p) else ''}" if p in n.predicted_s else "-" for p in predictors]
+        lines.append(f"| {n.name} | {n.median_s * 1e3:.2f} | {min(n.round_medians_s) * 1e3:.2f}.."
+                     f"{max(n.round_medians_s) * 1e3:.2f} | {n.noise_floor:.1%} | " + " | ".join(cells) + " |")
+    for name, why in result.failed.items():
+        lines.append(f"| {name} | failed: {why} |")
+    lines += ["", "| predictor | networks | MAPE | within +/-10% | inside spread |", "|---|---:|---:|---:|---:|"]
+    for p in predictors:
+        s = result.summary(p)
+        lines.append(f"| {p} | {s['networks']} | {s['mape']:.1%} | {s['within_10']}/{s['networks']} | "
+                     f"{s['inside_spread']}/{s['networks']} |")
+    if result.networks:
+        floors = [n.noise_floor for n in result.networks]
+        lines.append(f"\nNoise floor over networks: median {statistics.median(floors):.1%}, max {max(floors):.1%}.")
+    if result.layers:
+        lines += ["", "Per-layer, each layer measured alone (calibration harness) against its prediction:", "",
+                  "| kind | layers | MdRAE | median signed | share of measured layer time |",
+                  "|---|---:|---:|---:|---:|"]
+        for kind, s in result.kind_mdrae().items():
+            lines.append(f"| {kind} | {s['layers']} | {s['mdrae']:.1%} | {pct(float(s['median_signed']))} | "
+                         f"{s['measured_share']:.1%} |")
+        lines += ["", "Largest absolute layer errors:", "",
+                  "| network | layer | kind | measured ms | predicted ms | error |", "|---|---|---|---:|---:|---:|"]
+        for row in sorted(result.layers, key=lambda r: -abs(r["predicted_s"] - r["measured_s"]))[:WORST_LAYERS]:
+            lines.append(f"| {row['network']} | {row['layer']} | {row['kind']} | {row['measured_s'] * 1e3:.3f} | "
+                         f"{row['predicted_s'] * 1e3:.3f} | {pct(row['rel_error'])} |")
+    return "\n".join(lines) + "\n"
+
+
+def arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--systems", nargs="+", default=list(SYSTEMS), metavar="BACKEND:THREADS",
+                        help=f"default: {' '.join(SYSTEMS)}")
+    parser.add_argument("--networks", nargs="+", default=list(NETWORKS), metavar="NAME",
+                        help=f"default: {' '.join(NETWORKS)}")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved whole-network rounds (default 5)")
+    parser.add_argument("--layers", action="store_true", help="also measure every layer alone (per-layer MdRAE)")
+    parser.add_argument("--db", type=Path, default=Path("bench/results/heldout.db"))
+    parser.add_argument("--onnx-dir", type=Path, default=Path("bench/results/onnx"))
+    parser.add_argument("--json", type=Path, help="write every figure here")
+    parser.add_argument("--quick", action="store_true", help="smoke test: the first network, 2 rounds")
+    args = parser.parse_args()
+    if args.quick:
+        args.networks, args.rounds = args.networks[:1], 2
+    unknown = sorted(set(args.networks) - set(NETWORKS))
+    if unknown:
+        parser.error(f"unknown network {', '.join(unknown)}; held-out ones: {', '.join(NETWORKS)}")
+    if args.rounds < 2:
+        parser.error("--rounds must be at least 2 (the spread needs two)")
+    return args
+
+
+def main() -> None:
+    args = arguments()
+    args.db.parent.mkdir(parents=True, exist_ok=True)
+    meta = {"source": source_commit(), "host": asdict(host_info()), "rounds": args.rounds,
+            "networks": args.networks, "db": str(args.db), "started": time.strftime("%Y-%m-%d %H:%M:%S")}
+    log(f"nnperf from {meta['source']}")
+    print(f"## Held-out prediction\n\nnnperf source {meta['source']['commit'][:12]}"
+          f"{' (modified)' if meta['source']['dirty'] else ''}; {args.rounds} rounds; "
+          f"networks: {', '.join(args.networks)}\n", flush=True)
+    results: list[SystemResult] = []
+    for text in args.systems:
+        results.append(run_system(System.parse(text), args.networks, args.rounds, args.db, args.onnx_dir,
+                                  args.layers))
+        print(markdown(results[-1], args.rounds), flush=True)
+        if args.json:
+            args.json.write_text(json.dumps({**meta, "systems": [r.as_dict() for r in results]}, indent=1,
+                                            default=str))
+
+
+if __name__ == "__main__":
+    main()
