@@ -46,7 +46,7 @@ def subcommand_actions(parser: argparse.ArgumentParser) -> list[argparse._SubPar
 
 def test_every_level_of_subcommands_is_called_command() -> None:
     actions = subcommand_actions(build_parser())
-    assert len(actions) == 5  # nnperf, accel, measurements, steps, primitives (was COMMAND, SUBCOMMAND and ACTION)
+    assert len(actions) == 6  # nnperf, accel, fleet, measurements, steps, primitives (was COMMAND, SUBCOMMAND, ACTION)
     assert {a.metavar for a in actions} == {"COMMAND"}
 
 

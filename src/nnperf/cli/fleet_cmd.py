@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                                    "Campaigns run on it with --fleet ADDRESS (calibrate, profile, sweep, evaluate): "
                                    "each item runs on a node of its system, one at a time per node, and comes back "
                                    "to this machine, the one writer of the store.")
-    actions = p.add_subparsers(dest="fleet_command", metavar="ACTION", required=True)
+    actions = p.add_subparsers(dest="fleet_command", metavar="COMMAND", required=True)
     up = actions.add_parser("up", help="start a node here: the head of a new fleet, or joining --address",
                             description="Start a Ray node on this machine that measures the system of the given "
                                         "backend settings (one measuring slot per node unless --slots). Without "
