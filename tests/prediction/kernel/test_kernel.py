@@ -89,7 +89,8 @@ def test_stored_numbers_predict_what_scikit_learn_predicts(name: str) -> None:
 def test_cross_validation_picks_the_power_law_for_a_power_law_and_trees_for_a_step() -> None:
     x, y = _planted(120, 4)
     chosen, scores = choose(x, y)
-    assert chosen.kind == "ridge" and scores["ridge"] == min(scores.values()) and set(scores) == set(REGRESSORS)
+    # the power law is within a percentage point of the best (a near-tie goes to the simplest candidate)
+    assert chosen.kind == "ridge" and scores["ridge"] <= min(scores.values()) + 0.01 and set(scores) == set(REGRESSORS)
     step = np.where(x[:, 0] > 5e5, 1e-3, 1e-4)  # a kernel switch: no power law fits it
     chosen, scores = choose(x, step)
     assert chosen.kind in ("boosting", "forest") and scores["ridge"] > 0.3
@@ -126,7 +127,7 @@ def test_the_kernel_model_learns_context_and_takes_sampled_kinds(tmp_path) -> No
     samples = [(layer, backend.model.layer_cost_s(layer)) for layer in grouped]
     calibration = CalibrationSet(runs, [run.layer_median_s() for run in runs], profiled,
                                  extra={LAYER_SAMPLES: samples})
-    model = KernelModel(candidates=("ridge",)).fit(calibration)
+    model = KernelModel(candidates=("ridge",), other_candidates=("ridge",)).fit(calibration)
     assert model.context("conv:standard") == pytest.approx(1.3) and model.context_["*"] == pytest.approx(1.3)
     assert model.samples_["conv:grouped"] == len(grouped)  # a kind only the samples hold gets its own model
     layer = _conv(48, 48, 20, 3, groups=12)

@@ -30,7 +30,7 @@ from nnperf.ir import Layer, Network
 from nnperf.ir.metrics import LayerMetrics, network_metrics
 from nnperf.prediction._base import CalibrationSet, NetworkInput, NetworkPredictor, register_predictor
 from nnperf.prediction._composition import MIN_COMPOSITION_NETWORKS, Composition, fit_composition, learn_fusion
-from nnperf.prediction.kernel._kinds import kernel_features, kernel_kind
+from nnperf.prediction.kernel._kinds import CONV_KINDS, kernel_features, kernel_kind
 from nnperf.prediction.kernel._regressors import REGRESSORS, Stored, choose
 from nnperf.registry import Availability
 
@@ -51,7 +51,10 @@ class KernelModel(NetworkPredictor):
     Parameters
     ----------
     candidates : sequence of str, default all of ``REGRESSORS``
-        The regressors each kind chooses from by cross-validation.
+        The regressors each convolution kind chooses from by cross-validation.
+    other_candidates : sequence of str, default ('ridge', 'forest')
+        Those the other layer types choose from: a power law or a forest; they are a small share of a network's
+        time, and the two cost a fifth of the fit that all four cost.
     folds : int, default 5
         Cross-validation folds.
     seed : int, default 0
@@ -66,8 +69,10 @@ class KernelModel(NetworkPredictor):
     description = "nnperf: a regressor per kernel kind on in-network layer times, composed (issue 21)"
     display_order = 25
 
-    def __init__(self, candidates: Sequence[str] = REGRESSORS, folds: int = 5, seed: int = 0) -> None:
+    def __init__(self, candidates: Sequence[str] = REGRESSORS, other_candidates: Sequence[str] = ("ridge", "forest"),
+                 folds: int = 5, seed: int = 0) -> None:
         self.candidates = tuple(candidates)
+        self.other_candidates = tuple(other_candidates)
         self.folds = folds
         self.seed = seed
 
@@ -111,7 +116,8 @@ class KernelModel(NetworkPredictor):
         self.scores_: dict[str, dict[str, float]] = {}
         self.samples_: dict[str, int] = {}
         for kind in sorted(rows):
-            self.models_[kind], self.scores_[kind] = choose(np.array(rows[kind]), targets[kind], self.candidates,
+            candidates = self.candidates if kind in CONV_KINDS else self.other_candidates
+            self.models_[kind], self.scores_[kind] = choose(np.array(rows[kind]), targets[kind], candidates,
                                                             self.folds, self.seed)
             self.samples_[kind] = len(targets[kind])
         fusion = learn_fusion([(m.network, {r.layer: r.group for r in m.layers}) for m in calibration.profiled])
