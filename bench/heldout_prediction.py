@@ -210,6 +210,7 @@ class SystemResult:
     networks: list[NetworkResult] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
     layers: list[dict[str, Any]] = field(default_factory=list)
+    in_network: list[dict[str, Any]] = field(default_factory=list)
 
     def predictors(self) -> list[str]:
         names: dict[str, None] = {}
@@ -223,16 +224,16 @@ class SystemResult:
         return {"networks": len(judged), "mape": statistics.fmean(errors) if errors else float("nan"),
                 "within_10": sum(e <= WITHIN for e in errors), "inside_spread": sum(n.inside(predictor) for n in judged)}
 
-    def kind_mdrae(self) -> dict[str, dict[str, float | int]]:
+    def kind_mdrae(self, rows: list[dict[str, Any]] | None = None) -> dict[str, dict[str, float | int]]:
         by_kind: dict[str, list[dict[str, Any]]] = {}
-        for row in self.layers:
+        for row in self.layers if rows is None else rows:
             by_kind.setdefault(row["kind"], []).append(row)
         out = {}
-        for kind, rows in sorted(by_kind.items()):
-            rae = [abs(r["rel_error"]) for r in rows]
-            out[kind] = {"layers": len(rows), "mdrae": statistics.median(rae),
-                         "median_signed": statistics.median(r["rel_error"] for r in rows),
-                         "measured_share": sum(r["measured_s"] for r in rows)}
+        for kind, kind_rows in sorted(by_kind.items()):
+            rae = [abs(r["rel_error"]) for r in kind_rows]
+            out[kind] = {"layers": len(kind_rows), "mdrae": statistics.median(rae),
+                         "median_signed": statistics.median(r["rel_error"] for r in kind_rows),
+                         "measured_share": sum(r["measured_s"] for r in kind_rows)}
         total = sum(float(v["measured_share"]) for v in out.values()) or 1.0
         for v in out.values():
             v["measured_share"] = float(v["measured_share"]) / total
@@ -245,16 +246,18 @@ class SystemResult:
                 if self.networks else None,
                 "networks": [n.as_dict() for n in self.networks], "failed": self.failed,
                 "summary": {p: self.summary(p) for p in self.predictors()},
-                "layer_mdrae": self.kind_mdrae(), "layers": self.layers}
+                "layer_mdrae": self.kind_mdrae(), "layers": self.layers,
+                "kernel_in_network_mdrae": self.kind_mdrae(self.in_network), "in_network_layers": self.in_network}
 
 
 # ------------------------------------------------------------------------------------------------ running
 def run_system(system: System, names: Sequence[str], rounds: int, db: Path, onnx_dir: Path,
-               with_layers: bool) -> SystemResult:
-    log(f"{system.label}: calibrating into {db} (if needed)")
+               with_layers: bool, refit: bool = False, sample_budget_s: float = 0.0) -> SystemResult:
+    log(f"{system.label}: calibrating into {db} ({'refitting on what it holds' if refit else 'if needed'}"
+        f"{f', sampling {sample_budget_s:g} s' if sample_budget_s else ''})")
     started = time.perf_counter()
-    model = api.calibrate(system.backend, threads=system.threads, store=db, if_needed=True,
-                          progress=progress_logger(f"{system.label} calibrate"))
+    model = api.calibrate(system.backend, threads=system.threads, store=db, if_needed=not refit,
+                          sample_budget_s=sample_budget_s, progress=progress_logger(f"{system.label} calibrate"))
     result = SystemResult(system.label, model.calibration.get("wall_s"), time.perf_counter() - started)
     networks: dict[str, Network] = {}
     predictions: dict[str, tuple[NetworkPrediction, float]] = {}
@@ -275,7 +278,28 @@ def run_system(system: System, names: Sequence[str], rounds: int, db: Path, onnx
         if with_layers:
             for name, network in networks.items():
                 result.layers += layer_errors(network, name, predictions[name][0], backend, db)
+                if "kernel" in model.predictors:
+                    result.in_network += in_network_errors(network, name, predictions[name][0], model, backend, db)
     return result
+
+
+def in_network_errors(network: Network, name: str, prediction: NetworkPrediction, model: Any, backend: Backend,
+                      db: Path) -> list[dict[str, Any]]:
+    """The kernel-aware model's per-layer predictions (times inside the network) against the profiler's in-network
+    times of the layers that ran alone (not fused with another; 10 profiled runs, stored in the DB)."""
+    config = ProfileConfig(per_layer="profiler", profiler_runs=10, harness=CALIBRATION_HARNESS)
+    with api.opened_store(db) as store:
+        report = profile_network(network, backend, store, config, model=f"heldout-profiled/{name}", reuse=True)
+    predicted = model.predictors["kernel"].layer_latency_s(network, {p.layer: p.latency_s for p in prediction.layers})
+    rows = []
+    for m in report.layers:
+        seconds = m.timing.stats.median_s
+        if m.group_size > 1 or seconds <= 0 or m.layer not in predicted:
+            continue
+        rows.append({"network": name, "layer": m.layer, "kind": kernel_kind(network, m.layer),
+                     "predicted_s": predicted[m.layer], "measured_s": seconds,
+                     "rel_error": predicted[m.layer] / seconds - 1})
+    return rows
 
 
 # ------------------------------------------------------------------------------------------------ output
@@ -322,6 +346,14 @@ def markdown(result: SystemResult, rounds: int) -> str:
         for row in sorted(result.layers, key=lambda r: -abs(r["predicted_s"] - r["measured_s"]))[:WORST_LAYERS]:
             lines.append(f"| {row['network']} | {row['layer']} | {row['kind']} | {row['measured_s'] * 1e3:.3f} | "
                          f"{row['predicted_s'] * 1e3:.3f} | {pct(row['rel_error'])} |")
+    if result.in_network:
+        lines += ["", ("Kernel-aware model, per layer, against the profiler's in-network time of each layer that "
+                       "ran alone (not fused):"), "",
+                  "| kind | layers | MdRAE | median signed | share of measured layer time |",
+                  "|---|---:|---:|---:|---:|"]
+        for kind, s in result.kind_mdrae(result.in_network).items():
+            lines.append(f"| {kind} | {s['layers']} | {s['mdrae']:.1%} | {pct(float(s['median_signed']))} | "
+                         f"{s['measured_share']:.1%} |")
     return "\n".join(lines) + "\n"
 
 
@@ -337,6 +369,10 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--onnx-dir", type=Path, default=Path("bench/results/onnx"))
     parser.add_argument("--json", type=Path, help="write every figure here")
     parser.add_argument("--quick", action="store_true", help="smoke test: the first network, 2 rounds")
+    parser.add_argument("--refit", action="store_true",
+                        help="fit the system's models again on the calibration the DB holds (nothing re-measured)")
+    parser.add_argument("--sample-budget", type=float, default=0.0, metavar="SECONDS",
+                        help="seconds of sampled convolutions measured alone for the kernel-aware models")
     args = parser.parse_args()
     if args.quick:
         args.networks, args.rounds = args.networks[:1], 2
@@ -360,7 +396,7 @@ def main() -> None:
     results: list[SystemResult] = []
     for text in args.systems:
         results.append(run_system(System.parse(text), args.networks, args.rounds, args.db, args.onnx_dir,
-                                  args.layers))
+                                  args.layers, args.refit, args.sample_budget))
         print(markdown(results[-1], args.rounds), flush=True)
         if args.json:
             args.json.write_text(json.dumps({**meta, "systems": [r.as_dict() for r in results]}, indent=1,
