@@ -36,13 +36,13 @@ from typing import Any, Self
 
 import numpy as np
 
-from nnperf.zoo import zoo_network
 from nnperf.campaign import ProfileConfig, ProfileReport, profile_network
 from nnperf.ir import Network
 from nnperf.measure import HarnessConfig
 from nnperf.measure._host import cpu_model, package_versions
 from nnperf.measure.backends import Backend, BackendOptions, create_backend
 from nnperf.store import Store
+from nnperf.zoo import zoo_network
 
 NETS = ("resnet18", "mobilenet_v2")
 BACKENDS = ("torch", "onnxruntime", "opencv")

@@ -37,7 +37,6 @@ sys.path.insert(0, str(Path(__file__).parent))
 from measure_backends import PassLoad, log
 
 from nnperf import zoo
-from nnperf.zoo import zoo_network
 from nnperf.campaign import ProfileConfig
 from nnperf.measure import host_info
 from nnperf.measure.backends import BackendOptions, create_backend
@@ -45,6 +44,7 @@ from nnperf.prediction import CALIBRATION_HARNESS, calibrate, measure_networks
 from nnperf.prediction.evaluation import evaluate
 from nnperf.report.evaluation import write_report
 from nnperf.store import Store
+from nnperf.zoo import zoo_network
 
 
 def progress_logger(label: str):  # type: ignore[no-untyped-def]

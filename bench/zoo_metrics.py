@@ -17,11 +17,11 @@ from pathlib import Path
 import torch
 
 from nnperf import zoo
-from nnperf.zoo import zoo_network
 from nnperf.ir.export import export_onnx
 from nnperf.ir.importers import from_onnx, from_torch
 from nnperf.ir.metrics import network_metrics
 from nnperf.measure._host import cpu_model
+from nnperf.zoo import zoo_network
 
 # (GMACs, M params) as published (see README and tests/ir/test_zoo_metrics.py).
 PUBLISHED = {
