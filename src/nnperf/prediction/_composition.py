@@ -155,10 +155,7 @@ class Composition(NetworkPredictor):
     def fit(self, calibration: CalibrationSet) -> Self:
         """Learns the fusion rules from the profiled runs, then delta on the measured (isolated) layer times:
         delta is what isolation misses."""
-        fusion = learn_fusion([(m.network, {r.layer: r.group for r in m.layers}) for m in calibration.profiled])
-        blank = Composition.of(0.0, fusion)
-        terms = [blank.terms(run.network, run.layer_median_s()) for run in calibration.runs]
-        fitted = fit_composition(terms, calibration.measured_s, fusion)
+        fitted = compose_calibration(calibration, [run.layer_median_s() for run in calibration.runs])
         self.delta_s_, self.fusion_ = fitted.delta_s_, fitted.fusion_
         return self
 
@@ -191,6 +188,16 @@ class Composition(NetworkPredictor):
     def load_fitted_state(self, state: Mapping[str, Any]) -> None:
         self.delta_s_ = float(state["delta_s"])
         self.fusion_ = FusionRules.from_dict(state.get("fusion", {}))
+
+
+def compose_calibration(calibration: CalibrationSet, layer_latency_s: Sequence[Mapping[str, float]]) -> Composition:
+    """The composition of the calibration networks from per-layer times (``layer_latency_s[i]`` for
+    ``calibration.runs[i]``, seconds): the fusion rules its profiled runs show, and delta fitted so the composed
+    totals follow the networks' measured whole times."""
+    fusion = learn_fusion([(m.network, {r.layer: r.group for r in m.layers}) for m in calibration.profiled])
+    blank = Composition.of(0.0, fusion)
+    terms = [blank.terms(run.network, layers) for run, layers in zip(calibration.runs, layer_latency_s)]
+    return fit_composition(terms, calibration.measured_s, fusion)
 
 
 def fit_composition(terms: Sequence[tuple[float, int]], measured_s: Sequence[float],

@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from nnperf.ir import Layer, Network
-from nnperf.ir.metrics import LayerMetrics, network_metrics
+from nnperf.ir import Network
+from nnperf.ir.metrics import layer_metrics, network_metrics
 from nnperf.prediction._base import CalibrationSet, NetworkInput, NetworkPredictor, register_predictor
-from nnperf.prediction._composition import MIN_COMPOSITION_NETWORKS, Composition, fit_composition, learn_fusion
+from nnperf.prediction._composition import MIN_COMPOSITION_NETWORKS, Composition, compose_calibration
 from nnperf.prediction.kernel._kinds import CONV_KINDS, kernel_features, kernel_kind
 from nnperf.prediction.kernel._regressors import REGRESSORS, Stored, choose
 from nnperf.registry import Availability
@@ -110,7 +110,7 @@ class KernelModel(NetworkPredictor):
         for layer, seconds in calibration.extra.get(LAYER_SAMPLES, ()):
             if seconds > 0:
                 kind = kernel_kind(layer)
-                rows[kind].append(kernel_features(layer, _metrics(layer)))
+                rows[kind].append(kernel_features(layer, layer_metrics(layer)))
                 targets[kind].append(seconds * self.context(kind))
         self.models_: dict[str, Stored] = {}
         self.scores_: dict[str, dict[str, float]] = {}
@@ -120,11 +120,9 @@ class KernelModel(NetworkPredictor):
             self.models_[kind], self.scores_[kind] = choose(np.array(rows[kind]), targets[kind], candidates,
                                                             self.folds, self.seed)
             self.samples_[kind] = len(targets[kind])
-        fusion = learn_fusion([(m.network, {r.layer: r.group for r in m.layers}) for m in calibration.profiled])
-        blank = Composition.of(0.0, fusion)
-        terms = [blank.terms(run.network, self.layer_latency_s(run.network, predicted))
-                 for run, predicted in zip(calibration.runs, calibration.predicted_layer_s)]
-        self.composition_ = fit_composition(terms, calibration.measured_s, fusion)
+        self.composition_ = compose_calibration(
+            calibration, [self.layer_latency_s(run.network, predicted)
+                          for run, predicted in zip(calibration.runs, calibration.predicted_layer_s)])
         return self
 
     def context(self, kind: str) -> float:
@@ -182,9 +180,3 @@ def _in_network_s(profiled: Any) -> dict[str, tuple[float, bool]]:
         seen.add(group)
         times[record.layer] = (record.median_s, record.group_size <= 1)
     return times
-
-
-def _metrics(layer: Layer) -> LayerMetrics:
-    from nnperf.ir.metrics import layer_metrics
-
-    return layer_metrics(layer)
