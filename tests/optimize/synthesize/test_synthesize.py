@@ -91,9 +91,13 @@ def test_the_stages_are_measured_and_the_budget_kept_around_a_planted_sensitive_
     sensitive = ort.effects[1]  # the ONNX graph's second Conv: features.3
     assert sensitive.drop > 0.2  # int8 alone on it ruins the network
     assert ort.all_inexact.accuracy.drop > 0.01
+    # which other layers save time in int8 depends on this machine's timings (CI once measured only one): the
+    # searches take at least one of them, never one that saves nothing, and never the sensitive one
+    saving = {e.layer for e in ort.effects if e.gain_s > 0} - {sensitive.layer}
+    assert saving, "int8 saved time on no layer but the sensitive one: nothing to search"
     for found in (ort.greedy, ort.ilp):
         assert sensitive.layer not in found.inexact and found.drop <= 0.01
-        assert len(found.inexact) >= 2  # the larger convolutions save time in int8 and can go
+        assert found.inexact and set(found.inexact) <= saving
     final = result.stage("final").program
     assert final.accuracy.drop <= 0.01
     for stage in result.stages:
