@@ -101,3 +101,66 @@ def test_placements_add_up_over_sessions(tmp_path: Path) -> None:
         save_placement(store, system, {"a/1": 3, "b/2": 4}, requeued=1)
         save_placement(store, system, {"a/1": 2}, requeued=0)
         assert node_placements(store) == {store.find_system(system.key).id: {"a/1": 5, "b/2": 4}}
+
+
+def test_the_primitive_system_has_no_backend_and_takes_only_primitive_items(tmp_path: Path) -> None:
+    from nnperf.campaign import PrimitiveItem, primitive_system, profile_primitives
+    from nnperf.errors import NnperfError
+    from nnperf.primitives import ConvConfig
+
+    settings = SystemSettings("primitives", threads=2)
+    assert settings.system() == primitive_system(2)
+    assert node_resources([settings]) == {system_resource(primitive_system(2).key): 1.0}
+    with pytest.raises(FleetError, match="without a backend object"):
+        settings.create()
+    with pytest.raises(FleetError, match="on the CPU with no options"):
+        SystemSettings("primitives", options=(("precision", "int8"),)).system()
+    config = ConvConfig.make(1, 4, 4, 6, 3, 1, 1)
+    item = PrimitiveItem(config, ("direct",), frozenset({"chw->hwc"}), 1, SHORT_HARNESS)
+    outcomes = measure_on_node(SystemSettings("primitives"), primitive_system(1).key, item, "here")
+    assert [o.name for o in outcomes] == ["direct", "chw->chw16c", "hwc->chw", "hwc->chw16c", "chw16c->chw",
+                                          "chw16c->hwc"]  # what the item's ``done`` holds is not timed again
+    assert all(o.timing is not None and o.timing.stats.median_s > 0 for o in outcomes)
+    with Store(tmp_path / "s.db") as store, pytest.raises(NnperfError, match="backend 'primitives', not on fake"):
+        profile_primitives(store, [config], runner=LocalRunner(create_backend("fake")))
+
+
+def test_a_nodes_slots_get_disjoint_core_sets() -> None:
+    from nnperf.fleet import CoreSetError, core_sets
+    from nnperf.fleet._cores import decode_core_sets, encode_core_sets
+
+    assert core_sets(2, 2, [5, 0, 1, 2, 3]) == ((0, 1), (2, 3))
+    assert core_sets(1, 1, [7]) == ((7,),)
+    with pytest.raises(CoreSetError, match=r"3 slots of 2 thread\(s\) need 6 cores, and this machine gives 4"):
+        core_sets(3, 2, [0, 1, 2, 3])
+    assert decode_core_sets(encode_core_sets(((0, 1), (2, 3)))) == ((0, 1), (2, 3)) and decode_core_sets("") == ()
+    with pytest.raises(CoreSetError, match="is not core sets"):
+        decode_core_sets("0;x")
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores to pin two slots apart")
+def test_two_items_at_once_measure_on_different_cores_and_every_thread_is_pinned() -> None:
+    import threading
+
+    from nnperf.fleet import CORES_MARKER, pinned_to_a_free_core_set
+
+    original = os.sched_getaffinity(0)
+    first, second = sorted(original)[:2]
+    env = {CORES_MARKER: f"{first};{second}"}
+    started, finish = threading.Event(), threading.Event()
+    pool = threading.Thread(target=lambda: (started.set(), finish.wait(30)))  # a framework's thread, started before
+    pool.start()
+    started.wait(30)
+    try:
+        with pinned_to_a_free_core_set(env) as one:
+            assert one == (first,) and os.sched_getaffinity(0) == {first}
+            assert os.sched_getaffinity(pool.native_id) == {first}
+            with pinned_to_a_free_core_set(env) as two:  # a second item while the first holds its set
+                assert two == (second,) and os.sched_getaffinity(0) == {second}
+            assert os.sched_getaffinity(0) == {first}
+        assert os.sched_getaffinity(0) == original and os.sched_getaffinity(pool.native_id) == original
+        with pinned_to_a_free_core_set({}) as none:  # a node of one slot: nothing pinned
+            assert none is None and os.sched_getaffinity(0) == original
+    finally:
+        finish.set()
+        pool.join()

@@ -34,8 +34,9 @@ ray = pytest.importorskip("ray")
 from ray.cluster_utils import Cluster
 
 NODE = {"num_cpus": 1, "object_store_memory": 80 * 2**20}
-SETTINGS = (SystemSettings("fake"), SystemSettings("torch"))
-"""What each node advertises: the fake backend (the harness's tests) and torch at one thread (one real check)."""
+SETTINGS = (SystemSettings("fake"), SystemSettings("torch"), SystemSettings("primitives"))
+"""What each node advertises: the fake backend (the harness's tests), torch at one thread (one real check) and the
+primitive dataset's system."""
 
 
 @pytest.fixture(scope="module")
@@ -194,3 +195,32 @@ def test_the_cli_profiles_on_the_fleet_and_systems_shows_the_nodes(cluster: Clus
     assert main(["systems", "--db", db, "--json"]) == 0
     systems = json.loads(capsys.readouterr().out)["systems"]
     assert sum(systems[0]["fleet_nodes"].values()) == 69 + 1
+
+
+def test_the_primitive_dataset_is_profiled_on_the_fleet_as_in_one_process(cluster: Cluster, tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    from nnperf.api import profile_primitives
+    from nnperf.cli._main import main
+    from nnperf.ir import save_network
+
+    model = tmp_path / "tiny.json"
+    save_network(tiny_network(), model)
+    db = str(tmp_path / "fleet.db")
+    assert main(["primitives", "profile", str(model), "--random", "1", "--only", "direct", "--fleet",
+                 cluster.address, "--db", db, "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    configs = document["measured"]
+    assert configs >= 3 and document["remaining"] == 0 and document["failures"] == []
+    assert document["samples"] == configs * (1 + 6)  # direct and the 6 layout transformations of each input
+    with Store(tmp_path / "one.db") as one:
+        profile_primitives([model], 1, primitives=["direct"], store=one)
+        with Store(db) as spread:
+            assert stored_identities(spread) == stored_identities(one)
+            system = spread.systems()[0]
+            assert system.key == SystemSettings("primitives").system().key
+            assert sum(node_placements(spread)[system.id].values()) == configs
+    # the same command again measures nothing: every configuration is stored
+    assert main(["primitives", "profile", str(model), "--random", "1", "--only", "direct", "--fleet",
+                 cluster.address, "--db", db, "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert (again["measured"], again["reused"]) == (0, configs)

@@ -24,7 +24,7 @@ from nnperf.api._predict import Progress
 from nnperf.api._session import StoreLike, opened_store
 
 if TYPE_CHECKING:
-    from nnperf.campaign import PrimitiveProfileReport
+    from nnperf.campaign import ItemRunner, PrimitiveProfileReport
     from nnperf.measure import HarnessConfig
     from nnperf.prediction.primitives import PrimitiveCostModel
     from nnperf.primitives import ConvConfig, Primitive, PrimitiveDataset
@@ -70,17 +70,19 @@ def named_primitives(names: Sequence[str]) -> list[Primitive]:
 
 def profile_primitives(models: Sequence[ModelLike] = (), random: int = 0, *, primitives: Sequence[str] = (),
                        threads: int = 1, budget_s: float | None = None, store: StoreLike = None, seed: int = 0,
-                       progress: Progress | None = None) -> PrimitiveProfileReport:
+                       progress: Progress | None = None, runner: ItemRunner | None = None) -> PrimitiveProfileReport:
     """Profiles the ``primitives`` (names or families, see :func:`named_primitives`; all available ones by
     default) and every layout transformation on the configurations of :func:`dataset_configs` into the store,
     each time stored as it is taken; what the store holds for this system is not measured again, so calling it
-    again after an interruption or a spent ``budget_s`` (seconds) goes on where it stopped."""
+    again after an interruption or a spent ``budget_s`` (seconds) goes on where it stopped. With ``runner`` (a
+    fleet's nodes of a primitive system, see ``nnperf.fleet``) the configurations are measured there."""
     from nnperf.campaign import profile_primitives as profile
 
     chosen = named_primitives(primitives)
     configs = dataset_configs(models, random, seed)
     with opened_store(store) as opened:
-        return profile(opened, configs, threads, budget_s=budget_s, primitives=chosen, progress=progress)
+        return profile(opened, configs, threads, budget_s=budget_s, primitives=chosen, progress=progress,
+                       runner=runner)
 
 
 MODEL_KIND = "primitive-cost"

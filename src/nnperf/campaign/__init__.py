@@ -17,7 +17,8 @@ where the two meet, so everything that measures *into* the store lives here:
 - :func:`profile_primitives` and :func:`load_primitive_dataset`: the primitive-time dataset of Mulder et al.,
   one run per convolution configuration (``_primitives.py``); :func:`profile_layer_layouts` and
   :func:`load_layer_layouts`: the other layers' times in each layout (``_layer_layouts.py``);
-- measuring items (:class:`LayerItem`, :class:`WholeItem`, :class:`ProfilerItem`, :class:`SweepPointItem`):
+- measuring items (:class:`LayerItem`, :class:`WholeItem`, :class:`ProfilerItem`, :class:`SweepPointItem`, and
+  :class:`PrimitiveItem` in ``_primitives.py``):
   a campaign's work as pure functions of (system, item), and :class:`ItemRunner`, which runs them in this
   process (:class:`LocalRunner`) or on a fleet (``nnperf.fleet``) (``_items.py``);
 - :func:`attach_trace`, which writes a power trace's energies into a stored
@@ -47,6 +48,8 @@ from nnperf.campaign._primitives import (
     DATASET_HARNESS,
     PRIMITIVE_BACKEND,
     PRIMITIVE_CAMPAIGN,
+    PrimitiveItem,
+    PrimitiveOutcome,
     PrimitiveProfileReport,
     load_primitive_dataset,
     primitive_system,
@@ -84,6 +87,8 @@ __all__ = [
     "LayerProfileReport",
     "LayerTimes",
     "LocalRunner",
+    "PrimitiveItem",
+    "PrimitiveOutcome",
     "PrimitiveProfileReport",
     "ProfileConfig",
     "ProfileReport",

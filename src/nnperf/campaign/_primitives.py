@@ -7,16 +7,23 @@ layout transformation of the configuration's input activation is one layer measu
 never measured again: an interrupted profile resumes at its first missing primitive, a profile of more
 primitives measures only the new ones (in a new run of the same campaign), and a ``budget_s`` stops between two
 configurations, so running the same command again goes on where it stopped.
+
+On a fleet (``runner``, see ``nnperf.fleet``) each configuration is one :class:`PrimitiveItem`, measured on a node of
+the primitive system and stored here, in the configuration's run, when it comes back; the budget then stops the
+profile when a result comes back after it is spent, and the configurations still in flight are measured again by
+the next profile.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 
 from nnperf.campaign._campaign import Campaign, Progress, no_progress, open_campaign
+from nnperf.campaign._items import ItemRunner
 from nnperf.errors import NnperfError
 from nnperf.measure import HarnessConfig, LayerMeasurement, Method, SystemSpec, Timing, host_info
 from nnperf.primitives import (
@@ -30,6 +37,7 @@ from nnperf.primitives import (
     config_from_dict,
     config_key,
     config_label,
+    get_primitive,
     time_primitive,
     time_transform,
 )
@@ -73,19 +81,22 @@ class PrimitiveProfileReport:
 
 def profile_primitives(store: Store, configs: Sequence[ConvConfig], threads: int = 1,
                        harness: HarnessConfig = DATASET_HARNESS, budget_s: float | None = None,
-                       primitives: Sequence[Primitive] | None = None,
-                       progress: Progress | None = None) -> PrimitiveProfileReport:
+                       primitives: Sequence[Primitive] | None = None, progress: Progress | None = None,
+                       runner: ItemRunner | None = None) -> PrimitiveProfileReport:
     """Times every applicable primitive and every layout transformation on each of ``configs`` into ``store``.
 
     ``primitives`` defaults to every registered primitive that is available here. What the store already holds
     for a configuration on this system (from any earlier profile, finished or interrupted) is not measured
     again, so a profile of more primitives after one of a few adds only the missing ones. A primitive that
     raises while it runs is reported in ``failures`` and the profile goes on. ``budget_s`` (seconds of
-    profiling) is checked before each configuration that still needs measuring.
+    profiling) is checked before each configuration that still needs measuring. With ``runner`` (a fleet's nodes
+    of a primitive system) the configurations are measured there, on the runner's system and thread count.
     """
     if budget_s is not None and budget_s <= 0:
         raise NnperfError(f"the profiling budget must be positive, got {budget_s} s")
     chosen = list(primitives) if primitives is not None else [p for p in all_primitives() if p.availability().ok]
+    if runner is not None:
+        return _profile_on_runner(store, configs, runner, harness, budget_s, chosen, progress or no_progress)
     system = primitive_system(threads)
     record = store.add_system(system)
     stored = _stored_names(store, record)
@@ -121,6 +132,44 @@ def profile_primitives(store: Store, configs: Sequence[ConvConfig], threads: int
                                   tuple(failures))
 
 
+def _profile_on_runner(store: Store, configs: Sequence[ConvConfig], runner: ItemRunner, harness: HarnessConfig,
+                       budget_s: float | None, chosen: Sequence[Primitive],
+                       report: Progress) -> PrimitiveProfileReport:
+    """:func:`profile_primitives` with each configuration a :class:`PrimitiveItem` measured by ``runner``."""
+    system = runner.system()
+    if system.backend != PRIMITIVE_BACKEND:
+        raise NnperfError(f"the primitive dataset is profiled on a system of backend {PRIMITIVE_BACKEND!r}, not on "
+                          f"{system.label}: start the fleet's nodes with `nnperf fleet up --backend primitives`")
+    threads = int(dict(system.options).get("threads", "1"))
+    record = store.add_system(system)
+    stored = _stored_names(store, record)
+    start = time.perf_counter()
+    unique = list(dict.fromkeys(configs))
+    names = tuple(p.name for p in chosen)
+    items: list[PrimitiveItem] = []
+    for config in unique:
+        have = stored.get(config_key(config), set())
+        missing = [job[0] for job in _jobs(config, chosen, threads, harness) if job[0] not in have]
+        if missing:
+            items.append(PrimitiveItem(config, names, frozenset(have), threads, harness))
+    measured = samples = 0
+    failures: list[tuple[str, str, str]] = []
+    with contextlib.closing(runner.run(items, lambda label, done, total: report(label, done, total))) as results:
+        for index, outcomes in results:
+            item = items[index]
+            key = config_key(item.config)
+            with open_campaign(store, system, PRIMITIVE_CAMPAIGN + key, item.label, key, Method.ISOLATED.value,
+                               {**item.config.to_dict(), "threads": threads, "harness": asdict(harness)}) as campaign:
+                samples += _store_outcomes(campaign, item.label, outcomes, failures)
+            measured += 1
+            if budget_s is not None and time.perf_counter() - start > budget_s and measured < len(items):
+                report("budget spent", measured, len(items))
+                break
+    report("done", len(unique), len(unique))
+    return PrimitiveProfileReport(record.id, measured, len(unique) - len(items), len(items) - measured, samples,
+                                  time.perf_counter() - start, tuple(failures))
+
+
 def _stored_names(store: Store, system: SystemRecord) -> dict[str, set[str]]:
     """For every configuration key, the primitives and transformations the store holds for it on ``system``."""
     keys = {r.id: r.network_hash for r in store.runs(system_id=system.id) if r.campaign.startswith(PRIMITIVE_CAMPAIGN)}
@@ -146,25 +195,75 @@ def _jobs(config: ConvConfig, primitives: Sequence[Primitive], threads: int, har
     return jobs
 
 
-def _measure_config(campaign: Campaign, label: str, jobs: Sequence[_Job],
-                    failures: list[tuple[str, str, str]]) -> int:
-    """Times the ``jobs`` that ``campaign`` does not hold yet, storing each time as it is taken; returns how many.
+@dataclass(frozen=True)
+class PrimitiveOutcome:
+    """One primitive or layout transformation timed on a configuration, or why it failed (``timing`` None)."""
 
-    A primitive or transformation that raises while it runs (a library refusing a shape) is noted in
-    ``failures`` (with the configuration's ``label``) and skipped.
+    name: str
+    op: str
+    group: str
+    timing: Timing | None
+    error: str = ""
+
+
+def _timed(jobs: Sequence[_Job], done: Collection[str]) -> Iterator[PrimitiveOutcome]:
+    """Times each of ``jobs`` not in ``done``, one outcome each as it ends.
+
+    A primitive or transformation that raises while it runs (a library refusing a shape) gives an outcome with
+    the error's first line instead of a timing.
     """
-    stored = 0
     for name, op, group, timed in jobs:
-        if name in campaign.done:
+        if name in done:
             continue
         try:
-            timing = timed()
+            yield PrimitiveOutcome(name, op, group, timed())
         except (RuntimeError, ValueError, NnperfError) as exc:
-            failures.append((name, label, str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__))
+            yield PrimitiveOutcome(name, op, group, None,
+                                   str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__)
+
+
+@dataclass(frozen=True)
+class PrimitiveItem:
+    """A configuration's primitives (by name, those that apply) and layout transformations not in ``done``, timed
+    with ``threads`` threads: a fleet's measuring item (see ``nnperf.campaign._items``); gives a tuple of
+    :class:`PrimitiveOutcome`. It needs no backend: the primitives are the libraries themselves."""
+
+    config: ConvConfig
+    primitives: tuple[str, ...]
+    done: frozenset[str]
+    threads: int
+    harness: HarnessConfig
+
+    @property
+    def label(self) -> str:
+        return config_label(self.config)
+
+    def measure(self, backend: object = None) -> tuple[PrimitiveOutcome, ...]:
+        chosen = [get_primitive(name) for name in self.primitives]
+        return tuple(_timed(_jobs(self.config, chosen, self.threads, self.harness), self.done))
+
+
+def _store_outcomes(campaign: Campaign, label: str, outcomes: Iterable[PrimitiveOutcome],
+                    failures: list[tuple[str, str, str]]) -> int:
+    """Stores each timed outcome in ``campaign`` (what it holds already is skipped) and notes each failed one
+    in ``failures`` with the configuration's ``label``; returns how many were stored."""
+    stored = 0
+    for outcome in outcomes:
+        if outcome.timing is None:
+            failures.append((outcome.name, label, outcome.error))
             continue
-        campaign.add_layer(LayerMeasurement(name, op, Method.ISOLATED, timing, group))
+        if outcome.name in campaign.done:
+            continue
+        campaign.add_layer(LayerMeasurement(outcome.name, outcome.op, Method.ISOLATED, outcome.timing, outcome.group))
         stored += 1
     return stored
+
+
+def _measure_config(campaign: Campaign, label: str, jobs: Sequence[_Job],
+                    failures: list[tuple[str, str, str]]) -> int:
+    """Times the ``jobs`` that ``campaign`` does not hold yet, storing each time as it is taken; returns how many
+    (a primitive that raises is noted in ``failures`` and skipped)."""
+    return _store_outcomes(campaign, label, _timed(jobs, campaign.done), failures)
 
 
 def primitive_systems(store: Store) -> list[SystemRecord]:

@@ -18,20 +18,23 @@ if TYPE_CHECKING:
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("fleet", help="start, join, inspect or leave a fleet of measuring machines (Ray)",
                        description="A fleet is a Ray cluster whose nodes each advertise the systems they measure. "
-                                   "Campaigns run on it with --fleet ADDRESS (calibrate, profile, sweep, evaluate): "
+                                   "Campaigns run on it with --fleet ADDRESS (calibrate, profile, sweep, evaluate, "
+                                   "primitives profile): "
                                    "each item runs on a node of its system, one at a time per node, and comes back "
                                    "to this machine, the one writer of the store.")
     actions = p.add_subparsers(dest="fleet_command", metavar="COMMAND", required=True)
     up = actions.add_parser("up", help="start a node here: the head of a new fleet, or joining --address",
                             description="Start a Ray node on this machine that measures the system of the given "
                                         "backend settings (one measuring slot per node unless --slots). Without "
-                                        "--address it starts a new fleet and prints its address.")
+                                        "--address it starts a new fleet and prints its address. --backend "
+                                        "primitives makes a node that profiles the primitive dataset (`nnperf "
+                                        "primitives profile --fleet`).")
     add_backend_arguments(up)
     up.add_argument("--address", help="join the fleet at this address (HOST:PORT) instead of starting one")
     up.add_argument("--port", type=positive_int, default=6379, help="the new fleet's port (default 6379)")
     up.add_argument("--slots", type=positive_int, default=1,
-                    help="items measured at once on this node (default 1: two at once share cores and disturb "
-                         "each other)")
+                    help="items measured at once on this node, each pinned to a set of --threads cores of its own "
+                         "(default 1: the item has the whole node)")
     up.add_argument("--num-cpus", type=positive_int, default=None, help="CPUs this node gives Ray (default: all)")
     up.set_defaults(run=run_up)
     status = actions.add_parser("status", help="the fleet's nodes and the systems each measures")

@@ -6,11 +6,16 @@ import argparse
 import json
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from nnperf.cli._backend_args import Progress
 from nnperf.cli._store_arg import add_db_argument
 from nnperf.cli._units import parse_duration
+from nnperf.cli.fleet_cmd import add_fleet_argument
 from nnperf.errors import NnperfError
+
+if TYPE_CHECKING:
+    from nnperf.campaign import PrimitiveProfileReport
 
 TRANSFER_METHODS = ("factor", "fine-tune", "factor+fine-tune")
 """``--method`` of ``nnperf primitives transfer`` (``nnperf.api._primitives.TRANSFER_METHODS``)."""
@@ -50,6 +55,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     profile.add_argument("--threads", type=int, default=1, help="threads per primitive (default 1)")
     profile.add_argument("--seed", type=int, default=0, help="seed of the random configurations (default 0)")
     profile.add_argument("--json", action="store_true", help="print JSON")
+    add_fleet_argument(profile)
+    profile.set_defaults(backend="primitives", device="cpu", option=[])  # the fleet's settings: see `fleet up`
     add_db_argument(profile)
     profile.set_defaults(run=run_profile)
 
@@ -137,22 +144,54 @@ def run_list(args: argparse.Namespace) -> int:
 
 def run_profile(args: argparse.Namespace) -> int:
     from nnperf.api import profile_primitives
-    from nnperf.report import console
 
     if args.random < 0:
         raise NnperfError(f"--random must be 0 or more, got {args.random}")
     if args.threads < 1:
         raise NnperfError(f"--threads must be at least 1, got {args.threads}")
     budget_s = None if args.budget is None else parse_duration(args.budget)
+    only = [name.strip() for name in args.only.split(",") if name.strip()]
+    if args.fleet:
+        return _profile_on_fleet(args, only, budget_s)
     with Progress(not args.json, "profiling primitives") as progress:
-        only = [name.strip() for name in args.only.split(",") if name.strip()]
         report = profile_primitives(args.models, args.random, primitives=only, threads=args.threads, budget_s=budget_s,
                                     store=args.db, seed=args.seed, progress=progress)
+    return _print_profile(args, report)
+
+
+def _profile_on_fleet(args: argparse.Namespace, only: list[str], budget_s: float | None) -> int:
+    """``nnperf primitives profile --fleet``: the dataset of every primitive system the fleet has for these
+    threads (nodes of different CPUs are different systems), profiled in turn; one report each."""
+    from nnperf.api import profile_primitives
+    from nnperf.cli._store_arg import open_store
+    from nnperf.cli.fleet_cmd import fleet_runners
+
+    reports = []
+    with open_store(args) as store, fleet_runners(args, store, "profiling primitives") as (runners, progress):
+        for runner in runners:
+            reports.append(profile_primitives(args.models, args.random, primitives=only, budget_s=budget_s,
+                                              store=store, seed=args.seed, progress=progress, runner=runner))
     if args.json:
-        print(json.dumps({"format": "nnperf-primitive-profile", "version": 1, "system_id": report.system_id,
-                          "measured": report.measured, "reused": report.reused, "remaining": report.remaining,
-                          "samples": report.samples, "elapsed_s": report.elapsed_s,
-                          "failures": [list(f) for f in report.failures]}, indent=1))
+        documents = [_profile_document(report) for report in reports]
+        print(json.dumps(documents[0] if len(documents) == 1 else documents, indent=1))
+        return 0
+    for report in reports:
+        _print_profile(args, report)
+    return 0
+
+
+def _profile_document(report: PrimitiveProfileReport) -> dict[str, Any]:
+    return {"format": "nnperf-primitive-profile", "version": 1, "system_id": report.system_id,
+            "measured": report.measured, "reused": report.reused, "remaining": report.remaining,
+            "samples": report.samples, "elapsed_s": report.elapsed_s,
+            "failures": [list(f) for f in report.failures]}
+
+
+def _print_profile(args: argparse.Namespace, report: PrimitiveProfileReport) -> int:
+    from nnperf.report import console
+
+    if args.json:
+        print(json.dumps(_profile_document(report), indent=1))
         return 0
     out = console()
     out.print(f"system {report.system_id}: {report.measured} configurations profiled now ({report.samples} samples "

@@ -11,10 +11,12 @@ one writer of the store; an item whose worker died is measured again elsewhere a
 - :class:`Fleet` (a connection: nodes, runners per system), :class:`RayRunner`, :func:`fleet_up`,
   :func:`fleet_down` (``_ray.py``, the only module that imports Ray);
 - :func:`measure_on_node`: what a node runs, refusing an item of another system (``_worker.py``);
+- :func:`core_sets`, :func:`pinned_to_a_free_core_set`: a node's slots on disjoint cores (``_cores.py``);
 - :func:`node_placements`: which node measured how many items, from the store (``_ledger.py``);
 - :class:`SimulatedItem`: an item that only sleeps, for the scaling benchmark (``_simulate.py``).
 """
 
+from nnperf.fleet._cores import CORES_MARKER, CoreSetError, core_sets, pinned_to_a_free_core_set
 from nnperf.fleet._ledger import PLACEMENT_KIND, node_placements, save_placement
 from nnperf.fleet._ray import Fleet, FleetNode, RayRunner, fleet_down, fleet_up
 from nnperf.fleet._settings import (
@@ -32,8 +34,10 @@ from nnperf.fleet._simulate import SimulatedItem
 from nnperf.fleet._worker import measure_on_node, node_system
 
 __all__ = [
+    "CORES_MARKER",
     "PLACEMENT_KIND",
     "RESOURCE_PREFIX",
+    "CoreSetError",
     "Fleet",
     "FleetError",
     "FleetNode",
@@ -43,6 +47,7 @@ __all__ = [
     "SleepingClock",
     "SystemMismatchError",
     "SystemSettings",
+    "core_sets",
     "fleet_down",
     "fleet_up",
     "measure_on_node",
@@ -50,6 +55,7 @@ __all__ = [
     "node_placements",
     "node_resources",
     "node_system",
+    "pinned_to_a_free_core_set",
     "save_placement",
     "system_resource",
 ]

@@ -22,6 +22,7 @@ from typing import Any, Self
 
 from nnperf.campaign import Item, ItemProgress, ItemRunner
 from nnperf.errors import NnperfError
+from nnperf.fleet._cores import core_sets, encode_core_sets
 from nnperf.fleet._ledger import save_placement
 from nnperf.fleet._settings import (
     RESOURCE_PREFIX,
@@ -259,15 +260,17 @@ def _ray_command() -> str:
 
 def fleet_up(settings: Sequence[SystemSettings], address: str | None = None, slots: int = 1,
              num_cpus: int | None = None, port: int = 6379) -> str:
-    """Starts a Ray node on this machine that measures ``settings`` (``slots`` items at once per system): the head
-    of a new local cluster, or a node joining the cluster at ``address``. Returns the cluster's address."""
+    """Starts a Ray node on this machine that measures ``settings`` (``slots`` items at once per system, each on a
+    core set of its own when there are several): the head of a new local cluster, or a node joining the cluster
+    at ``address``. Returns the cluster's address."""
     resources = node_resources(settings, slots)
+    cores = encode_core_sets(core_sets(slots, max(s.threads for s in settings))) if slots > 1 else ""
     command = [_ray_command(), "start", "--resources", json.dumps(resources), "--disable-usage-stats"]
     command += ["--address", address] if address else ["--head", "--port", str(port), "--include-dashboard=false"]
     if num_cpus is not None:
         command += ["--num-cpus", str(num_cpus)]
     try:
-        done = subprocess.run(command, env={**os.environ, **node_environment()}, capture_output=True, text=True,
+        done = subprocess.run(command, env={**os.environ, **node_environment(cores)}, capture_output=True, text=True,
                               timeout=180, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise FleetError(f"`ray start` did not run: {exc}") from None

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from nnperf.errors import NnperfError
+from nnperf.measure import SystemSpec
 from nnperf.measure.backends import Backend, BackendOptions, create_backend
 
 RESOURCE_PREFIX = "nnperf-system-"
@@ -47,6 +48,10 @@ class SystemSettings:
 
     ``wall_scale`` concerns the ``fake`` backend only: its modelled times are also slept, scaled by it, so that a
     simulated fleet (tests, ``bench/fleet_scale.py``) has items that take real time. Its times stay a formula.
+
+    The backend ``primitives`` (:data:`nnperf.campaign.PRIMITIVE_BACKEND`) is the system the primitive dataset is
+    profiled on: its items (:class:`nnperf.campaign.PrimitiveItem`) call the libraries themselves and need no
+    backend object, so :meth:`create` refuses it and :meth:`system` gives it directly.
     """
 
     backend: str
@@ -66,8 +71,28 @@ class SystemSettings:
         opts = ",".join(f"{k}={v}" for k, v in (*self.options, ("threads", str(self.threads))))
         return f"{self.backend}/{self.device}[{opts}]"
 
+    @property
+    def measures_primitives(self) -> bool:
+        """Whether these are the settings of the primitive-profiling system (no backend object)."""
+        from nnperf.campaign import PRIMITIVE_BACKEND
+
+        return self.backend == PRIMITIVE_BACKEND
+
+    def system(self) -> SystemSpec:
+        """The system these settings make on this machine."""
+        if self.measures_primitives:
+            from nnperf.campaign import primitive_system
+
+            if self.device != "cpu" or self.options:
+                raise FleetError(f"the primitives are profiled on the CPU with no options, not {self.label}")
+            return primitive_system(self.threads)
+        with self.create() as backend:
+            return backend.system()
+
     def create(self) -> Backend:
         """The backend these settings describe, on this machine."""
+        if self.measures_primitives:
+            raise FleetError("the primitives system measures without a backend object: use SystemSettings.system()")
         backend = create_backend(self.backend, BackendOptions(self.device, self.threads, dict(self.options)))
         if self.wall_scale:
             backend.clock = SleepingClock(self.wall_scale)  # type: ignore[attr-defined]
@@ -100,14 +125,16 @@ def node_resources(settings: Sequence[SystemSettings], slots: int = 1) -> dict[s
         raise FleetError(f"a node needs at least one measuring slot, got {slots}")
     resources: dict[str, float] = {}
     for one in settings:
-        with one.create() as backend:
-            resources[system_resource(backend.system().key)] = float(slots)
+        resources[system_resource(one.system().key)] = float(slots)
     return resources
 
 
-def node_environment() -> dict[str, str]:
-    """The variables a node's processes need (the user's ``OMP_NUM_THREADS``, see :data:`OMP_MARKER`)."""
-    return {OMP_MARKER: os.environ.get("OMP_NUM_THREADS", "")}
+def node_environment(cores: str = "") -> dict[str, str]:
+    """The variables a node's processes need: the user's ``OMP_NUM_THREADS`` (see :data:`OMP_MARKER`) and the
+    node's core sets when it has several slots (``cores``, see ``_cores.py``)."""
+    from nnperf.fleet._cores import CORES_MARKER
+
+    return {OMP_MARKER: os.environ.get("OMP_NUM_THREADS", ""), CORES_MARKER: cores}
 
 
 @contextmanager
