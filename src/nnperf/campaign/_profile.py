@@ -165,7 +165,7 @@ def _measure(network: Network, backend: Backend, campaign: Campaign, config: Pro
              meter: PowerMeter | None, report: Progress) -> NetworkMeasurement:
     """Times the sentinel, the layers not yet stored, the whole network and the sentinel again; stores them."""
     method = config.per_layer
-    sentinel_start = _sentinel(backend, config.harness)
+    sentinel_start = measure_sentinel(backend, config.harness)
     unattributed: dict[str, float] = {}
     if method == "isolated":
         _isolated(network, backend, campaign, config, meter, report)
@@ -174,7 +174,7 @@ def _measure(network: Network, backend: Backend, campaign: Campaign, config: Pro
     report("whole network", 0, 1)
     whole_timer = backend.network_timer(network)
     whole = measure(whole_timer, config.harness)
-    sentinel_end = _sentinel(backend, config.harness)
+    sentinel_end = measure_sentinel(backend, config.harness)
     drift = relative_change(sentinel_start, sentinel_end)
     energy_j, meter_name = _energy(whole_timer, whole, meter, config.energy_samples)
     extra = {"sentinel_start_s": sentinel_start, "sentinel_end_s": sentinel_end, "drift": drift}
@@ -243,9 +243,9 @@ def _measure_items(network: Network, runner: ItemRunner, campaign: Campaign, con
 def measure_whole_with_sentinel(backend: Backend, network: Network, harness: HarnessConfig) -> NetworkMeasurement:
     """The whole network timed between two sentinel readings, the sentinel times and their drift in the extras
     (no energy): the whole-network item of a campaign on a fleet."""
-    start = _sentinel(backend, harness)
+    start = measure_sentinel(backend, harness)
     whole = measure(backend.network_timer(network), harness)
-    end = _sentinel(backend, harness)
+    end = measure_sentinel(backend, harness)
     return NetworkMeasurement(whole, None, "", {"sentinel_start_s": start, "sentinel_end_s": end,
                                                 "drift": relative_change(start, end)})
 
@@ -279,15 +279,16 @@ def _drift_warnings(extra: Mapping[str, float], threshold: float) -> tuple[str, 
              f"({drift:+.1%}); close other programs and measure again"),)
 
 
-def _sentinel(backend: Backend, harness: HarnessConfig) -> float:
-    """The sentinel's time: the least of ``SENTINEL_READINGS`` medians, after a warm-up for a cold thread pool.
+def measure_sentinel(backend: Backend, harness: HarnessConfig, warm: bool = False) -> float:
+    """The sentinel's time: the least of ``SENTINEL_READINGS`` medians, after a warm-up for a cold thread pool
+    (``warm``: the backend has just been measuring, so the harness's own warm-up is enough).
 
     One short reading lands on either of two levels 1.5-1.8x apart on this VM
     (bench/measure_backends.py), and with a short warm-up the first sentinel of
     a 2-thread campaign read 1.7x the last: both showed as false drift.
     """
     timer = backend.layer_timer(SENTINEL)
-    first = measure(timer, replace(harness, warmup_s=max(harness.warmup_s, SENTINEL_WARMUP_S)))
+    first = measure(timer, harness if warm else replace(harness, warmup_s=max(harness.warmup_s, SENTINEL_WARMUP_S)))
     rest = [measure(timer, harness) for _ in range(SENTINEL_READINGS - 1)]
     return min(t.stats.median_s for t in [first, *rest])
 

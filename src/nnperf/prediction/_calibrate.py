@@ -149,7 +149,8 @@ def calibrate(backend: Backend | ItemRunner, store: Store, networks: Sequence[Ne
             raise NnperfError("sampled calibration runs in this process only; leave out the fleet or the budget")
         samples = sample_layers(backend, store, sample_budget_s, config.harness,
                                 progress=None if progress is None else
-                                lambda what, done, part: progress(f"sampling: {what}", total, total))
+                                lambda what, done, part: progress(f"sampling: {what}", total, total),
+                                reference_s=sentinel_reference_s(runs))
     system = backend.system()
     model = fit_system_model(runs, system.key, system.label, profiled=profiled, roofline=roofline,
                              layer_samples=samples)
@@ -160,6 +161,14 @@ def calibrate(backend: Backend | ItemRunner, store: Store, networks: Sequence[Ne
     model = replace(model, calibration=calibration)
     store.save_model(store.add_system(system).id, MODEL_KIND, model.to_dict())
     return model
+
+
+def sentinel_reference_s(runs: Sequence[MeasuredNetwork]) -> float | None:
+    """The drift sentinel's median time over the readings taken around the calibration networks (None when no
+    run holds one): the speed the sampled layers are scaled to."""
+    readings = [r.whole.extra[k] for r in runs for k in ("sentinel_start_s", "sentinel_end_s")
+                if r.whole.extra.get(k, 0) > 0]
+    return float(np.median(readings)) if readings else None
 
 
 def _phase(progress: RunsProgress | None, prefix: str, offset: int, scale: float,

@@ -55,10 +55,35 @@ def test_the_next_round_goes_where_a_planted_error_is() -> None:
 def test_sampling_is_stored_as_taken_and_a_finished_one_is_read_back(tmp_path) -> None:  # type: ignore[no-untyped-def]
     backend = FakeBackend(model=CostModel(noise_sigma=0.0))
     with Store(tmp_path / "m.db") as store:
-        samples = sample_layers(backend, store, 1.0, SHORT_HARNESS)
+        samples = sample_layers(backend, store, 1.5, SHORT_HARNESS)  # the first sentinel reading warms up 0.5 s
         assert {layer.name.split("-")[0] for layer, _ in samples} == {"conv"}
         assert len(samples) >= 4 * 6 and all(seconds > 0 for _, seconds in samples)
-        again = sample_layers(backend, store, 1.0, SHORT_HARNESS)  # finished: read back, nothing measured
+        again = sample_layers(backend, store, 1.5, SHORT_HARNESS)  # finished: read back, nothing measured
         assert {layer.name for layer, _ in again} == {layer.name for layer, _ in samples}
         with pytest.raises(NnperfError, match="budget must be >= 0"):
             sample_layers(backend, store, -1.0, SHORT_HARNESS)
+
+
+def test_samples_are_scaled_to_the_calibrations_speed_by_the_sentinel(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from nnperf.campaign import measure_sentinel
+    from nnperf.prediction.kernel._sampling import SENTINEL_EVERY, SENTINEL_PREFIX, _at_reference_speed
+
+    backend = FakeBackend(model=CostModel(noise_sigma=0.0))
+    with Store(tmp_path / "m.db") as store:
+        plain = {layer.name: t for layer, t in sample_layers(backend, store, 1.0, SHORT_HARNESS)}
+        run = store.runs()[0]
+        readings = [m.layer for m in store.layer_measurements(run_id=run.id) if m.layer.startswith(SENTINEL_PREFIX)]
+        # before the first sample, every SENTINEL_EVERY samples, and after the last
+        assert readings == [f"{SENTINEL_PREFIX}{k}" for k in sorted({*range(0, len(plain), SENTINEL_EVERY),
+                                                                      len(plain)})]
+        sentinel_s = measure_sentinel(backend, SHORT_HARNESS)  # no noise: every reading is this time
+        # read back, at a reference speed twice as slow: every sample takes exactly twice as long
+        doubled = sample_layers(backend, store, 1.0, SHORT_HARNESS, reference_s=2 * sentinel_s)
+        assert {layer.name: t for layer, t in doubled} == pytest.approx({n: 2 * t for n, t in plain.items()})
+        with pytest.raises(NnperfError, match="reference time must be positive"):
+            sample_layers(backend, store, 1.0, SHORT_HARNESS, reference_s=0.0)
+    # a machine that slowed from 1 to 3 ms of sentinel over 4 samples: each sample scaled by its interpolated speed
+    a, b, c, d = (ConvSample(16, 16, 7, 3, 1, g) for g in (1, 2, 4, 8))
+    scaled = _at_reference_speed({a: 1.0, b: 1.0, c: 1.0, d: 1.0}, {0: 1e-3, 4: 3e-3}, reference_s=1e-3)
+    assert [t for _, t in scaled] == pytest.approx([1 / 1.25, 1 / 1.75, 1 / 2.25, 1 / 2.75])
+    assert [t for _, t in _at_reference_speed({a: 1.0}, {}, reference_s=1e-3)] == [1.0]  # stored before: as is

@@ -17,6 +17,14 @@ samples where the models err most:
 Each sample is a layer run alone, stored as it is taken in one run of the store (campaign ``kernel-samples``),
 named by its configuration (:meth:`ConvSample.name`), so an interrupted sampling resumes and a finished one is
 read back.
+
+**Drift.** This machine's speed can move by tens of percent within minutes, and samples taken in a slow phase
+teach the models slow convolutions. So the drift sentinel of the profiled networks (``nnperf.campaign.SENTINEL``)
+is also read before the first sample, every :data:`SENTINEL_EVERY` samples and after the last, and stored in
+the same run (``sentinel@N``: read before sample N). Given the sentinel's time during the calibration's own
+networks (``reference_s``), each sample's time is scaled by ``reference_s`` over the sentinel's time when it was
+taken (interpolated between the readings around it), so every sample speaks of the machine the calibration
+networks were measured on.
 """
 
 from __future__ import annotations
@@ -28,11 +36,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nnperf.campaign import measure_isolated_layer, open_campaign
+from nnperf.campaign import measure_isolated_layer, measure_sentinel, open_campaign
 from nnperf.errors import NnperfError
 from nnperf.ir import ConvAttrs, Layer, OpType
 from nnperf.ir.metrics import layer_metrics
-from nnperf.measure import HarnessConfig, Method
+from nnperf.measure import HarnessConfig, LayerMeasurement, Method, fixed_timing
 from nnperf.measure.backends import Backend
 from nnperf.prediction.kernel._kinds import CONV_KINDS, kernel_features, kernel_kind
 from nnperf.prediction.kernel._regressors import MIN_SAMPLES_TO_CHOOSE, choose, fit
@@ -58,6 +66,12 @@ FIRST_ROUND = 6
 
 ROUND = 8
 """Samples per later round: neighbours of the worst-predicted samples of the weakest kind, and fresh draws."""
+
+SENTINEL_EVERY = 16
+"""Samples between two readings of the drift sentinel (each reading takes about as long as 3-4 samples)."""
+
+SENTINEL_PREFIX = "sentinel@"
+"""The stored name of a sentinel reading, followed by the number of samples taken before it."""
 
 
 @dataclass(frozen=True)
@@ -157,24 +171,37 @@ Progress = Callable[[str, int, int], None]
 
 
 def sample_layers(backend: Backend, store: Store, budget_s: float, harness: HarnessConfig, seed: int = 0,
-                  progress: Progress | None = None) -> list[tuple[Layer, float]]:
+                  progress: Progress | None = None, reference_s: float | None = None) -> list[tuple[Layer, float]]:
     """Measures sampled convolutions alone for about ``budget_s`` seconds (see the module docstring) and returns
-    every sample of the run with its median time (seconds), those measured before included."""
+    every sample of the run with its median time (seconds), those measured before included; with ``reference_s``
+    (the drift sentinel's time during the calibration networks) each time is scaled to that speed."""
     if budget_s < 0:
         raise NnperfError(f"the sampling budget must be >= 0 s, got {budget_s}")
+    if reference_s is not None and not reference_s > 0:
+        raise NnperfError(f"the sentinel's reference time must be positive, got {reference_s}")
     rng = np.random.default_rng(seed)
     config = {"budget_s": budget_s, "seed": seed, "harness": {"target_ci": harness.target_ci,
                                                               "budget_s": harness.budget_s}}
     key = f"{SAMPLE_CAMPAIGN}|budget={budget_s:g}|seed={seed}"
     with open_campaign(store, backend.system(), key, SAMPLE_CAMPAIGN, "", Method.ISOLATED.value, config,
                        reuse=True) as campaign:
-        measured = {ConvSample.from_name(name): timing.stats.median_s for name, timing in campaign.done.items()}
+        readings = {int(name.removeprefix(SENTINEL_PREFIX)): timing.stats.median_s
+                    for name, timing in campaign.done.items() if name.startswith(SENTINEL_PREFIX)}
+        measured = {ConvSample.from_name(name): timing.stats.median_s for name, timing in campaign.done.items()
+                    if not name.startswith(SENTINEL_PREFIX)}
         if campaign.reused:
-            return [(s.layer(), t) for s, t in measured.items()]
+            return _at_reference_speed(measured, readings, reference_s)
         start_s = time.perf_counter()
 
         def spent() -> float:
             return time.perf_counter() - start_s
+
+        def read_sentinel() -> None:
+            if len(measured) not in readings:
+                seconds = measure_sentinel(backend, harness, warm=bool(measured))
+                campaign.add_layer(LayerMeasurement(f"{SENTINEL_PREFIX}{len(measured)}", "sentinel", Method.ISOLATED,
+                                                    fixed_timing([seconds])))
+                readings[len(measured)] = seconds
 
         queue = [draw(kind, rng) for kind in CONV_KINDS for _ in range(FIRST_ROUND)]
         while spent() < budget_s:
@@ -183,12 +210,28 @@ def sample_layers(backend: Backend, store: Store, budget_s: float, harness: Harn
             sample = queue.pop(0)
             if sample in measured:
                 continue
+            if len(measured) % SENTINEL_EVERY == 0:
+                read_sentinel()
             record = measure_isolated_layer(backend, sample.layer(), harness)
             campaign.add_layer(record)
             measured[sample] = record.timing.stats.median_s
             if progress is not None:
                 progress(f"sampled {sample.name}", min(int(spent()), int(budget_s)), int(budget_s))
-    return [(s.layer(), t) for s, t in measured.items()]
+        if measured:
+            read_sentinel()  # after the last sample
+    return _at_reference_speed(measured, readings, reference_s)
+
+
+def _at_reference_speed(measured: dict[ConvSample, float], readings: dict[int, float],
+                        reference_s: float | None) -> list[tuple[Layer, float]]:
+    """Every sample with its time, scaled by ``reference_s`` over the sentinel's time when it was taken (sample
+    ``i`` taken between the readings before sample ``i`` and before sample ``i + 1``); unscaled without a
+    reference or readings (a sampling stored before the sentinel was read)."""
+    if reference_s is None or not readings:
+        return [(s.layer(), t) for s, t in measured.items()]
+    at, seconds = zip(*sorted(readings.items()), strict=True)
+    speed = np.interp(np.arange(len(measured)) + 0.5, np.array(at, dtype=float), np.array(seconds))
+    return [(s.layer(), t * reference_s / float(v)) for (s, t), v in zip(measured.items(), speed, strict=True)]
 
 
 def _next_round(measured: dict[ConvSample, float], rng: np.random.Generator) -> list[ConvSample]:
