@@ -46,12 +46,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).parent))
 from architectures import ARCHITECTURES, exported
 
 import nnperf
 from nnperf import api, zoo
-from nnperf.campaign import ProfileConfig, profile_network
+from nnperf.campaign import ProfileConfig, measure_sentinel, profile_network
 from nnperf.errors import NnperfError
 from nnperf.ir import Network
 from nnperf.measure import HarnessConfig, host_info, measure
@@ -128,16 +130,40 @@ def measure_whole_s(backend: Backend, network: Network) -> float:
 
 
 def measure_rounds(backend: Backend, networks: dict[str, Network], rounds: int, seed: int = 0
-                   ) -> dict[str, list[float]]:
-    """Every network's whole-network median (s) in each of ``rounds`` rounds, the order shuffled per round."""
+                   ) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Every network's whole-network median (s) in each of ``rounds`` rounds, the order shuffled per round; and
+    the drift sentinel's time (s) when each was measured, interpolated between readings before every round and
+    after the last."""
     medians: dict[str, list[float]] = {name: [] for name in networks}
+    positions: dict[str, list[float]] = {name: [] for name in networks}
+    readings = []
     for r in range(rounds):
+        readings.append(measure_sentinel(backend, CALIBRATION_HARNESS, warm=r > 0))
+        log(f"  round {r + 1}/{rounds} sentinel: {readings[-1] * 1e3:.3f} ms")
         order = list(networks)
         random.Random(seed + r).shuffle(order)
-        for name in order:
+        for k, name in enumerate(order):
             medians[name].append(measure_whole_s(backend, networks[name]))
+            positions[name].append(r + (k + 0.5) / len(order))
             log(f"  round {r + 1}/{rounds} {name}: {medians[name][-1] * 1e3:.2f} ms")
-    return medians
+    readings.append(measure_sentinel(backend, CALIBRATION_HARNESS, warm=True))
+    sentinels = {name: [float(np.interp(x, np.arange(rounds + 1), readings)) for x in positions[name]]
+                 for name in networks}
+    return medians, sentinels
+
+
+def calibration_sentinel_s(backend: Backend, db: Path) -> float | None:
+    """The drift sentinel's median time around the system's calibration networks (their isolated runs), the
+    speed the models were fitted at; None when the DB holds no reading."""
+    names = set(zoo.calibration_names())
+    with api.opened_store(db) as store:
+        record = store.find_system(backend.system().key)
+        if record is None:
+            return None
+        readings = [m.extra[k] for r in store.runs(system_id=record.id) if r.model in names and r.method == "isolated"
+                    for m in store.network_measurements(run_id=r.id)
+                    for k in ("sentinel_start_s", "sentinel_end_s") if m.extra.get(k, 0) > 0]
+    return statistics.median(readings) if readings else None
 
 
 def timed_prediction(network: Network, system: System, db: Path) -> tuple[NetworkPrediction, float]:
@@ -179,6 +205,17 @@ class NetworkResult:
     round_medians_s: list[float]
     predicted_s: dict[str, float]
     prediction_s: float
+    round_sentinels_s: list[float] = field(default_factory=list)
+    reference_sentinel_s: float | None = None
+
+    def at_reference_speed(self) -> NetworkResult | None:
+        """The same rounds with each median scaled to the calibration's speed (times the reference sentinel over
+        the sentinel when it was measured); None without sentinel readings."""
+        if not self.reference_sentinel_s or not self.round_sentinels_s:
+            return None
+        scaled = [m * self.reference_sentinel_s / s for m, s in zip(self.round_medians_s, self.round_sentinels_s,
+                                                                     strict=True)]
+        return NetworkResult(self.name, scaled, self.predicted_s, self.prediction_s)
 
     @property
     def median_s(self) -> float:
@@ -199,7 +236,8 @@ class NetworkResult:
                 "noise_floor": self.noise_floor, "prediction_s": self.prediction_s,
                 "predicted_s": self.predicted_s,
                 "error": {k: self.error(k) for k in self.predicted_s},
-                "inside_spread": {k: self.inside(k) for k in self.predicted_s}}
+                "inside_spread": {k: self.inside(k) for k in self.predicted_s},
+                "round_sentinels_s": self.round_sentinels_s, "reference_sentinel_s": self.reference_sentinel_s}
 
 
 @dataclass
@@ -217,6 +255,14 @@ class SystemResult:
         for n in self.networks:
             names.update(dict.fromkeys(n.predicted_s))
         return list(names)
+
+    def at_reference_speed(self) -> SystemResult | None:
+        """The same result with every network's rounds scaled to the calibration's speed (None without readings)."""
+        scaled = [n.at_reference_speed() for n in self.networks]
+        if not scaled or any(n is None for n in scaled):
+            return None
+        return SystemResult(self.system, self.calibration_wall_s, self.calibrate_call_s,
+                            [n for n in scaled if n is not None], dict(self.failed))
 
     def summary(self, predictor: str) -> dict[str, float | int]:
         judged = [n for n in self.networks if predictor in n.predicted_s]
@@ -246,6 +292,8 @@ class SystemResult:
                 if self.networks else None,
                 "networks": [n.as_dict() for n in self.networks], "failed": self.failed,
                 "summary": {p: self.summary(p) for p in self.predictors()},
+                "summary_at_reference_speed": {p: scaled.summary(p) for p in self.predictors()}
+                if (scaled := self.at_reference_speed()) is not None else None,
                 "layer_mdrae": self.kind_mdrae(), "layers": self.layers,
                 "kernel_in_network_mdrae": self.kind_mdrae(self.in_network), "in_network_layers": self.in_network}
 
@@ -270,11 +318,14 @@ def run_system(system: System, names: Sequence[str], rounds: int, db: Path, onnx
             result.failed[name] = f"{type(exc).__name__}: {exc}"
             networks.pop(name, None)
     with api.open_backend(system.backend, threads=system.threads) as backend:
-        log(f"{system.label}: {rounds} interleaved rounds of {len(networks)} networks")
-        medians = measure_rounds(backend, networks, rounds)
+        reference_s = calibration_sentinel_s(backend, db)
+        log(f"{system.label}: {rounds} interleaved rounds of {len(networks)} networks; the sentinel took "
+            f"{reference_s * 1e3 if reference_s else float('nan'):.3f} ms around the calibration networks")
+        medians, sentinels = measure_rounds(backend, networks, rounds)
         for name in networks:
             prediction, elapsed = predictions[name]
-            result.networks.append(NetworkResult(name, medians[name], dict(prediction.network_latency_s), elapsed))
+            result.networks.append(NetworkResult(name, medians[name], dict(prediction.network_latency_s), elapsed,
+                                                 sentinels[name], reference_s))
         if with_layers:
             for name, network in networks.items():
                 result.layers += layer_errors(network, name, predictions[name][0], backend, db)
@@ -308,14 +359,31 @@ def pct(value: float) -> str:
 
 
 def markdown(result: SystemResult, rounds: int) -> str:
+    text = network_tables(result, rounds)
+    scaled = result.at_reference_speed()
+    if scaled is not None:
+        reference = result.networks[0].reference_sentinel_s or 0.0
+        sentinels = [s for n in result.networks for s in n.round_sentinels_s]
+        text += (f"\n#### {result.system} at the calibration's speed\n\nThe drift sentinel (a 3x3 convolution of "
+                 f"7.2 M MACs) took {reference * 1e3:.3f} ms around the calibration networks and "
+                 f"{min(sentinels) * 1e3:.3f}..{max(sentinels) * 1e3:.3f} ms during these rounds (read before "
+                 "each round and after the last, interpolated). Each round median below is scaled by the "
+                 "calibration's sentinel time over the sentinel's time when it was measured:\n\n")
+        text += network_tables(scaled, rounds, heading=False)
+    return text
+
+
+def network_tables(result: SystemResult, rounds: int, heading: bool = True) -> str:
     predictors = result.predictors()
-    lines = [f"### {result.system}", ""]
+    lines = [f"### {result.system}", ""] if heading else []
     cal = f"{result.calibration_wall_s:.0f} s" if result.calibration_wall_s is not None else "not recorded"
     pred_s = [n.prediction_s for n in result.networks]
-    lines.append(f"Calibration: {cal} (when fitted; this call {result.calibrate_call_s:.1f} s). Prediction: median "
-                 f"{statistics.median(pred_s) * 1e3:.0f} ms, max {max(pred_s) * 1e3:.0f} ms per network "
-                 f"(store opened, model loaded, predicted)." if pred_s else f"Calibration: {cal}.")
-    lines += ["", (f"Measured: median of {rounds} interleaved round medians; spread = min..max of the round "
+    if heading:
+        lines.append(f"Calibration: {cal} (when fitted; this call {result.calibrate_call_s:.1f} s). Prediction: "
+                     f"median {statistics.median(pred_s) * 1e3:.0f} ms, max {max(pred_s) * 1e3:.0f} ms per network "
+                     f"(store opened, model loaded, predicted)." if pred_s else f"Calibration: {cal}.")
+        lines.append("")
+    lines += [(f"Measured: median of {rounds} interleaved round medians; spread = min..max of the round "
                    "medians; noise = (max - min) / median. Error = predicted / measured - 1; * = inside the spread."),
               ""]
     lines.append("| network | measured ms | spread ms | noise | " + " | ".join(predictors) + " |")

@@ -154,7 +154,7 @@ def _profile_on_runner(store: Store, configs: Sequence[ConvConfig], runner: Item
             items.append(PrimitiveItem(config, names, frozenset(have), threads, harness))
     measured = samples = 0
     failures: list[tuple[str, str, str]] = []
-    with contextlib.closing(runner.run(items, lambda label, done, total: report(label, done, total))) as results:
+    with contextlib.closing(runner.run(items, report)) as results:
         for index, outcomes in results:
             item = items[index]
             key = config_key(item.config)
