@@ -19,7 +19,10 @@ For each system (backend, threads), default torch and onnxruntime at 1 and 2 thr
    shuffled per round (seeded), so slow drifts of the machine spread over all networks alike. The reference is
    the median of the round medians; the spread is their min..max, and (max - min) / median the noise floor. A
    prediction between the round minimum and maximum is "inside the spread": no single measurement could tell
-   it from the truth;
+   it from the truth. The drift sentinel is also read before each round and after the last, and a second
+   table scales every round median to the speed of the calibration (the sentinel's time around the
+   calibration networks over its time then, interpolated): a diagnostic, since on this VM the sentinel's
+   jumps do not follow the networks' (BENCHMARKS.md);
 4. with --layers, every layer of every network measured alone (`profile_network`, isolated, the calibration
    harness; stored and reused) against the per-layer predictions: MdRAE (median |pred - meas| / meas) per
    kernel kind (conv standard/pointwise/depthwise/grouped by `Layer.conv_kind`, other layers by op).
