@@ -6,10 +6,14 @@
    measure at once. Items are :class:`nnperf.fleet.SimulatedItem` (they sleep, using no core). The per-item
    overhead is the wall time per item of zero-length items through one slot (Ray task, result back, store write);
    the throughput is items per second for items of ``--item-s`` seconds from 1 to N workers.
-3. ``--calibrate``: the wall time of a real calibration (torch, 1 thread) in one process against a local fleet of
+3. ``--speeds 1,1,2,4``: a heterogeneous simulated fleet, one Ray node per speed (Ray's ``Cluster``), each node's
+   cost model its speed (:data:`nnperf.fleet._simulate.SPEED_VARIABLE`: an item sleeps its duration over it).
+   Nodes take items as they free up, so each should measure a share of the items in proportion to its speed;
+   the benchmark reports the shares and the throughput against the ideal (the speeds' sum over the item time).
+4. ``--calibrate``: the wall time of a real calibration (torch, 1 thread) in one process against a local fleet of
    two nodes (Ray's ``Cluster``, one CPU each) on this machine.
 
-    nice -n 19 .venv/bin/python bench/fleet_scale.py [--calibrate] [--repeats 3]
+    nice -n 19 .venv/bin/python bench/fleet_scale.py [--calibrate] [--speeds 1,1,2,4] [--repeats 3]
 
 Writes bench/results/fleet_scale.json and prints a markdown summary.
 """
@@ -79,6 +83,43 @@ def simulated(workers: int, items: int, item_s: float, tmp: Path, repeats: int) 
             "overhead_per_item_s": median / items - item_s / workers}
 
 
+def heterogeneous(speeds: list[float], items: int, item_s: float) -> dict[str, object]:
+    """``items`` simulated items of ``item_s`` s on one node per speed: wall time, and each node's share."""
+    import ray
+    from ray.cluster_utils import Cluster
+
+    from nnperf.fleet._simulate import SPEED_VARIABLE
+
+    os.environ.update(node_environment())
+    resources = node_resources([SystemSettings("fake")])
+    cluster = Cluster()
+    try:
+        node_speed = {}
+        for speed in speeds:
+            node = cluster.add_node(num_cpus=1, object_store_memory=OBJECT_STORE, resources=resources,
+                                    include_dashboard=False, env_vars={SPEED_VARIABLE: str(speed)})
+            node_speed[node.node_id[:8]] = speed
+        cluster.wait_for_nodes()
+        ray.init(address=cluster.address, log_to_driver=False, logging_level="ERROR")
+        with Fleet(cluster.address) as fleet:
+            runner = fleet.runners(SystemSettings("fake"))[0]
+            list(runner.run([SimulatedItem(f"w{i}", 0.2) for i in range(2 * len(speeds))]))  # start the workers
+            runner.placements.clear()
+            start = time.perf_counter()
+            list(runner.run([SimulatedItem(f"i{i}", item_s) for i in range(items)]))
+            wall = time.perf_counter() - start
+            placements = {name: count for name, count in runner.placements.items()}
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+    total_speed = sum(speeds)
+    nodes = [{"node": name, "speed": node_speed.get(name.split("/")[-1], float("nan")), "items": count,
+              "share": count / items, "ideal_share": node_speed.get(name.split("/")[-1], float("nan")) / total_speed}
+             for name, count in sorted(placements.items(), key=lambda kv: -kv[1])]
+    return {"speeds": speeds, "items": items, "item_s": item_s, "wall_s": wall, "items_per_s": items / wall,
+            "ideal_items_per_s": total_speed / item_s, "nodes": nodes}
+
+
 def calibrate_walls(tmp: Path) -> dict[str, float]:
     """Wall time of `nnperf calibrate --backend torch` in one process and on a local two-node fleet."""
     nnperf = [sys.executable, "-m", "nnperf"]
@@ -116,6 +157,9 @@ def main() -> None:
     parser.add_argument("--overhead-items", type=int, default=300)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--calibrate", action="store_true")
+    parser.add_argument("--speeds", default="", help="a heterogeneous simulated fleet, e.g. 1,1,2,4 (one node each)")
+    parser.add_argument("--fleet-items", type=int, default=160, help="items over the heterogeneous fleet")
+    parser.add_argument("--only-speeds", action="store_true", help="run only the heterogeneous fleet")
     args = parser.parse_args()
     out: dict[str, object] = {"machine": "Intel Xeon VM, 2 vCPUs, noisy shared host", "command": " ".join(sys.argv)}
     with tempfile.TemporaryDirectory() as name:
@@ -124,6 +168,14 @@ def main() -> None:
         for i in range(args.repeats):
             (tmp / f"r{i}").mkdir()
             rates.append(write_rate(500, tmp / f"r{i}"))
+        if args.speeds:
+            out["heterogeneous"] = heterogeneous([float(v) for v in args.speeds.split(",")], args.fleet_items,
+                                                 args.item_s)
+            print_heterogeneous(out["heterogeneous"])  # type: ignore[arg-type]
+        if args.only_speeds:
+            RESULTS.mkdir(exist_ok=True)
+            (RESULTS / "fleet_heterogeneous.json").write_text(json.dumps(out, indent=1))
+            return
         out["store_writes_per_s"] = rates
         out["overhead"] = simulated(1, args.overhead_items, 0.0, tmp, args.repeats)
         out["scaling"] = [simulated(w, w * args.items_per_worker, args.item_s, tmp, args.repeats)
@@ -145,6 +197,15 @@ def main() -> None:
               f"{s['items_per_s'] / s['ideal_items_per_s']:.0%} |")
     if "calibration" in out:
         print(f"calibration: {out['calibration']}")
+
+
+def print_heterogeneous(h: dict[str, object]) -> None:
+    print(f"heterogeneous fleet, speeds {h['speeds']}: {h['items']} items of {h['item_s']} s in {h['wall_s']:.2f} s, "
+          f"{h['items_per_s']:.1f} items/s against an ideal {h['ideal_items_per_s']:.1f}")
+    print("| node | speed | items | share | ideal share |")
+    print("|---|---|---|---|---|")
+    for n in h["nodes"]:  # type: ignore[attr-defined]
+        print(f"| {n['node']} | {n['speed']:g} | {n['items']} | {n['share']:.1%} | {n['ideal_share']:.1%} |")
 
 
 if __name__ == "__main__":
