@@ -189,6 +189,9 @@ def calibrate_on_fleet(args: argparse.Namespace) -> int:
 
     if args.energy or args.if_needed:
         raise NnperfError("--energy and --if-needed calibrate in this process: run them without --fleet")
+    from nnperf.cli._units import parse_duration
+
+    sample_budget_s = parse_duration(args.sample_budget, "--sample-budget") if args.sample_budget else 0.0
     harness = CALIBRATION_HARNESS
     if args.budget_s is not None:
         harness = replace(harness, budget_s=args.budget_s)
@@ -198,7 +201,7 @@ def calibrate_on_fleet(args: argparse.Namespace) -> int:
     with open_store(args) as store, fleet_runners(args, store, "calibrating") as (runners, progress):
         for runner in runners:
             model = calibrate(runner, store, config=ProfileConfig(per_layer="isolated", harness=harness),
-                              progress=progress)
+                              progress=progress, sample_budget_s=sample_budget_s)
             if args.json:
                 documents.append(calibration_document(model, str(store.path)))
                 continue

@@ -145,12 +145,10 @@ def calibrate(backend: Backend | ItemRunner, store: Store, networks: Sequence[Ne
         progress("roofline peaks", total, total)
     samples: list[tuple[Layer, float]] = []
     if sample_budget_s > 0:
-        if isinstance(backend, ItemRunner):
-            raise NnperfError("sampled calibration runs in this process only; leave out the fleet or the budget")
         samples = sample_layers(backend, store, sample_budget_s, config.harness,
                                 progress=None if progress is None else
                                 lambda what, done, part: progress(f"sampling: {what}", total, total),
-                                reference_s=sentinel_reference_s(runs))
+                                reference_s=None if isinstance(backend, ItemRunner) else sentinel_reference_s(runs))
     system = backend.system()
     model = fit_system_model(runs, system.key, system.label, profiled=profiled, roofline=roofline,
                              layer_samples=samples)

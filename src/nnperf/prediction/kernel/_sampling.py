@@ -25,6 +25,11 @@ the same run (``sentinel@N``: read before sample N). Given the sentinel's time d
 networks (``reference_s``), each sample's time is scaled by ``reference_s`` over the sentinel's time when it was
 taken (interpolated between the readings around it), so every sample speaks of the machine the calibration
 networks were measured on.
+
+**On a fleet** (an :class:`~nnperf.campaign.ItemRunner`) each round's samples are measured at once, as
+:class:`~nnperf.campaign.LayerItem` s on the fleet's nodes of the system, and stored as they come back; the budget
+is checked between rounds. The sentinel is not read there: its time on one node says nothing of another's, so
+samples measured on a fleet are used as measured.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nnperf.campaign import measure_isolated_layer, measure_sentinel, open_campaign
+from nnperf.campaign import ItemRunner, LayerItem, measure_isolated_layer, measure_sentinel, open_campaign
 from nnperf.errors import NnperfError
 from nnperf.ir import ConvAttrs, Layer, OpType
 from nnperf.ir.metrics import layer_metrics
@@ -170,11 +175,12 @@ def _channels(value: float) -> int:
 Progress = Callable[[str, int, int], None]
 
 
-def sample_layers(backend: Backend, store: Store, budget_s: float, harness: HarnessConfig, seed: int = 0,
+def sample_layers(backend: Backend | ItemRunner, store: Store, budget_s: float, harness: HarnessConfig, seed: int = 0,
                   progress: Progress | None = None, reference_s: float | None = None) -> list[tuple[Layer, float]]:
     """Measures sampled convolutions alone for about ``budget_s`` seconds (see the module docstring) and returns
     every sample of the run with its median time (seconds), those measured before included; with ``reference_s``
-    (the drift sentinel's time during the calibration networks) each time is scaled to that speed."""
+    (the drift sentinel's time during the calibration networks) each time is scaled to that speed. ``backend``
+    may be a fleet's runner: each round is then measured at once on its nodes, without the sentinel."""
     if budget_s < 0:
         raise NnperfError(f"the sampling budget must be >= 0 s, got {budget_s}")
     if reference_s is not None and not reference_s > 0:
@@ -204,6 +210,16 @@ def sample_layers(backend: Backend, store: Store, budget_s: float, harness: Harn
                 readings[len(measured)] = seconds
 
         queue = [draw(kind, rng) for kind in CONV_KINDS for _ in range(FIRST_ROUND)]
+        if isinstance(backend, ItemRunner):
+            while spent() < budget_s:
+                batch = list(dict.fromkeys(s for s in queue or _next_round(measured, rng) if s not in measured))
+                queue = []
+                for i, record in backend.run([LayerItem(sample.layer(), harness) for sample in batch]):
+                    campaign.add_layer(record)
+                    measured[batch[i]] = record.timing.stats.median_s
+                    if progress is not None:
+                        progress(f"sampled {batch[i].name}", min(int(spent()), int(budget_s)), int(budget_s))
+            return _at_reference_speed(measured, readings, None)
         while spent() < budget_s:
             if not queue:
                 queue = _next_round(measured, rng)
