@@ -20,8 +20,9 @@ def test_constant_power_gives_power_times_time_per_execution(tmp_path) -> None: 
         records = store.layer_measurements(run_id=report.run_id)
         start = min(r.started_at for r in records) - 1.0
         end = max(r.ended_at for r in records) + 1.0
-        # a 4 W analyser sampling every 50 us, on its own clock that starts at 0 when the run starts
-        t = np.arange(0.0, end - start, 5e-5)
+        # a 4 W analyser sampling every 5 us, on its own clock that starts at 0 when the run starts (a layer's
+        # window under the smoke harness can be as short as 0.35 ms: at 50 us it held fewer than 10 samples once)
+        t = np.arange(0.0, end - start, 5e-6)
         trace = PowerTrace(t, np.full_like(t, 4.0))
         energies = attach_trace(store, torch_backend.system(), "tiny", trace, offset_s=start, source="bench.csv")
         assert [e.label for e in energies] == [r.layer for r in records]
