@@ -35,8 +35,9 @@ def node_system(settings: SystemSettings) -> SystemSpec:
 
 
 def measure_on_node(settings: SystemSettings, system_key: str, item: Item, node: str) -> Any:
-    """Measures ``item`` on this node, pinned to a free core set of it when it has several slots; refuses (:class:`SystemMismatchError`) when the node's system for
-    ``settings`` is not ``system_key``, the system the item belongs to."""
+    """Measures ``item`` on this node, pinned to a free core set of it when it has several slots; refuses
+    (:class:`SystemMismatchError`) when the node's system for ``settings`` is not ``system_key``, the system the
+    item belongs to."""
     with measuring_environment(), pinned_to_a_free_core_set():
         backend = _backend(settings)
         actual = _system(settings)
