@@ -61,7 +61,7 @@ from nnperf.errors import NnperfError
 from nnperf.ir import Network
 from nnperf.measure import HarnessConfig, host_info, measure
 from nnperf.measure.backends import Backend
-from nnperf.prediction import CALIBRATION_HARNESS, NetworkPrediction
+from nnperf.prediction import CALIBRATION_HARNESS, NetworkPrediction, sentinel_reference_s
 from nnperf.zoo import zoo_network
 
 ZOO_HELDOUT = ("shufflenet_v2_x1_0", "mobilenet_v3_large", "convnext_tiny", "googlenet")
@@ -163,10 +163,9 @@ def calibration_sentinel_s(backend: Backend, db: Path) -> float | None:
         record = store.find_system(backend.system().key)
         if record is None:
             return None
-        readings = [m.extra[k] for r in store.runs(system_id=record.id) if r.model in names and r.method == "isolated"
-                    for m in store.network_measurements(run_id=r.id)
-                    for k in ("sentinel_start_s", "sentinel_end_s") if m.extra.get(k, 0) > 0]
-    return statistics.median(readings) if readings else None
+        return sentinel_reference_s(m.extra for r in store.runs(system_id=record.id)
+                                    if r.model in names and r.method == "isolated"
+                                    for m in store.network_measurements(run_id=r.id))
 
 
 def timed_prediction(network: Network, system: System, db: Path) -> tuple[NetworkPrediction, float]:

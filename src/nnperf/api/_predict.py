@@ -210,7 +210,6 @@ def verify(model: ModelLike, system: int | str | SystemModel | None = None, stor
                         tuple(report.warnings), tuple(medians))
 
 
-
 def _more_rounds(network: Network, backend: Backend, store: Store, name: str, rounds: int) -> list[float]:
     """``rounds`` more whole-network medians (seconds), each stored as it is taken in a run of its own."""
     import time

@@ -73,11 +73,13 @@ def _take_free_set(sets: Sequence[tuple[int, ...]], stack: ExitStack) -> tuple[i
     """The first of ``sets`` no other process of this machine holds, locked until ``stack`` closes (waiting for
     the first set when every one is held, which Ray's slot count should never let happen)."""
     for cores in sets:
-        handle = stack.enter_context(_lock_file(cores).open("a"))
+        handle = _lock_file(cores).open("a")
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            handle.close()
             continue
+        stack.enter_context(handle)
         return cores
     handle = stack.enter_context(_lock_file(sets[0]).open("a"))
     fcntl.flock(handle, fcntl.LOCK_EX)

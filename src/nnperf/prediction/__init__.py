@@ -30,6 +30,7 @@ from nnperf.prediction._calibrate import (
     load_stored_model,
     load_system_model,
     missing_calibration,
+    sentinel_reference_s,
 )
 from nnperf.prediction._composition import Composition, FusionRules, fit_composition, learn_fusion
 from nnperf.prediction._features import FEATURES, features, model_key
@@ -96,5 +97,6 @@ __all__ = [
     "network_predictor_names",
     "predictor_class",
     "register_predictor",
+    "sentinel_reference_s",
     "steps",
 ]

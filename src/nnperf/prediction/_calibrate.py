@@ -8,7 +8,7 @@ resumes, so an interrupted calibration picks up where it stopped.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -148,7 +148,8 @@ def calibrate(backend: Backend | ItemRunner, store: Store, networks: Sequence[Ne
         samples = sample_layers(backend, store, sample_budget_s, config.harness,
                                 progress=None if progress is None else
                                 lambda what, done, part: progress(f"sampling: {what}", total, total),
-                                reference_s=None if isinstance(backend, ItemRunner) else sentinel_reference_s(runs))
+                                reference_s=None if isinstance(backend, ItemRunner)
+                                else sentinel_reference_s(r.whole.extra for r in runs))
     system = backend.system()
     model = fit_system_model(runs, system.key, system.label, profiled=profiled, roofline=roofline,
                              layer_samples=samples)
@@ -161,11 +162,10 @@ def calibrate(backend: Backend | ItemRunner, store: Store, networks: Sequence[Ne
     return model
 
 
-def sentinel_reference_s(runs: Sequence[MeasuredNetwork]) -> float | None:
-    """The drift sentinel's median time over the readings taken around the calibration networks (None when no
-    run holds one): the speed the sampled layers are scaled to."""
-    readings = [r.whole.extra[k] for r in runs for k in ("sentinel_start_s", "sentinel_end_s")
-                if r.whole.extra.get(k, 0) > 0]
+def sentinel_reference_s(extras: Iterable[Mapping[str, float]]) -> float | None:
+    """The drift sentinel's median time over the readings in the extras of the calibration networks' whole
+    measurements (None when none holds one): the speed the sampled layers are scaled to."""
+    readings = [extra[k] for extra in extras for k in ("sentinel_start_s", "sentinel_end_s") if extra.get(k, 0) > 0]
     return float(np.median(readings)) if readings else None
 
 
