@@ -112,5 +112,9 @@ def test_select_solves_runs_and_times_the_network(capsys: pytest.CaptureFixture[
     assert "layers timed" not in text and "convolutions, transformations and other layers" in text  # read back
     again = run_json(capsys, "select", str(net), "--costs", costs, "--db", str(profiled), "--no-layer-costs")
     assert again["layer_profile_s"] == 0
-    # without layer costs only the convolutions and the moves count: the default costs its convolutions alone
-    assert again["default_predicted_s"] < document["default_predicted_s"]
+    # without layer costs only the convolutions and the moves count: the default costs its convolutions alone.
+    # Predicted convolution costs come from the model and repeat exactly; profiled ones are timed again on the
+    # spot (tiny's layers are not in the dataset), so only the predicted case can compare the two totals.
+    assert again["default_predicted_s"] > 0
+    if costs == "predicted":
+        assert again["default_predicted_s"] < document["default_predicted_s"]
