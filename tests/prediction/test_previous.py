@@ -167,3 +167,21 @@ def test_calibration_progress_is_one_scale_over_every_phase(tmp_path) -> None:  
     assert phases.index("profiler") > max(i for i, p in enumerate(phases) if p == "isolated")
     profiler = [d for what, d, _ in seen if what.startswith("profiler: ")]
     assert min(profiler) >= 15 and max(profiler) == 18  # after the 15 isolated units, 3 units for 3 networks
+
+
+def test_sampled_pools_join_the_ridge_and_sampled_convolutions_do_not(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from nnperf.prediction import fit_system_model, measure_networks
+    from nnperf.prediction.kernel import ConvSample, PoolSample
+
+    backend = FakeBackend(model=CostModel(noise_sigma=0.0))
+    system = backend.system()
+    with Store(tmp_path / "m.db") as store:
+        runs = measure_networks(backend, store, [tiny_network()], FAST)
+    pool = PoolSample("max", 64, 112, 3, 2, 0, True).layer()
+    conv = ConvSample(64, 64, 56, 3, 1, 1).layer()
+    plain = fit_system_model(runs, system.key, system.label)
+    sampled = fit_system_model(runs, system.key, system.label, layer_samples=[(pool, 5e-3), (conv, 1e-2)])
+    # tiny holds one max pool and two convolutions: the sampled pool is a second max-pool row, the conv none more
+    assert (plain.latency["max_pool"].n_samples_, sampled.latency["max_pool"].n_samples_) == (1, 2)
+    assert sampled.latency["conv"].to_dict() == plain.latency["conv"].to_dict()
+    assert sampled.calibration["layer_samples"] == 2

@@ -71,7 +71,7 @@ def calibrate(backend: str = "torch", device: str = "cpu", threads: int = 1,
     budget_s, target_ci : float, optional
         Per-layer time budget in seconds (default 0.5) and median CI target (default 0.02).
     sample_budget_s : float, default 0
-        Seconds of sampled convolutions measured alone besides the calibration networks, placed where the
+        Seconds of sampled convolutions and pools measured alone besides the calibration networks, placed where the
         kernel-aware models err most (nn-Meter's adaptive sampling; :func:`nnperf.prediction.kernel.sample_layers`).
     progress : callable, optional
         Called with (what, done, total) as the calibration goes.

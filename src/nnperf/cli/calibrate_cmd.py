@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--target-ci", type=float, default=None, help="stop repeating a layer once the median's 95%% CI is within this fraction "
                                                                   "(default 0.02, as profile)")
     p.add_argument("--sample-budget", metavar="DURATION", default=None,
-                   help="also measure sampled convolutions alone for this long (e.g. 90s, 2m), placed where the "
+                   help="also measure sampled convolutions and pools alone for this long (e.g. 90s, 2m), placed where the "
                         "kernel-aware models err most (nn-Meter's adaptive sampling); default: none")
     p.add_argument("--if-needed", action="store_true",
                    help="do nothing when this system already has a stored calibration")

@@ -32,6 +32,11 @@ from nnperf.store import Store
 FUSION_PROFILER_RUNS = 10
 """Profiled whole-network runs per calibration network: enough to see which layers the backend fuses."""
 
+RIDGE_SAMPLED_TYPES = frozenset({"max_pool", "avg_pool"})
+"""Layer types whose sampled layers also join PreVIous' latency Ridge of their type. Sampled convolutions stay out:
+one linear model over dense, pointwise, depthwise and grouped kernels cannot take them in (on torch at 1 thread
+they took the composition's held-out MAPE from 12.7% to 36.2%); they feed the kernel-aware models only."""
+
 CALIBRATION_HARNESS = HarnessConfig(warmup_s=0.02, target_ci=0.02, budget_s=0.5)
 """Per-layer effort during calibration: 2% CI of the median or half a second per layer."""
 
@@ -58,7 +63,9 @@ def fit_system_model(runs: Sequence[MeasuredNetwork], system_key: str, system_la
     ``profiled`` are the same networks measured with the framework profiler:
     their node groups give the fusion rules of the composition. ``roofline``
     carries the peaks measured on the system; without it the roofline is not
-    fitted (``calibration['not_fitted']`` says so).
+    fitted (``calibration['not_fitted']`` says so). ``layer_samples`` (sampled layers measured alone, with
+    their seconds) feed the kernel-aware predictor; the sampled pools (:data:`RIDGE_SAMPLED_TYPES`) also join
+    the latency Ridge of their layer type.
     """
     rows: dict[str, list[np.ndarray]] = {}
     latency: dict[str, list[float]] = {}
@@ -73,11 +80,17 @@ def fit_system_model(runs: Sequence[MeasuredNetwork], system_key: str, system_la
             rows.setdefault(key, []).append(features(layer))
             latency.setdefault(key, []).append(record.median_s)
             energy.setdefault(key, []).append(record.energy_j)
+    energy_rows = {k: np.array(v) for k, v in rows.items()}  # the samples carry no energy
+    for layer, seconds in layer_samples:
+        key = model_key(layer)
+        if key in RIDGE_SAMPLED_TYPES:
+            rows.setdefault(key, []).append(features(layer))
+            latency.setdefault(key, []).append(seconds)
     latency_models = {k: fit_ridge(k, "latency_s", np.array(rows[k]), latency[k], alpha) for k in rows}
     energy_models: dict[str, RidgeModel] = {}
     for k, values in energy.items():
         if values and all(v is not None for v in values):
-            energy_models[k] = fit_ridge(k, "energy_j", np.array(rows[k]), [float(v or 0.0) for v in values], alpha)
+            energy_models[k] = fit_ridge(k, "energy_j", energy_rows[k], [float(v or 0.0) for v in values], alpha)
     layer_model = SystemModel(system_key, system_label, latency_models, {}, energy_models)
     layer_predictions = [layer_model.predict_layers(run.network) for run in runs]
     energy_c = None
@@ -117,8 +130,8 @@ def calibrate(backend: Backend | ItemRunner, store: Store, networks: Sequence[Ne
               progress: RunsProgress | None = None, sample_budget_s: float = 0.0) -> SystemModel:
     """Profiles the calibration networks (resuming), fits the system's model and stores it.
 
-    With ``sample_budget_s``, sampled convolutions are also measured alone for about that long, placed where
-    the kernel models err most (:func:`nnperf.prediction.kernel.sample_layers`; stored and resumed too).
+    With ``sample_budget_s``, sampled convolutions and pools are also measured alone for about that long, placed
+    where the kernel models err most (:func:`nnperf.prediction.kernel.sample_layers`; stored and resumed too).
 
     ``backend`` may be an :class:`ItemRunner` (a fleet of one system): the
     networks' layers, profiler passes and the roofline peaks are then measured

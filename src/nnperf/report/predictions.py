@@ -45,7 +45,7 @@ def calibration_summary(model: SystemModel, store_path: str) -> list[str]:
         samples = info.get("layer_samples", 0)
         lines.append(f"kernel-aware models (regressor, cross-validated median error): {chosen}; in-network/isolated "
                      f"time {kernel.context_['*']:.2f}x"  # type: ignore[attr-defined]
-                     + (f"; {samples} sampled convolutions" if samples else ""))
+                     + (f"; {samples} sampled layers" if samples else ""))
     if model.roofline is not None:
         lines.append(f"roofline peaks: {model.roofline.ops_per_s_ / 1e9:.1f} GOP/s, "
                      f"{model.roofline.bytes_per_s_ / 1e9:.1f} GB/s")

@@ -9,8 +9,16 @@ from harness_presets import SHORT_HARNESS
 from nnperf.errors import NnperfError
 from nnperf.ir.metrics import layer_metrics
 from nnperf.measure.backends._fake import CostModel, FakeBackend
-from nnperf.prediction.kernel import CONV_KINDS, ConvSample, draw, neighbours, sample_layers
-from nnperf.prediction.kernel._sampling import MAX_MACS, _next_round, _weakest_kind
+from nnperf.prediction.kernel import (
+    CONV_KINDS,
+    ConvSample,
+    PoolSample,
+    draw,
+    neighbours,
+    sample_from_name,
+    sample_layers,
+)
+from nnperf.prediction.kernel._sampling import MAX_MACS, MAX_POOL_INPUT, _next_round, _weakest_kind
 from nnperf.store import Store
 
 
@@ -21,6 +29,51 @@ def test_draws_are_of_their_kind_and_bounded(kind: str) -> None:
         sample = draw(kind, rng)
         assert sample.kind == kind and layer_metrics(sample.layer()).macs <= MAX_MACS
         assert ConvSample.from_name(sample.name) == sample  # a stored name gives the configuration back
+
+
+@pytest.mark.parametrize("kind", ["max_pool", "avg_pool"])
+def test_pool_draws_are_of_their_kind_bounded_and_valid(kind: str) -> None:
+    rng = np.random.default_rng(0)
+    for _ in range(40):
+        sample = draw(kind, rng)
+        assert isinstance(sample, PoolSample) and sample.kind == kind
+        assert sample.channels * sample.map ** 2 <= MAX_POOL_INPUT and 2 * sample.padding < sample.kernel
+        assert sample.stride == 2 or sample.kernel == 3  # a 2x2 window always moves by 2
+        assert sample_from_name(sample.name) == sample  # a stored name gives the configuration back
+        assert all(n.kind == kind for n in neighbours(sample))
+
+
+@pytest.mark.parametrize(("sample", "out"), [
+    (PoolSample("max", 64, 112, 3, 2, 0, True), 56),  # GoogLeNet's stem: ceil((112 - 3) / 2) + 1
+    (PoolSample("max", 64, 112, 3, 2, 0, False), 55),  # floor((112 - 3) / 2) + 1
+    (PoolSample("max", 64, 112, 3, 2, 1, False), 56),  # ResNet's stem: floor((112 + 2 - 3) / 2) + 1
+    (PoolSample("avg", 16, 7, 2, 2, 0, True), 4),  # ceil((7 - 2) / 2) + 1
+    (PoolSample("max", 16, 7, 3, 2, 1, True), 4),  # ceil(6 / 2) + 1 = 4; the window at 6 starts inside
+    (PoolSample("max", 16, 6, 3, 2, 1, True), 4),  # ceil(5 / 2) + 1; the last window starts at 6, inside 6 + 1
+    (PoolSample("avg", 32, 14, 3, 1, 1, False), 14),  # 'same'
+])
+def test_pool_output_sizes_follow_pytorch(sample: PoolSample, out: int) -> None:
+    layer = sample.layer()
+    assert layer.output_shape == (1, sample.channels, out, out) and layer.input_shapes == ((1, sample.channels,
+                                                                                         sample.map, sample.map),)
+
+
+def test_drawn_pools_have_the_output_size_torch_gives() -> None:
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    for kind in ("max_pool", "avg_pool"):
+        for _ in range(15):
+            sample = draw(kind, rng)
+            pool = (torch.nn.MaxPool2d if sample.op == "max" else torch.nn.AvgPool2d)(
+                sample.kernel, sample.stride, sample.padding, ceil_mode=sample.ceil)
+            x = torch.zeros(sample.layer().input_shapes[0])
+            assert tuple(pool(x).shape) == sample.layer().output_shape, sample.name
+
+
+def test_names_that_are_no_sample_are_refused() -> None:
+    for name in ("pool-min-c16-m7-k2-s2-p0-e0", "pool-max-c16-m7", "conv-c16"):
+        with pytest.raises(NnperfError, match="does not name a sampled"):
+            sample_from_name(name)
 
 
 def test_neighbours_move_one_choice_one_step_and_keep_the_kind() -> None:
@@ -56,8 +109,8 @@ def test_sampling_is_stored_as_taken_and_a_finished_one_is_read_back(tmp_path) -
     backend = FakeBackend(model=CostModel(noise_sigma=0.0))
     with Store(tmp_path / "m.db") as store:
         samples = sample_layers(backend, store, 1.5, SHORT_HARNESS)  # the first sentinel reading warms up 0.5 s
-        assert {layer.name.split("-")[0] for layer, _ in samples} == {"conv"}
-        assert len(samples) >= 4 * 6 and all(seconds > 0 for _, seconds in samples)
+        assert {layer.name.split("-")[0] for layer, _ in samples} == {"conv", "pool"}
+        assert len(samples) >= 6 * 6 and all(seconds > 0 for _, seconds in samples)
         again = sample_layers(backend, store, 1.5, SHORT_HARNESS)  # finished: read back, nothing measured
         assert {layer.name for layer, _ in again} == {layer.name for layer, _ in samples}
         with pytest.raises(NnperfError, match="budget must be >= 0"):

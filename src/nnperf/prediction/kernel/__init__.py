@@ -6,8 +6,8 @@ in-network layer times, composed the way the backend runs them.
   apart (``_kinds.py``);
 - :func:`choose`, :func:`fit_regressor` and :class:`StoredRegressor`: the candidate regressors, stored as
   numbers, never pickles (``_regressors.py``);
-- :func:`sample_layers` with :class:`ConvSample`: calibration by adaptive sampling of convolution
-  configurations within a time budget (``_sampling.py``).
+- :func:`sample_layers` with :class:`ConvSample` and :class:`PoolSample`: calibration by adaptive sampling of
+  convolution and pooling configurations within a time budget (``_sampling.py``).
 """
 
 from nnperf.prediction.kernel._kinds import CONV_FEATURES, CONV_KINDS, LAYER_FEATURES, kernel_features, kernel_kind
@@ -15,7 +15,17 @@ from nnperf.prediction.kernel._model import LAYER_SAMPLES, KernelModel
 from nnperf.prediction.kernel._regressors import REGRESSORS, choose
 from nnperf.prediction.kernel._regressors import Stored as StoredRegressor
 from nnperf.prediction.kernel._regressors import fit as fit_regressor
-from nnperf.prediction.kernel._sampling import PRIOR, SAMPLE_CAMPAIGN, ConvSample, draw, neighbours, sample_layers
+from nnperf.prediction.kernel._sampling import (
+    PRIOR,
+    SAMPLE_CAMPAIGN,
+    SAMPLED_KINDS,
+    ConvSample,
+    PoolSample,
+    draw,
+    neighbours,
+    sample_from_name,
+    sample_layers,
+)
 
 __all__ = [
     "CONV_FEATURES",
@@ -24,9 +34,11 @@ __all__ = [
     "LAYER_SAMPLES",
     "PRIOR",
     "REGRESSORS",
+    "SAMPLED_KINDS",
     "SAMPLE_CAMPAIGN",
     "ConvSample",
     "KernelModel",
+    "PoolSample",
     "StoredRegressor",
     "choose",
     "draw",
@@ -34,5 +46,6 @@ __all__ = [
     "kernel_features",
     "kernel_kind",
     "neighbours",
+    "sample_from_name",
     "sample_layers",
 ]

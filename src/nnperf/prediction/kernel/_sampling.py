@@ -1,13 +1,14 @@
-"""Calibration by sampling (nn-Meter's adaptive sampling): convolution configurations measured alone, placed
-where the kernel models are weakest, within a time budget.
+"""Calibration by sampling (nn-Meter's adaptive sampling): convolution and pooling configurations measured
+alone, placed where the kernel models are weakest, within a time budget.
 
-The calibration networks hold few depthwise and no grouped convolutions, and their dense ones span a narrow
-range; real networks do not. So calibration also measures single convolutions drawn from a prior over the
-configurations real CNNs use (:data:`PRIOR`: channel counts 16-512 in the usual steps, maps 7-112, kernels 1-7,
-stride 1 or 2, and per kind its grouping: one channel per group for depthwise, 4-64 for grouped), then adds
-samples where the models err most:
+The calibration networks hold few depthwise and no grouped convolutions, their dense ones span a narrow range,
+and their pools stop at 56x56 maps; real networks do not (a stem's max pool runs on 112x112). So calibration also
+measures single layers drawn from a prior over the configurations real CNNs use (:data:`PRIOR`: channel counts
+16-512 in the usual steps, maps 7-112, kernels 1-7, stride 1 or 2, and per kind its grouping: one channel per
+group for depthwise, 4-64 for grouped; max and average pools of 2x2 or 3x3 windows, with or without padding and
+ceil mode), then adds samples where the models err most:
 
-1. a first round draws :data:`FIRST_ROUND` configurations of each kind from the prior;
+1. a first round draws :data:`FIRST_ROUND` configurations of each kind (:data:`SAMPLED_KINDS`) from the prior;
 2. each further round cross-validates each kind's power law and boosted trees, takes the kind whose better
    model errs most (that error over the square root of its sample count, so a kind with many samples yields
    to one with few), and measures neighbours (one choice moved one step) of the samples its power law predicts
@@ -15,8 +16,8 @@ samples where the models err most:
 3. it stops when the budget is spent.
 
 Each sample is a layer run alone, stored as it is taken in one run of the store (campaign ``kernel-samples``),
-named by its configuration (:meth:`ConvSample.name`), so an interrupted sampling resumes and a finished one is
-read back.
+named by its configuration (:meth:`ConvSample.name`, :meth:`PoolSample.name`), so an interrupted sampling resumes
+and a finished one is read back.
 
 **Drift.** This machine's speed can move by tens of percent within minutes, and samples taken in a slow phase
 teach the models slow convolutions. So the drift sentinel of the profiled networks (``nnperf.campaign.SENTINEL``)
@@ -37,13 +38,13 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from nnperf.campaign import ItemRunner, LayerItem, measure_isolated_layer, measure_sentinel, open_campaign
 from nnperf.errors import NnperfError
-from nnperf.ir import ConvAttrs, Layer, OpType
+from nnperf.ir import ConvAttrs, Layer, OpType, PoolAttrs
 from nnperf.ir.metrics import layer_metrics
 from nnperf.measure import HarnessConfig, LayerMeasurement, Method, fixed_timing
 from nnperf.measure.backends import Backend
@@ -53,6 +54,11 @@ from nnperf.store import Store
 
 SAMPLE_CAMPAIGN = "kernel-samples"
 
+POOL_KINDS = ("max_pool", "avg_pool")
+"""The pooling kinds sampled (the kernel kinds of :func:`kernel_kind`, PreVIous' layer types)."""
+
+SAMPLED_KINDS = (*CONV_KINDS, *POOL_KINDS)
+
 PRIOR = {
     "channels": (16, 24, 32, 48, 64, 96, 128, 160, 192, 256, 320, 384, 512),
     "map": (7, 14, 28, 56, 112),
@@ -60,11 +66,15 @@ PRIOR = {
     "stride": (1, 2),
     "per_group": (4, 8, 16, 32, 64),
     "expansion": (0.25, 0.5, 1.0, 2.0, 4.0),
+    "pool_kernel": (2, 3),
 }
 """The choices each configuration is drawn from (see the module docstring)."""
 
 MAX_MACS = 400_000_000
-"""A drawn configuration above this many MACs is drawn again: one sample must not eat the budget."""
+"""A drawn convolution above this many MACs is drawn again: one sample must not eat the budget."""
+
+MAX_POOL_INPUT = 128 * 112 * 112
+"""A drawn pool over more input elements than this is drawn again (a stem's pool is 64 x 112 x 112)."""
 
 FIRST_ROUND = 6
 """Samples of each kind drawn from the prior before any is placed by error."""
@@ -115,10 +125,67 @@ class ConvSample:
         return kernel_kind(self.layer())
 
 
-def draw(kind: str, rng: np.random.Generator) -> ConvSample:
-    """A configuration of ``kind`` from :data:`PRIOR`, at most :data:`MAX_MACS`."""
-    if kind not in CONV_KINDS:
-        raise NnperfError(f"cannot sample {kind!r}; the sampled kinds are {', '.join(CONV_KINDS)}")
+@dataclass(frozen=True)
+class PoolSample:
+    """One sampled pool: a ``op`` ('max' or 'avg') pool of a ``kernel`` x ``kernel`` window at ``stride`` over a
+    square ``map`` x ``map`` input of ``channels`` channels, padded by ``padding`` on every side, its output size
+    rounded up when ``ceil`` (PyTorch's ``ceil_mode``)."""
+
+    op: str
+    channels: int
+    map: int
+    kernel: int
+    stride: int
+    padding: int
+    ceil: bool
+
+    @property
+    def name(self) -> str:
+        return (f"pool-{self.op}-c{self.channels}-m{self.map}-k{self.kernel}-s{self.stride}-p{self.padding}"
+                f"-e{int(self.ceil)}")
+
+    @classmethod
+    def from_name(cls, name: str) -> PoolSample:
+        try:
+            _, op, *rest = name.split("-")
+            parts = {p[0]: int(p[1:]) for p in rest}
+            if op not in ("max", "avg"):
+                raise ValueError(op)
+            return cls(op, parts["c"], parts["m"], parts["k"], parts["s"], parts["p"], bool(parts["e"]))
+        except (KeyError, ValueError, IndexError) as exc:
+            raise NnperfError(f"{name!r} does not name a sampled pool") from exc
+
+    def layer(self) -> Layer:
+        span = self.map + 2 * self.padding - self.kernel
+        out = (-(-span // self.stride) if self.ceil else span // self.stride) + 1
+        if self.ceil and (out - 1) * self.stride >= self.map + self.padding:
+            out -= 1  # PyTorch's rule: the last window must start inside the input or its left padding
+        op = OpType.MAX_POOL if self.op == "max" else OpType.AVG_POOL
+        return Layer(self.name, op, ("x",), ((1, self.channels, self.map, self.map),),
+                     (1, self.channels, out, out), PoolAttrs((self.kernel, self.kernel), (self.stride, self.stride),
+                                                             (self.padding,) * 4, ceil_mode=self.ceil))
+
+    @property
+    def kind(self) -> str:
+        return kernel_kind(self.layer())
+
+
+Sample = ConvSample | PoolSample
+"""A sampled configuration of any kind."""
+
+
+def sample_from_name(name: str) -> Sample:
+    """The configuration a stored sample's name gives back (:meth:`ConvSample.name`, :meth:`PoolSample.name`)."""
+    return PoolSample.from_name(name) if name.startswith("pool-") else ConvSample.from_name(name)
+
+
+def draw(kind: str, rng: np.random.Generator) -> Sample:
+    """A configuration of ``kind`` from :data:`PRIOR`, at most :data:`MAX_MACS` (a convolution) or
+    :data:`MAX_POOL_INPUT` (a pool)."""
+    if kind not in SAMPLED_KINDS:
+        raise NnperfError(f"cannot sample {kind!r}; the sampled kinds are {', '.join(SAMPLED_KINDS)}")
+    if kind in POOL_KINDS:
+        return _draw_pool(kind, rng)
     while True:
         c_in = int(rng.choice(PRIOR["channels"]))
         size = int(rng.choice(PRIOR["map"]))
@@ -137,9 +204,29 @@ def draw(kind: str, rng: np.random.Generator) -> ConvSample:
             return sample
 
 
-def neighbours(sample: ConvSample) -> list[ConvSample]:
+def _draw_pool(kind: str, rng: np.random.Generator) -> PoolSample:
+    while True:
+        kernel = int(rng.choice(PRIOR["pool_kernel"]))
+        stride = 2 if kernel == 2 or rng.random() < 0.7 else 1
+        padding = int(rng.integers(0, (kernel - 1) // 2 + 1))  # 3x3: none or 1; 2x2: none
+        sample = PoolSample("max" if kind == "max_pool" else "avg", int(rng.choice(PRIOR["channels"])),
+                            int(rng.choice(PRIOR["map"])), kernel, stride, padding, bool(rng.random() < 0.5))
+        if _pool_fits(sample):
+            return sample
+
+
+def _pool_fits(sample: PoolSample) -> bool:
+    """Within :data:`MAX_POOL_INPUT`, a window no larger than the padded map, and padding at most half the
+    window (PyTorch's own bound)."""
+    return (sample.channels * sample.map ** 2 <= MAX_POOL_INPUT and sample.kernel <= sample.map + 2 * sample.padding
+            and 2 * sample.padding <= sample.kernel)
+
+
+def neighbours(sample: Sample) -> list[Sample]:
     """Configurations one step away in one choice of :data:`PRIOR` (channels, map, kernel, stride), same kind."""
-    found = []
+    if isinstance(sample, PoolSample):
+        return _pool_neighbours(sample)
+    found: list[Sample] = []
     for field_name, choices in (("c_in", PRIOR["channels"]), ("map", PRIOR["map"]), ("kernel", PRIOR["kernel"]),
                                 ("stride", PRIOR["stride"])):
         value = getattr(sample, field_name)
@@ -148,6 +235,22 @@ def neighbours(sample: ConvSample) -> list[ConvSample]:
             if 0 <= index + step < len(choices):
                 moved = _moved(sample, field_name, int(choices[index + step]))
                 if moved is not None and moved.kind == sample.kind and layer_metrics(moved.layer()).macs <= MAX_MACS:
+                    found.append(moved)
+    return found
+
+
+def _pool_neighbours(sample: PoolSample) -> list[Sample]:
+    found: list[Sample] = []
+    for field_name, choices in (("channels", PRIOR["channels"]), ("map", PRIOR["map"]),
+                                ("kernel", PRIOR["pool_kernel"]), ("stride", PRIOR["stride"])):
+        value = getattr(sample, field_name)
+        index = min(range(len(choices)), key=lambda i: abs(choices[i] - value))
+        for step in (-1, 1):
+            if 0 <= index + step < len(choices):
+                moved = replace(sample, **{field_name: int(choices[index + step])})
+                if field_name == "kernel":
+                    moved = replace(moved, padding=min(moved.padding, (moved.kernel - 1) // 2))
+                if _pool_fits(moved):
                     found.append(moved)
     return found
 
@@ -177,7 +280,7 @@ Progress = Callable[[str, int, int], None]
 
 def sample_layers(backend: Backend | ItemRunner, store: Store, budget_s: float, harness: HarnessConfig, seed: int = 0,
                   progress: Progress | None = None, reference_s: float | None = None) -> list[tuple[Layer, float]]:
-    """Measures sampled convolutions alone for about ``budget_s`` seconds (see the module docstring) and returns
+    """Measures sampled layers alone for about ``budget_s`` seconds (see the module docstring) and returns
     every sample of the run with its median time (seconds), those measured before included; with ``reference_s``
     (the drift sentinel's time during the calibration networks) each time is scaled to that speed. ``backend``
     may be a fleet's runner: each round is then measured at once on its nodes, without the sentinel."""
@@ -188,12 +291,12 @@ def sample_layers(backend: Backend | ItemRunner, store: Store, budget_s: float, 
     rng = np.random.default_rng(seed)
     config = {"budget_s": budget_s, "seed": seed, "harness": {"target_ci": harness.target_ci,
                                                               "budget_s": harness.budget_s}}
-    key = f"{SAMPLE_CAMPAIGN}|budget={budget_s:g}|seed={seed}"
+    key = f"{SAMPLE_CAMPAIGN}|budget={budget_s:g}|seed={seed}|kinds={','.join(SAMPLED_KINDS)}"
     with open_campaign(store, backend.system(), key, SAMPLE_CAMPAIGN, "", Method.ISOLATED.value, config,
                        reuse=True) as campaign:
         readings = {int(name.removeprefix(SENTINEL_PREFIX)): timing.stats.median_s
                     for name, timing in campaign.done.items() if name.startswith(SENTINEL_PREFIX)}
-        measured = {ConvSample.from_name(name): timing.stats.median_s for name, timing in campaign.done.items()
+        measured = {sample_from_name(name): timing.stats.median_s for name, timing in campaign.done.items()
                     if not name.startswith(SENTINEL_PREFIX)}
         if campaign.reused:
             return _at_reference_speed(measured, readings, reference_s)
@@ -209,7 +312,7 @@ def sample_layers(backend: Backend | ItemRunner, store: Store, budget_s: float, 
                                                     fixed_timing([seconds])))
                 readings[len(measured)] = seconds
 
-        queue = [draw(kind, rng) for kind in CONV_KINDS for _ in range(FIRST_ROUND)]
+        queue = [draw(kind, rng) for kind in SAMPLED_KINDS for _ in range(FIRST_ROUND)]
         if isinstance(backend, ItemRunner):
             while spent() < budget_s:
                 batch = list(dict.fromkeys(s for s in queue or _next_round(measured, rng) if s not in measured))
@@ -238,7 +341,7 @@ def sample_layers(backend: Backend | ItemRunner, store: Store, budget_s: float, 
     return _at_reference_speed(measured, readings, reference_s)
 
 
-def _at_reference_speed(measured: dict[ConvSample, float], readings: dict[int, float],
+def _at_reference_speed(measured: dict[Sample, float], readings: dict[int, float],
                         reference_s: float | None) -> list[tuple[Layer, float]]:
     """Every sample with its time, scaled by ``reference_s`` over the sentinel's time when it was taken (sample
     ``i`` taken between the readings before sample ``i`` and before sample ``i + 1``); unscaled without a
@@ -250,23 +353,23 @@ def _at_reference_speed(measured: dict[ConvSample, float], readings: dict[int, f
     return [(s.layer(), t * reference_s / float(v)) for (s, t), v in zip(measured.items(), speed, strict=True)]
 
 
-def _next_round(measured: dict[ConvSample, float], rng: np.random.Generator) -> list[ConvSample]:
+def _next_round(measured: dict[Sample, float], rng: np.random.Generator) -> list[Sample]:
     """Neighbours of the worst-predicted samples of the kind the models predict worst, and fresh draws."""
-    by_kind: dict[str, list[ConvSample]] = defaultdict(list)
+    by_kind: dict[str, list[Sample]] = defaultdict(list)
     for sample in measured:
         by_kind[sample.kind].append(sample)
     weakest, worst = _weakest_kind(by_kind, measured)
-    fresh = [draw(str(rng.choice(CONV_KINDS)), rng) for _ in range(ROUND // 4)]
+    fresh = [draw(str(rng.choice(SAMPLED_KINDS)), rng) for _ in range(ROUND // 4)]
     near = [n for s in worst for n in neighbours(s) if n not in measured]
     rng.shuffle(near)  # type: ignore[arg-type]
-    return [*near[:ROUND - len(fresh)], *fresh] if weakest else [draw(k, rng) for k in CONV_KINDS]
+    return [*near[:ROUND - len(fresh)], *fresh] if weakest else [draw(k, rng) for k in SAMPLED_KINDS]
 
 
-def _weakest_kind(by_kind: dict[str, list[ConvSample]], measured: dict[ConvSample, float]
-                  ) -> tuple[str, Sequence[ConvSample]]:
+def _weakest_kind(by_kind: dict[str, list[Sample]], measured: dict[Sample, float]
+                  ) -> tuple[str, Sequence[Sample]]:
     """The kind with the largest cross-validated error (over the square root of its samples) and the samples its
     power law predicts worst when they are left out of its fit."""
-    best: tuple[float, str, Sequence[ConvSample]] = (-1.0, "", ())
+    best: tuple[float, str, Sequence[Sample]] = (-1.0, "", ())
     for kind, samples in by_kind.items():
         if len(samples) < MIN_SAMPLES_TO_CHOOSE:
             return kind, samples  # too few to judge: grow it first
