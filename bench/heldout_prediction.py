@@ -62,6 +62,7 @@ from nnperf.ir import Network
 from nnperf.measure import HarnessConfig, host_info, measure
 from nnperf.measure.backends import Backend
 from nnperf.prediction import CALIBRATION_HARNESS, NetworkPrediction, sentinel_reference_s
+from nnperf.prediction.kernel import kernel_kind
 from nnperf.zoo import zoo_network
 
 ZOO_HELDOUT = ("shufflenet_v2_x1_0", "mobilenet_v3_large", "convnext_tiny", "googlenet")
@@ -174,12 +175,6 @@ def timed_prediction(network: Network, system: System, db: Path) -> tuple[Networ
     return prediction, time.perf_counter() - started
 
 
-def kernel_kind(network: Network, layer_name: str) -> str:
-    layer = network.layer(layer_name)
-    kind = layer.conv_kind
-    return f"conv/{kind.value}" if kind is not None else layer.op.value
-
-
 def layer_errors(network: Network, name: str, prediction: NetworkPrediction, backend: Backend, db: Path
                  ) -> list[dict[str, Any]]:
     """Each layer's predicted and isolated-measured latency (s), its kind and relative error."""
@@ -195,7 +190,7 @@ def layer_errors(network: Network, name: str, prediction: NetworkPrediction, bac
         meas = measured.get(p.layer)
         if meas is None or meas <= 0:
             continue
-        rows.append({"network": name, "layer": p.layer, "kind": kernel_kind(network, p.layer),
+        rows.append({"network": name, "layer": p.layer, "kind": kernel_kind(network.layer(p.layer)),
                      "predicted_s": p.latency_s, "measured_s": meas, "rel_error": p.latency_s / meas - 1})
     return rows
 
@@ -349,7 +344,7 @@ def in_network_errors(network: Network, name: str, prediction: NetworkPrediction
         seconds = m.timing.stats.median_s
         if m.group_size > 1 or seconds <= 0 or m.layer not in predicted:
             continue
-        rows.append({"network": name, "layer": m.layer, "kind": kernel_kind(network, m.layer),
+        rows.append({"network": name, "layer": m.layer, "kind": kernel_kind(network.layer(m.layer)),
                      "predicted_s": predicted[m.layer], "measured_s": seconds,
                      "rel_error": predicted[m.layer] / seconds - 1})
     return rows
