@@ -25,7 +25,8 @@ For each system (backend, threads), default torch and onnxruntime at 1 and 2 thr
    jumps do not follow the networks' (BENCHMARKS.md);
 4. with --layers, every layer of every network measured alone (`profile_network`, isolated, the calibration
    harness; stored and reused) against the per-layer predictions: MdRAE (median |pred - meas| / meas) per
-   kernel kind (conv standard/pointwise/depthwise/grouped by `Layer.conv_kind`, other layers by op).
+   kernel kind (`nnperf.prediction.kernel.kernel_kind`: conv standard/pointwise/depthwise/grouped, other
+   layers by PreVIous layer type).
 
 Held-out networks: the exports of bench/architectures.py (written from the papers, random weights, read back
 through nnperf's ONNX importer as a user's file would be) and zoo networks that no part of nnperf was chosen or

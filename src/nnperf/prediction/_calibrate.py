@@ -8,7 +8,7 @@ resumes, so an interrupted calibration picks up where it stopped.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -56,7 +56,8 @@ def calibration_networks() -> list[Network]:
 def fit_system_model(runs: Sequence[MeasuredNetwork], system_key: str, system_label: str,
                      alpha: float = 1.0, profiled: Sequence[MeasuredNetwork] = (),
                      roofline: RooflineModel | None = None,
-                     layer_samples: Sequence[tuple[Layer, float]] = ()) -> SystemModel:
+                     layer_samples: Sequence[tuple[Layer, float]] = (),
+                     ridge_sampled_types: Collection[str] | None = None) -> SystemModel:
     """Ridge models per layer type on the isolated layer medians, then every registered network predictor
     (c, the composition, the baselines, ...) that the calibration can fit, on the whole-network medians.
 
@@ -64,9 +65,10 @@ def fit_system_model(runs: Sequence[MeasuredNetwork], system_key: str, system_la
     their node groups give the fusion rules of the composition. ``roofline``
     carries the peaks measured on the system; without it the roofline is not
     fitted (``calibration['not_fitted']`` says so). ``layer_samples`` (sampled layers measured alone, with
-    their seconds) feed the kernel-aware predictor; the sampled pools (:data:`RIDGE_SAMPLED_TYPES`) also join
-    the latency Ridge of their layer type.
+    their seconds) feed the kernel-aware predictor; those of ``ridge_sampled_types`` (default
+    :data:`RIDGE_SAMPLED_TYPES`, the pools) also join the latency Ridge of their layer type.
     """
+    ridge_types = RIDGE_SAMPLED_TYPES if ridge_sampled_types is None else frozenset(ridge_sampled_types)
     rows: dict[str, list[np.ndarray]] = {}
     latency: dict[str, list[float]] = {}
     energy: dict[str, list[float | None]] = {}
@@ -83,7 +85,7 @@ def fit_system_model(runs: Sequence[MeasuredNetwork], system_key: str, system_la
     energy_rows = {k: np.array(v) for k, v in rows.items()}  # the samples carry no energy
     for layer, seconds in layer_samples:
         key = model_key(layer)
-        if key in RIDGE_SAMPLED_TYPES:
+        if key in ridge_types:
             rows.setdefault(key, []).append(features(layer))
             latency.setdefault(key, []).append(seconds)
     latency_models = {k: fit_ridge(k, "latency_s", np.array(rows[k]), latency[k], alpha) for k in rows}
