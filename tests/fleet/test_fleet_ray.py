@@ -227,13 +227,13 @@ def test_the_primitive_dataset_is_profiled_on_the_fleet_as_in_one_process(cluste
 
 
 def test_adaptive_samples_are_measured_a_round_at_a_time_over_the_nodes(fleet: Fleet, tmp_path: Path) -> None:
-    from nnperf.prediction.kernel import CONV_KINDS, sample_layers
+    from nnperf.prediction.kernel import SAMPLED_KINDS, sample_layers
     from nnperf.prediction.kernel._sampling import FIRST_ROUND, SENTINEL_PREFIX
 
     with Store(tmp_path / "s.db") as store:
         runner = _runner(fleet, SystemSettings("fake", wall_scale=4.0))  # each sample sleeps: both nodes take some
         samples = sample_layers(runner, store, 0.5, SHORT_HARNESS, reference_s=1.0)  # no sentinel on a fleet
-        assert len(samples) >= len(CONV_KINDS) * FIRST_ROUND and len(runner.placements) == 2
+        assert len(samples) >= len(SAMPLED_KINDS) * FIRST_ROUND and len(runner.placements) == 2
         run = store.runs()[0]
         stored = [m.layer for m in store.layer_measurements(run_id=run.id)]
         assert sorted(stored) == sorted(layer.name for layer, _ in samples)  # each once, no sentinel readings

@@ -58,6 +58,7 @@ POOL_KINDS = ("max_pool", "avg_pool")
 """The pooling kinds sampled (the kernel kinds of :func:`kernel_kind`, PreVIous' layer types)."""
 
 SAMPLED_KINDS = (*CONV_KINDS, *POOL_KINDS)
+"""Every kind sampling draws: the four convolution kinds and the two pools."""
 
 PRIOR = {
     "channels": (16, 24, 32, 48, 64, 96, 128, 160, 192, 256, 320, 384, 512),
@@ -312,7 +313,8 @@ def sample_layers(backend: Backend | ItemRunner, store: Store, budget_s: float, 
                                                     fixed_timing([seconds])))
                 readings[len(measured)] = seconds
 
-        queue = [draw(kind, rng) for kind in SAMPLED_KINDS for _ in range(FIRST_ROUND)]
+        # kinds interleaved, so a budget too short for the whole first round still reaches every kind
+        queue = [draw(kind, rng) for _ in range(FIRST_ROUND) for kind in SAMPLED_KINDS]
         if isinstance(backend, ItemRunner):
             while spent() < budget_s:
                 batch = list(dict.fromkeys(s for s in queue or _next_round(measured, rng) if s not in measured))
