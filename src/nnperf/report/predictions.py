@@ -43,8 +43,8 @@ def calibration_summary(model: SystemModel, store_path: str) -> list[str]:
                            + (f" {min(scores.values()):.0%}" if scores else "")
                            for kind, scores in sorted(kernel.scores_.items()))  # type: ignore[attr-defined]
         samples = info.get("layer_samples", 0)
-        lines.append(f"kernel-aware models (regressor, cross-validated median error): {chosen}; in-network/isolated "
-                     f"time {kernel.context_['*']:.2f}x"  # type: ignore[attr-defined]
+        lines.append(f"kernel-aware models (regressor, cross-validated median error): {chosen}; a layer takes "
+                     f"{kernel.context_s_['*'] * 1e6:+.1f} us in a network against alone (median)"  # type: ignore[attr-defined]
                      + (f"; {samples} sampled layers" if samples else ""))
     if model.roofline is not None:
         lines.append(f"roofline peaks: {model.roofline.ops_per_s_ / 1e9:.1f} GOP/s, "

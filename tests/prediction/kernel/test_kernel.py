@@ -107,17 +107,23 @@ def test_an_unknown_stored_regressor_is_refused() -> None:
         StoredRegressor.from_dict({"kind": "svm", "mean": [], "scale": [], "state": {}})
 
 
+IN_NETWORK_EXTRA_S = 20e-6
+"""What each layer of the fake device below takes inside a network beyond its time alone (torch's is 10-130 us)."""
+
+
 class _InNetworkSlower(FakeBackend):
-    """The fake device whose layers run 1.3 times slower inside a network (the profiler) than alone."""
+    """The fake device whose layers take 20 us longer inside a network (the profiler and the whole network) than
+    alone, whatever their size."""
 
     def profile(self, network: Network, runs: int) -> ProfileResult:
         result = super().profile(network, runs)
-        layers = tuple(replace(m, timing=fixed_timing([t * 1.3 for t in m.timing.times_s])) for m in result.layers)
+        layers = tuple(replace(m, timing=fixed_timing([t + IN_NETWORK_EXTRA_S for t in m.timing.times_s]))
+                       for m in result.layers)
         return replace(result, layers=layers)
 
 
 def test_the_kernel_model_learns_context_and_takes_sampled_kinds(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    backend = _InNetworkSlower(model=CostModel(noise_sigma=0.0, network_factor=1.3))
+    backend = _InNetworkSlower(model=CostModel(noise_sigma=0.0, network_call_delta_s=IN_NETWORK_EXTRA_S))
     config = ProfileConfig(harness=SHORT_HARNESS)
     networks = [residual_conv_net(f"cal{c}x{hw}", c, hw) for c in (4, 8, 16) for hw in (8, 16)]
     with Store(tmp_path / "m.db") as store:
@@ -128,12 +134,13 @@ def test_the_kernel_model_learns_context_and_takes_sampled_kinds(tmp_path) -> No
     calibration = CalibrationSet(runs, [run.layer_median_s() for run in runs], profiled,
                                  extra={LAYER_SAMPLES: samples})
     model = KernelModel(candidates=("ridge",), other_candidates=("ridge",)).fit(calibration)
-    assert model.context("conv:standard") == pytest.approx(1.3) and model.context_["*"] == pytest.approx(1.3)
+    assert model.context_s("conv:standard") == pytest.approx(IN_NETWORK_EXTRA_S)
+    assert model.context_s_["*"] == pytest.approx(IN_NETWORK_EXTRA_S)
     assert model.samples_["conv:grouped"] == len(grouped)  # a kind only the samples hold gets its own model
     layer = _conv(48, 48, 20, 3, groups=12)
-    want = 1.3 * backend.model.layer_cost_s(layer)  # its time inside a network
+    want = backend.model.layer_cost_s(layer) + IN_NETWORK_EXTRA_S  # its time inside a network
     got = model.models_["conv:grouped"].predict_s(kernel_features(layer, layer_metrics(layer))[None])[0]
-    assert got == pytest.approx(want, rel=0.1)
+    assert got == pytest.approx(want, rel=0.25)  # the power law fits a cost plus a constant only roughly
     unseen = residual_conv_net("unseen", 12, 12)
     measured = backend.network_timer(unseen).time_block(1)
     predicted = model.predict(NetworkInput(unseen, {}))

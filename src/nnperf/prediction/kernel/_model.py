@@ -9,13 +9,16 @@ Three things a PreVIous model per layer type misses (issue 21), and what this pr
 2. **Context.** A layer inside a network does not cost what it costs alone (caches, allocation, the
    framework's dispatch): on torch whole networks ran 10-44% slower than the sum of their isolated layers.
    The models learn the time a layer takes *inside* a network, from the calibration's profiler pass, with a
-   fused group's time carried by its first member. Layers measured only alone (sampled configurations) are
-   scaled by their kind's median in-network/isolated ratio on the calibration layers measured both ways.
+   fused group's time carried by its first member. Layers measured only alone (sampled configurations) get
+   their kind's median in-network minus isolated time on the calibration layers measured both ways. The
+   difference is a per-layer offset, not a ratio: on torch it is tens of microseconds whatever the layer's size
+   (a 0.1 ms layer takes twice its isolated time in the profiler, a 1 ms one 1.0-1.1 times), so a ratio learnt
+   on the calibration's small layers would double a large sampled one.
 3. **Composition.** The per-layer times compose as nnperf's composition does (the backend's fusion rules from
    the profiler, plus a per-call delta fitted on the whole calibration networks).
 
-A layer of a kind the calibration never saw falls back on its PreVIous prediction, scaled by the median
-context ratio.
+A layer of a kind the calibration never saw falls back on its PreVIous prediction plus the median context
+offset.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ LAYER_SAMPLES = "layer_samples"
 """Key of :attr:`CalibrationSet.extra` holding sampled layers measured alone: a sequence of (layer, seconds)."""
 
 MIN_CONTEXT_PAIRS = 3
-"""A kind's own context ratio needs this many layers measured both alone and in a network; else the median."""
+"""A kind's own context offset needs this many layers measured both alone and in a network; else the median."""
 
 
 @register_predictor
@@ -60,8 +63,8 @@ class KernelModel(NetworkPredictor):
     seed : int, default 0
 
     After ``fit``: ``models_`` (kind -> fitted regressor), ``scores_`` (kind -> each candidate's
-    cross-validated median relative error), ``samples_`` (kind -> samples fitted), ``context_`` (kind ->
-    in-network/isolated ratio, with ``"*"`` the median over every kind) and ``composition_``.
+    cross-validated median relative error), ``samples_`` (kind -> samples fitted), ``context_s_`` (kind ->
+    median in-network minus isolated seconds, with ``"*"`` the median over every layer) and ``composition_``.
     """
 
     name = "kernel"
@@ -86,7 +89,7 @@ class KernelModel(NetworkPredictor):
     def fit(self, calibration: CalibrationSet) -> Self:
         rows: dict[str, list[np.ndarray]] = defaultdict(list)
         targets: dict[str, list[float]] = defaultdict(list)
-        ratios: dict[str, list[float]] = defaultdict(list)
+        offsets: dict[str, list[float]] = defaultdict(list)
         profiled = {m.network.name: m for m in calibration.profiled}
         for run in calibration.runs:
             isolated = run.layer_median_s()
@@ -96,7 +99,7 @@ class KernelModel(NetworkPredictor):
                 if layer.name in in_network:
                     seconds, alone = in_network[layer.name]
                     if alone and isolated.get(layer.name, 0.0) > 0 and seconds > 0:
-                        ratios[kind].append(seconds / isolated[layer.name])
+                        offsets[kind].append(seconds - isolated[layer.name])
                 elif not in_network and isolated.get(layer.name, 0.0) > 0:
                     seconds = isolated[layer.name]  # no profiler pass: isolated times, no context
                 else:
@@ -104,14 +107,16 @@ class KernelModel(NetworkPredictor):
                 if seconds > 0:
                     rows[kind].append(kernel_features(layer, metrics))
                     targets[kind].append(seconds)
-        every = [r for values in ratios.values() for r in values]
-        self.context_ = {"*": float(np.median(every)) if every else 1.0}
-        self.context_.update({kind: float(np.median(v)) for kind, v in ratios.items() if len(v) >= MIN_CONTEXT_PAIRS})
+        every = [d for values in offsets.values() for d in values]
+        self.context_s_ = {"*": float(np.median(every)) if every else 0.0}
+        self.context_s_.update({kind: float(np.median(v)) for kind, v in offsets.items()
+                                if len(v) >= MIN_CONTEXT_PAIRS})
+        self.context_ratio_: dict[str, float] = {}
         for layer, seconds in calibration.extra.get(LAYER_SAMPLES, ()):
-            if seconds > 0:
-                kind = kernel_kind(layer)
+            kind = kernel_kind(layer)
+            if seconds > 0 and seconds + self.context_s(kind) > 0:
                 rows[kind].append(kernel_features(layer, layer_metrics(layer)))
-                targets[kind].append(seconds * self.context(kind))
+                targets[kind].append(seconds + self.context_s(kind))
         self.models_: dict[str, Stored] = {}
         self.scores_: dict[str, dict[str, float]] = {}
         self.samples_: dict[str, int] = {}
@@ -125,14 +130,16 @@ class KernelModel(NetworkPredictor):
                           for run, predicted in zip(calibration.runs, calibration.predicted_layer_s)])
         return self
 
-    def context(self, kind: str) -> float:
-        """The in-network/isolated time ratio of ``kind`` (the median over kinds where it has too few pairs)."""
+    def context_s(self, kind: str) -> float:
+        """What a layer of ``kind`` takes inside a network beyond its time alone, in seconds (the median over every
+        layer where ``kind`` has too few pairs)."""
         self.check_fitted()
-        return self.context_.get(kind, self.context_["*"])
+        return self.context_s_.get(kind, self.context_s_["*"])
 
     def layer_latency_s(self, network: Network, fallback_s: Mapping[str, float]) -> dict[str, float]:
         """Each layer's predicted time inside ``network`` (seconds); a kind with no model takes ``fallback_s``
-        (its isolated prediction) times the median context ratio."""
+        (its isolated prediction) plus the median context offset (times the median ratio, for a model stored
+        when context was a ratio)."""
         self.check_fitted()
         layers = list(network.layers)
         metrics = network_metrics(network).layers
@@ -146,7 +153,9 @@ class KernelModel(NetworkPredictor):
                     predicted[layers[i].name] = float(seconds)
             else:
                 for i in index:
-                    predicted[layers[i].name] = float(fallback_s.get(layers[i].name, 0.0)) * self.context_["*"]
+                    alone = float(fallback_s.get(layers[i].name, 0.0))
+                    predicted[layers[i].name] = (alone * self.context_ratio_["*"] if self.context_ratio_
+                                                 else alone + self.context_s_["*"])
         return {layer.name: predicted[layer.name] for layer in layers}
 
     def predict(self, x: NetworkInput) -> float:
@@ -155,13 +164,15 @@ class KernelModel(NetworkPredictor):
 
     def fitted_state(self) -> dict[str, Any]:
         return {"models": {k: m.to_dict() for k, m in self.models_.items()}, "scores": self.scores_,
-                "samples": self.samples_, "context": self.context_, "composition": self.composition_.to_dict()}
+                "samples": self.samples_, "context_s": self.context_s_, "composition": self.composition_.to_dict()}
 
     def load_fitted_state(self, state: Mapping[str, Any]) -> None:
         self.models_ = {k: Stored.from_dict(v) for k, v in state["models"].items()}
         self.scores_ = {k: dict(v) for k, v in state.get("scores", {}).items()}
         self.samples_ = {k: int(v) for k, v in state.get("samples", {}).items()}
-        self.context_ = {k: float(v) for k, v in state["context"].items()}
+        # a model stored before context became an offset holds ratios ("context"); only its fallback reads them
+        self.context_s_ = {k: float(v) for k, v in state.get("context_s", {"*": 0.0}).items()}
+        self.context_ratio_ = {} if "context_s" in state else {k: float(v) for k, v in state["context"].items()}
         composition = Composition.from_dict(state["composition"])
         if not isinstance(composition, Composition):
             raise TypeError("the kernel model's composition is not a composition")
