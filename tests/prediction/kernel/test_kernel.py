@@ -12,7 +12,7 @@ from harness_presets import SHORT_HARNESS
 from networks import residual_conv_net
 from nnperf.campaign import ProfileConfig
 from nnperf.errors import NnperfError
-from nnperf.ir import ConvAttrs, Layer, Network, OpType
+from nnperf.ir import ConvAttrs, Layer, Network, OpType, TensorSpec
 from nnperf.ir.metrics import layer_metrics
 from nnperf.measure import fixed_timing
 from nnperf.measure.backends import ProfileResult
@@ -145,3 +145,13 @@ def test_the_kernel_model_learns_context_and_takes_sampled_kinds(tmp_path) -> No
     measured = backend.network_timer(unseen).time_block(1)
     predicted = model.predict(NetworkInput(unseen, {}))
     assert predicted == pytest.approx(measured, rel=0.1)
+    # a kind with no model (depthwise) falls back on its isolated prediction plus the median offset...
+    depthwise = Network("dw", (TensorSpec("x", (1, 16, 8, 8)),), (_conv(16, 16, 8, 3, groups=16),), ("c",))
+    assert model.layer_latency_s(depthwise, {"c": 1e-4}) == {"c": pytest.approx(1e-4 + IN_NETWORK_EXTRA_S)}
+    # ...and a model stored when the context was a ratio still loads, its fallback scaled by that ratio
+    state = json.loads(json.dumps(model.fitted_state()))
+    del state["context_s"]
+    state["context"] = {"*": 1.5}
+    legacy = KernelModel()
+    legacy.load_fitted_state(state)
+    assert legacy.layer_latency_s(depthwise, {"c": 1e-4}) == {"c": pytest.approx(1.5e-4)}
