@@ -254,10 +254,11 @@ def synthesize(sources: Sources, data: ValidationSet, budget: float, out: Path, 
     measured: dict[ProgramSpec, Measured] = {}
 
     predictions: dict[ProgramSpec, float | None] = {}
+    shares: dict[tuple[str, tuple[str, ...]], dict[str, float]] = {}
 
     def predicted(spec: ProgramSpec) -> float | None:
         if spec not in predictions:
-            predictions[spec] = _predicted(spec, predict, sources, sample, predictions)
+            predictions[spec] = _predicted(spec, predict, sources, sample, predictions, shares)
         return predictions[spec]
 
     def ranked(specs: Sequence[ProgramSpec]) -> list[ProgramSpec]:
@@ -326,10 +327,12 @@ def synthesize(sources: Sources, data: ValidationSet, budget: float, out: Path, 
 
 
 def _predicted(spec: ProgramSpec, predict: Predict | None, sources: Sources, sample: np.ndarray,
-               known: dict[ProgramSpec, float | None]) -> float | None:
+               known: dict[ProgramSpec, float | None],
+               shares: dict[tuple[str, tuple[str, ...]], dict[str, float]]) -> float | None:
     """``spec``'s predicted latency: from its system's calibration for an fp32 program or one with every layer
     inexact (``ProgramSpec.backend_system`` names the precision); a mixed program lies between the two, by the
-    share of the inexact layers' multiply-accumulates: fp32 + share x (all inexact - fp32)."""
+    share of the inexact layers' multiply-accumulates: fp32 + share x (all inexact - fp32). ``known`` and
+    ``shares`` keep the predictions and MAC shares already worked out, for the next candidate."""
     if predict is None:
         return None
     layers = sources.quantizable(spec.runtime) if spec.inexact else ()
@@ -341,7 +344,10 @@ def _predicted(spec: ProgramSpec, predict: Predict | None, sources: Sources, sam
             known[end] = predict(end)
         ends.append(known[end])
     fp32_s, inexact_s = ends
-    share = _macs_share(sources, spec.runtime, layers, sample)
+    key = (spec.runtime, tuple(layers))
+    if key not in shares:
+        shares[key] = _macs_share(sources, spec.runtime, layers, sample)
+    share = shares[key]
     if fp32_s is None or inexact_s is None or not share:
         return None
     return fp32_s + sum(share[name] for name in spec.inexact) * (inexact_s - fp32_s)
