@@ -11,6 +11,7 @@ from nnperf.ir.metrics import layer_metrics
 from nnperf.measure.backends._fake import CostModel, FakeBackend
 from nnperf.prediction.kernel import (
     CONV_KINDS,
+    SAMPLED_KINDS,
     ConvSample,
     PoolSample,
     draw,
@@ -109,8 +110,9 @@ def test_sampling_is_stored_as_taken_and_a_finished_one_is_read_back(tmp_path) -
     backend = FakeBackend(model=CostModel(noise_sigma=0.0))
     with Store(tmp_path / "m.db") as store:
         samples = sample_layers(backend, store, 1.5, SHORT_HARNESS)  # the first sentinel reading warms up 0.5 s
+        # the first round interleaves the kinds, so even a slow machine's first few samples hold both
         assert {layer.name.split("-")[0] for layer, _ in samples} == {"conv", "pool"}
-        assert len(samples) >= 6 * 6 and all(seconds > 0 for _, seconds in samples)
+        assert len(samples) >= len(SAMPLED_KINDS) and all(seconds > 0 for _, seconds in samples)
         again = sample_layers(backend, store, 1.5, SHORT_HARNESS)  # finished: read back, nothing measured
         assert {layer.name for layer, _ in again} == {layer.name for layer, _ in samples}
         with pytest.raises(NnperfError, match="budget must be >= 0"):
