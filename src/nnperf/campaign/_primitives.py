@@ -107,8 +107,7 @@ def profile_primitives(store: Store, configs: Sequence[ConvConfig], threads: int
     unique = list(dict.fromkeys(configs))
 
     def still_needed(config: ConvConfig) -> list[_Job]:
-        have = stored.get(config_key(config), set())
-        return [job for job in _jobs(config, chosen, threads, harness) if job[0] not in have]
+        return _still_needed(config, stored, chosen, threads, harness)
 
     for i, config in enumerate(unique):
         jobs = still_needed(config)
@@ -122,9 +121,7 @@ def profile_primitives(store: Store, configs: Sequence[ConvConfig], threads: int
                                           time.perf_counter() - start, tuple(failures))
         label = config_label(config)
         report(label, i, len(unique))
-        key = config_key(config)
-        with open_campaign(store, system, PRIMITIVE_CAMPAIGN + key, label, key, Method.ISOLATED.value,
-                           {**config.to_dict(), "threads": threads, "harness": asdict(harness)}) as campaign:
+        with _config_campaign(store, system, config, threads, harness) as campaign:
             samples += _measure_config(campaign, label, jobs, failures)
         measured += 1
     report("done", len(unique), len(unique))
@@ -148,18 +145,15 @@ def _profile_on_runner(store: Store, configs: Sequence[ConvConfig], runner: Item
     names = tuple(p.name for p in chosen)
     items: list[PrimitiveItem] = []
     for config in unique:
-        have = stored.get(config_key(config), set())
-        missing = [job[0] for job in _jobs(config, chosen, threads, harness) if job[0] not in have]
-        if missing:
-            items.append(PrimitiveItem(config, names, frozenset(have), threads, harness))
+        if _still_needed(config, stored, chosen, threads, harness):
+            items.append(PrimitiveItem(config, names, frozenset(stored.get(config_key(config), set())), threads,
+                                       harness))
     measured = samples = 0
     failures: list[tuple[str, str, str]] = []
     with contextlib.closing(runner.run(items, report)) as results:
         for index, outcomes in results:
             item = items[index]
-            key = config_key(item.config)
-            with open_campaign(store, system, PRIMITIVE_CAMPAIGN + key, item.label, key, Method.ISOLATED.value,
-                               {**item.config.to_dict(), "threads": threads, "harness": asdict(harness)}) as campaign:
+            with _config_campaign(store, system, item.config, threads, harness) as campaign:
                 samples += _store_outcomes(campaign, item.label, outcomes, failures)
             measured += 1
             if budget_s is not None and time.perf_counter() - start > budget_s and measured < len(items):
@@ -168,6 +162,21 @@ def _profile_on_runner(store: Store, configs: Sequence[ConvConfig], runner: Item
     report("done", len(unique), len(unique))
     return PrimitiveProfileReport(record.id, measured, len(unique) - len(items), len(items) - measured, samples,
                                   time.perf_counter() - start, tuple(failures))
+
+
+def _still_needed(config: ConvConfig, stored: dict[str, set[str]], primitives: Sequence[Primitive], threads: int,
+                  harness: HarnessConfig) -> list[_Job]:
+    """The jobs of ``config`` whose names ``stored`` (see :func:`_stored_names`) does not hold."""
+    have = stored.get(config_key(config), set())
+    return [job for job in _jobs(config, primitives, threads, harness) if job[0] not in have]
+
+
+def _config_campaign(store: Store, system: SystemSpec, config: ConvConfig, threads: int,
+                     harness: HarnessConfig) -> contextlib.AbstractContextManager[Campaign]:
+    """The campaign (one run) that holds ``config``'s primitive and transformation times on ``system``."""
+    key = config_key(config)
+    return open_campaign(store, system, PRIMITIVE_CAMPAIGN + key, config_label(config), key, Method.ISOLATED.value,
+                         {**config.to_dict(), "threads": threads, "harness": asdict(harness)})
 
 
 def _stored_names(store: Store, system: SystemRecord) -> dict[str, set[str]]:
