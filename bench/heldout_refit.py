@@ -57,21 +57,25 @@ FITS = {"pools in Ridge": None, "no samples in Ridge": ()}
 POOLS = ("max_pool", "avg_pool")
 
 
-def stored_rounds(path: Path, system: str) -> dict[str, float]:
-    """Network -> median of its round medians, for ``system``, from a heldout_prediction JSON."""
+def stored_system(path: Path, system: str) -> dict[str, Any]:
+    """The part of a heldout_prediction JSON that holds ``system``'s figures."""
     for entry in json.loads(path.read_text())["systems"]:
         if entry["system"] == system:
-            return {n["network"]: float(n["median_s"]) for n in entry["networks"]}
-    raise SystemExit(f"{path} holds no rounds of {system}")
+            return dict(entry)
+    raise SystemExit(f"{path} holds no figures of {system}")
+
+
+def stored_rounds(path: Path, system: str) -> dict[str, float]:
+    """Network -> median of its round medians, for ``system``, from a heldout_prediction JSON."""
+    return {n["network"]: float(n["median_s"]) for n in stored_system(path, system)["networks"]}
 
 
 def stored_pool_layers(path: Path, system: str) -> list[dict[str, Any]]:
-    for entry in json.loads(path.read_text())["systems"]:
-        if entry["system"] == system:
-            if not entry.get("layers"):
-                raise SystemExit(f"{path} holds no layers of {system}: write it with heldout_prediction --layers")
-            return [row for row in entry["layers"] if row["kind"] in POOLS]
-    raise SystemExit(f"{path} holds no layers of {system}")
+    """The max- and average-pool layers of ``system`` measured alone in a heldout_prediction --layers JSON."""
+    layers = stored_system(path, system).get("layers")
+    if not layers:
+        raise SystemExit(f"{path} holds no layers of {system}: write it with heldout_prediction --layers")
+    return [row for row in layers if row["kind"] in POOLS]
 
 
 def fit(system: System, db: Path, sample_budget_s: float) -> dict[str, SystemModel]:
