@@ -226,34 +226,28 @@ def _pool_fits(sample: PoolSample) -> bool:
 def neighbours(sample: Sample) -> list[Sample]:
     """Configurations one step away in one choice of :data:`PRIOR` (channels, map, kernel, stride), same kind."""
     if isinstance(sample, PoolSample):
-        return _pool_neighbours(sample)
-    found: list[Sample] = []
-    for field_name, choices in (("c_in", PRIOR["channels"]), ("map", PRIOR["map"]), ("kernel", PRIOR["kernel"]),
-                                ("stride", PRIOR["stride"])):
-        value = getattr(sample, field_name)
-        index = min(range(len(choices)), key=lambda i: abs(choices[i] - value))
-        for step in (-1, 1):
-            if 0 <= index + step < len(choices):
-                moved = _moved(sample, field_name, int(choices[index + step]))
-                if moved is not None and moved.kind == sample.kind and layer_metrics(moved.layer()).macs <= MAX_MACS:
-                    found.append(moved)
-    return found
+        pools = (_moved_pool(sample, name, value) for name, choices in (
+            ("channels", PRIOR["channels"]), ("map", PRIOR["map"]), ("kernel", PRIOR["pool_kernel"]),
+            ("stride", PRIOR["stride"])) for value in _adjacent(getattr(sample, name), choices))
+        return [moved for moved in pools if _pool_fits(moved)]
+    convs = (_moved(sample, name, value) for name, choices in (
+        ("c_in", PRIOR["channels"]), ("map", PRIOR["map"]), ("kernel", PRIOR["kernel"]),
+        ("stride", PRIOR["stride"])) for value in _adjacent(getattr(sample, name), choices))
+    return [moved for moved in convs
+            if moved is not None and moved.kind == sample.kind and layer_metrics(moved.layer()).macs <= MAX_MACS]
 
 
-def _pool_neighbours(sample: PoolSample) -> list[Sample]:
-    found: list[Sample] = []
-    for field_name, choices in (("channels", PRIOR["channels"]), ("map", PRIOR["map"]),
-                                ("kernel", PRIOR["pool_kernel"]), ("stride", PRIOR["stride"])):
-        value = getattr(sample, field_name)
-        index = min(range(len(choices)), key=lambda i: abs(choices[i] - value))
-        for step in (-1, 1):
-            if 0 <= index + step < len(choices):
-                moved = replace(sample, **{field_name: int(choices[index + step])})
-                if field_name == "kernel":
-                    moved = replace(moved, padding=min(moved.padding, (moved.kernel - 1) // 2))
-                if _pool_fits(moved):
-                    found.append(moved)
-    return found
+def _adjacent(value: int, choices: Sequence[int]) -> list[int]:
+    """The choices one step below and above the one nearest ``value`` (those that exist)."""
+    index = min(range(len(choices)), key=lambda i: abs(choices[i] - value))
+    return [int(choices[i]) for i in (index - 1, index + 1) if 0 <= i < len(choices)]
+
+
+def _moved_pool(sample: PoolSample, field_name: str, value: int) -> PoolSample:
+    moved = replace(sample, **{field_name: value})
+    if field_name == "kernel":  # a 2x2 window takes no padding
+        moved = replace(moved, padding=min(moved.padding, (moved.kernel - 1) // 2))
+    return moved
 
 
 def _moved(sample: ConvSample, field_name: str, value: int) -> ConvSample | None:
