@@ -7,7 +7,25 @@ here stores: campaigns that measure into the store are ``nnperf.campaign``.
 
 from nnperf.measure._attribution import FUSED_SUCCESSORS, FUSION_ROLES, FusionRole
 from nnperf.measure._harness import HarnessConfig, MeasurementError, Timer, calibrate_block_size, measure
+from nnperf.measure._duet import TimerFactory, backend_timer, backend_timer_factory, duet_placement, measure_duet
 from nnperf.measure._host import host_info
+from nnperf.measure._interleave import (
+    ComparisonProtocol,
+    PairedRatio,
+    Rounds,
+    RoundsConfig,
+    measure_interleaved,
+    measure_sequential,
+    parse_protocol,
+)
+from nnperf.measure._reference import (
+    REFERENCE,
+    REFERENCE_CANDIDATES,
+    ReferenceWorkload,
+    SpeedReading,
+    SumTimer,
+    reference_workload,
+)
 from nnperf.measure._stats import fixed_timing, relative_change, summarize
 from nnperf.measure._types import (
     HostInfo,
@@ -21,6 +39,10 @@ from nnperf.measure._types import (
 )
 
 __all__ = [
+    "REFERENCE", "REFERENCE_CANDIDATES", "ComparisonProtocol", "PairedRatio", "ReferenceWorkload", "Rounds",
+    "RoundsConfig", "SpeedReading", "SumTimer", "TimerFactory", "backend_timer", "backend_timer_factory",
+    "duet_placement", "measure_duet", "measure_interleaved", "measure_sequential", "parse_protocol",
+    "reference_workload",
     "FUSED_SUCCESSORS", "FUSION_ROLES", "FusionRole", "HarnessConfig", "HostInfo", "LayerMeasurement", "MeasurementError", "Method", "NetworkMeasurement",
     "SystemSpec", "Timer", "Timing", "TimingStats", "calibrate_block_size", "fixed_timing", "fused_sum_s",
     "host_info", "measure", "relative_change", "summarize",
