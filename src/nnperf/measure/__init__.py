@@ -9,6 +9,16 @@ from nnperf.measure._attribution import FUSED_SUCCESSORS, FUSION_ROLES, FusionRo
 from nnperf.measure._harness import HarnessConfig, MeasurementError, Timer, calibrate_block_size, measure
 from nnperf.measure._duet import TimerFactory, backend_timer, backend_timer_factory, duet_placement, measure_duet
 from nnperf.measure._host import host_info
+from nnperf.measure._interference import (
+    INJECTORS,
+    CpuHog,
+    Interference,
+    InterferenceError,
+    MemoryHog,
+    PeriodicSlowdown,
+    injector,
+    interference_availability,
+)
 from nnperf.measure._interleave import (
     ComparisonProtocol,
     PairedRatio,
@@ -43,6 +53,8 @@ __all__ = [
     "RoundsConfig", "SpeedReading", "SumTimer", "TimerFactory", "backend_timer", "backend_timer_factory",
     "duet_placement", "measure_duet", "measure_interleaved", "measure_sequential", "parse_protocol",
     "reference_workload",
+    "INJECTORS", "CpuHog", "Interference", "InterferenceError", "MemoryHog", "PeriodicSlowdown", "injector",
+    "interference_availability",
     "FUSED_SUCCESSORS", "FUSION_ROLES", "FusionRole", "HarnessConfig", "HostInfo", "LayerMeasurement", "MeasurementError", "Method", "NetworkMeasurement",
     "SystemSpec", "Timer", "Timing", "TimingStats", "calibrate_block_size", "fixed_timing", "fused_sum_s",
     "host_info", "measure", "relative_change", "summarize",
