@@ -28,6 +28,7 @@ from nnperf.store import default_store_path
 if TYPE_CHECKING:
     from torch import nn
 
+    from nnperf.measure import ComparisonProtocol
     from nnperf.optimize.synthesize import Predict, ProgramSpec, Progress, SynthesisResult, ValidationSet
 
 DIGITS_MODEL = "digits-cnn"
@@ -133,7 +134,8 @@ def synthesize(model: str | os.PathLike[str] | nn.Module, *, data: str | os.Path
                calibration: int = DEFAULT_CALIBRATION, aot: bool = True, inexact: bool = True,
                input_shape: tuple[int, ...] | None = None, workdir: str | os.PathLike[str] | None = None,
                store: StoreLike = None, predict: bool = True, calibrate_missing: bool = False,
-               progress: Progress | None = None) -> SynthesisResult:
+               progress: Progress | None = None, protocol: str | ComparisonProtocol = "interleaved"
+               ) -> SynthesisResult:
     """The fastest program for ``model`` on this device whose accuracy drop stays within ``budget``, written to
     ``out`` (see :func:`nnperf.optimize.synthesize.synthesize`).
 
@@ -144,12 +146,15 @@ def synthesize(model: str | os.PathLike[str] | nn.Module, *, data: str | os.Path
     ``calibration`` samples (shuffled, seeded) calibrate int8; at most ``samples`` of the rest judge accuracy.
     With ``predict``, the fp32 candidates are ranked by the latency nnperf predicts from the calibrations in
     ``store`` (default ./nnperf.db) before they are measured; ``calibrate_missing`` calibrates the systems the
-    store lacks (1.5 to 4 minutes each on a 2-core VM), else those are not predicted.
+    store lacks (1.5 to 4 minutes each on a 2-core VM), else those are not predicted. ``protocol`` is where the
+    reported speed-ups come from: ``"interleaved"`` (default, the stages' programs timed again in the same rounds)
+    or ``"sequential"`` (the ratio of the search's own medians, taken minutes apart).
     """
-    from nnperf.optimize.synthesize import ValidationDataError, make_sources
+    from nnperf.optimize.synthesize import ValidationDataError, check_protocol, make_sources
     from nnperf.optimize.synthesize import synthesize as run
 
     fraction = parse_budget(budget)
+    chosen = check_protocol(protocol)  # before minutes of work, not after
     if samples < 1 or calibration < 1:
         raise NnperfError(f"samples and calibration must be at least 1, got {samples} and {calibration}")
     name, module, onnx_path, validation, shape = _resolve(model, data, input_shape)
@@ -165,7 +170,7 @@ def synthesize(model: str | os.PathLike[str] | nn.Module, *, data: str | os.Path
     if predict and (calibrate_missing or store is not None or default_store_path().exists()):
         predictor = _predictor(module if model == DIGITS_MODEL else model, shape, store, calibrate_missing, progress)
     return run(sources, evaluation, fraction, Path(out), network=name, max_threads=max_threads, aot=aot,
-               inexact=inexact, predict=predictor, progress=progress)
+               inexact=inexact, predict=predictor, progress=progress, protocol=chosen)
 
 
 def verify_program(folder: str | os.PathLike[str]) -> Verified:

@@ -44,6 +44,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="do not rank the candidates by predicted latency")
     p.add_argument("--verify", action="store_true",
                    help="run the generated runner in a fresh process and check it reproduces the stored outputs")
+    p.add_argument("--protocol", default="interleaved", choices=("sequential", "interleaved"),
+                   help="where the reported speed-ups come from: interleaved (default) times the baseline and each "
+                        "stage's program again in the same rounds, in random order, and reports the median "
+                        "per-round ratio with its 95%% interval; sequential reports the ratio of the search's own "
+                        "medians, taken minutes apart (drifts with the machine's speed)")
     p.add_argument("--json", action="store_true", help="print the manifest as JSON")
     add_db_argument(p)
     p.set_defaults(run=run)
@@ -63,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
         result = synthesize(args.model, data=data, budget=args.budget, out=args.out, max_threads=args.threads,
                             samples=args.samples, calibration=args.calibration, aot=args.aot, inexact=args.inexact,
                             input_shape=shape, store=args.db, predict=args.predict,
-                            calibrate_missing=args.calibrate, progress=progress)
+                            calibrate_missing=args.calibrate, progress=progress, protocol=args.protocol)
     document: dict[str, Any] = dict(result.manifest)
     verified = verify_program(args.out) if args.verify else None
     if verified is not None:
@@ -83,26 +88,36 @@ def _accuracy(accuracy: Any) -> str:
     return f"{accuracy.agreement:.2%} agree"
 
 
+def _speedup(ratio: Any) -> str:
+    """``median [low, high]x``; the baseline's own row (an empty interval) as ``1.00x``."""
+    if ratio.ci_low == ratio.ci_high:
+        return f"{ratio.median:.2f}x"
+    return f"{ratio.median:.2f}x [{ratio.ci_low:.2f}, {ratio.ci_high:.2f}]"
+
+
 def _print_report(result: Any, verified: Any) -> None:
     from rich.table import Table
 
     from nnperf.report import console
 
     out = console()
-    base = result.stages[0].program.latency_s
     proxy = result.manifest["validation"]["proxy"]
+    comparison = result.comparison
+    how = (f"speed-ups: median per-round ratio [95% interval] over {comparison.rounds.rounds} interleaved rounds"
+           if comparison.rounds.paired else "speed-ups: ratio of the search's medians [95% interval], sequential")
     table = Table(title=f"{result.network}: Table I (budget {result.budget:.2%}, {result.evaluation_samples} "
-                        f"samples{', accuracy = top-1 agreement with fp32, a proxy' if proxy else ''})",
+                        f"samples{', accuracy = top-1 agreement with fp32, a proxy' if proxy else ''}; {how})",
                   title_justify="left")
-    for column in ("stage", "program", "ms (median [q1, q3])", "predicted ms", "speed-up", "accuracy", "drop",
-                   "note"):
+    for column in ("stage", "program", "search ms (median [q1, q3])", "predicted ms", "speed-up", "accuracy",
+                   "drop", "note"):
         table.add_column(column, justify="right" if column in ("speed-up", "drop", "predicted ms") else "left")
     for stage in result.stages:
         m = stage.program
         s = m.timing.stats
         predicted = "-" if m.predicted_s is None else f"{m.predicted_s * 1e3:.2f}"
         table.add_row(stage.name, m.spec.label(), f"{s.median_s * 1e3:.2f} [{s.q1_s * 1e3:.2f}, {s.q3_s * 1e3:.2f}]",
-                      predicted, f"{base / m.latency_s:.2f}x", _accuracy(m.accuracy), f"{m.accuracy.drop:.2%}", stage.note)
+                      predicted, _speedup(stage.speedup), _accuracy(m.accuracy), f"{m.accuracy.drop:.2%}",
+                      stage.note)
     out.print(table)
     for search in result.searches:
         rows = Table(title=f"{search.runtime}: layers made {search.mode} ({len(search.effects)} candidates; all "
@@ -115,11 +130,10 @@ def _print_report(result: Any, verified: Any) -> None:
             rows.add_row(found.method, str(len(found.inexact)), f"{found.drop:.2%}", str(found.evaluations),
                          f"{program.latency_s * 1e3:.2f}" if program is not None else "-", found.status)
         out.print(rows)
-    final = result.stage("final").program
-    if result.ort_best_fp32 is not None:
+    if result.ort_best_fp32 is not None and result.over_ort_fp32 is not None:
         out.print(f"ONNX Runtime's best fp32 program: {result.ort_best_fp32.spec.label()}, "
-                  f"{result.ort_best_fp32.latency_s * 1e3:.2f} ms; the final program's speed-up over it: "
-                  f"{result.ort_best_fp32.latency_s / final.latency_s:.2f}x")
+                  f"{comparison.median_s(result.ort_best_fp32.spec.label()) * 1e3:.2f} ms in the comparison; the "
+                  f"final program's speed-up over it: {_speedup(result.over_ort_fp32)}")
     if result.energy_note:
         out.print(f"Table II (energy) is not measured: {result.energy_note}")
     out.print(f"wrote {result.out}/ ({result.artifact}, run.py, manifest.json) in {result.elapsed_s:.0f} s")

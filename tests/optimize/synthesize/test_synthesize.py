@@ -12,7 +12,7 @@ import torch
 
 from cli_helpers import assert_error, run_cli
 from nnperf.api import synthesize, verify_program
-from nnperf.measure import HarnessConfig
+from nnperf.measure import HarnessConfig, RoundsConfig
 from nnperf.optimize.synthesize import (
     STAGES,
     BudgetError,
@@ -29,6 +29,8 @@ from nnperf.optimize.synthesize import synthesize as synthesize_sources
 from nnperf.optimize.synthesize._onnx import node_macs
 
 QUICK = HarnessConfig(warmup_s=0.0, min_block_s=2e-4, target_ci=0.1, budget_s=0.05, min_samples=5)
+QUICK_ROUNDS = RoundsConfig(min_rounds=5, max_rounds=8, min_block_s=1e-3, warmup_s=0.0, target_ci=0.05,
+                            budget_s=0.5)
 SIZE = 32  # at 16x16 and width 8 every layer is too small for int8 to save time here: nothing to search
 
 
@@ -74,12 +76,12 @@ def run_planted(trained: TrainedDigits, tmp_path: Path, budget: float, **kwargs)
     calibration, evaluation = trained.validation.split(0.1, seed=0)
     sources = make_sources(planted(trained), None, calibration, tmp_path / "work")
     return synthesize_sources(sources, evaluation.take(150), budget, tmp_path / "program", network="planted",
-                              harness=QUICK, **{"max_threads": 1, "aot": False, **kwargs})
+                              harness=QUICK, rounds=QUICK_ROUNDS, **{"max_threads": 1, "aot": False, **kwargs})
 
 
 def test_the_stages_are_measured_and_the_budget_kept_around_a_planted_sensitive_layer(
         digits: TrainedDigits, tmp_path: Path) -> None:
-    result = run_planted(digits, tmp_path, budget=0.01)
+    result = run_planted(digits, tmp_path, budget=0.01, protocol="sequential")
     assert tuple(s.name for s in result.stages) == STAGES
     assert result.stages[0].program.spec == ProgramSpec("torch")  # single thread, fp32, chw
     assert result.stages[0].program.accuracy.drop == 0.0  # the reference itself
@@ -103,6 +105,14 @@ def test_the_stages_are_measured_and_the_budget_kept_around_a_planted_sensitive_
     for stage in result.stages:
         assert stage.program.latency_s > 0
     assert result.stage("final").note == result.artifact
+    # sequential: the old figures, each speed-up the ratio of the search's own medians, nothing timed again
+    assert result.comparison is not None and not result.comparison.rounds.paired
+    base = result.stages[0].program
+    for stage, row in zip(result.stages, result.manifest["table1"], strict=True):
+        assert stage.speedup is not None and not stage.speedup.paired
+        assert stage.speedup.median == pytest.approx(base.latency_s / stage.program.latency_s)
+        assert row["speedup"] == stage.speedup.median
+        assert stage.compared_s == stage.program.latency_s
 
 
 def test_the_written_program_reproduces_its_outputs_in_a_fresh_process(digits: TrainedDigits,
@@ -113,6 +123,26 @@ def test_the_written_program_reproduces_its_outputs_in_a_fresh_process(digits: T
     assert manifest == json.loads((folder / "manifest.json").read_text()) == result.manifest
     assert manifest["budget"] == 0.02 and manifest["accuracy"]["drop"] <= 0.02
     assert [row["stage"] for row in manifest["table1"]] == list(STAGES)
+    # interleaved (the default): each speed-up is the median of the per-round ratios baseline / program, taken
+    # in the same rounds, with its bootstrap interval stored beside it
+    comparison = result.comparison
+    assert comparison is not None and comparison.rounds.paired
+    assert manifest["comparison"]["protocol"] == "interleaved"
+    rounds = manifest["comparison"]["rounds"]
+    assert QUICK_ROUNDS.min_rounds <= rounds <= QUICK_ROUNDS.max_rounds
+    baseline = np.asarray(comparison.rounds.times(comparison.baseline))
+    assert len(baseline) == rounds
+    for stage, row in zip(result.stages, manifest["table1"], strict=True):
+        name = "final artifact" if stage.name == "final" else stage.program.spec.label()
+        per_round = baseline / np.asarray(comparison.rounds.times(name))
+        assert stage.speedup is not None and stage.speedup.paired
+        assert row["speedup"] == stage.speedup.median == pytest.approx(float(np.median(per_round)))
+        assert row["speedup_ci"] == [stage.speedup.ci_low, stage.speedup.ci_high]
+        assert row["speedup_ci"][0] <= row["speedup"] <= row["speedup_ci"][1]
+        assert row["compared_latency_s"] == pytest.approx(float(np.median(comparison.rounds.times(name))))
+    over_ort = manifest["speedup_over_ort_fp32"]
+    assert over_ort is not None and over_ort["paired"] and over_ort["rounds"] == rounds
+    assert over_ort["denominator"] == "final artifact"
     assert manifest["program"]["runtime"] in ("onnxruntime", "torch")
     assert set(manifest["versions"]) >= {"python", "numpy", "onnxruntime"}
     model = "model.onnx" if manifest["program"]["runtime"] == "onnxruntime" else "model.pt2"

@@ -3,13 +3,23 @@
 From a trained network and validation data, :func:`synthesize` measures the programs Table I's stages lead to
 (single-thread fp32; threads and executors; a layout kept end to end; layers made inexact, int8 in ONNX Runtime
 and bf16 in torch where native, chosen by the paper's greedy search or an exact ILP within an accuracy budget) and
-writes the fastest as a folder: the model file, a standalone ``run.py`` and a manifest. :class:`ValidationSet`
+writes the fastest as a folder: the model file, a standalone ``run.py`` and a manifest. The speed-ups it reports
+come from the baseline and the stages' programs timed in the same rounds (:func:`compare_programs`). :class:`ValidationSet`
 holds the data: :func:`digits_set` (scikit-learn's digits), :func:`photo_set` (the photographs bundled with
 scikit-learn and matplotlib, a proxy for networks with random weights) or :func:`load_validation` (files);
 :func:`train_digits` and :func:`cached_digits` train the digits CNN that needs no download.
 """
 
 from nnperf.optimize.synthesize._artifact import CHECK_TOLERANCE, MANIFEST_FORMAT, read_manifest
+from nnperf.optimize.synthesize._compare import (
+    PROTOCOLS,
+    SYNTHESIS_HARNESS,
+    SYNTHESIS_ROUNDS,
+    Comparison,
+    check_protocol,
+    compare_programs,
+    compare_timings,
+)
 from nnperf.optimize.synthesize._data import ValidationSet, digits_set, load_validation, photo_set
 from nnperf.optimize.synthesize._digits import TrainedDigits, cached_digits, train_digits
 from nnperf.optimize.synthesize._errors import BudgetError, SynthesisError, UnsupportedModeError, ValidationDataError
@@ -40,15 +50,18 @@ from nnperf.optimize.synthesize._synthesize import (
     Stage,
     SynthesisResult,
     check_sample_shape,
+    load_program,
     make_sources,
     synthesize,
 )
 
 __all__ = [
-    "CHECK_TOLERANCE", "INEXACT_MODE", "KEPT_LAYOUT", "MANIFEST_FORMAT", "RUNTIMES", "SEARCHES", "STAGES",
-    "Accuracy", "BudgetError", "InexactSearch", "LayerEffect", "Measured", "Predict", "ProgramSpec", "Progress",
-    "SearchResult", "Sources", "Stage", "SynthesisError", "SynthesisResult", "TrainedDigits",
-    "UnsupportedModeError", "ValidationDataError", "ValidationSet", "accuracy_of", "cached_digits",
-    "check_budget", "check_sample_shape", "digits_set", "greedy_search", "ilp_search", "load_validation", "make_sources",
-    "measure_program", "photo_set", "read_manifest", "synthesize", "train_digits",
+    "CHECK_TOLERANCE", "INEXACT_MODE", "KEPT_LAYOUT", "MANIFEST_FORMAT", "PROTOCOLS", "RUNTIMES", "SEARCHES",
+    "STAGES", "SYNTHESIS_HARNESS", "SYNTHESIS_ROUNDS", "Accuracy", "BudgetError", "Comparison", "InexactSearch",
+    "LayerEffect", "Measured", "Predict", "ProgramSpec", "Progress", "SearchResult", "Sources", "Stage",
+    "SynthesisError", "SynthesisResult", "TrainedDigits", "UnsupportedModeError", "ValidationDataError",
+    "ValidationSet", "accuracy_of", "cached_digits", "check_budget", "check_protocol", "check_sample_shape",
+    "compare_programs", "compare_timings", "digits_set", "greedy_search", "ilp_search", "load_program",
+    "load_validation", "make_sources", "measure_program", "photo_set", "read_manifest", "synthesize",
+    "train_digits",
 ]

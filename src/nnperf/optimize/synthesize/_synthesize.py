@@ -19,6 +19,12 @@ The stages follow Table I, each building on the one before and each measured (ha
 
 Accuracy is measured on the evaluation part of the validation set; the calibration part (int8 ranges) is never
 used to judge a program.
+
+The search ranks candidates by their own timings, but the speed-ups reported (Table I, the manifest, the CLI) come
+from a comparison of their own (:mod:`._compare`): under the ``interleaved`` protocol (default), the baseline, each
+stage's program, the final artifact and ONNX Runtime's best fp32 program are timed again in the same rounds, and
+each speed-up is the median per-round ratio with its bootstrap interval; ``sequential`` keeps the old figures, the
+ratio of the search's medians, taken minutes apart.
 """
 
 from __future__ import annotations
@@ -36,13 +42,23 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from nnperf.measure import HarnessConfig, Timing, host_info
+from nnperf.measure import ComparisonProtocol, HarnessConfig, PairedRatio, RoundsConfig, Timer, Timing, host_info
+from nnperf.measure.backends import LoopTimer
 from nnperf.optimize.synthesize._artifact import (
     MANIFEST_FORMAT,
     MANIFEST_VERSION,
     ort_session_document,
+    read_manifest,
     runner_script,
     write_artifact,
+)
+from nnperf.optimize.synthesize._compare import (
+    SYNTHESIS_HARNESS,
+    SYNTHESIS_ROUNDS,
+    Comparison,
+    check_protocol,
+    compare_programs,
+    compare_timings,
 )
 from nnperf.optimize.synthesize._data import ValidationSet
 from nnperf.optimize.synthesize._errors import BudgetError, SynthesisError, ValidationDataError
@@ -71,8 +87,6 @@ Predict = Callable[[ProgramSpec], "float | None"]
 """A program's predicted latency (s) before it is measured, or None where nnperf has no calibration for it."""
 
 STAGES = ("baseline", "parallel", "layout", "inexact", "final")
-SYNTHESIS_HARNESS = HarnessConfig(warmup_s=0.1, budget_s=1.0)
-"""Each program is timed for about a second (median of blocks)."""
 CHECK_SAMPLES = 8
 """Validation samples stored with the artifact for ``run.py --check``."""
 
@@ -98,11 +112,15 @@ class Measured:
 
 @dataclass(frozen=True)
 class Stage:
-    """One row of Table I: the stage, the program it chose, and a note (why a step was not taken)."""
+    """One row of Table I: the stage, the program it chose, a note (why a step was not taken), and, once the
+    stages are compared (:func:`synthesize` fills them), the baseline over the program (``speedup``, with its
+    interval) and the program's median time per execution in that comparison (``compared_s``, seconds)."""
 
     name: str
     program: Measured
     note: str = ""
+    speedup: PairedRatio | None = None
+    compared_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -125,7 +143,8 @@ class InexactSearch:
 class SynthesisResult:
     """What :func:`synthesize` did: Table I's stages, the inexact searches, every fp32 candidate measured, the
     reference accuracy (fp32 against the labels; None without labels), ONNX Runtime's best fp32 program (the
-    bar the issue sets at 1.2x), the artifact folder and its kind, and the energy note (Table II)."""
+    bar the issue sets at 1.2x), the artifact folder and its kind, the energy note (Table II), the comparison the
+    speed-ups come from and the final program's speed-up over ONNX Runtime's best fp32 program in it."""
 
     network: str
     budget: float
@@ -140,6 +159,8 @@ class SynthesisResult:
     calibration_samples: int
     elapsed_s: float
     energy_note: str
+    comparison: Comparison | None = None
+    over_ort_fp32: PairedRatio | None = None
     manifest: dict[str, Any] = field(default_factory=dict)
 
     def stage(self, name: str) -> Stage:
@@ -232,14 +253,19 @@ def _layer_gains(sources: Sources, base: ProgramSpec, all_inexact: ProgramSpec, 
 
 def synthesize(sources: Sources, data: ValidationSet, budget: float, out: Path, *, network: str = "network",
                max_threads: int | None = None, harness: HarnessConfig = SYNTHESIS_HARNESS, aot: bool = True,
-               inexact: bool = True, predict: Predict | None = None,
-               progress: Progress | None = None) -> SynthesisResult:
+               inexact: bool = True, predict: Predict | None = None, progress: Progress | None = None,
+               protocol: str | ComparisonProtocol = ComparisonProtocol.INTERLEAVED,
+               rounds: RoundsConfig = SYNTHESIS_ROUNDS) -> SynthesisResult:
     """Synthesises the fastest program within ``budget`` (a fraction: 0.01 = 1% accuracy drop) on this device and
     writes it to ``out`` (see the module docstring). ``data`` is the evaluation part of the validation set (the
     calibration part is already in ``sources``). ``max_threads`` defaults to this machine's cores. With
     ``predict``, every fp32 candidate is predicted first and the candidates of a stage are measured in the order of
-    their predicted latency (fastest first); each :class:`Measured` keeps its prediction."""
+    their predicted latency (fastest first); each :class:`Measured` keeps its prediction. ``harness`` times each
+    candidate (about a second by default). ``protocol`` says where the reported speed-ups come from:
+    ``interleaved`` (default) times the stages' programs again in the same rounds under ``rounds``
+    (:data:`SYNTHESIS_ROUNDS`: up to 20 s); ``sequential`` takes the ratios of the candidates' own medians."""
     budget = check_budget(budget)
+    chosen_protocol = check_protocol(protocol)
     check_sample_shape(data, sources.sample_shape(), network)
     report = progress or _no_progress
     start = time.perf_counter()
@@ -308,13 +334,18 @@ def synthesize(sources: Sources, data: ValidationSet, budget: float, out: Path, 
     stages.append(Stage("inexact", best, inexact_note))
 
     report("packaging and timing the artifacts", 0, 0)
-    final, artifact, model_path, session, final_note = _package(sources, within, runtimes, data, reference, harness,
-                                                                aot)
+    final, artifact, model_path, session, final_note, final_timer = _package(sources, within, runtimes, data,
+                                                                             reference, harness, aot)
     stages.append(Stage("final", final, final_note))
     ort_fp32 = [m for m in measured.values() if m.spec.runtime == "onnxruntime" and not m.spec.inexact]
+    ort_best = _fastest(ort_fp32) if ort_fp32 else None
+    report(f"comparing the stages ({chosen_protocol.value})", 0, 0)
+    stages, comparison, over_ort = _compare_stages(stages, ort_best, final_timer, sources, sample, chosen_protocol,
+                                                   rounds)
     result = SynthesisResult(network, budget, tuple(stages), tuple(searches), tuple(measured.values()),
-                             _top1(reference, data.labels), _fastest(ort_fp32) if ort_fp32 else None, out, artifact,
-                             len(data), len(sources.calibration), time.perf_counter() - start, _energy_note())
+                             _top1(reference, data.labels), ort_best, out, artifact,
+                             len(data), len(sources.calibration), time.perf_counter() - start, _energy_note(),
+                             comparison, over_ort)
     manifest = _manifest(result, final, data)
     runtime = "onnxruntime" if model_path.suffix == ".onnx" else "torch"
     runner = runner_script(network, final.spec.label(), runtime, "model.onnx" if runtime == "onnxruntime"
@@ -324,6 +355,40 @@ def synthesize(sources: Sources, data: ValidationSet, budget: float, out: Path, 
     outputs = _artifact_runner(model_path, final.spec)(check)
     write_artifact(out, model_path, runtime, manifest, check, outputs, session, runner)
     return dataclasses.replace(result, manifest=manifest)
+
+
+FINAL = "final artifact"
+"""The final program's name in the comparison: it runs from its files, apart from the program it was made from."""
+
+
+def _compare_stages(stages: Sequence[Stage], ort_best: Measured | None, final_timer: Timer, sources: Sources,
+                    sample: np.ndarray, protocol: ComparisonProtocol, rounds: RoundsConfig
+                    ) -> tuple[list[Stage], Comparison, PairedRatio | None]:
+    """Table I's stages with their speed-ups over the baseline, the comparison they come from, and the final
+    program over ONNX Runtime's best fp32 program (the issue's 1.2x bar) in it.
+
+    Each distinct program is compared once (stages often choose the same one), by its label; the final artifact
+    by :data:`FINAL`, since it runs from its files. Interleaved: every program timed again in the same rounds;
+    sequential: the search's own timings (the final artifact's is the one taken when it was packaged)."""
+    programs: dict[str, Measured] = {}
+    for m in [s.program for s in stages if s.name != "final"] + ([ort_best] if ort_best is not None else []):
+        programs.setdefault(m.spec.label(), m)
+
+    def name(stage: Stage) -> str:
+        return FINAL if stage.name == "final" else stage.program.spec.label()
+
+    final = next(s.program for s in stages if s.name == "final")
+    if protocol is ComparisonProtocol.SEQUENTIAL:
+        timings = {label: m.timing for label, m in programs.items()}
+        comparison = compare_timings({**timings, FINAL: final.timing})
+    else:
+        timers: dict[str, Timer] = {label: LoopTimer(functools.partial(sources.runner(m.spec), sample))
+                                    for label, m in programs.items()}
+        comparison = compare_programs({**timers, FINAL: final_timer}, protocol, rounds=rounds)
+    compared = [dataclasses.replace(s, speedup=comparison.speedup(name(s)), compared_s=comparison.median_s(name(s)))
+                for s in stages]
+    over_ort = comparison.ratio(ort_best.spec.label(), FINAL) if ort_best is not None else None
+    return compared, comparison, over_ort
 
 
 def _predicted(spec: ProgramSpec, predict: Predict | None, sources: Sources, sample: np.ndarray,
@@ -407,16 +472,27 @@ def _artifact_runner(model: Path, spec: ProgramSpec) -> Callable[[np.ndarray], n
     return lambda x: np.concatenate([run(x[i:i + 1]) for i in range(len(x))])
 
 
-Packaged = tuple[Measured, str, Path, "dict[str, Any] | None"]
-"""An artifact measured from its files: (measured, kind, model file, ONNX Runtime session document or None)."""
+def load_program(folder: Path) -> Callable[[np.ndarray], np.ndarray]:
+    """The program of a synthesised ``folder``, run in this process from its files as ``run.py`` runs it (one
+    sample at a time, the manifest's threads): for timing a written program against others."""
+    program = read_manifest(Path(folder))["program"]
+    spec = ProgramSpec(program["runtime"], program["threads"], program["layout"], program["execution"],
+                       tuple(program["inexact"]))
+    model = Path(folder) / ("model.onnx" if spec.runtime == "onnxruntime" else "model.pt2")
+    return _artifact_runner(model, spec)
+
+
+Packaged = tuple[Measured, str, Path, "dict[str, Any] | None", Timer]
+"""An artifact measured from its files: (measured, kind, model file, ONNX Runtime session document or None, a timer
+of one sample run from its files)."""
 
 
 def _package(sources: Sources, within: Sequence[Measured], runtimes: Sequence[str], data: ValidationSet,
-             reference: np.ndarray, harness: HarnessConfig, aot: bool) -> tuple[Measured, str, Path,
-                                                                               dict[str, Any] | None, str]:
+             reference: np.ndarray, harness: HarnessConfig, aot: bool
+             ) -> tuple[Measured, str, Path, dict[str, Any] | None, str, Timer]:
     """The deployable artifact: each runtime's fastest program within the budget packaged (ONNX Runtime: the model
     and its session options; torch, with ``aot``: an AOTInductor package), loaded back, checked and timed; the
-    faster one wins. Returns it with a note naming what it was measured against."""
+    faster one wins. Returns it with a note naming what it was measured against, and its timer."""
     packaged: list[Packaged] = []
     failed: list[str] = []
     for runtime in runtimes:
@@ -429,10 +505,10 @@ def _package(sources: Sources, within: Sequence[Measured], runtimes: Sequence[st
             failed.append(f"{runtime}: {exc}")
     if not packaged:
         raise SynthesisError("no program within the budget could be packaged: " + "; ".join(failed))
-    final, kind, model, session = min(packaged, key=lambda p: p[0].latency_s)
-    others = [f"{k} {m.latency_s * 1e3:.2f} ms" for m, k, _, _ in packaged if k != kind] + failed
+    final, kind, model, session, timer = min(packaged, key=lambda p: p[0].latency_s)
+    others = [f"{k} {m.latency_s * 1e3:.2f} ms" for m, k, _, _, _ in packaged if k != kind] + failed
     note = kind + (f" (against {', '.join(others)})" if others else "")
-    return final, kind, model, session, note
+    return final, kind, model, session, note, timer
 
 
 def _artifact(sources: Sources, best: Measured, data: ValidationSet, reference: np.ndarray,
@@ -458,10 +534,10 @@ def _artifact(sources: Sources, best: Measured, data: ValidationSet, reference: 
         raise SynthesisError(f"the {kind} of {spec.label()} lost accuracy against the program it was made from "
                              f"(drop {accuracy.drop:.2%} against {best.accuracy.drop:.2%}); nothing was written")
     from nnperf.measure import measure
-    from nnperf.measure.backends import LoopTimer
 
-    timing = measure(LoopTimer(functools.partial(run_artifact, data.inputs[:1])), harness)
-    return Measured(spec, timing, accuracy, best.predicted_s), kind, model, session
+    timer = LoopTimer(functools.partial(run_artifact, data.inputs[:1]))
+    timing = measure(timer, harness)
+    return Measured(spec, timing, accuracy, best.predicted_s), kind, model, session, timer
 
 
 def _energy_note() -> str:
@@ -492,6 +568,7 @@ def _manifest(result: SynthesisResult, final: Measured, data: ValidationSet) -> 
     if search is not None:
         layers = {e.layer: (search.mode if e.layer in final.spec.inexact else "fp32") for e in search.effects}
     stats = final.timing.stats
+    comparison = result.comparison
     return {
         "format": MANIFEST_FORMAT, "version": MANIFEST_VERSION, "network": result.network,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -502,14 +579,23 @@ def _manifest(result: SynthesisResult, final: Measured, data: ValidationSet) -> 
         "accuracy": final.accuracy.to_dict(), "reference_top1": result.reference_top1,
         "validation": {"name": data.name, "evaluation_samples": result.evaluation_samples,
                        "calibration_samples": result.calibration_samples, "proxy": data.proxy},
+        "comparison": comparison.to_dict() if comparison is not None else None,
         "table1": [{"stage": s.name, "program": s.program.spec.label(), "latency_s": s.program.latency_s,
-                    "predicted_s": s.program.predicted_s,
-                    "speedup": result.stages[0].program.latency_s / s.program.latency_s,
+                    "predicted_s": s.program.predicted_s, "compared_latency_s": s.compared_s,
+                    **_speedup_fields(s.speedup, result.stages[0].program.latency_s / s.program.latency_s),
                     "accuracy": s.program.accuracy.to_dict(), "note": s.note} for s in result.stages],
+        "speedup_over_ort_fp32": result.over_ort_fp32.to_dict() if result.over_ort_fp32 is not None else None,
         "energy": result.energy_note or None,
         "candidates": [{"program": m.spec.label(), "latency_s": m.latency_s, "predicted_s": m.predicted_s,
                         "drop": m.accuracy.drop} for m in result.candidates],
     }
+
+
+def _speedup_fields(ratio: PairedRatio | None, unpaired: float) -> dict[str, Any]:
+    """A Table I row's speed-up: the comparison's median and interval, or (no comparison) the ratio of medians."""
+    if ratio is None:
+        return {"speedup": unpaired, "speedup_ci": None}
+    return {"speedup": ratio.median, "speedup_ci": [ratio.ci_low, ratio.ci_high]}
 
 
 def make_sources(module: nn.Module | None, onnx_path: Path | None, calibration: ValidationSet,
