@@ -14,6 +14,7 @@ from nnperf.cli import (
     advise_cmd,
     backends_cmd,
     calibrate_cmd,
+    check_cmd,
     compare_cmd,
     completion_cmd,
     evaluate_cmd,
@@ -40,9 +41,9 @@ EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141
 """128 + SIGPIPE, what a shell reports for a pipeline member whose reader went away."""
 
-COMMANDS = (zoo_cmd, inspect_cmd, export_cmd, backends_cmd, profile_cmd, systems_cmd, measurements_cmd, calibrate_cmd,
-            predict_cmd, evaluate_cmd, sweep_cmd, steps_cmd, advise_cmd, accel_cmd, partition_cmd, compare_cmd,
-            primitives_cmd, select_cmd, synthesize_cmd, fleet_cmd, completion_cmd)
+COMMANDS = (zoo_cmd, inspect_cmd, export_cmd, backends_cmd, check_cmd, profile_cmd, systems_cmd, measurements_cmd,
+            calibrate_cmd, predict_cmd, evaluate_cmd, sweep_cmd, steps_cmd, advise_cmd, accel_cmd, partition_cmd,
+            compare_cmd, primitives_cmd, select_cmd, synthesize_cmd, fleet_cmd, completion_cmd)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -6,6 +6,17 @@ here stores: campaigns that measure into the store are ``nnperf.campaign``.
 """
 
 from nnperf.measure._attribution import FUSED_SUCCESSORS, FUSION_ROLES, FusionRole
+from nnperf.measure._check import (
+    CHECK_FORMAT,
+    CHECK_VERSION,
+    BusyProcess,
+    Finding,
+    Level,
+    MachineCheck,
+    NoiseStats,
+    check_machine,
+    measure_noise,
+)
 from nnperf.measure._harness import HarnessConfig, MeasurementError, Timer, calibrate_block_size, measure
 from nnperf.measure._duet import TimerFactory, backend_timer, backend_timer_factory, duet_placement, measure_duet
 from nnperf.measure._host import host_info
@@ -49,6 +60,8 @@ from nnperf.measure._types import (
 )
 
 __all__ = [
+    "CHECK_FORMAT", "CHECK_VERSION", "BusyProcess", "Finding", "Level", "MachineCheck", "NoiseStats", "check_machine",
+    "measure_noise",
     "REFERENCE", "REFERENCE_CANDIDATES", "ComparisonProtocol", "PairedRatio", "ReferenceWorkload", "Rounds",
     "RoundsConfig", "SpeedReading", "SumTimer", "TimerFactory", "backend_timer", "backend_timer_factory",
     "duet_placement", "measure_duet", "measure_interleaved", "measure_sequential", "parse_protocol",

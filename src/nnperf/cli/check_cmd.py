@@ -1,0 +1,98 @@
+"""``nnperf check``: whether this machine is quiet enough for trustworthy timings, and what to change."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from typing import TYPE_CHECKING
+
+from nnperf.cli._backend_args import Progress
+
+if TYPE_CHECKING:
+    from nnperf.measure import MachineCheck, Timer
+
+EXIT_BAD = 2
+"""The exit code of ``--strict`` when the verdict is bad (1 is an error, 3 an internal one)."""
+
+LEVEL_STYLES = {"ok": "green", "warn": "yellow", "bad": "bold red", "unknown": "dim"}
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "check", help="check whether this machine is quiet enough for trustworthy timings, and what to change",
+        description="Inspect this machine before measuring: other busy processes, load, steal time, CPU and "
+                    "memory pressure, free memory, the cpufreq governor and turbo, SMT siblings and allocator "
+                    "variables; then time a 3x3 convolution (torch, 1 thread) back to back and report how much "
+                    "its time moves. Each finding is ok, warn or bad with one sentence of advice; the verdict is "
+                    "the worst. Exit code 0 unless --strict and the verdict is bad (then 2).",
+        epilog="examples: nnperf check; nnperf check --no-noise --json; nnperf check --noise-s 30 --strict")
+    p.add_argument("--json", action="store_true", help='print one JSON document (format "nnperf-check", version 1)')
+    p.add_argument("--noise-s", type=float, default=10.0, metavar="S",
+                   help="seconds to time the convolution for its noise (default 10)")
+    p.add_argument("--no-noise", action="store_true", help="skip the noise measurement (and importing torch)")
+    p.add_argument("--sample-s", type=float, default=1.0, metavar="S",
+                   help="seconds over which other processes' CPU use and steal time are sampled (default 1)")
+    p.add_argument("--strict", action="store_true", help=f"exit with code {EXIT_BAD} when the verdict is bad")
+    p.set_defaults(run=run)
+
+
+def noise_timer() -> Timer:
+    """The default noise workload: a 3x3 convolution, 32 channels at 28x28, on the torch backend at 1 thread."""
+    from nnperf.ir import ConvAttrs, Layer, OpType
+    from nnperf.measure.backends import BackendOptions, create_backend
+
+    layer = Layer("noise", OpType.CONV, ("x",), ((1, 32, 28, 28),), (1, 32, 28, 28),
+                  ConvAttrs(kernel=(3, 3), padding=(1, 1, 1, 1)))
+    return create_backend("torch", BackendOptions(threads=1)).layer_timer(layer)
+
+
+def run(args: argparse.Namespace) -> int:
+    from nnperf.measure import MeasurementError, check_machine
+    from nnperf.registry import UnavailableError
+
+    for flag, value in (("--noise-s", args.noise_s), ("--sample-s", args.sample_s)):
+        if not (math.isfinite(value) and value > 0):
+            raise MeasurementError(f"{flag} takes a positive number of seconds, got {value:g}")
+    with Progress(not args.json, "checking the machine") as progress:
+        timer = None
+        if not args.no_noise:
+            try:
+                timer = noise_timer()
+            except UnavailableError as exc:  # the other findings need no backend: report them anyway
+                print(f"nnperf: the noise measurement needs the torch backend ({exc}); skipping it",
+                      file=sys.stderr)
+        check = check_machine(timer, noise_s=args.noise_s, sample_s=args.sample_s, progress=progress)
+    if args.json:
+        print(json.dumps(check.to_dict(), indent=1))
+    else:
+        print_check(check)
+    return EXIT_BAD if args.strict and check.verdict.value == "bad" else 0
+
+
+def print_check(check: MachineCheck) -> None:
+    """The findings as a table (level coloured) and the verdict line."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from nnperf.report import console
+
+    table = Table(title="machine check", title_justify="left")
+    for column in ("finding", "level", "value", "advice"):
+        table.add_column(column)
+    for f in check.findings:
+        style = LEVEL_STYLES[f.level.value]
+        table.add_row(f.name, Text(f.level.value, style=style), Text(f.detail, style="dim" if style == "dim" else ""),
+                      Text(f.advice or ""))
+    out = console()
+    out.print(table)
+    verdict = check.verdict.value
+    to_change = [f.name for f in check.findings if f.level.rank > 0]
+    line = Text("verdict: ")
+    line.append(verdict, style=LEVEL_STYLES[verdict])
+    if to_change:
+        line.append(f" ({len(to_change)} to change: {', '.join(to_change)})")
+    else:
+        line.append(" (nothing to change before measuring)")
+    out.print(line)
