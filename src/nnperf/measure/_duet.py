@@ -66,8 +66,9 @@ class DuetPlacement:
 
 
 def duet_placement(cpus: Sequence[int] | None = None) -> DuetPlacement:
-    """Two distinct CPUs this process may run on (the first two allowed, unless ``cpus`` names them);
-    a :class:`MeasurementError` saying why not on a one-core machine or without CPU affinity."""
+    """Two distinct CPUs for the sides: ``cpus`` when given (any of the machine's), else the first two this
+    process may run on; a :class:`MeasurementError` saying why not on a one-core machine or without CPU
+    affinity."""
     if not hasattr(os, "sched_getaffinity"):
         raise MeasurementError("the duet protocol pins each side to a core, which this platform does not allow; "
                                "use --protocol interleaved")
@@ -76,9 +77,10 @@ def duet_placement(cpus: Sequence[int] | None = None) -> DuetPlacement:
     if len(chosen) != 2 or chosen[0] == chosen[1]:
         raise MeasurementError(f"the duet protocol needs two distinct CPUs; this process may use {allowed}, "
                                "so use --protocol interleaved")
-    missing = [c for c in chosen if c not in allowed]
+    machine = range(os.cpu_count() or 1)
+    missing = [c for c in chosen if c not in machine]
     if missing:
-        raise MeasurementError(f"CPU {missing[0]} is not available to this process (allowed: {allowed})")
+        raise MeasurementError(f"this machine has no CPU {missing[0]} (it has {len(machine)})")
     return DuetPlacement((int(chosen[0]), int(chosen[1])))
 
 

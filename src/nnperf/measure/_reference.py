@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from nnperf.errors import NnperfError
 from nnperf.ir import ConvAttrs, Layer, LinearAttrs, Network, OpType
+from nnperf.measure._harness import HarnessConfig
 
 if TYPE_CHECKING:
     from nnperf.measure._harness import Timer
@@ -112,6 +113,17 @@ def reference_workload(name: str = REFERENCE) -> ReferenceWorkload:
     except KeyError:
         raise NnperfError(f"no reference workload {name!r}; the candidates: "
                           f"{', '.join(REFERENCE_CANDIDATES)}") from None
+
+
+READING_HARNESS = HarnessConfig(warmup_s=0.3, min_block_s=0.02, target_ci=0.01, budget_s=2.0)
+"""One reading of the reference: a 0.3 s warm-up, then up to 2 s of 20 ms blocks."""
+
+
+def read_reference(backend: Backend, name: str = REFERENCE, harness: HarnessConfig = READING_HARNESS) -> float:
+    """The reference workload's median time on ``backend`` now (seconds per execution)."""
+    from nnperf.measure._harness import measure
+
+    return measure(reference_workload(name).timer(backend), harness).stats.median_s
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ import numpy as np
 from nnperf.campaign import ItemRunner, ProfileConfig
 from nnperf.errors import NnperfError
 from nnperf.ir import Layer, Network
-from nnperf.measure import HarnessConfig
+from nnperf.measure import REFERENCE, HarnessConfig, read_reference
 from nnperf.measure.backends import Backend
 from nnperf.measure.power import PowerMeter
 from nnperf.prediction._base import CalibrationSet, fit_network_predictors
@@ -127,6 +127,20 @@ class RooflineItem:
         return measure_roofline(backend)
 
 
+@dataclass(frozen=True)
+class ReferenceItem:
+    """One reading of the machine-speed reference (:data:`nnperf.measure.REFERENCE`), as an item for a fleet."""
+
+    label: str = "reference workload"
+
+    def measure(self, backend: Backend) -> float:
+        return read_reference(backend)
+
+
+def _read_reference(backend: Backend | ItemRunner) -> float:
+    return backend.run_one(ReferenceItem()) if isinstance(backend, ItemRunner) else read_reference(backend)
+
+
 def calibrate(backend: Backend | ItemRunner, store: Store, networks: Sequence[Network] | None = None,
               config: ProfileConfig | None = None, meter: PowerMeter | None = None,
               progress: RunsProgress | None = None, sample_budget_s: float = 0.0) -> SystemModel:
@@ -147,6 +161,9 @@ def calibrate(backend: Backend | ItemRunner, store: Store, networks: Sequence[Ne
     # the roofline peaks one unit
     isolated_units = sum(len(n.layers) + 1 for n in networks)
     total = isolated_units + len(networks) + 1
+    # the machine's speed, read before and after: a later run scales what it measures to this speed by
+    # timing the same reference beside it
+    reference_readings_s = [_read_reference(backend)]
     runs = measure_networks(backend, store, networks, config, meter,
                             _phase(progress, "isolated: ", 0, 1.0, total))
     profiled = measure_networks(backend, store, networks, replace(config, per_layer="profiler",
@@ -156,6 +173,7 @@ def calibrate(backend: Backend | ItemRunner, store: Store, networks: Sequence[Ne
     if progress is not None:
         progress("roofline peaks", total - 1, total)
     roofline = backend.run_one(RooflineItem()) if isinstance(backend, ItemRunner) else measure_roofline(backend)
+    reference_readings_s.append(_read_reference(backend))
     if progress is not None:
         progress("roofline peaks", total, total)
     samples: list[tuple[Layer, float]] = []
@@ -171,7 +189,9 @@ def calibrate(backend: Backend | ItemRunner, store: Store, networks: Sequence[Ne
     calibration = dict(model.calibration)
     calibration.update({"wall_s": time.perf_counter() - started, "reused_networks": sum(r.reused for r in runs),
                         "harness": {"target_ci": config.harness.target_ci, "budget_s": config.harness.budget_s},
-                        "sample_budget_s": sample_budget_s})
+                        "sample_budget_s": sample_budget_s,
+                        "reference": {"workload": REFERENCE, "readings_s": reference_readings_s,
+                                      "median_s": float(np.median(reference_readings_s))}})
     model = replace(model, calibration=calibration)
     store.save_model(store.add_system(system).id, MODEL_KIND, model.to_dict())
     return model

@@ -158,6 +158,15 @@ class SystemModel:
         return None if previous is None else float(previous.coefficient_c_)  # type: ignore[attr-defined]
 
     @property
+    def reference_s(self) -> tuple[str, float] | None:
+        """The machine-speed reference workload read during calibration and its median time (seconds), or None
+        for a calibration stored before the reference was read: the speed its predictions hold at."""
+        reference = self.calibration.get("reference")
+        if not isinstance(reference, Mapping) or not reference.get("median_s"):
+            return None
+        return str(reference["workload"]), float(reference["median_s"])
+
+    @property
     def composition(self) -> Composition | None:
         found = self.predictors.get("composed")
         return found if isinstance(found, Composition) else None
