@@ -2,7 +2,7 @@
 
 Run: PYTHONPATH=src .venv/bin/python bench/synthesize_networks.py [--networks digits resnet18 mobilenet_v2
      squeezenet1_1] [--budget 0.01] [--samples 200] [--photos 232] [--threads 2] [--calibrate]
-     [--db bench/results/synthesize.db] [--json bench/results/synthesize_networks.json]
+     [--db bench/results/synthesize.db] [--protocol interleaved] [--json bench/results/synthesize_networks.json]
 
 - ``digits``: a CNN on scikit-learn's bundled handwritten digits resized to 64x64 (width 32, 10 epochs), trained
   once by this script and cached in bench/results/digits-cnn-64.pt; accuracy is top-1 on the held-out digits
@@ -15,7 +15,9 @@ parallel, layout, inexact, final artifact), the greedy and ILP searches, and wri
 bench/results/synth/NAME/ (git-ignored). The fp32 candidates are predicted from the calibrations in --db (with
 --calibrate, the systems it lacks are calibrated first, once) and measured in that order. Stdout gets Markdown tables: Table I per network, the speed-up of the
 final program over single-thread fp32 torch eager (goal >= 8x within a 1% drop) and over ONNX Runtime's best fp32
-program (goal >= 1.2x), and greedy against ILP.
+program (goal >= 1.2x), and greedy against ILP. The speed-ups come from the comparison synthesis ends with
+(``--protocol``): interleaved (default), the baseline and the stages' programs timed in the same rounds, each
+speed-up the median per-round ratio with its 95% bootstrap interval; sequential, the ratio of the search's medians.
 """
 
 from __future__ import annotations
@@ -42,13 +44,13 @@ def run_network(name: str, args: argparse.Namespace) -> SynthesisResult:
               f"{len(trained.validation)} digits\n")
         return synthesize(trained.module, data=trained.validation, budget=args.budget, out=out,
                           max_threads=args.threads, samples=args.samples, input_shape=(1, 1, 64, 64),
-                          store=args.db, calibrate_missing=args.calibrate)
+                          store=args.db, calibrate_missing=args.calibrate, protocol=args.protocol)
     from nnperf.api import load_model
 
     shape = load_model(name).inputs[0].shape
     data = photo_set(tuple(shape[1:]), count=args.photos, seed=0)
     return synthesize(name, data=data, budget=args.budget, out=out, max_threads=args.threads, samples=args.samples,
-                      store=args.db, calibrate_missing=args.calibrate)
+                      store=args.db, calibrate_missing=args.calibrate, protocol=args.protocol)
 
 
 def accuracy(m: Any) -> str:
@@ -56,17 +58,31 @@ def accuracy(m: Any) -> str:
     return f"{a.top1:.2%}" if a.top1 is not None else f"{a.agreement:.1%} agree"
 
 
+def speedup(ratio: Any) -> str:
+    if ratio is None:
+        return "-"
+    if ratio.ci_low == ratio.ci_high:
+        return f"{ratio.median:.2f}x"
+    return f"{ratio.median:.2f}x [{ratio.ci_low:.2f}, {ratio.ci_high:.2f}]"
+
+
 def print_table1(result: SynthesisResult) -> None:
-    base = result.stages[0].program.latency_s
+    comparison = result.comparison
+    assert comparison is not None
     print(f"### {result.network}\n")
-    print("| stage | program | ms, median [q1, q3] | predicted ms | speed-up | accuracy | drop | note |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(f"Speed-ups: {comparison.protocol.value}, {comparison.rounds.rounds} rounds "
+          f"({comparison.rounds.wall_s:.1f} s); ms compared = median in those rounds.\n")
+    print("| stage | program | search ms, median [q1, q3] | ms compared | predicted ms | speed-up [95% CI] "
+          "| accuracy | drop | note |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for stage in result.stages:
         m = stage.program
         s = m.timing.stats
         predicted = "-" if m.predicted_s is None else f"{m.predicted_s * 1e3:.2f}"
+        compared = "-" if stage.compared_s is None else f"{stage.compared_s * 1e3:.2f}"
         print(f"| {stage.name} | {m.spec.label()} | {s.median_s * 1e3:.2f} [{s.q1_s * 1e3:.2f}, {s.q3_s * 1e3:.2f}] "
-              f"| {predicted} | {base / m.latency_s:.2f}x | {accuracy(m)} | {m.accuracy.drop:.2%} | {stage.note} |")
+              f"| {compared} | {predicted} | {speedup(stage.speedup)} | {accuracy(m)} | {m.accuracy.drop:.2%} "
+              f"| {stage.note} |")
     fp32 = [m for m in result.candidates if m.predicted_s is not None]
     if fp32:
         print("\nfp32 candidates, in the order measured (ranked by prediction): " + "; ".join(
@@ -85,16 +101,26 @@ def print_table1(result: SynthesisResult) -> None:
 
 
 def summary_row(result: SynthesisResult, wall_s: float) -> dict[str, Any]:
-    final = result.stage("final").program
-    baseline = result.stages[0].program
+    final = result.stage("final")
+    baseline = result.stages[0]
     ort = result.ort_best_fp32
-    return {"network": result.network, "baseline_ms": baseline.latency_s * 1e3, "final_ms": final.latency_s * 1e3,
-            "final": final.spec.label(), "artifact": result.artifact,
-            "speedup_over_baseline": baseline.latency_s / final.latency_s,
+    assert final.speedup is not None and baseline.compared_s is not None and final.compared_s is not None
+    return {"network": result.network, "protocol": "interleaved" if final.speedup.paired else "sequential",
+            "baseline_ms": baseline.compared_s * 1e3, "final_ms": final.compared_s * 1e3,
+            "final": final.program.spec.label(), "artifact": result.artifact,
+            "speedup_over_baseline": final.speedup.to_dict(),
             "ort_best_fp32": ort.spec.label() if ort else None,
-            "speedup_over_ort_fp32": ort.latency_s / final.latency_s if ort else None,
-            "drop": final.accuracy.drop, "reference_top1": result.reference_top1, "wall_s": wall_s,
+            "speedup_over_ort_fp32": result.over_ort_fp32.to_dict() if result.over_ort_fp32 else None,
+            "stages_ms": {s.name: s.compared_s * 1e3 if s.compared_s else None for s in result.stages},
+            "stages_search_ms": {s.name: s.program.latency_s * 1e3 for s in result.stages},
+            "drop": final.program.accuracy.drop, "reference_top1": result.reference_top1, "wall_s": wall_s,
             "table1": result.manifest["table1"]}
+
+
+def ratio_text(ratio: dict[str, Any] | None) -> str:
+    if ratio is None:
+        return "-"
+    return f"{ratio['median']:.2f}x [{ratio['ci_low']:.2f}, {ratio['ci_high']:.2f}]"
 
 
 def main() -> None:
@@ -107,27 +133,29 @@ def main() -> None:
     parser.add_argument("--db", type=Path, default=Path("bench/results/synthesize.db"),
                         help="the store whose calibrations predict the fp32 candidates")
     parser.add_argument("--calibrate", action="store_true", help="calibrate the candidates' systems it lacks")
+    parser.add_argument("--protocol", default="interleaved", choices=("sequential", "interleaved"),
+                        help="where the speed-ups come from (default interleaved)")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     host = host_info()
     print(f"{host.cpu_model}, {host.logical_cores} logical cores; budget {args.budget:.2%}; {args.samples} "
-          "judging samples\n")
+          f"judging samples; speed-ups {args.protocol}\n")
     rows = []
     for name in args.networks:
         start = time.perf_counter()
         result = run_network(name, args)
         print_table1(result)
         rows.append(summary_row(result, time.perf_counter() - start))
-    print("| network | baseline ms | final ms | final program | over baseline (goal 8x) | ONNX Runtime best fp32 "
-          "| over it (goal 1.2x) | drop | wall s |")
+    print("| network | baseline ms | final ms | final program | over baseline [95% CI] (goal 8x) "
+          "| ONNX Runtime best fp32 | over it [95% CI] (goal 1.2x) | drop | wall s |")
     print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        over_ort = f"{r['speedup_over_ort_fp32']:.2f}x" if r["speedup_over_ort_fp32"] else "-"
         print(f"| {r['network']} | {r['baseline_ms']:.2f} | {r['final_ms']:.2f} | {r['final']} "
-              f"| {r['speedup_over_baseline']:.2f}x | {r['ort_best_fp32']} | {over_ort} | {r['drop']:.2%} "
-              f"| {r['wall_s']:.0f} |")
+              f"| {ratio_text(r['speedup_over_baseline'])} | {r['ort_best_fp32']} "
+              f"| {ratio_text(r['speedup_over_ort_fp32'])} | {r['drop']:.2%} | {r['wall_s']:.0f} |")
     if args.json:
-        args.json.write_text(json.dumps({"host": host.cpu_model, "budget": args.budget, "networks": rows}, indent=1))
+        args.json.write_text(json.dumps({"host": host.cpu_model, "budget": args.budget, "protocol": args.protocol,
+                                              "networks": rows}, indent=1))
 
 
 if __name__ == "__main__":

@@ -472,11 +472,12 @@ def _artifact_runner(model: Path, spec: ProgramSpec) -> Callable[[np.ndarray], n
     return lambda x: np.concatenate([run(x[i:i + 1]) for i in range(len(x))])
 
 
-def load_program(folder: Path) -> Callable[[np.ndarray], np.ndarray]:
+def load_program(folder: Path, threads: int | None = None) -> Callable[[np.ndarray], np.ndarray]:
     """The program of a synthesised ``folder``, run in this process from its files as ``run.py`` runs it (one
-    sample at a time, the manifest's threads): for timing a written program against others."""
+    sample at a time) on ``threads`` threads (default: the manifest's, as ``run.py --threads``): for timing a
+    written program against others."""
     program = read_manifest(Path(folder))["program"]
-    spec = ProgramSpec(program["runtime"], program["threads"], program["layout"], program["execution"],
+    spec = ProgramSpec(program["runtime"], threads or program["threads"], program["layout"], program["execution"],
                        tuple(program["inexact"]))
     model = Path(folder) / ("model.onnx" if spec.runtime == "onnxruntime" else "model.pt2")
     return _artifact_runner(model, spec)
