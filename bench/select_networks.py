@@ -2,8 +2,8 @@
 Table 4).
 
 Run: PYTHONPATH=src .venv/bin/python bench/select_networks.py [--networks alexnet vgg11 googlenet resnet18
-     resnet34 mobilenet_v2 densenet121 ...] [--rounds 3] [--budget 1.0] [--ilp] [--no-layer-costs] [--threads 1]
-     [--system ID]
+     resnet34 mobilenet_v2 densenet121 ...] [--protocol interleaved] [--rounds-budget 20] [--max-rounds 60]
+     [--budget 1.0] [--ilp] [--no-layer-costs] [--threads 1] [--system ID]
      [--db bench/results/primitives.db] [--json bench/results/select_networks.json]
 
 The paper's six networks, with VGG-19 swapped for MobileNet v2 to keep a run within minutes (--networks takes
@@ -20,11 +20,15 @@ activations no convolution reads, is timed now), and each graph is solved with P
 - (d) the best uniform choice: one primitive for every convolution it applies to, layouts solved, the one of
   least profiled cost.
 
-(a) and (b) are verified against the reference network; then all four run end to end in torch on the same
-harness, interleaved in --rounds rounds (a, b, c, d, the order rotated every round, each a harness measurement of
---budget seconds). This VM's timings drift and are bimodal, so each figure is the median over rounds with the
-[min, max] over rounds after it, and a ratio is taken within a round (a and b measured side by side) before its
-median and range over rounds.
+(a) and (b) are verified against the reference network; then all four run end to end in torch and are timed
+against each other (``nnperf.optimize.select.compare_selections``). This VM's speed drifts by 6-50% within an
+hour, so under ``--protocol interleaved`` (the default) every program runs one block of at least 20 ms per round,
+in a fresh random order each round, for 10 to --max-rounds rounds (until every ratio to (a) is known within 1%,
+or --rounds-budget seconds of rounds), and each comparison is the median per-round ratio with its 95% bootstrap
+interval. ``--protocol sequential`` is the unpaired way: each program measured to the harness's stopping rule
+(at most --budget seconds), one after the other, and a comparison the ratio of the two medians (interval from
+resampling each side on its own). A time is the program's median over its rounds (or blocks), with their
+[min, max].
 
 Stdout gets Markdown tables: (i) the measured times and speed-ups, Fig. 7's increase of (a) over (b) and how many
 layers (a) and (b) choose differently; (ii) the same comparison on the profiled cost graph (no measurement noise);
@@ -38,6 +42,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -50,14 +55,17 @@ from nnperf.api import load_model, stored_primitive_model
 from nnperf.api._primitives import find_primitive_system
 from nnperf.campaign import LAYER_CAMPAIGN, PRIMITIVE_CAMPAIGN, load_primitive_dataset, profile_layer_layouts
 from nnperf.ir import Network
-from nnperf.measure import HarnessConfig, host_info
+from nnperf.measure import HarnessConfig, PairedRatio, RoundsConfig, host_info
 from nnperf.optimize.select import (
+    SELECTION_ROUNDS,
     CostGraph,
     CostGraphError,
     PrimitiveCosts,
     Selection,
+    SelectionComparison,
+    check_protocol,
+    compare_selections,
     default_selection,
-    measure_selected,
     network_cost_graph,
     predicted_costs,
     profiled_costs,
@@ -143,26 +151,14 @@ def cost_on(graph: CostGraph, selection: Selection) -> float | None:
         return None
 
 
-def measure_rounds(network: Network, selections: dict[str, Selection], rounds: int, harness: HarnessConfig,
-                   threads: int) -> dict[str, list[float]]:
-    """Each selection's harness median (s) per round, the selections interleaved and their order rotated every
-    round."""
-    keys = list(selections)
-    found: dict[str, list[float]] = {k: [] for k in keys}
-    for r in range(rounds):
-        for key in keys[r % len(keys):] + keys[:r % len(keys)]:
-            timing = measure_selected(network, selections[key], harness, threads=threads)
-            found[key].append(timing.stats.median_s)
-    return found
-
-
 def summary(values: Sequence[float]) -> dict[str, float]:
     return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
-def ratios(numerator: Sequence[float], denominator: Sequence[float]) -> dict[str, float]:
-    """The median and range over rounds of a per-round ratio."""
-    return summary([n / d for n, d in zip(numerator, denominator, strict=True)])
+def interval(ratio: PairedRatio) -> dict[str, Any]:
+    """A comparison's median and its 95% interval (``min``/``max`` hold the interval's ends), with how it was
+    judged."""
+    return {"median": ratio.median, "min": ratio.ci_low, "max": ratio.ci_high, **ratio.to_dict()}
 
 
 def fmt(s: dict[str, float], scale: float = 1e3, digits: int = 2, suffix: str = "") -> str:
@@ -172,8 +168,16 @@ def fmt(s: dict[str, float], scale: float = 1e3, digits: int = 2, suffix: str = 
 
 
 def fmt_increase(s: dict[str, float]) -> str:
-    """A ratio's median and range as a relative increase in %."""
-    return fmt({k: v - 1 for k, v in s.items()}, 100, 1, "%")
+    """A ratio's median and interval as a relative increase in %."""
+    return fmt({k: s[k] - 1 for k in ("median", "min", "max")}, 100, 1, "%")
+
+
+def comparisons(compared: SelectionComparison) -> dict[str, Any]:
+    """The ratios the tables report, each a median with its 95% interval: (a), (b) and (d) over the default (c),
+    (a) over the best uniform choice (d), and the increase of (a) over the profiled optimum (b)."""
+    return {"speedup_over_default": {k: interval(compared.speedup(k, "c")) for k in ("a", "b", "d")},
+            "a_over_d": interval(compared.speedup("a", "d")),
+            "a_over_b": interval(compared.ratio("a", "b"))}
 
 
 def ilp_row(graph: CostGraph, pbqp: Selection, time_limit_s: float) -> dict[str, Any]:
@@ -214,15 +218,20 @@ def run_network(name: str, model: PrimitiveCostModel, dataset: PrimitiveDataset,
                   "d": uniform[best_uniform]}
     errors = {k: verify_selected(network, selections[k], threads=args.threads) for k in ("a", "b")}
     harness = HarnessConfig(budget_s=args.budget)
-    measured = measure_rounds(network, selections, args.rounds, harness, args.threads)
+    rounds = RoundsConfig(min_rounds=min(SELECTION_ROUNDS.min_rounds, args.max_rounds), max_rounds=args.max_rounds,
+                          min_block_s=SELECTION_ROUNDS.min_block_s, warmup_s=SELECTION_ROUNDS.warmup_s,
+                          target_ci=SELECTION_ROUNDS.target_ci, budget_s=args.rounds_budget)
+    compared = compare_selections(network, selections, args.protocol, rounds=rounds, harness=harness,
+                                  threads=args.threads)
+    measured = {k: list(compared.rounds.times(k)) for k in selections}
     stored_s, n_configs, unprofiled = stored_profiling_s(network, durations)
     conv_diff, n_convs, other_diff, n_other = differing(network, predicted.selection, profiled.selection)
     result: dict[str, Any] = {
         "network": network.name, "convolutions": n_convs, "configurations": n_configs, "best_uniform": best_uniform,
         "measured_s": measured,
         "measured": {k: summary(v) for k, v in measured.items()},
-        "speedup_over_default": {k: ratios(measured["c"], measured[k]) for k in ("a", "b", "d")},
-        "a_over_b": ratios(measured["a"], measured["b"]),
+        "comparison": compared.to_dict(),
+        **comparisons(compared),
         "max_error": errors,
         "differ": {"convolutions": conv_diff, "other_layers": other_diff, "other_layer_count": n_other},
         "profiled_cost_s": {"a": cost_on(profiled.graph, predicted.selection),
@@ -245,16 +254,20 @@ def run_network(name: str, model: PrimitiveCostModel, dataset: PrimitiveDataset,
     return result
 
 
-def print_measured(results: list[dict[str, Any]], rounds: int) -> None:
-    print(f"(i) measured end to end, ms: median over {rounds} round(s) [min, max over rounds]; speed-ups and the "
-          "increase are per-round ratios\n")
-    print("| network | (a) predicted | (b) profiled | (c) default | (d) best uniform | (a) speed-up over (c) "
-          "| (b) speed-up over (c) | increase of (a) over (b) | layers where (a) and (b) differ |")
-    print("|---|---|---|---|---|---|---|---|---|")
+def print_measured(results: list[dict[str, Any]], protocol: str) -> None:
+    how = ("median per-round ratio [95% bootstrap interval]" if protocol == "interleaved" else
+           "ratio of the medians [95% interval, each side resampled on its own]")
+    print(f"(i) measured end to end ({protocol}), ms: median [min, max] over the rounds (or blocks); speed-ups and "
+          f"the increase: {how}\n")
+    print("| network | rounds | (a) predicted | (b) profiled | (c) default | (d) best uniform | (a) speed-up over (c) "
+          "| (b) speed-up over (c) | (a) speed-up over (d) | increase of (a) over (b) "
+          "| layers where (a) and (b) differ |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         m, up, d = r["measured"], r["speedup_over_default"], r["differ"]
-        print(f"| {r['network']} | {fmt(m['a'])} | {fmt(m['b'])} | {fmt(m['c'])} | {fmt(m['d'])} "
-              f"[{r['best_uniform']}] | {fmt(up['a'], 1, suffix='x')} | {fmt(up['b'], 1, suffix='x')} "
+        print(f"| {r['network']} | {r['comparison']['rounds']} | {fmt(m['a'])} | {fmt(m['b'])} | {fmt(m['c'])} "
+              f"| {fmt(m['d'])} [{r['best_uniform']}] | {fmt(up['a'], 1, suffix='x')} "
+              f"| {fmt(up['b'], 1, suffix='x')} | {fmt(r['a_over_d'], 1, suffix='x')} "
               f"| {fmt_increase(r['a_over_b'])} | {d['convolutions']}/{r['convolutions']} convolutions, "
               f"{d['other_layers']}/{d['other_layer_count']} other layouts |")
 
@@ -315,16 +328,23 @@ def main() -> None:
     parser.add_argument("--db", type=Path, default=Path("bench/results/primitives.db"))
     parser.add_argument("--system", default=None, help="the primitive system id or key (default: this CPU's)")
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--rounds", type=int, default=3, help="interleaved measurement rounds (default 3)")
-    parser.add_argument("--budget", type=float, default=1.0, help="harness budget per measurement, s (default 1)")
+    parser.add_argument("--protocol", default="interleaved", choices=("interleaved", "sequential"),
+                        help="how the four programs are timed against each other (default interleaved)")
+    parser.add_argument("--rounds-budget", type=float, default=SELECTION_ROUNDS.budget_s,
+                        help=f"interleaved: seconds of rounds per network at most (default {SELECTION_ROUNDS.budget_s:g})")
+    parser.add_argument("--max-rounds", type=int, default=SELECTION_ROUNDS.max_rounds,
+                        help=f"interleaved: rounds at most (default {SELECTION_ROUNDS.max_rounds})")
+    parser.add_argument("--budget", type=float, default=1.0,
+                        help="sequential: harness budget per program, s (default 1)")
     parser.add_argument("--optimise-repeats", type=int, default=3,
                         help="times the model's optimisation is timed; the median is reported (default 3)")
     parser.add_argument("--ilp", action="store_true", help="also solve both graphs with the ILP")
     parser.add_argument("--ilp-time-limit", type=float, default=60.0, help="seconds (default 60)")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures as JSON here")
     args = parser.parse_args()
-    if args.rounds < 1 or args.optimise_repeats < 1:
-        raise SystemExit("--rounds and --optimise-repeats must be at least 1")
+    if args.max_rounds < 2 or args.optimise_repeats < 1:
+        raise SystemExit("--max-rounds must be at least 2 and --optimise-repeats at least 1")
+    check_protocol(args.protocol)
     system = int(args.system) if args.system is not None and args.system.isdigit() else args.system
     with Store(args.db, create=False) as store:
         record = find_primitive_system(store, system, args.threads)
@@ -334,21 +354,24 @@ def main() -> None:
     model, _ = stored_primitive_model(system=record.id, store=args.db)
     host = host_info()
     print(f"{host.cpu_model}, {host.logical_cores} logical cores, {args.threads} thread(s); system {record.id}; "
-          f"cost model {model.kind}; dataset {len(dataset.conv)} configurations; harness budget {args.budget} s, "
-          f"{args.rounds} round(s)\n")
+          f"cost model {model.kind}; dataset {len(dataset.conv)} configurations; protocol {args.protocol} ("
+          + (f"at most {args.max_rounds} rounds or {args.rounds_budget:g} s per network" if args.protocol == "interleaved"
+             else f"harness budget {args.budget:g} s per program") + ")\n")
     results = []
     for name in args.networks:
         start = time.perf_counter()
         results.append(run_network(name, model, dataset, durations, args))
         results[-1]["wall_s"] = time.perf_counter() - start
-    print_measured(results, args.rounds)
+        print(f"{name}: {results[-1]['wall_s']:.0f} s", file=sys.stderr, flush=True)
+    print_measured(results, args.protocol)
     print_costs(results)
     print_table4(results)
     if args.ilp:
         print_ilp(results)
     if args.json:
         args.json.write_text(json.dumps({"host": host.cpu_model, "threads": args.threads, "system_id": record.id,
-                                         "model": model.kind, "rounds": args.rounds, "budget_s": args.budget,
+                                         "model": model.kind, "protocol": args.protocol, "max_rounds": args.max_rounds,
+                                         "rounds_budget_s": args.rounds_budget, "budget_s": args.budget,
                                          "selections": SELECTIONS, "networks": results}, indent=1))
 
 

@@ -18,8 +18,24 @@ from a cost model (:func:`predicted_costs`) or a profiled dataset (:func:`profil
 dependency); :func:`default_selection` and :func:`uniform_selections` are the baselines a solved selection is
 compared with. :func:`build_selected` runs a selection in torch, :func:`verify_selected` checks it against
 ``build_torch`` within :data:`NETWORK_TOLERANCE` and :func:`measure_selected` times it.
+:func:`compare_selections` times several selections of a network against each other, by default in the same
+interleaved rounds, and gives each comparison as a median per-round ratio with its bootstrap interval
+(:class:`SelectionComparison`).
 """
 
+from nnperf.optimize.select._compare import (
+    BEST_UNIFORM,
+    DEFAULT,
+    PROFILED,
+    SELECTED,
+    SELECTION_PROTOCOLS,
+    SELECTION_ROUNDS,
+    SelectionComparison,
+    SelectionProtocolError,
+    check_protocol,
+    compare_selections,
+    compare_timers,
+)
 from nnperf.optimize.select._costs import (
     MissingCostError,
     NoConvolutionError,
@@ -64,10 +80,16 @@ from nnperf.optimize.select._solvers import SOLVERS, Solver, solve, solver_names
 from nnperf.primitives import LAYER_LAYOUTS
 
 __all__ = [
+    "BEST_UNIFORM",
+    "DEFAULT",
     "DEFAULT_MAX_STATES",
     "DEFAULT_PRIMITIVE",
     "LAYER_LAYOUTS",
     "NETWORK_TOLERANCE",
+    "PROFILED",
+    "SELECTED",
+    "SELECTION_PROTOCOLS",
+    "SELECTION_ROUNDS",
     "SOLVERS",
     "CostEdge",
     "CostGraph",
@@ -81,11 +103,16 @@ __all__ = [
     "SearchSpaceTooLargeError",
     "Selection",
     "SelectionAccuracyError",
+    "SelectionComparison",
     "SelectionError",
+    "SelectionProtocolError",
     "Solver",
     "SolverLimitError",
     "SolverOptionError",
     "build_selected",
+    "check_protocol",
+    "compare_selections",
+    "compare_timers",
     "default_selection",
     "ilp_size",
     "measure_selected",
