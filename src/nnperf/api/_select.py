@@ -6,10 +6,12 @@
 
     result = api.select_network_primitives("resnet18", costs="predicted", solver="pbqp", verify=True)
     print(result.predicted_s, result.default_predicted_s, result.measured_s, result.default_measured_s)
+    print(result.speedup_over_default.median, result.speedup_over_default.ci_low, result.speedup_over_default.ci_high)
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -19,22 +21,27 @@ from nnperf.api._primitives import find_primitive_system, stored_primitive_model
 from nnperf.api._session import StoreLike, opened_store
 
 if TYPE_CHECKING:
-    from nnperf.measure import HarnessConfig
-    from nnperf.optimize.select import Selection
+    from nnperf.measure import ComparisonProtocol, HarnessConfig, PairedRatio, RoundsConfig
+    from nnperf.optimize.select import Selection, SelectionComparison
 
 COST_SOURCES = ("predicted", "profiled")
 
 
 @dataclass(frozen=True)
 class NetworkSelection:
-    """A solved selection for a network, its framework-default counterpart, and (with ``verify``) both measured.
+    """A solved selection for a network, its framework-default and best uniform counterparts, and (with
+    ``verify``) the three measured against each other.
 
     ``predicted_s``/``default_predicted_s`` are the cost graph's totals (convolutions and transformations, from
     the cost source); ``optimise_s`` is the time from the costs to the solution (cost-model call or dataset
-    lookup, graph, solver); ``measured_s``/``default_measured_s`` the harness medians of the selected and the
-    default network run end to end in torch, and ``max_error`` the selected outputs' largest relative error
-    against the reference network (None without ``verify``). ``layer_profile_s`` is the time spent timing the
-    other layers in each layout (0 when the store held them all, or without ``layer_costs``).
+    lookup, graph, solver); ``best_uniform`` is the cheapest on the same graph of the selections that run one
+    primitive wherever it applies (layouts solved; Mulder et al.'s baseline (d)). With ``verify``:
+    ``comparison`` holds the selected, default and best uniform networks timed end to end in torch under its
+    protocol (the selected one first); ``measured_s``/``default_measured_s`` are their medians (seconds) in it,
+    :attr:`speedup_over_default` and :attr:`speedup_over_best_uniform` its ratios with their intervals, and
+    ``max_error`` the selected outputs' largest relative error against the reference network (all None
+    without ``verify``). ``layer_profile_s`` is the time spent timing the other layers in each layout (0 when
+    the store held them all, or without ``layer_costs``).
     """
 
     network: str
@@ -49,6 +56,8 @@ class NetworkSelection:
     default_measured_s: float | None = None
     max_error: float | None = None
     layer_profile_s: float = 0.0
+    best_uniform: Selection | None = None
+    comparison: SelectionComparison | None = None
 
     @property
     def predicted_s(self) -> float:
@@ -58,12 +67,42 @@ class NetworkSelection:
     def default_predicted_s(self) -> float:
         return self.default.cost_s
 
+    @property
+    def best_uniform_primitive(self) -> str | None:
+        """The primitive the best uniform selection runs (its solver is ``uniform:<primitive>``)."""
+        return None if self.best_uniform is None else self.best_uniform.solver.split(":", 1)[1]
+
+    @property
+    def best_uniform_measured_s(self) -> float | None:
+        """The best uniform network's median time per inference (seconds) in the comparison."""
+        from nnperf.optimize.select import BEST_UNIFORM
+
+        return None if self.comparison is None else self.comparison.median_s(BEST_UNIFORM)
+
+    @property
+    def speedup_over_default(self) -> PairedRatio | None:
+        """How many times faster the selected network ran than the default (the default's time over the
+        selected one's: under the interleaved protocol the median per-round ratio with its 95% interval)."""
+        from nnperf.optimize.select import DEFAULT, SELECTED
+
+        return None if self.comparison is None else self.comparison.speedup(SELECTED, over=DEFAULT)
+
+    @property
+    def speedup_over_best_uniform(self) -> PairedRatio | None:
+        """How many times faster the selected network ran than the best uniform one (as
+        :attr:`speedup_over_default`)."""
+        from nnperf.optimize.select import BEST_UNIFORM, SELECTED
+
+        return None if self.comparison is None else self.comparison.speedup(SELECTED, over=BEST_UNIFORM)
+
 
 def select_network_primitives(model: ModelLike, *, costs: str = "predicted", solver: str = "pbqp",
                               verify: bool = False, layer_costs: bool = True, system: int | str | None = None,
                               threads: int = 1,
                               store: StoreLike = None, harness: HarnessConfig | None = None,
-                              input_shape: InputShape | None = None) -> NetworkSelection:
+                              input_shape: InputShape | None = None,
+                              protocol: str | ComparisonProtocol = "interleaved",
+                              rounds: RoundsConfig | None = None) -> NetworkSelection:
     """Chooses a primitive for every convolution of ``model`` and a layout for every other layer, minimising the
     convolutions' times plus the layout transformations between them.
 
@@ -71,24 +110,37 @@ def select_network_primitives(model: ModelLike, *, costs: str = "predicted", sol
     (the stored dataset's medians; what it lacks is timed now). With ``layer_costs`` (default) every other layer
     costs its time in the layout it runs in, timed into the store the first time
     (:func:`~nnperf.campaign.profile_layer_layouts`); without, those layers cost nothing in either layout.
-    ``solver`` is ``pbqp``, ``ilp`` or ``exhaustive``. With ``verify`` the selected network runs end to end in torch, is checked against the
-    reference network and is timed with the default selection (every convolution on oneDNN, NCHW).
+    ``solver`` is ``pbqp``, ``ilp`` or ``exhaustive``. With ``verify`` the selected network runs end to end in
+    torch, is checked against the reference network and is timed against the default selection (every
+    convolution on oneDNN, NCHW) and the best uniform one, under ``protocol``: ``"interleaved"`` (default) times
+    the three in the same rounds, in random order (``rounds``, default
+    :data:`~nnperf.optimize.select.SELECTION_ROUNDS`: up to 20 s), and each speed-up is the median per-round
+    ratio with its 95% bootstrap interval; ``"sequential"`` measures each in turn with ``harness`` (default
+    :class:`~nnperf.measure.HarnessConfig`'s, up to 3 s each) and each speed-up is a ratio of medians, which
+    drifts with this VM's speed. A bad ``protocol`` is refused before any work.
     """
     from nnperf.campaign import load_primitive_dataset, profile_layer_layouts
     from nnperf.errors import NnperfError
     from nnperf.measure import HarnessConfig
     from nnperf.optimize.select import (
+        BEST_UNIFORM,
+        DEFAULT,
+        SELECTED,
+        SELECTION_ROUNDS,
+        check_protocol,
+        compare_selections,
         default_selection,
-        measure_selected,
         network_cost_graph,
         predicted_costs,
         profiled_costs,
         selection_labels,
         solve,
+        uniform_selections,
         verify_selected,
     )
     from nnperf.primitives import conv_configs, conv_layer_configs
 
+    chosen_protocol = check_protocol(protocol)  # before minutes of work, not after
     if costs not in COST_SOURCES:
         raise NnperfError(f"unknown cost source {costs!r}; use one of {', '.join(COST_SOURCES)}")
     network = load_model(model, input_shape)
@@ -113,14 +165,18 @@ def select_network_primitives(model: ModelLike, *, costs: str = "predicted", sol
     selection = solve(graph, solver)
     optimise_s = time.perf_counter() - start - layer_profile_s
     default = default_selection(graph)
+    uniform = uniform_selections(graph)
+    best_uniform = min(uniform.values(), key=lambda s: s.cost_s)  # a convolution has at least one option
     result = NetworkSelection(network.name, system_id, costs, solver, selection, default,
-                              tuple(conv_layer_configs(network)), optimise_s, layer_profile_s=layer_profile_s)
+                              tuple(conv_layer_configs(network)), optimise_s, layer_profile_s=layer_profile_s,
+                              best_uniform=best_uniform)
     if not verify:
         return result
     selection_labels(network, selection)
     max_error = verify_selected(network, selection, threads=threads)
-    timing_harness = harness or HarnessConfig()
-    measured = measure_selected(network, selection, timing_harness, threads=threads).stats.median_s
-    default_measured = measure_selected(network, default, timing_harness, threads=threads).stats.median_s
-    return NetworkSelection(result.network, system_id, costs, solver, selection, default, result.convolutions,
-                            optimise_s, measured, default_measured, max_error, layer_profile_s)
+    comparison = compare_selections(network, {SELECTED: selection, DEFAULT: default, BEST_UNIFORM: best_uniform},
+                                    chosen_protocol, rounds=rounds or SELECTION_ROUNDS,
+                                    harness=harness or HarnessConfig(), threads=threads)
+    return dataclasses.replace(result, measured_s=comparison.median_s(SELECTED),
+                               default_measured_s=comparison.median_s(DEFAULT), max_error=max_error,
+                               comparison=comparison)

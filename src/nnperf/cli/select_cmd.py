@@ -15,14 +15,21 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         description="Build the network's cost graph (every applicable primitive of every convolution, the layout "
                     "transformations between neighbours) from the cost model (`nnperf primitives train`) or the "
                     "profiled dataset, solve it with PBQP or an ILP, and print the chosen primitive and layout per "
-                    "layer with the predicted network time against the framework default (oneDNN, NCHW). With "
-                    "--verify the selected network also runs end to end in torch, is checked against the reference "
-                    "and is timed against the default.")
+                    "layer with the predicted network time against the framework default (oneDNN, NCHW) and the "
+                    "best uniform choice (one primitive wherever it applies). With --verify the selected network "
+                    "also runs end to end in torch, is checked against the reference and is timed against both, "
+                    "in the same interleaved rounds by default (--protocol).")
     p.add_argument("model", metavar="MODEL", help="zoo name, .onnx or IR .json file")
     p.add_argument("--costs", choices=("predicted", "profiled"), default="predicted",
                    help="the cost model's predictions or the profiled medians (default predicted)")
     p.add_argument("--solver", choices=("pbqp", "ilp", "exhaustive"), default="pbqp", help="(default pbqp)")
-    p.add_argument("--verify", action="store_true", help="run, check and time the selected and the default network")
+    p.add_argument("--verify", action="store_true",
+                   help="run and check the selected network, and time it against the default and the best uniform one")
+    p.add_argument("--protocol", default="interleaved", metavar="sequential|interleaved",
+                   help="how --verify times the networks against each other: interleaved (default) runs each once "
+                        "per round, in random order, and reports the median per-round speed-up with its 95%% "
+                        "interval; sequential measures each in turn and reports the ratio of the medians (drifts "
+                        "with the machine's speed)")
     p.add_argument("--no-layer-costs", dest="layer_costs", action="store_false",
                    help="charge the layers other than convolutions nothing in either layout, instead of their time "
                         "in each (timed into the store the first time)")
@@ -37,12 +44,28 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def _document(result) -> dict[str, object]:  # type: ignore[no-untyped-def]
     s = result.selection
+    comparison = result.comparison
+
+    def ratio(r):  # type: ignore[no-untyped-def]
+        return None if r is None else r.to_dict()
+
     return {"format": "nnperf-selection", "version": 1, "network": result.network, "system_id": result.system_id,
             "costs": result.costs, "solver": result.solver, "optimal": s.optimal, "heuristic_used": s.heuristic_used,
             "predicted_s": result.predicted_s, "default_predicted_s": result.default_predicted_s,
             "optimise_s": result.optimise_s, "layer_profile_s": result.layer_profile_s, "solve_s": s.solve_s, "measured_s": result.measured_s,
             "default_measured_s": result.default_measured_s, "max_error": result.max_error,
-            "chosen": dict(s.chosen)}
+            "chosen": dict(s.chosen),
+            "best_uniform": result.best_uniform_primitive,
+            "best_uniform_predicted_s": None if result.best_uniform is None else result.best_uniform.cost_s,
+            "best_uniform_measured_s": result.best_uniform_measured_s,
+            "comparison": None if comparison is None else comparison.to_dict(),
+            "speedup_over_default": ratio(result.speedup_over_default),
+            "speedup_over_best_uniform": ratio(result.speedup_over_best_uniform)}
+
+
+def _speedup(ratio) -> str:  # type: ignore[no-untyped-def]
+    """``median [low, high]x``."""
+    return f"{ratio.median:.2f}x [{ratio.ci_low:.2f}, {ratio.ci_high:.2f}]"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -62,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
                                                                             else ""), 0, 1)
         result = select_network_primitives(args.model, costs=args.costs, solver=args.solver, verify=args.verify,
                                            layer_costs=args.layer_costs, system=args.system, threads=args.threads,
-                                           store=args.db)
+                                           store=args.db, protocol=args.protocol)
     document = _document(result)
     if args.save is not None:
         write_bytes(args.save, json.dumps(document, indent=1).encode())
@@ -89,11 +112,19 @@ def run(args: argparse.Namespace) -> int:
               + (f", layers timed in {result.layer_profile_s:.1f} s" if result.layer_profile_s else ""))
     counted = "convolutions, transformations and other layers" if args.layer_costs else \
         "convolutions and transformations only"
+    uniform = result.best_uniform
     out.print(f"predicted: {result.predicted_s * 1e3:.2f} ms selected, {result.default_predicted_s * 1e3:.2f} ms "
-              f"default (oneDNN, NCHW), {counted}")
-    if result.measured_s is not None and result.default_measured_s is not None:
-        speedup = result.default_measured_s / result.measured_s
+              f"default (oneDNN, NCHW)"
+              + (f", {uniform.cost_s * 1e3:.2f} ms best uniform ({result.best_uniform_primitive})" if uniform else "")
+              + f"; {counted}")
+    comparison = result.comparison
+    if (comparison is not None and result.measured_s is not None and result.default_measured_s is not None
+            and result.best_uniform_measured_s is not None):
+        how = (f"median per-round ratio [95% interval] over {comparison.rounds.rounds} interleaved rounds"
+               if comparison.rounds.paired else "ratio of medians [95% interval], measured one after the other")
         out.print(f"measured end to end: {result.measured_s * 1e3:.2f} ms selected, "
-                  f"{result.default_measured_s * 1e3:.2f} ms default ({speedup:.2f}x); outputs within "
+                  f"{result.default_measured_s * 1e3:.2f} ms default, {result.best_uniform_measured_s * 1e3:.2f} ms "
+                  f"best uniform; speed-up over the default {_speedup(result.speedup_over_default)}, over the best "
+                  f"uniform {_speedup(result.speedup_over_best_uniform)} ({how}); outputs within "
                   f"{result.max_error:.2g} of the reference")
     return 0
