@@ -46,8 +46,8 @@ def test_calibrate_then_predict_with_verify(capsys, tmp_path: Path, small_calibr
     code, out, _ = run(capsys, "predict", str(net), "--backend", "fake", "--db", db, "--verify", "--csv", str(table))
     assert code == 0
     for text in ("predicted per-layer latency vs measured", "measured network latency", "per-layer error",
-                 "noise floor: 5 rounds measured",
-                 f"per-layer predictions written to {table}"):
+                 "rounds (interleaved) measured", "machine speed: the reference (mix) took",
+                 "speed-adjusted error", f"per-layer predictions written to {table}"):
         assert text in out
     rows = list(csv.DictReader(table.open()))
     assert [(r["layer"], r["op"], r["model"], r["fused"]) for r in rows] == [
@@ -56,6 +56,31 @@ def test_calibrate_then_predict_with_verify(capsys, tmp_path: Path, small_calibr
         assert float(row["predicted_s"]) == pytest.approx(layer["latency_s"])
         assert float(row["error"]) == pytest.approx(float(row["predicted_s"]) / float(row["measured_s"]) - 1)
     assert {r["network"] for r in rows} == {"unseen"} and {r["system"] for r in rows} == {"fake/cpu[threads=1]"}
+
+
+def test_verify_times_the_network_beside_the_reference_under_the_protocol(capsys, tmp_path: Path,
+                                                                         small_calibration: None) -> None:
+    db = str(tmp_path / "m.db")
+    assert run(capsys, "calibrate", *FAKE, "--db", db)[0] == 0
+    net = tmp_path / "unseen.json"
+    save_network(conv_net("unseen", 12, 12), net)
+    for protocol in ("interleaved", "sequential"):
+        code, out, _ = run(capsys, "predict", str(net), "--backend", "fake", "--db", db, "--verify", "--json",
+                           "--protocol", protocol)
+        assert code == 0
+        doc = json.loads(out)
+        check = doc["verify"]
+        assert check["protocol"] == protocol and check["reference_ratio"]["paired"] == (protocol == "interleaved")
+        speed, ratio = check["speed"], check["reference_ratio"]
+        assert speed["reference"] == "mix" and speed["factor"] == pytest.approx(speed["current_s"] / speed["calibration_s"])
+        # the measurement at the calibration's speed: the network's ratio to the reference x the reference then
+        assert check["adjusted_latency_s"] == pytest.approx(ratio["median"] * speed["calibration_s"])
+        assert check["adjusted_error"] == pytest.approx(doc["latency_s"] / check["adjusted_latency_s"] - 1)
+        assert check["predicted_now_s"] == pytest.approx(doc["latency_s"] * speed["factor"])
+        assert check["error"] == pytest.approx(doc["latency_s"] / check["measured_latency_s"] - 1)
+    with pytest.raises(SystemExit) as info:
+        run(capsys, "predict", str(net), "--backend", "fake", "--db", db, "--verify", "--protocol", "paired")
+    assert info.value.code == 2 and "invalid choice: 'paired'" in capsys.readouterr().err
 
 
 def test_a_sampling_budget_that_is_no_duration_is_refused_before_measuring(capsys, tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from nnperf.api._load import InputShape, ModelLike, load_model
 from nnperf.api._session import StoreLike, open_backend, opened_store
 from nnperf.errors import FormatVersionError, MissingStoreError, NnperfError
 from nnperf.ir import Network
-from nnperf.measure import HarnessConfig
+from nnperf.measure import ComparisonProtocol, RoundsConfig, SpeedReading, parse_protocol
 from nnperf.measure.backends import Backend
 from nnperf.prediction import (
     CALIBRATION_HARNESS,
@@ -35,11 +35,9 @@ System = int | str | SystemModel | None
 the system the backend settings describe on this host."""
 
 
-VERIFY_ROUNDS = 5
-"""Whole-network measurements behind a verdict (PreVIous measured once; one is no ground truth here)."""
-
-ROUND_HARNESS = HarnessConfig(warmup_s=0.1, target_ci=0.02, budget_s=1.0)
-"""Each extra round: about a second of whole-network runs."""
+VERIFY_ROUNDS = RoundsConfig(min_rounds=10, max_rounds=40, target_ci=0.01, budget_s=20.0)
+"""The rounds behind a verdict (PreVIous measured once; one is no ground truth here): 10 to 40 rounds of the
+network beside the reference, until their ratio is known within 1%, for at most 20 s."""
 
 
 def calibrate(backend: str = "torch", device: str = "cpu", threads: int = 1,
@@ -180,12 +178,16 @@ def _system_model(store: Store, backend: Backend, system: int | str | SystemMode
 def verify(model: ModelLike, system: int | str | SystemModel | None = None, store: StoreLike = None, *,
            backend: str = "torch", device: str = "cpu", threads: int = 1, options: Mapping[str, str] | None = None,
            input_shape: InputShape | None = None, progress: Progress | None = None,
-           model_name: str | None = None, rounds: int = VERIFY_ROUNDS) -> Verification:
+           model_name: str | None = None, protocol: str | ComparisonProtocol = ComparisonProtocol.INTERLEAVED,
+           rounds: RoundsConfig = VERIFY_ROUNDS) -> Verification:
     """Predicts ``model`` and measures it on the same system (each layer alone, then whole), then compares.
 
-    The whole network is measured in ``rounds`` rounds: the campaign's own measurement, then ``rounds - 1``
-    more after the layers (:data:`ROUND_HARNESS` each, stored in a run of their own), so that the verdict
-    carries the noise floor: the spread of the round medians.
+    The whole network is timed beside the machine-speed reference under ``protocol`` ('interleaved': both in
+    every round of ``rounds``, in random order; 'duet': both at once on two cores; 'sequential': one after the
+    other), and stored in a run of its own with the reference's reading. The verdict carries the raw error
+    (against the network's median time now) and, when the calibration read the same reference, the
+    speed-adjusted error (against the network's time at the calibration's speed: its median per-round ratio to
+    the reference times the reference's calibration time), with the noise floor (the spread of the rounds).
 
     Parameters are those of :func:`predict`; ``system``, when given, must be
     the system the backend settings describe here. The measurement is stored
@@ -193,38 +195,25 @@ def verify(model: ModelLike, system: int | str | SystemModel | None = None, stor
     (default: ``model`` when it is a name or path, else the network's name);
     ``progress`` is called with (what, done, total) as it goes.
     """
-    from nnperf.campaign import ProfileConfig, profile_network
+    from nnperf.campaign import ProfileConfig, profile_network, store_referenced, time_with_reference
 
-    if rounds < 1:
-        raise NnperfError(f"rounds must be at least 1, got {rounds}")
+    chosen = parse_protocol(protocol)
     network = load_model(model, input_shape)
     name = model_name or (os.fspath(model) if isinstance(model, (str, os.PathLike)) else network.name)
     with opened_store(store) as opened, open_backend(backend, device, threads, options) as runner:
-        prediction = _system_model(opened, runner, system).predict(network)
+        system_model = _system_model(opened, runner, system)
+        prediction = system_model.predict(network)
         report = profile_network(network, runner, opened, ProfileConfig(per_layer="isolated"), progress=progress,
                                  model=name)
-        medians = [report.network.timing.stats.median_s, *_more_rounds(network, runner, opened, name, rounds - 1)]
+        if progress is not None:
+            progress(f"whole network beside the reference ({chosen.value})", 0, 1)
+        timing = store_referenced(opened, runner, network, name, time_with_reference(network, runner, chosen, rounds))
+        if progress is not None:
+            progress(f"whole network beside the reference ({chosen.value})", 1, 1)
         path = str(opened.path)
-    return Verification(prediction, float(np.median(medians)), report.layer_sum_s,
+    calibrated = system_model.reference_s
+    speed = (SpeedReading(calibrated[0], calibrated[1], timing.reference_s)
+             if calibrated is not None and calibrated[0] == timing.reference else None)
+    return Verification(prediction, timing.latency_s, report.layer_sum_s,
                         {m.layer: m.timing.stats.median_s for m in report.layers}, report.run_id, path,
-                        tuple(report.warnings), tuple(medians))
-
-
-def _more_rounds(network: Network, backend: Backend, store: Store, name: str, rounds: int) -> list[float]:
-    """``rounds`` more whole-network medians (seconds), each stored as it is taken in a run of its own."""
-    import time
-
-    from nnperf.campaign import network_hash, open_campaign
-    from nnperf.measure import Method, NetworkMeasurement, measure
-
-    if rounds < 1:
-        return []
-    medians = []
-    config = {"rounds": rounds, "harness": {"budget_s": ROUND_HARNESS.budget_s}, "started_at": time.time()}
-    with open_campaign(store, backend.system(), f"verify-rounds|{name}|{time.time():.6f}", name,
-                       network_hash(network), Method.WHOLE.value, config) as campaign:
-        for _ in range(rounds):
-            timing = measure(backend.network_timer(network), ROUND_HARNESS)
-            campaign.add_network(NetworkMeasurement(timing))
-            medians.append(timing.stats.median_s)
-    return medians
+                        tuple(report.warnings), timing.round_times_s, chosen.value, timing.ratio, speed)

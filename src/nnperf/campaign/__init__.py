@@ -21,6 +21,8 @@ where the two meet, so everything that measures *into* the store lives here:
   :class:`PrimitiveItem` in ``_primitives.py``):
   a campaign's work as pure functions of (system, item), and :class:`ItemRunner`, which runs them in this
   process (:class:`LocalRunner`) or on a fleet (``nnperf.fleet``) (``_items.py``);
+- :func:`time_with_reference` and :func:`store_referenced`: a whole network timed beside the machine-speed
+  reference under a comparison protocol, and stored with the reference's reading (``_referenced.py``);
 - :func:`attach_trace`, which writes a power trace's energies into a stored
   run (``_trace.py``).
 """
@@ -68,6 +70,7 @@ from nnperf.campaign._profile import (
     profile_network,
     profiler_chunk,
 )
+from nnperf.campaign._referenced import ReferencedTiming, store_referenced, time_with_reference
 from nnperf.campaign._surround import find_surround, recorded_surround, surround_width
 from nnperf.campaign._sweep import SWEEP_CAMPAIGN, load_sweep, measure_rounds, run_sweep, sweep_runs
 from nnperf.campaign._trace import attach_trace
@@ -94,6 +97,7 @@ __all__ = [
     "ProfileConfig",
     "ProfileReport",
     "ProfilerItem",
+    "ReferencedTiming",
     "Progress",
     "SweepPointItem",
     "WholeItem",
@@ -119,5 +123,7 @@ __all__ = [
     "recorded_surround",
     "run_sweep",
     "surround_width",
+    "store_referenced",
     "sweep_runs",
+    "time_with_reference",
 ]

@@ -9,6 +9,7 @@ from pathlib import Path
 from nnperf.cli._backend_args import Progress, add_backend_arguments
 from nnperf.cli._shapes import parse_input_shape
 from nnperf.cli._store_arg import add_db_argument
+from nnperf.measure import ComparisonProtocol
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -24,6 +25,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         "no backend is needed unless --verify")
     p.add_argument("--verify", action="store_true",
                    help="also measure the network on the same system (layers in isolation and whole) and compare")
+    p.add_argument("--protocol", choices=[p.value for p in ComparisonProtocol], default="interleaved",
+                   help="with --verify, how the whole network is timed beside the machine-speed reference: "
+                        "interleaved (default: both in every round, in random order, on one core), duet (both at "
+                        "once on two cores) or sequential (one after the other, as before); the speed-adjusted "
+                        "error scales the measurement to the calibration's speed by the network's per-round ratio "
+                        "to the reference")
     p.add_argument("--trace", metavar="FILE.json", type=Path,
                    help="also write the predicted inference as a Chrome trace-event file (ui.perfetto.dev, "
                         "chrome://tracing): the network-level prediction on one track, each layer's prediction "
@@ -48,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
     settings = {"backend": args.backend, "device": args.device, "threads": args.threads, "options": dict(args.option)}
     if args.verify:
         with Progress(not args.json, "verifying") as progress:
-            check = verify(network, args.system, args.db, progress=progress, model_name=args.model, **settings)
+            check = verify(network, args.system, args.db, progress=progress, model_name=args.model,
+                           protocol=args.protocol, **settings)
         prediction, measured = check.prediction, dict(check.layer_measured_s)
     else:
         check, measured = None, None

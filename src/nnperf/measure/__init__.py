@@ -46,6 +46,7 @@ from nnperf.measure._reference import (
     SpeedReading,
     SumTimer,
     read_reference,
+    reference_timer,
     reference_workload,
 )
 from nnperf.measure._stats import fixed_timing, relative_change, summarize
@@ -66,7 +67,7 @@ __all__ = [
     "REFERENCE", "REFERENCE_CANDIDATES", "ComparisonProtocol", "PairedRatio", "ReferenceWorkload", "Rounds",
     "RoundsConfig", "SpeedReading", "SumTimer", "TimerFactory", "backend_timer", "backend_timer_factory",
     "duet_placement", "measure_duet", "measure_interleaved", "measure_sequential", "parse_protocol",
-    "read_reference", "reference_workload",
+    "read_reference", "reference_timer", "reference_workload",
     "INJECTORS", "CpuHog", "Interference", "InterferenceError", "MemoryHog", "PeriodicSlowdown", "injector",
     "interference_availability",
     "FUSED_SUCCESSORS", "FUSION_ROLES", "FusionRole", "HarnessConfig", "HostInfo", "LayerMeasurement", "MeasurementError", "Method", "NetworkMeasurement",

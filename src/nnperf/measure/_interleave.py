@@ -232,12 +232,24 @@ def measure_sequential(timers: Mapping[str, Timer], harness: HarnessConfig = Har
                   tuple(t.block_size for t in timings), clock() - began)
 
 
+WARM_ESTIMATES = 3
+"""Blocks timed after the calibration to estimate one execution's time (the least of them is kept)."""
+
+
 def _warm(timer: Timer, harness: HarnessConfig, clock: Clock) -> int:
-    """Runs ``timer`` for the warm-up and returns the block size that lasts ``min_block_s``."""
+    """Runs ``timer`` for the warm-up and returns the number of executions that lasts about ``min_block_s`` on an
+    undisturbed machine.
+
+    The least of a few blocks estimates one execution, so that every workload's block lasts about as long
+    whatever the machine did during the calibration: a busy process sharing the core takes the CPU in slices
+    of a few milliseconds, and blocks of unequal length catch unequal shares of them.
+    """
     start = clock()
     while clock() - start < harness.warmup_s:
         timer.time_block(1)
-    return calibrate_block_size(timer, harness)
+    block = calibrate_block_size(timer, harness)
+    least_s = min(timer.time_block(block) / block for _ in range(WARM_ESTIMATES))
+    return max(1, math.ceil(harness.min_block_s * 1.2 / least_s)) if least_s > 0 else block
 
 
 def _converged(times: Mapping[str, Sequence[float]], names: Sequence[str], target_ci: float) -> bool:

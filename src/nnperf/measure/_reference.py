@@ -18,7 +18,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from nnperf.errors import NnperfError
 from nnperf.ir import ConvAttrs, Layer, LinearAttrs, Network, OpType
@@ -113,6 +113,14 @@ def reference_workload(name: str = REFERENCE) -> ReferenceWorkload:
     except KeyError:
         raise NnperfError(f"no reference workload {name!r}; the candidates: "
                           f"{', '.join(REFERENCE_CANDIDATES)}") from None
+
+
+def reference_timer(backend: str, options: Any, name: str = REFERENCE, seed: int = 0) -> Timer:
+    """A timer of reference workload ``name`` on a new ``backend`` with ``options``; module level, so that
+    ``partial(reference_timer, ...)`` is a picklable factory for the duet protocol."""
+    from nnperf.measure.backends import create_backend
+
+    return reference_workload(name).timer(create_backend(backend, options, seed))
 
 
 READING_HARNESS = HarnessConfig(warmup_s=0.3, min_block_s=0.02, target_ci=0.01, budget_s=2.0)

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from nnperf.measure import PairedRatio, SpeedReading
 from nnperf.prediction._model import NetworkPrediction
 from nnperf.prediction.evaluation import relative_error
 
@@ -14,11 +15,17 @@ from nnperf.prediction.evaluation import relative_error
 class Verification:
     """A prediction against a measurement of the same network on the same system.
 
-    ``measured_latency_s`` is the whole-network median (the median of the round medians when the network was
-    measured in several rounds), ``layer_measured_s`` each layer's isolated median (seconds); ``run_id`` names
-    the stored run. ``round_medians_s`` are the medians of separate whole-network measurements: their spread
-    is the noise floor of the verdict (on a shared 2-core VM the same network measured twice differed by up to
-    19%), and an error whose prediction lies inside it cannot be told from noise.
+    ``measured_latency_s`` is the whole-network median over the rounds, ``layer_measured_s`` each layer's
+    isolated median (seconds); ``run_id`` names the stored run. ``round_medians_s`` are the network's times in
+    separate rounds (one timed block per round under the interleaved and duet protocols, the medians of
+    separate measurements under the sequential one): their spread is the noise floor of the verdict (on a
+    shared 2-core VM the same network measured twice differed by up to 19%), and an error whose prediction lies
+    inside it cannot be told from noise.
+
+    ``protocol`` says how the network was timed beside the machine-speed reference; ``reference_ratio`` is the
+    network over the reference, and ``speed`` the reference's time at calibration and during the measurement.
+    With both, ``adjusted_latency_s`` is the network's time at the calibration's speed (the ratio times the
+    reference's calibration time): the measurement a prediction made at that speed should be judged against.
     """
 
     prediction: NetworkPrediction
@@ -29,6 +36,28 @@ class Verification:
     store_path: str = ""
     warnings: tuple[str, ...] = ()
     round_medians_s: tuple[float, ...] = ()
+    protocol: str = "sequential"
+    reference_ratio: PairedRatio | None = None
+    speed: SpeedReading | None = None
+
+    @property
+    def adjusted_latency_s(self) -> float | None:
+        """The network's measured time scaled to the calibration's machine speed, when the calibration read the
+        reference (seconds)."""
+        if self.reference_ratio is None or self.speed is None:
+            return None
+        return self.reference_ratio.median * self.speed.calibration_s
+
+    @property
+    def adjusted_error(self) -> float | None:
+        """(predicted - speed-adjusted measured) / speed-adjusted measured."""
+        adjusted = self.adjusted_latency_s
+        return None if adjusted is None else relative_error(self.prediction.latency_s, adjusted)
+
+    @property
+    def predicted_now_s(self) -> float | None:
+        """The prediction scaled to the machine's speed during the measurement (seconds)."""
+        return None if self.speed is None else self.speed.at_current_speed(self.prediction.latency_s)
 
     @property
     def spread(self) -> tuple[float, float] | None:
@@ -70,4 +99,8 @@ class Verification:
             "measured_latency_s": self.measured_latency_s, "measured_layer_sum_s": self.measured_layer_sum_s,
             "error": self.error, "previous_error": self.previous_error, "run_id": self.run_id,
             "round_medians_s": list(self.round_medians_s), "noise": self.noise, "within_noise": self.within_noise,
-            "layer_errors": self.layer_errors}}
+            "layer_errors": self.layer_errors, "protocol": self.protocol,
+            "reference_ratio": None if self.reference_ratio is None else self.reference_ratio.to_dict(),
+            "speed": None if self.speed is None else self.speed.to_dict(),
+            "adjusted_latency_s": self.adjusted_latency_s, "adjusted_error": self.adjusted_error,
+            "predicted_now_s": self.predicted_now_s}}

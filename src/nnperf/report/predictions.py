@@ -170,8 +170,18 @@ def verification_summary(check: Verification) -> list[str]:
         low, high = check.spread
         verdict = ("inside the noise: the prediction lies within the spread" if check.within_noise
                    else "outside the noise")
-        lines.append(f"noise floor: {len(check.round_medians_s)} rounds measured {low * 1e3:.4g}-{high * 1e3:.4g} ms "
-                     f"({check.noise:.1%} spread); {verdict}")
+        lines.append(f"noise floor: {len(check.round_medians_s)} rounds ({check.protocol}) measured "
+                     f"{low * 1e3:.4g}-{high * 1e3:.4g} ms ({check.noise:.1%} spread); {verdict}")
+    ratio, speed, adjusted = check.reference_ratio, check.speed, check.adjusted_latency_s
+    if ratio is not None and speed is not None and adjusted is not None and check.adjusted_error is not None:
+        lines.append(f"machine speed: the reference ({speed.reference}) took {speed.current_s * 1e3:.4g} ms, "
+                     f"{speed.factor:.2f}x its {speed.calibration_s * 1e3:.4g} ms at calibration; at that speed the "
+                     f"network takes {adjusted * 1e3:.4g} ms (ratio to the reference {ratio.median:.4g}, 95% "
+                     f"interval {ratio.ci_low:.4g}-{ratio.ci_high:.4g}): speed-adjusted error "
+                     f"{check.adjusted_error:+.1%} beside the raw {check.error:+.1%}")
+    elif ratio is not None:
+        lines.append("machine speed: this calibration holds no reading of the reference workload (calibrate again "
+                     "to get a speed-adjusted error)")
     errors = sorted(abs(e) for e in check.layer_errors.values())
     if errors:
         lines.append(f"per-layer error: mean |error| {sum(errors) / len(errors):.1%}, median "
