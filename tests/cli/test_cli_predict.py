@@ -61,7 +61,15 @@ def test_calibrate_then_predict_with_verify(capsys, tmp_path: Path, small_calibr
 def test_verify_times_the_network_beside_the_reference_under_the_protocol(capsys, tmp_path: Path,
                                                                          small_calibration: None) -> None:
     db = str(tmp_path / "m.db")
-    assert run(capsys, "calibrate", *FAKE, "--db", db)[0] == 0
+    code, out, _ = run(capsys, "calibrate", *FAKE, "--db", db, "--json")
+    assert code == 0
+    calibration = json.loads(out)
+    # the machine was checked before calibrating, and the reference read before and after
+    assert (calibration["machine_check"]["format"], calibration["machine_check"]["version"]) == ("nnperf-check", 1)
+    assert calibration["machine_check"]["verdict"] in ("ok", "warn", "bad")
+    reference = calibration["reference"]
+    assert reference["workload"] == "mix" and len(reference["readings_s"]) == 2
+    assert reference["median_s"] == pytest.approx(sum(reference["readings_s"]) / 2)
     net = tmp_path / "unseen.json"
     save_network(conv_net("unseen", 12, 12), net)
     for protocol in ("interleaved", "sequential"):

@@ -35,6 +35,9 @@ System = int | str | SystemModel | None
 the system the backend settings describe on this host."""
 
 
+CHECK_NOISE_S = 5.0
+"""Seconds of the reference workload timed back to back by the machine check before a calibration."""
+
 VERIFY_ROUNDS = RoundsConfig(min_rounds=10, max_rounds=40, target_ci=0.01, budget_s=20.0)
 """The rounds behind a verdict (PreVIous measured once; one is no ground truth here): 10 to 40 rounds of the
 network beside the reference, until their ratio is known within 1%, for at most 20 s."""
@@ -43,7 +46,8 @@ network beside the reference, until their ratio is known within 1%, for at most 
 def calibrate(backend: str = "torch", device: str = "cpu", threads: int = 1,
               options: Mapping[str, str] | None = None, store: StoreLike = None, *, if_needed: bool = False,
               energy: str | None = None, budget_s: float | None = None, target_ci: float | None = None,
-              sample_budget_s: float = 0.0, progress: Progress | None = None) -> SystemModel:
+              sample_budget_s: float = 0.0, progress: Progress | None = None, check: bool = True,
+              check_noise_s: float = CHECK_NOISE_S) -> SystemModel:
     """Profiles the calibration networks on a system and fits its models (PreVIous IV-C/IV-D).
 
     Every measurement is stored as it is taken: an interrupted calibration
@@ -73,6 +77,10 @@ def calibrate(backend: str = "torch", device: str = "cpu", threads: int = 1,
         kernel-aware models err most (nn-Meter's adaptive sampling; :func:`nnperf.prediction.kernel.sample_layers`).
     progress : callable, optional
         Called with (what, done, total) as the calibration goes.
+    check : bool, default True
+        Check the machine first (``nnperf check``: busy processes, load, pressure, and ``check_noise_s`` seconds
+        of the reference workload timed back to back) and store the findings with the calibration. A machine
+        found busy is calibrated all the same: the calibration says so (``calibration['machine_check']``).
 
     Returns
     -------
@@ -96,8 +104,16 @@ def calibrate(backend: str = "torch", device: str = "cpu", threads: int = 1,
                 existing = None
             if existing is not None:
                 return existing
+        found = None
+        if check:
+            from nnperf.measure import check_machine, reference_workload
+
+            if progress is not None:
+                progress("checking the machine", 0, 1)
+            found = check_machine(reference_workload().timer(runner), noise_s=check_noise_s).to_dict()
         return calibrate_system(runner, opened, config=ProfileConfig(per_layer="isolated", harness=harness),
-                                meter=meter, progress=progress, sample_budget_s=sample_budget_s)
+                                meter=meter, progress=progress, sample_budget_s=sample_budget_s,
+                                machine_check=found)
 
 
 def stored_calibration(store: Store, backend: Backend) -> SystemModel | None:

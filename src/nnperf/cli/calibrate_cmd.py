@@ -32,6 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         "kernel-aware models err most (nn-Meter's adaptive sampling); default: none")
     p.add_argument("--if-needed", action="store_true",
                    help="do nothing when this system already has a stored calibration")
+    p.add_argument("--no-check", action="store_true",
+                   help="skip the machine check before calibrating (busy processes, load, pressure and 5 s of noise "
+                        "measurement, as `nnperf check`; stored with the calibration)")
     p.add_argument("--json", action="store_true", help="print the calibration's summary as JSON")
     add_fleet_argument(p)
     add_db_argument(p)
@@ -74,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         out.print(calibration_header(args.backend, args.device, args.threads, store_path))
     with Progress(not args.json, "calibrating") as progress:
         model = calibrate(store=args.db, energy=args.energy, budget_s=args.budget_s, target_ci=args.target_ci,
-                          sample_budget_s=sample_budget_s, progress=progress, **settings)
+                          sample_budget_s=sample_budget_s, progress=progress, check=not args.no_check, **settings)
     if args.json:
         print(json.dumps(calibration_document(model, store_path), indent=1))
         return 0

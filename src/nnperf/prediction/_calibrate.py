@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import Any
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -143,8 +144,12 @@ def _read_reference(backend: Backend | ItemRunner) -> float:
 
 def calibrate(backend: Backend | ItemRunner, store: Store, networks: Sequence[Network] | None = None,
               config: ProfileConfig | None = None, meter: PowerMeter | None = None,
-              progress: RunsProgress | None = None, sample_budget_s: float = 0.0) -> SystemModel:
+              progress: RunsProgress | None = None, sample_budget_s: float = 0.0,
+              machine_check: Mapping[str, Any] | None = None) -> SystemModel:
     """Profiles the calibration networks (resuming), fits the system's model and stores it.
+
+    ``machine_check`` is the document of the machine check taken before (``nnperf check``'s), stored with the
+    calibration so that a later doubt about its figures can look at the state of the machine then.
 
     With ``sample_budget_s``, sampled convolutions and pools are also measured alone for about that long, placed
     where the kernel models err most (:func:`nnperf.prediction.kernel.sample_layers`; stored and resumed too).
@@ -190,6 +195,7 @@ def calibrate(backend: Backend | ItemRunner, store: Store, networks: Sequence[Ne
     calibration.update({"wall_s": time.perf_counter() - started, "reused_networks": sum(r.reused for r in runs),
                         "harness": {"target_ci": config.harness.target_ci, "budget_s": config.harness.budget_s},
                         "sample_budget_s": sample_budget_s,
+                        **({"machine_check": dict(machine_check)} if machine_check is not None else {}),
                         "reference": {"workload": REFERENCE, "readings_s": reference_readings_s,
                                       "median_s": float(np.median(reference_readings_s))}})
     model = replace(model, calibration=calibration)

@@ -49,6 +49,15 @@ def calibration_summary(model: SystemModel, store_path: str) -> list[str]:
     if model.roofline is not None:
         lines.append(f"roofline peaks: {model.roofline.ops_per_s_ / 1e9:.1f} GOP/s, "
                      f"{model.roofline.bytes_per_s_ / 1e9:.1f} GB/s")
+    reference = model.reference_s
+    if reference is not None:
+        lines.append(f"machine-speed reference ({reference[0]}): {reference[1] * 1e3:.4g} ms at calibration; "
+                     "`predict --verify` scales its measurement to this speed")
+    check = info.get("machine_check")
+    if isinstance(check, dict) and check.get("verdict") not in (None, "ok"):
+        named = [f["name"] for f in check.get("findings", []) if f.get("level") == check["verdict"]]
+        lines.append(f"machine check before calibrating: {check['verdict']} ({', '.join(named)}); the figures "
+                     "may carry that noise: see `nnperf check`, and calibrate again on a quieter machine")
     lines.append(f"stored for {model.system_label} (system {model.system_key[:8]}) in {store_path}")
     return lines
 
@@ -85,6 +94,7 @@ def calibration_document(model: SystemModel, store_path: str) -> dict[str, Any]:
             "delta_s": composition.delta_s, "fused_pairs": list(composition.fusion.fused_pairs)},
         "roofline": None if model.roofline is None else {
             "ops_per_s": model.roofline.ops_per_s_, "bytes_per_s": model.roofline.bytes_per_s_},
+        "reference": info.get("reference"), "machine_check": info.get("machine_check"),
     }
 
 
