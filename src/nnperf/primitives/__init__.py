@@ -6,7 +6,8 @@ from Python (oneDNN in chw and hwc, NNPACK, ATen's im2col, ONNX Runtime in chw a
 Winograd on and off) and the algorithm families of Mulder et al. 3.1 written on torch ops (direct, im2col and
 im2row in both GEMM orientations, kn2row/kn2col, Winograd F(2,3), F(4,3), F(2,5), FFT and 1x1-as-GEMM).
 :class:`LayoutTransform` objects move activations between layouts; :func:`time_primitive` and
-:func:`time_transform` time them with the measurement harness, :func:`time_layer` a layer other than a
+:func:`time_transform` time them with the measurement harness (:func:`primitive_timer` and
+:func:`transform_timer` build their timers, to time several together), :func:`time_layer` a layer other than a
 convolution in a layout. :func:`conv_configs` and :func:`sample_configs` make the layer
 configurations of the profiled dataset (:class:`PrimitiveDataset`). Nothing is imported until used.
 """
@@ -46,12 +47,12 @@ from nnperf.primitives._registry import (
     primitive_layouts,
     primitive_report,
 )
-from nnperf.primitives._timing import time_primitive, time_transform
+from nnperf.primitives._timing import primitive_timer, time_primitive, time_transform, transform_timer
 
 __all__ = [
     "CHW", "ERROR_BOUNDS", "HWC", "IM_RANGE", "LAYER_LAYOUTS", "MAX_CHANNELS", "PRIMITIVES", "Bound", "ConvConfig", "ConvSample", "Family", "Layout",
     "LayoutTransform", "Primitive", "PrimitiveDataset", "PrimitiveError", "TransformSample", "all_primitives",
     "all_transforms", "blocked", "config_from_dict", "config_key", "config_label", "conv_configs", "conv_layer_configs", "from_layout",
-    "get_primitive", "layer_key", "layer_layouts", "layer_signature", "layout_transforms", "pad_input", "parse_layout", "primitive_layouts", "primitive_report",
-    "reference_conv2d", "sample_configs", "time_layer", "time_primitive", "time_transform", "to_layout",
+    "get_primitive", "layer_key", "layer_layouts", "layer_signature", "layout_transforms", "pad_input", "parse_layout", "primitive_layouts", "primitive_report", "primitive_timer",
+    "reference_conv2d", "sample_configs", "time_layer", "time_primitive", "time_transform", "to_layout", "transform_timer",
 ]
