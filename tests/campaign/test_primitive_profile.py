@@ -2,21 +2,35 @@
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
 
 from harness_presets import SMOKE_HARNESS
 from nnperf.campaign import (
+    DATASET_HARNESS,
     PRIMITIVE_BACKEND,
+    PrimitiveOutcome,
     load_primitive_dataset,
     primitive_system,
     primitive_systems,
     profile_primitives,
 )
+from nnperf.campaign._primitives import (
+    DATASET_REFERENCE,
+    _config_campaign,
+    _Job,
+    _store_outcomes,
+    _timed,
+    dataset_rounds,
+    paired_times,
+)
 from nnperf.errors import NnperfError
+from nnperf.measure import ComparisonProtocol, HarnessConfig, LayerMeasurement, Method, RoundsConfig, fixed_timing
 from nnperf.measure.backends._fake import FakeBackend
 from nnperf.primitives import Bound, ConvConfig, Primitive, get_primitive
 from nnperf.store import Store
@@ -99,9 +113,18 @@ def _stand_in(kind: type[Primitive], name: str) -> Primitive:
 def test_an_interrupted_configuration_resumes_at_its_first_missing_primitive(store: Store) -> None:
     primitives = [*chosen(), _stand_in(Interrupting, "ctrl-c")]
     with pytest.raises(KeyboardInterrupt):
+        profile(store, [THREE_BY_THREE], primitives, protocol="sequential")
+    resumed = profile(store, [THREE_BY_THREE], protocol="sequential")
+    assert (resumed.measured, resumed.samples) == (1, TRANSFORMS)  # the three primitives were kept
+    assert len(load_primitive_dataset(store, resumed.system_id).conv[0].times_s) == 3
+
+
+def test_an_interrupted_interleaved_configuration_is_measured_again_as_a_whole(store: Store) -> None:
+    primitives = [*chosen(), _stand_in(Interrupting, "ctrl-c")]
+    with pytest.raises(KeyboardInterrupt):
         profile(store, [THREE_BY_THREE], primitives)
     resumed = profile(store, [THREE_BY_THREE])
-    assert (resumed.measured, resumed.samples) == (1, TRANSFORMS)  # the three primitives were kept
+    assert (resumed.measured, resumed.samples) == (1, 3 + TRANSFORMS)  # nothing of it had been stored
     assert len(load_primitive_dataset(store, resumed.system_id).conv[0].times_s) == 3
 
 
@@ -124,3 +147,142 @@ def test_a_system_without_primitives_has_no_dataset(store: Store) -> None:
     other = store.add_system(FakeBackend().system())
     with pytest.raises(NnperfError, match="holds no profiled primitives"):
         load_primitive_dataset(store, other.id)
+
+
+# ------------------------------------------------------------ interleaved rounds against a drifting machine
+
+
+class Machine:
+    """A fake machine and its clock: a workload's block costs its cost per execution, twice that once the clock
+    has reached ``slow_at_s`` (the machine's speed halves)."""
+
+    def __init__(self, slow_at_s: float = math.inf) -> None:
+        self.now_s = 0.0
+        self.slow_at_s = slow_at_s
+
+    def clock(self) -> float:
+        return self.now_s
+
+    def run(self, cost_s: float, n: int) -> float:
+        elapsed = n * cost_s * (1.0 if self.now_s < self.slow_at_s else 2.0)
+        self.now_s += elapsed
+        return elapsed
+
+
+@dataclass
+class FakeTimer:
+    machine: Machine
+    cost_s: float
+    fail_at_block: int = 0
+    """Raise on this block (1-based; 0: never), as a library refusing the shape mid-way would."""
+    blocks: int = 0
+
+    def time_block(self, n: int) -> float:
+        self.blocks += 1
+        if self.blocks == self.fail_at_block:
+            raise RuntimeError("refused on this block")
+        return self.machine.run(self.cost_s, n)
+
+
+COSTS_S = {DATASET_REFERENCE: 1e-3, "im2col-fhw": 3e-3, "fft": 0.5e-3}
+"""The reference (oneDNN on chw) first; 3x and 0.5x the reference."""
+
+TEN_ROUNDS = HarnessConfig(warmup_s=0.0, warmup_runs=1, min_block_s=2e-3, target_ci=0.0, min_samples=10,
+                           max_samples=10, budget_s=1e9)
+"""Exactly ten blocks (sequential) or rounds (interleaved) of at least 2 ms, whatever the clock says."""
+
+
+def fake_jobs(machine: Machine, fail: str = "") -> list[_Job]:
+    return [_Job(name, "primitive", "test", functools.partial(FakeTimer, machine, cost, 3 if name == fail else 0))
+            for name, cost in COSTS_S.items()]
+
+
+def timed_on(machine: Machine, protocol: ComparisonProtocol, fail: str = "") -> dict[str, PrimitiveOutcome]:
+    outcomes = _timed(fake_jobs(machine, fail), (), protocol, TEN_ROUNDS, clock=machine.clock)
+    return {o.name: o for o in outcomes}
+
+
+def stored_ratios(store: Store, protocol: ComparisonProtocol) -> dict[str, float]:
+    """Each primitive's dataset time over the reference's, after timing on a machine that halves its speed
+    halfway through (half the fake time the same protocol takes on a steady machine)."""
+    steady = Machine()
+    timed_on(steady, protocol)
+    outcomes = timed_on(Machine(slow_at_s=steady.now_s / 2), protocol).values()
+    with _config_campaign(store, primitive_system(), THREE_BY_THREE, 1, TEN_ROUNDS, protocol) as campaign:
+        _store_outcomes(campaign, "fake", outcomes, [], together=True)
+    times = load_primitive_dataset(store, store.runs()[-1].system_id).conv[0].times_s
+    return {name: t / times[DATASET_REFERENCE] for name, t in times.items()}
+
+
+def test_interleaved_rounds_keep_the_ratios_exact_when_the_machine_halves_its_speed(store: Store) -> None:
+    assert stored_ratios(store, ComparisonProtocol.INTERLEAVED) == {
+        DATASET_REFERENCE: 1.0, "im2col-fhw": pytest.approx(3e-3 / 1e-3, rel=1e-12),
+        "fft": pytest.approx(0.5e-3 / 1e-3, rel=1e-12)}
+
+
+def test_sequential_timing_puts_the_slowdown_into_the_ratios(store: Store) -> None:
+    # the reference is measured before the change, fft after it (twice as slow), im2col-fhw across it (7 of its 10
+    # blocks after it: its median is a slow one)
+    assert stored_ratios(store, ComparisonProtocol.SEQUENTIAL) == {
+        DATASET_REFERENCE: 1.0, "im2col-fhw": pytest.approx(2 * 3e-3 / 1e-3, rel=1e-12),
+        "fft": pytest.approx(2 * 0.5e-3 / 1e-3, rel=1e-12)}
+
+
+def test_the_round_medians_alone_would_not_keep_the_ratios() -> None:
+    # ten rounds on a machine that halves its speed during round 5, after the reference's block and before
+    # im2col-fhw's: each median is the mean of the 5th and 6th fastest rounds, 2 ms for the reference (four fast
+    # rounds) and (3 + 6) / 2 ms for im2col-fhw (five), yet im2col-fhw took 3x the reference in all but round 5
+    ref_ms = [1.0] * 4 + [2.0] * 6
+    im2col_ms = [3.0] * 5 + [6.0] * 5
+    window = {"started_at": 1e9, "ended_at": 1e9 + 1}
+    measurements = [LayerMeasurement(name, "primitive", Method.ISOLATED,
+                                     replace(fixed_timing([t / 1e3 for t in ms]), **window))
+                    for name, ms in ((DATASET_REFERENCE, ref_ms), ("im2col-fhw", im2col_ms))]
+    medians = {m.layer: m.timing.stats.median_s for m in measurements}
+    assert medians["im2col-fhw"] / medians[DATASET_REFERENCE] == pytest.approx((3 + 6) / 2 / 2)
+    paired = paired_times(measurements)
+    assert paired == {DATASET_REFERENCE: pytest.approx(2e-3), "im2col-fhw": pytest.approx(3 * 2e-3)}
+    # timed apart (different windows), each keeps its own median
+    apart = [replace(measurements[1], timing=replace(measurements[1].timing, started_at=2e9)), measurements[0]]
+    assert paired_times(apart) == medians
+
+
+def test_the_rounds_keep_block_sizes_and_report_their_spread() -> None:
+    outcomes = timed_on(Machine(), ComparisonProtocol.INTERLEAVED)
+    assert [o.ratio_iqr_rel for o in outcomes.values()][1:] == [0.0, 0.0]  # a steady machine: the same every round
+    # a stored timing keeps its block size (the harness aims 20% past 2 ms: 2.4 ms / 1 ms, 2.4 ms / 0.5 ms)
+    assert {name: o.timing.block_size for name, o in outcomes.items() if o.timing is not None} == {
+        DATASET_REFERENCE: math.ceil(2.4 / 1), "im2col-fhw": 1, "fft": math.ceil(2.4 / 0.5)}
+
+
+def test_a_workload_that_fails_during_the_rounds_is_reported_and_the_others_are_timed_again() -> None:
+    outcomes = timed_on(Machine(), ComparisonProtocol.INTERLEAVED, fail="fft")
+    assert (outcomes["fft"].timing, outcomes["fft"].error) == (None, "refused on this block")
+    assert [len(o.timing.times_s) for o in outcomes.values() if o.timing is not None] == [10, 10]
+    assert outcomes["im2col-fhw"].timing.stats.median_s == pytest.approx(3e-3)  # type: ignore[union-attr]
+
+
+def test_a_single_workload_is_measured_alone() -> None:
+    machine = Machine()
+    jobs = fake_jobs(machine)[:1]
+    (outcome,) = _timed(jobs, (), ComparisonProtocol.INTERLEAVED, TEN_ROUNDS, clock=machine.clock)
+    assert outcome.timing is not None and outcome.timing.stop_reason == "converged"
+    assert outcome.timing.stats.median_s == pytest.approx(1e-3)
+
+
+def test_the_rounds_come_from_the_harness_with_its_budget_per_workload() -> None:
+    assert dataset_rounds(DATASET_HARNESS, 20, seed=3) == RoundsConfig(
+        min_rounds=5, max_rounds=25, min_block_s=0.002, warmup_s=0.02, target_ci=0.02, budget_s=20 * 0.4, seed=3)
+
+
+def test_an_interleaved_profile_stores_one_window_of_rounds_and_reports_its_spread(store: Store) -> None:
+    report = profile(store, [ONE_BY_ONE])
+    (label, spread), = report.ratio_spreads
+    assert label == "c8 f16 12x12 k1x1 s1 p0" and 0 <= spread < 1
+    (run,) = store.runs(system_id=report.system_id)
+    assert run.config["protocol"] == "interleaved"
+    windows = {(m.timing.started_at, m.timing.ended_at, m.n) for m in store.layer_measurements(run_id=run.id)}
+    assert len(windows) == 1  # the two primitives and the transformations were timed in the same rounds
+    assert profile(store, [ONE_BY_ONE], protocol="sequential").reused == 1
+    with pytest.raises(NnperfError, match="'duet' compares two workloads"):
+        profile(store, [ONE_BY_ONE], protocol="duet")

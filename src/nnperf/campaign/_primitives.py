@@ -3,10 +3,22 @@
 Every configuration is profiled in a run of its own (campaign ``primitives|KEY``, ``KEY`` its
 :func:`config_key`) on the system ``primitives/cpu[threads=N]``: each applicable, available primitive and each
 layout transformation of the configuration's input activation is one layer measurement (``op`` 'primitive' or
-'transform', method 'isolated'), stored as soon as it is timed. What the store holds for a configuration is
-never measured again: an interrupted profile resumes at its first missing primitive, a profile of more
-primitives measures only the new ones (in a new run of the same campaign), and a ``budget_s`` stops between two
-configurations, so running the same command again goes on where it stopped.
+'transform', method 'isolated').
+
+How a configuration is timed is its ``protocol``. The default, interleaved, times every primitive and
+transformation of the configuration once per round, in a fresh random order each round
+(``nnperf.measure.measure_interleaved``), and stores them all at once, in one transaction, when the rounds end.
+The cost models learn the primitives' relative times, and timing the primitives one after the other on a shared VM
+whose speed moves by tens of percent within minutes puts that drift into their ratios (BENCHMARKS.md, issue 18:
+9% median repeat-to-repeat noise). Each stored timing then holds the primitive's per-round times, round ``r`` of
+every primitive of the configuration taken in the same round. The sequential protocol measures each primitive
+to the harness's stopping rule, one after the other, and stores each as soon as it is timed.
+
+What the store holds for a configuration is never measured again: a profile of more primitives measures only
+the new ones (in a new run of the same campaign), and a ``budget_s`` stops between two configurations, so
+running the same command again goes on where it stopped. A configuration interrupted while its rounds ran held
+nothing yet and is measured again as a whole; under the sequential protocol an interrupted configuration resumes
+at its first missing primitive.
 
 On a fleet (``runner``, see ``nnperf.fleet``) each configuration is one :class:`PrimitiveItem`, measured on a node of
 the primitive system and stored here, in the configuration's run, when it comes back; the budget then stops the
@@ -18,14 +30,31 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
+
+import numpy as np
 
 from nnperf.campaign._campaign import Campaign, Progress, no_progress, open_campaign
 from nnperf.campaign._items import ItemRunner
 from nnperf.errors import NnperfError
-from nnperf.measure import HarnessConfig, LayerMeasurement, Method, SystemSpec, Timing, host_info
+from nnperf.measure import (
+    ComparisonProtocol,
+    HarnessConfig,
+    LayerMeasurement,
+    Method,
+    Rounds,
+    RoundsConfig,
+    SystemSpec,
+    Timer,
+    Timing,
+    host_info,
+    measure,
+    measure_interleaved,
+    parse_protocol,
+)
 from nnperf.primitives import (
     ConvConfig,
     ConvSample,
@@ -38,8 +67,8 @@ from nnperf.primitives import (
     config_key,
     config_label,
     get_primitive,
-    time_primitive,
-    time_transform,
+    primitive_timer,
+    transform_timer,
 )
 from nnperf.store import Store, SystemRecord
 
@@ -53,7 +82,16 @@ DATASET_HARNESS = HarnessConfig(warmup_s=0.02, warmup_runs=1, min_block_s=0.002,
                                 max_samples=25, budget_s=0.4)
 """Lighter than the default harness: a dataset has thousands of samples (Mulder et al. took the median of 25
 runs; here at most 25 blocks, stopping at a 2% confidence interval or after 0.4 s of timing, and at least 5
-blocks, which is what a primitive taking seconds per call gets)."""
+blocks, which is what a primitive taking seconds per call gets). The interleaved protocol takes its rounds from
+the same settings (:func:`dataset_rounds`)."""
+
+DATASET_REFERENCE = "onednn-chw"
+"""The primitive that a configuration's rounds are judged against (the stopping rule, :func:`ratio_spread`): the
+framework default, oneDNN on chw (``nnperf.optimize.select.DEFAULT_PRIMITIVE``, a layer above this one). Where
+it was not timed, the first workload timed is the reference."""
+
+_FAILURES = (RuntimeError, ValueError, NnperfError)
+"""What a primitive or transformation raises when its library refuses the shape: noted, and the profile goes on."""
 
 
 def primitive_system(threads: int = 1) -> SystemSpec:
@@ -65,10 +103,40 @@ def primitive_system(threads: int = 1) -> SystemSpec:
     return SystemSpec(PRIMITIVE_BACKEND, "cpu", host.cpu_model, (("threads", str(threads)),), host)
 
 
+def dataset_rounds(harness: HarnessConfig, workloads: int, seed: int = 0) -> RoundsConfig:
+    """The interleaved rounds of a configuration of ``workloads`` primitives and transformations, from the
+    harness that would time each of them alone: its block length, warm-up time, interval target, ``min_samples``
+    to ``max_samples`` rounds, and ``workloads`` times its budget (the same timing time per workload).
+    ``warmup_runs`` has no counterpart (a warm-up here lasts ``warmup_s``, at least one call when it is > 0)."""
+    # RoundsConfig wants a positive budget; a zero one (stop at the fewest rounds) is the smallest positive one
+    budget_s = harness.budget_s * workloads or math.ulp(0.0)
+    return RoundsConfig(min_rounds=harness.min_samples, max_rounds=harness.max_samples,
+                        min_block_s=harness.min_block_s, warmup_s=harness.warmup_s, target_ci=harness.target_ci,
+                        budget_s=budget_s, seed=seed)
+
+
+def ratio_spread(rounds: Rounds, reference: str) -> dict[str, float]:
+    """For every other workload of ``rounds``, the interquartile range of its per-round ratio to ``reference``
+    over the ratio's median (a fraction): how much a configuration's relative times move from round to round."""
+    return {name: rounds.ratio(name, reference).iqr_rel for name in rounds.names if name != reference}
+
+
+def _protocol(protocol: ComparisonProtocol | str) -> ComparisonProtocol:
+    chosen = parse_protocol(protocol)
+    if chosen is ComparisonProtocol.DUET:
+        raise NnperfError("the primitive dataset is timed 'interleaved' or 'sequential'; 'duet' compares two "
+                          "workloads on two cores, and a configuration has many")
+    return chosen
+
+
 @dataclass(frozen=True)
 class PrimitiveProfileReport:
     """What :func:`profile_primitives` did: configurations measured now, read back (finished before), and left for
-    later by the budget; samples measured now; primitives that failed (name, configuration label, error)."""
+    later by the budget; samples measured now; primitives that failed (name, configuration label, error).
+
+    ``ratio_spreads`` holds, for each configuration measured now under the interleaved protocol, (label, its
+    repeat noise): the median over its primitives and transformations of :func:`ratio_spread` (a fraction).
+    """
 
     system_id: int
     measured: int
@@ -77,12 +145,15 @@ class PrimitiveProfileReport:
     samples: int
     elapsed_s: float
     failures: tuple[tuple[str, str, str], ...]
+    ratio_spreads: tuple[tuple[str, float], ...] = ()
 
 
 def profile_primitives(store: Store, configs: Sequence[ConvConfig], threads: int = 1,
                        harness: HarnessConfig = DATASET_HARNESS, budget_s: float | None = None,
                        primitives: Sequence[Primitive] | None = None, progress: Progress | None = None,
-                       runner: ItemRunner | None = None) -> PrimitiveProfileReport:
+                       runner: ItemRunner | None = None,
+                       protocol: ComparisonProtocol | str = ComparisonProtocol.INTERLEAVED,
+                       seed: int = 0) -> PrimitiveProfileReport:
     """Times every applicable primitive and every layout transformation on each of ``configs`` into ``store``.
 
     ``primitives`` defaults to every registered primitive that is available here. What the store already holds
@@ -91,12 +162,18 @@ def profile_primitives(store: Store, configs: Sequence[ConvConfig], threads: int
     raises while it runs is reported in ``failures`` and the profile goes on. ``budget_s`` (seconds of
     profiling) is checked before each configuration that still needs measuring. With ``runner`` (a fleet's nodes
     of a primitive system) the configurations are measured there, on the runner's system and thread count.
+
+    ``protocol`` is 'interleaved' (default: a configuration's primitives and transformations timed in rounds,
+    :func:`dataset_rounds` of ``harness``) or 'sequential' (each measured with ``harness``, one after the other).
+    ``seed`` (default 0) is mixed with each configuration's key to seed the random order of its rounds.
     """
     if budget_s is not None and budget_s <= 0:
         raise NnperfError(f"the profiling budget must be positive, got {budget_s} s")
+    timing = _protocol(protocol)
     chosen = list(primitives) if primitives is not None else [p for p in all_primitives() if p.availability().ok]
     if runner is not None:
-        return _profile_on_runner(store, configs, runner, harness, budget_s, chosen, progress or no_progress)
+        return _profile_on_runner(store, configs, runner, harness, budget_s, chosen, progress or no_progress,
+                                  timing, seed)
     system = primitive_system(threads)
     record = store.add_system(system)
     stored = _stored_names(store, record)
@@ -104,10 +181,11 @@ def profile_primitives(store: Store, configs: Sequence[ConvConfig], threads: int
     start = time.perf_counter()
     measured = reused = samples = 0
     failures: list[tuple[str, str, str]] = []
+    spreads: list[tuple[str, float]] = []
     unique = list(dict.fromkeys(configs))
 
     def still_needed(config: ConvConfig) -> list[_Job]:
-        return _still_needed(config, stored, chosen, threads, harness)
+        return _still_needed(config, stored, chosen, threads)
 
     for i, config in enumerate(unique):
         jobs = still_needed(config)
@@ -118,20 +196,24 @@ def profile_primitives(store: Store, configs: Sequence[ConvConfig], threads: int
             report("budget spent", i, len(unique))
             remaining = 1 + sum(1 for later in unique[i + 1:] if still_needed(later))
             return PrimitiveProfileReport(record.id, measured, reused, remaining, samples,
-                                          time.perf_counter() - start, tuple(failures))
+                                          time.perf_counter() - start, tuple(failures), tuple(spreads))
         label = config_label(config)
         report(label, i, len(unique))
-        with _config_campaign(store, system, config, threads, harness) as campaign:
-            samples += _measure_config(campaign, label, jobs, failures)
+        with _config_campaign(store, system, config, threads, harness, timing) as campaign:
+            outcomes = _timed(jobs, campaign.done, timing, harness, _rounds_seed(config, seed))
+            samples += _store_outcomes(campaign, label, outcomes, failures,
+                                       together=timing is ComparisonProtocol.INTERLEAVED)
+        if timing is ComparisonProtocol.INTERLEAVED:
+            spreads.append((label, _config_spread(outcomes)))
         measured += 1
     report("done", len(unique), len(unique))
     return PrimitiveProfileReport(record.id, measured, reused, 0, samples, time.perf_counter() - start,
-                                  tuple(failures))
+                                  tuple(failures), tuple(spreads))
 
 
 def _profile_on_runner(store: Store, configs: Sequence[ConvConfig], runner: ItemRunner, harness: HarnessConfig,
-                       budget_s: float | None, chosen: Sequence[Primitive],
-                       report: Progress) -> PrimitiveProfileReport:
+                       budget_s: float | None, chosen: Sequence[Primitive], report: Progress,
+                       protocol: ComparisonProtocol, seed: int) -> PrimitiveProfileReport:
     """:func:`profile_primitives` with each configuration a :class:`PrimitiveItem` measured by ``runner``."""
     system = runner.system()
     if system.backend != PRIMITIVE_BACKEND:
@@ -145,38 +227,49 @@ def _profile_on_runner(store: Store, configs: Sequence[ConvConfig], runner: Item
     names = tuple(p.name for p in chosen)
     items: list[PrimitiveItem] = []
     for config in unique:
-        if _still_needed(config, stored, chosen, threads, harness):
+        if _still_needed(config, stored, chosen, threads):
             items.append(PrimitiveItem(config, names, frozenset(stored.get(config_key(config), set())), threads,
-                                       harness))
+                                       harness, protocol, seed))
     measured = samples = 0
     failures: list[tuple[str, str, str]] = []
+    spreads: list[tuple[str, float]] = []
     with contextlib.closing(runner.run(items, report)) as results:
         for index, outcomes in results:
             item = items[index]
-            with _config_campaign(store, system, item.config, threads, harness) as campaign:
-                samples += _store_outcomes(campaign, item.label, outcomes, failures)
+            with _config_campaign(store, system, item.config, threads, harness, protocol) as campaign:
+                samples += _store_outcomes(campaign, item.label, outcomes, failures, together=True)
+            if protocol is ComparisonProtocol.INTERLEAVED:
+                spreads.append((item.label, _config_spread(outcomes)))
             measured += 1
             if budget_s is not None and time.perf_counter() - start > budget_s and measured < len(items):
                 report("budget spent", measured, len(items))
                 break
     report("done", len(unique), len(unique))
     return PrimitiveProfileReport(record.id, measured, len(unique) - len(items), len(items) - measured, samples,
-                                  time.perf_counter() - start, tuple(failures))
+                                  time.perf_counter() - start, tuple(failures), tuple(spreads))
 
 
-def _still_needed(config: ConvConfig, stored: dict[str, set[str]], primitives: Sequence[Primitive], threads: int,
-                  harness: HarnessConfig) -> list[_Job]:
+def _still_needed(config: ConvConfig, stored: dict[str, set[str]], primitives: Sequence[Primitive],
+                  threads: int) -> list[_Job]:
     """The jobs of ``config`` whose names ``stored`` (see :func:`_stored_names`) does not hold."""
     have = stored.get(config_key(config), set())
-    return [job for job in _jobs(config, primitives, threads, harness) if job[0] not in have]
+    return [job for job in _jobs(config, primitives, threads) if job.name not in have]
 
 
-def _config_campaign(store: Store, system: SystemSpec, config: ConvConfig, threads: int,
-                     harness: HarnessConfig) -> contextlib.AbstractContextManager[Campaign]:
-    """The campaign (one run) that holds ``config``'s primitive and transformation times on ``system``."""
+def _rounds_seed(config: ConvConfig, seed: int) -> int:
+    """The seed of ``config``'s round order: ``seed`` mixed with the configuration's key, so that configurations
+    do not all share one sequence of orders."""
+    return int(config_key(config), 16) ^ seed
+
+
+def _config_campaign(store: Store, system: SystemSpec, config: ConvConfig, threads: int, harness: HarnessConfig,
+                     protocol: ComparisonProtocol) -> contextlib.AbstractContextManager[Campaign]:
+    """The campaign (one run) that holds ``config``'s primitive and transformation times on ``system``; the run
+    config (written when the run starts) names the protocol, so a reader knows whether the rounds line up."""
     key = config_key(config)
     return open_campaign(store, system, PRIMITIVE_CAMPAIGN + key, config_label(config), key, Method.ISOLATED.value,
-                         {**config.to_dict(), "threads": threads, "harness": asdict(harness)})
+                         {**config.to_dict(), "threads": threads, "harness": asdict(harness),
+                          "protocol": protocol.value})
 
 
 def _stored_names(store: Store, system: SystemRecord) -> dict[str, set[str]]:
@@ -189,59 +282,171 @@ def _stored_names(store: Store, system: SystemRecord) -> dict[str, set[str]]:
     return found
 
 
-_Job = tuple[str, str, str, Callable[[], Timing]]
-"""(name, op, group, timing call) of one primitive or layout transformation to time on a configuration."""
+@dataclass(frozen=True)
+class _Job:
+    """One primitive or layout transformation to time on a configuration: its name, op and group as stored, and
+    what builds its timer (preparing weights and input layout, untimed; a refusing library may raise)."""
+
+    name: str
+    op: str
+    group: str
+    timer: Callable[[], Timer]
 
 
-def _jobs(config: ConvConfig, primitives: Sequence[Primitive], threads: int, harness: HarnessConfig) -> list[_Job]:
+def _jobs(config: ConvConfig, primitives: Sequence[Primitive], threads: int) -> list[_Job]:
     """Every applicable primitive and every layout transformation of the configuration's input."""
-    jobs: list[_Job] = [
-        (p.name, "primitive", p.family.value, functools.partial(time_primitive, p, config, threads, harness))
-        for p in primitives if p.applies(config)]
-    jobs += [(t.name, "transform", "layout",
-              functools.partial(time_transform, t, config.batch, config.c, config.im, threads, harness))
+    jobs = [_Job(p.name, "primitive", p.family.value, functools.partial(primitive_timer, p, config, threads))
+            for p in primitives if p.applies(config)]
+    jobs += [_Job(t.name, "transform", "layout",
+                  functools.partial(transform_timer, t, config.batch, config.c, config.im, threads))
              for t in all_transforms() if t.src != t.dst]
     return jobs
 
 
 @dataclass(frozen=True)
 class PrimitiveOutcome:
-    """One primitive or layout transformation timed on a configuration, or why it failed (``timing`` None)."""
+    """One primitive or layout transformation timed on a configuration, or why it failed (``timing`` None).
+
+    ``ratio_iqr_rel`` is, under the interleaved protocol, the interquartile range of its per-round ratio to the
+    configuration's reference over that ratio's median (:func:`ratio_spread`); nan for the reference itself,
+    under the sequential protocol and for a failure.
+    """
 
     name: str
     op: str
     group: str
     timing: Timing | None
     error: str = ""
+    ratio_iqr_rel: float = math.nan
 
 
-def _timed(jobs: Sequence[_Job], done: Collection[str]) -> Iterator[PrimitiveOutcome]:
-    """Times each of ``jobs`` not in ``done``, one outcome each as it ends.
+def _failed(job: _Job, exc: BaseException) -> PrimitiveOutcome:
+    """The outcome of ``job`` that raised ``exc``: the error's first line (at most 200 characters)."""
+    return PrimitiveOutcome(job.name, job.op, job.group, None, _first_line(exc))
 
-    A primitive or transformation that raises while it runs (a library refusing a shape) gives an outcome with
-    the error's first line instead of a timing.
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+
+
+def _timed(jobs: Sequence[_Job], done: Collection[str], protocol: ComparisonProtocol, harness: HarnessConfig,
+           seed: int = 0, clock: Callable[[], float] = time.perf_counter) -> Iterable[PrimitiveOutcome]:
+    """Times each of ``jobs`` not in ``done`` under ``protocol``: one outcome each, in the order of ``jobs``.
+
+    Sequential outcomes come one at a time, as each measurement ends; interleaved ones all together when the
+    rounds end (:func:`dataset_rounds` of ``harness``, seeded by ``seed``). A primitive or transformation that
+    raises while it is prepared or runs (a library refusing a shape) gives an outcome with the error's first
+    line instead of a timing. ``clock`` measures budgets only (a fake clock makes the protocols testable).
     """
+    todo = [job for job in jobs if job.name not in done]
+    if protocol is ComparisonProtocol.SEQUENTIAL:
+        return _timed_sequential(todo, harness, clock)
+    return _timed_interleaved(todo, harness, seed, clock)
+
+
+def _timed_sequential(jobs: Sequence[_Job], harness: HarnessConfig,
+                      clock: Callable[[], float]) -> Iterator[PrimitiveOutcome]:
+    def timing(job: _Job) -> Timing:
+        return measure(job.timer(), harness, clock=clock)
+
+    return _timed_each([(job.name, job.op, job.group, functools.partial(timing, job)) for job in jobs], ())
+
+
+_TimedJob = tuple[str, str, str, Callable[[], Timing]]
+"""(name, op, group, timing call) of one thing measured on its own (a primitive under the sequential protocol, a
+layer in a layout: ``nnperf.campaign._layer_layouts``)."""
+
+
+def _timed_each(jobs: Sequence[_TimedJob], done: Collection[str]) -> Iterator[PrimitiveOutcome]:
+    """Times each of ``jobs`` not in ``done``, one outcome each as it ends (a failure's outcome as in
+    :func:`_timed`)."""
     for name, op, group, timed in jobs:
         if name in done:
             continue
         try:
             yield PrimitiveOutcome(name, op, group, timed())
-        except (RuntimeError, ValueError, NnperfError) as exc:
-            yield PrimitiveOutcome(name, op, group, None,
-                                   str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__)
+        except _FAILURES as exc:
+            yield PrimitiveOutcome(name, op, group, None, _first_line(exc))
+
+
+class _WorkloadFailed(NnperfError):
+    """One workload of a set of interleaved rounds raised: which one, so that the rounds go on without it."""
+
+    def __init__(self, name: str, error: BaseException) -> None:
+        super().__init__(f"{name}: {error}")
+        self.name = name
+        self.error = error
+
+
+@dataclass(frozen=True)
+class _Attributed:
+    """A timer whose failure names its workload (``measure_interleaved`` times many and does not say which)."""
+
+    name: str
+    timer: Timer
+
+    def time_block(self, n: int) -> float:
+        try:
+            return self.timer.time_block(n)
+        except _FAILURES as exc:
+            raise _WorkloadFailed(self.name, exc) from exc
+
+
+def _timed_interleaved(jobs: Sequence[_Job], harness: HarnessConfig, seed: int,
+                       clock: Callable[[], float]) -> tuple[PrimitiveOutcome, ...]:
+    outcomes: dict[str, PrimitiveOutcome] = {}
+    timers: dict[str, Timer] = {}
+    for job in jobs:
+        try:
+            timers[job.name] = _Attributed(job.name, job.timer())
+        except _FAILURES as exc:
+            outcomes[job.name] = _failed(job, exc)
+    by_name = {job.name: job for job in jobs}
+    # the reference first: the stopping rule judges every other workload's ratio to the first one
+    names = sorted(timers, key=lambda name: name != DATASET_REFERENCE)
+    rounds: Rounds | None = None
+    while len(names) >= 2 and rounds is None:
+        try:
+            rounds = measure_interleaved({name: timers[name] for name in names},
+                                         dataset_rounds(harness, len(names), seed), clock=clock)
+        except _WorkloadFailed as failed:  # the others start their rounds again without it
+            outcomes[failed.name] = _failed(by_name[failed.name], failed.error)
+            names.remove(failed.name)
+    if rounds is not None:
+        spread = ratio_spread(rounds, names[0])
+        began = time.time() - rounds.wall_s
+        for i, name in enumerate(rounds.names):
+            job = by_name[name]
+            # a round is one block of block_sizes[i] executions; the window is the rounds' (for power traces)
+            timing = replace(rounds.timing(name), block_size=rounds.block_sizes[i], started_at=began,
+                             ended_at=began + rounds.wall_s)
+            outcomes[name] = PrimitiveOutcome(name, job.op, job.group, timing,
+                                              ratio_iqr_rel=spread.get(name, math.nan))
+    elif names:  # a single workload has nothing to pair with: measured alone
+        outcomes.update((o.name, o) for o in _timed_sequential([by_name[names[0]]], harness, clock))
+    return tuple(outcomes[job.name] for job in jobs)
+
+
+def _config_spread(outcomes: Iterable[PrimitiveOutcome]) -> float:
+    """The median of the outcomes' ``ratio_iqr_rel`` (nan when none has one)."""
+    values = [o.ratio_iqr_rel for o in outcomes if math.isfinite(o.ratio_iqr_rel)]
+    return float(np.median(values)) if values else math.nan
 
 
 @dataclass(frozen=True)
 class PrimitiveItem:
     """A configuration's primitives (by name, those that apply) and layout transformations not in ``done``, timed
-    with ``threads`` threads: a fleet's measuring item (see ``nnperf.campaign._items``); gives a tuple of
-    :class:`PrimitiveOutcome`. It needs no backend: the primitives are the libraries themselves."""
+    with ``threads`` threads under ``protocol`` (default interleaved; ``seed`` as in :func:`profile_primitives`):
+    a fleet's measuring item (see ``nnperf.campaign._items``); gives a tuple of :class:`PrimitiveOutcome`. It
+    needs no backend: the primitives are the libraries themselves."""
 
     config: ConvConfig
     primitives: tuple[str, ...]
     done: frozenset[str]
     threads: int
     harness: HarnessConfig
+    protocol: ComparisonProtocol = ComparisonProtocol.INTERLEAVED
+    seed: int = 0
 
     @property
     def label(self) -> str:
@@ -249,30 +454,30 @@ class PrimitiveItem:
 
     def measure(self, backend: object = None) -> tuple[PrimitiveOutcome, ...]:
         chosen = [get_primitive(name) for name in self.primitives]
-        return tuple(_timed(_jobs(self.config, chosen, self.threads, self.harness), self.done))
+        return tuple(_timed(_jobs(self.config, chosen, self.threads), self.done, self.protocol, self.harness,
+                            _rounds_seed(self.config, self.seed)))
 
 
 def _store_outcomes(campaign: Campaign, label: str, outcomes: Iterable[PrimitiveOutcome],
-                    failures: list[tuple[str, str, str]]) -> int:
+                    failures: list[tuple[str, str, str]], together: bool = False) -> int:
     """Stores each timed outcome in ``campaign`` (what it holds already is skipped) and notes each failed one
-    in ``failures`` with the configuration's ``label``; returns how many were stored."""
-    stored = 0
+    in ``failures`` with the configuration's ``label``; returns how many were stored.
+
+    With ``together`` they are stored in one transaction (a crash keeps all or none: interleaved rounds), else
+    each as it comes (a crash keeps those before it)."""
+    kept: list[LayerMeasurement] = []
     for outcome in outcomes:
         if outcome.timing is None:
             failures.append((outcome.name, label, outcome.error))
             continue
         if outcome.name in campaign.done:
             continue
-        campaign.add_layer(LayerMeasurement(outcome.name, outcome.op, Method.ISOLATED, outcome.timing, outcome.group))
-        stored += 1
-    return stored
-
-
-def _measure_config(campaign: Campaign, label: str, jobs: Sequence[_Job],
-                    failures: list[tuple[str, str, str]]) -> int:
-    """Times the ``jobs`` that ``campaign`` does not hold yet, storing each time as it is taken; returns how many
-    (a primitive that raises is noted in ``failures`` and skipped)."""
-    return _store_outcomes(campaign, label, _timed(jobs, campaign.done), failures)
+        kept.append(LayerMeasurement(outcome.name, outcome.op, Method.ISOLATED, outcome.timing, outcome.group))
+        if not together:
+            campaign.add_layer(kept[-1])
+    if together and kept:
+        campaign.add_layers(kept)
+    return len(kept)
 
 
 def primitive_systems(store: Store) -> list[SystemRecord]:
@@ -284,30 +489,68 @@ def load_primitive_dataset(store: Store, system_id: int) -> PrimitiveDataset:
     """Every primitive and transformation time stored for system ``system_id`` (finished and interrupted
     configurations alike: what was measured counts), as a :class:`PrimitiveDataset`.
 
-    A transformation measured on the same activation in several configurations keeps the first time stored.
+    A time is the stored median, except for workloads timed in one set of interleaved rounds (see
+    :func:`paired_times`): there the reference's median times the workload's median per-round ratio to it, so that
+    a change of machine speed during the rounds leaves the configuration's relative times as measured. A
+    transformation measured on the same activation in several configurations keeps the first time stored.
     """
     system = store.system(system_id)
     if system.backend != PRIMITIVE_BACKEND:
         raise NnperfError(f"system {system.id} ({system.backend}/{system.device}) holds no profiled primitives; "
                           "profile them with `nnperf primitives profile`")
     runs = {r.id: r for r in store.runs(system_id=system.id) if r.campaign.startswith(PRIMITIVE_CAMPAIGN)}
+    measured: dict[int, list[LayerMeasurement]] = {run_id: [] for run_id in runs}
+    for m in store.layer_measurements(system_id=system.id, method=Method.ISOLATED):
+        if m.run_id in runs and m.op in ("primitive", "transform"):
+            measured[m.run_id].append(m.measurement())
     conv: dict[int, dict[str, float]] = {run_id: {} for run_id in runs}
     layout: dict[tuple[int, int, tuple[int, int]], dict[str, float]] = {}
-    for m in store.layer_measurements(system_id=system.id, method=Method.ISOLATED):
-        run = runs.get(m.run_id)
-        if run is None:
-            continue
-        if m.op == "primitive":
-            conv[m.run_id][m.layer] = m.timing.stats.median_s
-        elif m.op == "transform":
-            c = run.config
-            shape = (int(c["batch"]), int(c["c"]), (int(c["im"][0]), int(c["im"][1])))
-            layout.setdefault(shape, {}).setdefault(m.layer, m.timing.stats.median_s)
+    for run_id, measurements in measured.items():
+        times = paired_times(measurements)
+        c = runs[run_id].config
+        shape = (int(c["batch"]), int(c["c"]), (int(c["im"][0]), int(c["im"][1])))
+        for m in measurements:
+            if m.op == "primitive":
+                conv[run_id][m.layer] = times[m.layer]
+            else:
+                layout.setdefault(shape, {}).setdefault(m.layer, times[m.layer])
     by_config: dict[ConvConfig, dict[str, float]] = {}
-    for run_id, times in conv.items():
-        if times:  # a configuration profiled in two runs (two processes at once) merges them
-            by_config.setdefault(config_from_dict(runs[run_id].config), {}).update(times)
-    samples = tuple(ConvSample(config, times) for config, times in by_config.items())
-    transforms = tuple(TransformSample(b, c, im, times) for (b, c, im), times in layout.items())
+    for run_id, row in conv.items():
+        if row:  # a configuration profiled in two runs (two processes at once) merges them
+            by_config.setdefault(config_from_dict(runs[run_id].config), {}).update(row)
+    samples = tuple(ConvSample(config, row) for config, row in by_config.items())
+    transforms = tuple(TransformSample(b, c, im, row) for (b, c, im), row in layout.items())
     return PrimitiveDataset(system.key, tuple(sorted({n for s in samples for n in s.times_s})),
                             tuple(sorted({n for t in transforms for n in t.times_s})), samples, transforms)
+
+
+def paired_times(measurements: Sequence[LayerMeasurement]) -> dict[str, float]:
+    """The time (seconds) of each of one configuration's ``measurements``, by name.
+
+    Measurements whose timings share one window of interleaved rounds (the same first and last Unix time and
+    number of rounds: round ``r`` of each was taken in the same round) are paired: each is the reference's median
+    (:data:`DATASET_REFERENCE`, else the first of them) times the median of its per-round ratios to the
+    reference. The median of each alone would not keep their ratios: when the machine's speed changes during the
+    rounds, each workload's median falls on either side of the change, depending on where the change fell in
+    the round that straddles it. Any other measurement (timed alone) is its median.
+    """
+    times = {m.layer: m.timing.stats.median_s for m in measurements}
+    windows: dict[tuple[float, float, int], list[LayerMeasurement]] = {}
+    for m in measurements:
+        if m.timing.started_at > 0:
+            windows.setdefault((m.timing.started_at, m.timing.ended_at, len(m.timing.times_s)), []).append(m)
+    for members in windows.values():
+        if len(members) < 2:
+            continue
+        reference = next((m for m in members if m.layer == DATASET_REFERENCE), members[0])
+        ref = np.asarray(reference.timing.times_s)
+        for m in members:
+            times[m.layer] = float(np.median(ref) * np.median(np.asarray(m.timing.times_s) / ref))
+    return times
+
+
+def _measure_config(campaign: Campaign, label: str, jobs: Sequence[_TimedJob],
+                    failures: list[tuple[str, str, str]]) -> int:
+    """Times the ``jobs`` that ``campaign`` does not hold yet, one after the other, storing each time as it is
+    taken; returns how many (one that raises is noted in ``failures`` and skipped)."""
+    return _store_outcomes(campaign, label, _timed_each(jobs, campaign.done), failures)

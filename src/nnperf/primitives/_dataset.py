@@ -142,7 +142,9 @@ def _channels(value: int, rng: random.Random) -> int:
 
 @dataclass(frozen=True)
 class ConvSample:
-    """One configuration and the median time (seconds) of each primitive measured on it, by primitive name."""
+    """One configuration and the time (seconds) of each primitive measured on it, by primitive name: its median,
+    or for primitives timed together in interleaved rounds, their reference's median times their median
+    per-round ratio to it (``nnperf.campaign.load_primitive_dataset``)."""
 
     config: ConvConfig
     times_s: Mapping[str, float]
