@@ -1,0 +1,168 @@
+"""The primitive dataset's repeat-to-repeat noise under the sequential and the interleaved protocol.
+
+Run: flock /tmp/nnperf-bench.lock env PYTHONPATH=src .venv/bin/python bench/primitive_noise.py [--configs 20]
+     [--json PATH]
+
+A seeded sample of --configs configurations of the dataset grid (``nnperf.api.dataset_configs(random=200)``, the
+grid of bench/primitive_dataset.py) is profiled twice (two repeats) under each protocol, into four fresh stores
+(``nnperf.campaign.profile_primitives`` with ``DATASET_HARNESS``: every applicable primitive and the six layout
+transformations). Per configuration and repeat the two protocols run back to back, their order alternating. It
+is all done twice: with nothing added, and with a ``PeriodicSlowdown`` (1 s period, half of it spinning) on CPU
+0, the one CPU this process is pinned to.
+
+For every primitive of every configuration timed in both repeats, the relative difference |b - a| / a of (i) its
+dataset time and (ii) its dataset time over the reference's (oneDNN on chw, the framework default) of the same
+configuration and repeat; the tables give their medians. "Interleaved, round medians" is (ii) from the stored
+medians alone, without the pairing of the rounds that ``load_primitive_dataset`` does. Stdout gets Markdown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import random
+import statistics
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+from nnperf.api import dataset_configs
+from nnperf.campaign import load_primitive_dataset, profile_primitives
+from nnperf.campaign._primitives import DATASET_REFERENCE
+from nnperf.measure import Method, PeriodicSlowdown, host_info, interference_availability
+from nnperf.primitives import ConvConfig, config_from_dict
+from nnperf.store import Store
+
+PROTOCOLS = ("sequential", "interleaved")
+REPEATS = (0, 1)
+CONDITIONS = ("none", "periodic")
+
+Times = dict[ConvConfig, dict[str, float]]
+"""Configuration -> primitive -> seconds."""
+
+
+def _injector(condition: str) -> contextlib.AbstractContextManager[object]:
+    if condition == "none":
+        return contextlib.nullcontext()
+    return PeriodicSlowdown(cpus=(0,), max_s=3600.0)  # the default 600 s deadline could end it mid-run
+
+
+def _stored_medians(store: Store, system_id: int) -> Times:
+    """The stored median of each primitive per configuration (no pairing of rounds)."""
+    configs = {r.id: config_from_dict(r.config) for r in store.runs(system_id=system_id)}
+    found: Times = {}
+    for m in store.layer_measurements(system_id=system_id, method=Method.ISOLATED):
+        if m.op == "primitive":
+            found.setdefault(configs[m.run_id], {})[m.layer] = m.timing.stats.median_s
+    return found
+
+
+def _differences(a: Mapping[object, Mapping[str, float]], b: Mapping[object, Mapping[str, float]],
+                 relative: bool) -> dict[str, list[float]]:
+    """Per primitive, |b - a| / a over the configurations in both (each time over the reference's when
+    ``relative``)."""
+    out: dict[str, list[float]] = defaultdict(list)
+    for config, times_a in a.items():
+        times_b = b.get(config, {})
+        for name, ta in times_a.items():
+            tb = times_b.get(name)
+            if tb is None:
+                continue
+            if relative:
+                if name == DATASET_REFERENCE or DATASET_REFERENCE not in times_a or DATASET_REFERENCE not in times_b:
+                    continue
+                ta, tb = ta / times_a[DATASET_REFERENCE], tb / times_b[DATASET_REFERENCE]
+            out[name].append(abs(tb - ta) / ta)
+    return out
+
+
+def _medians(diffs: Mapping[str, list[float]]) -> tuple[float, float, int]:
+    """(median over every primitive and configuration, median over primitives of each one's median, pairs)."""
+    pooled = [d for values in diffs.values() for d in values]
+    per_primitive = [statistics.median(v) for v in diffs.values() if v]
+    return statistics.median(pooled), statistics.median(per_primitive), len(pooled)
+
+
+def _run_condition(condition: str, configs: list[ConvConfig], folder: Path,
+                   log: dict[str, object]) -> Iterator[str]:
+    stores = {(p, r): Store(folder / f"{condition}-{p}-{r}.db") for p in PROTOCOLS for r in REPEATS}
+    wall: dict[str, list[float]] = defaultdict(list)
+    spreads: list[float] = []
+    system_ids: dict[tuple[str, int], int] = {}
+    began = time.perf_counter()
+    try:
+        with _injector(condition):
+            for i, config in enumerate(configs):
+                for r in REPEATS:
+                    order = PROTOCOLS if (i + r) % 2 == 0 else PROTOCOLS[::-1]
+                    for p in order:
+                        start = time.perf_counter()
+                        report = profile_primitives(stores[p, r], [config], protocol=p, seed=r)
+                        wall[p].append(time.perf_counter() - start)
+                        system_ids[p, r] = report.system_id
+                        spreads += [s for _, s in report.ratio_spreads]
+                        for name, label, error in report.failures:
+                            print(f"# failed: {name} on {label}: {error}", flush=True)
+                print(f"# {condition}: {i + 1}/{len(configs)} configurations, "
+                      f"{time.perf_counter() - began:.0f} s", flush=True)
+        rows = {}
+        for p in PROTOCOLS:
+            data = [load_primitive_dataset(stores[p, r], system_ids[p, r]) for r in REPEATS]
+            a, b = ({s.config: s.times_s for s in d.conv} for d in data)
+            rows[p] = (_medians(_differences(a, b, False)), _medians(_differences(a, b, True)))
+        raw = [_stored_medians(stores["interleaved", r], system_ids["interleaved", r]) for r in REPEATS]
+        rows["interleaved, round medians"] = (_medians(_differences(raw[0], raw[1], False)),
+                                              _medians(_differences(raw[0], raw[1], True)))
+        first = [load_primitive_dataset(stores[p, 0], system_ids[p, 0]) for p in PROTOCOLS]
+        seq, inter = ({s.config: s.times_s for s in d.conv} for d in first)
+        bias = statistics.median(inter[c][n] / t for c, times in seq.items() for n, t in times.items()
+                                 if n in inter.get(c, {}))
+    finally:
+        for store in stores.values():
+            store.close()
+    elapsed = time.perf_counter() - began
+    log[condition] = {"rows": rows, "wall_s": {p: statistics.median(w) for p, w in wall.items()},
+                      "ratio_spread": statistics.median(spreads), "interleaved_over_sequential": bias,
+                      "elapsed_s": elapsed}
+    for name, ((abs_pooled, abs_per, n), (rel_pooled, rel_per, n_rel)) in rows.items():
+        seconds = f"{statistics.median(wall[name]):.2f}" if name in wall else "-"
+        spread = f"{statistics.median(spreads) * 100:.1f}%" if name == "interleaved" else "-"
+        yield (f"| {condition} | {name} | {abs_pooled * 100:.1f}% ({abs_per * 100:.1f}%) | "
+               f"{rel_pooled * 100:.1f}% ({rel_per * 100:.1f}%) | {spread} | {seconds} |")
+    yield (f"| {condition} | (interleaved time / sequential time, median over {len(seq)} configurations, "
+           f"repeat 0) | {bias:.3f} | | | |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--configs", type=int, default=20, help="configurations sampled from the grid (default 20)")
+    parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    args = parser.parse_args()
+    availability = interference_availability()
+    if not availability.ok:
+        parser.error(f"the interference injector cannot run here: {availability.reason}")
+    os.sched_setaffinity(0, {0})  # the measured core is the one the slowdown spins on
+    host = host_info()
+    grid = dataset_configs(random=200)
+    configs = [grid[i] for i in sorted(random.Random(0).sample(range(len(grid)), args.configs))]
+    print(f"{host.cpu_model}, {host.logical_cores} logical cores, pinned to CPU 0, 1 thread; {len(configs)} of "
+          f"the {len(grid)} grid configurations, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n")
+    print("| injector | protocol | (i) time, repeat-to-repeat: all (per-primitive median) | (ii) time / "
+          f"{DATASET_REFERENCE}, repeat-to-repeat: all (per-primitive median) | per-round ratio IQR / median | "
+          "s per configuration |")
+    print("|---|---|---|---|---|---|")
+    log: dict[str, object] = {"configs": [c.to_dict() for c in configs], "cpu": host.cpu_model}
+    with tempfile.TemporaryDirectory() as folder:
+        for condition in CONDITIONS:
+            for line in _run_condition(condition, configs, Path(folder), log):
+                print(line, flush=True)
+    if args.json is not None:
+        args.json.write_text(json.dumps(log, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()
