@@ -64,8 +64,8 @@ def canned(level: Level) -> MachineCheck:
 
 
 @pytest.mark.parametrize(("level", "strict", "expected"), [
-    (Level.BAD, True, 2), (Level.BAD, False, 0), (Level.WARN, True, 0), (Level.OK, True, 0)])
-def test_strict_exits_2_only_when_bad(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    (Level.BAD, True, 4), (Level.BAD, False, 0), (Level.WARN, True, 0), (Level.OK, True, 0)])
+def test_strict_exits_4_only_when_bad(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
                                       level: Level, strict: bool, expected: int) -> None:
     monkeypatch.setattr(nnperf.measure, "check_machine", lambda *args, **kwargs: canned(level))
     code, out, _ = run_cli(capsys, "check", "--no-noise", *(["--strict"] if strict else []))

@@ -13,7 +13,7 @@ from nnperf.cli._backend_args import Progress
 if TYPE_CHECKING:
     from nnperf.measure import MachineCheck, Timer
 
-EXIT_BAD = 2
+EXIT_BAD = 4
 """The exit code of ``--strict`` when the verdict is bad (1 is an error, 3 an internal one)."""
 
 LEVEL_STYLES = {"ok": "green", "warn": "yellow", "bad": "bold red", "unknown": "dim"}
@@ -26,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                     "memory pressure, free memory, the cpufreq governor and turbo, SMT siblings and allocator "
                     "variables; then time a 3x3 convolution (torch, 1 thread) back to back and report how much "
                     "its time moves. Each finding is ok, warn or bad with one sentence of advice; the verdict is "
-                    "the worst. Exit code 0 unless --strict and the verdict is bad (then 2).",
+                    "the worst. Exit code 0 unless --strict and the verdict is bad (then 4, as compare's --fail-if-slower: 2 is a usage error).",
         epilog="examples: nnperf check; nnperf check --no-noise --json; nnperf check --noise-s 30 --strict")
     p.add_argument("--json", action="store_true", help='print one JSON document (format "nnperf-check", version 1)')
     p.add_argument("--noise-s", type=float, default=10.0, metavar="S",
