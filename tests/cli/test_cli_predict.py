@@ -138,7 +138,7 @@ def test_evaluate_writes_tables_figures_and_a_self_contained_report(capsys, tmp_
     assert len(layers_csv.read_text().splitlines()) == 1 + 2 * 3  # two networks of three layers
     for text in ("Table I", "Table II", "n12", "n6", "PreVIous (c)", "nnperf composed", "nnperf kernel-aware",
                  "MACs baseline",
-                 "roofline baseline", "MAPE", "prediction time per network"):
+                 "roofline baseline", "MAPE", "against the speed-adjusted measurements", "prediction time per network"):
         assert text in out
     assert (out_dir / "fig5_layers.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (out_dir / "fig7_networks.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -158,6 +158,17 @@ def test_evaluate_writes_tables_figures_and_a_self_contained_report(capsys, tmp_
             assert error == pytest.approx(network["predicted_s"][method] / network["measured_s"] - 1)
     errors = [abs(n["error"]["composed"]) for n in doc["networks"]]
     assert doc["summary"]["mape"]["composed"] == pytest.approx(sum(errors) / 2)
+    # each network was also timed beside the reference: its errors against the speed-adjusted time
+    for network in doc["networks"]:
+        assert network["adjusted_s"] > 0
+        for method, error in network["adjusted_error"].items():
+            assert error == pytest.approx(network["predicted_s"][method] / network["adjusted_s"] - 1)
+    adjusted = [abs(n["adjusted_error"]["composed"]) for n in doc["networks"]]
+    assert doc["summary"]["adjusted_mape"]["composed"] == pytest.approx(sum(adjusted) / 2)
+    code, out, _ = run(capsys, "evaluate", *nets, *FAKE, "--db", db, "--out", str(out_dir), "--json",
+                       "--protocol", "none")
+    doc = json.loads(out)
+    assert doc["summary"]["adjusted_mape"]["composed"] is None and doc["networks"][0]["adjusted_s"] is None
 
 
 def test_evaluate_refuses_before_measuring(capsys, tmp_path: Path, small_calibration: None) -> None:

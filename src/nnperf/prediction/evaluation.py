@@ -80,6 +80,13 @@ class NetworkComparison:
     """Wall time of the prediction of this network: per-layer models and every network predictor."""
     run_id: int | None = None
     """The store run the measurements come from (None for measurements from elsewhere)."""
+    adjusted_s: float | None = None
+    """The whole network's time at the calibration's machine speed: its median per-round ratio to the reference
+    workload, timed beside it now, times the reference's time at calibration (None when not measured so)."""
+
+    def adjusted_error(self, method: str) -> float | None:
+        """The network-level error of ``method`` against the speed-adjusted measurement."""
+        return None if self.adjusted_s is None else relative_error(self.predicted_s[method], self.adjusted_s)
 
     @property
     def layer_sum_error(self) -> float:
@@ -103,6 +110,11 @@ class Evaluation:
     def mape(self, method: str) -> float:
         """Mean absolute network-level error of ``method`` (a fraction)."""
         return float(np.mean([abs(n.error(method)) for n in self.networks]))
+
+    def adjusted_mape(self, method: str) -> float | None:
+        """The MAPE of ``method`` against the speed-adjusted measurements, when every network has one."""
+        errors = [n.adjusted_error(method) for n in self.networks]
+        return None if not errors or any(e is None for e in errors) else float(np.mean(np.abs(errors)))
 
     def within(self, method: str, tolerance: float = 0.10) -> float:
         """Share of networks whose ``method`` prediction is within +/- ``tolerance``."""
@@ -131,6 +143,7 @@ class Evaluation:
             "summary": {
                 "networks": len(self.networks),
                 "mape": {m: self.mape(m) for m in self.methods},
+                "adjusted_mape": {m: self.adjusted_mape(m) for m in self.methods},
                 "within_10pct": {m: self.within(m) for m in self.methods},
                 "table2_layer_sum_error": self.table2_error,
                 "layer_error_mean": float(layer_errors.mean()),
@@ -143,7 +156,8 @@ class Evaluation:
                 "measured_spread": n.measured_spread, "measured_layer_sum_s": n.measured_layer_sum_s,
                 "predicted_layer_sum_s": n.predicted_layer_sum_s, "layer_sum_error": n.layer_sum_error,
                 "predicted_s": dict(n.predicted_s), "error": {m: n.error(m) for m in self.methods},
-                "prediction_time_s": n.prediction_time_s, "run_id": n.run_id,
+                "prediction_time_s": n.prediction_time_s, "run_id": n.run_id, "adjusted_s": n.adjusted_s,
+                "adjusted_error": {m: n.adjusted_error(m) for m in self.methods},
                 "layers": [{"layer": c.layer, "op": c.op, "key": c.key, "measured_s": c.measured_s,
                             "predicted_s": c.predicted_s} for c in n.layers],
             } for n in self.networks],
@@ -157,8 +171,9 @@ def relative_error(predicted: float, measured: float) -> float:
     return (predicted - measured) / measured
 
 
-def compare(model: SystemModel, measured: MeasuredNetwork) -> NetworkComparison:
-    """One network's measured values against the model's and the baselines' predictions."""
+def compare(model: SystemModel, measured: MeasuredNetwork, adjusted_s: float | None = None) -> NetworkComparison:
+    """One network's measured values against the model's and the baselines' predictions; ``adjusted_s`` is its
+    speed-adjusted whole-network time, when it was timed beside the reference."""
     started = time.perf_counter()
     prediction = model.predict(measured.network)
     elapsed = time.perf_counter() - started
@@ -173,11 +188,14 @@ def compare(model: SystemModel, measured: MeasuredNetwork) -> NetworkComparison:
         measured_layer_sum_s=float(sum(c.measured_s for c in layers)),
         predicted_layer_sum_s=float(sum(c.predicted_s for c in layers)),
         predicted_s=predicted, layers=layers, prediction_time_s=elapsed, run_id=measured.run.id,
+        adjusted_s=adjusted_s,
     )
 
 
-def evaluate(model: SystemModel, measured: Sequence[MeasuredNetwork]) -> Evaluation:
-    """Compares the model with the measurements of every network."""
-    comparisons = tuple(compare(model, m) for m in measured)
+def evaluate(model: SystemModel, measured: Sequence[MeasuredNetwork],
+             adjusted_s: Mapping[str, float] | None = None) -> Evaluation:
+    """Compares the model with the measurements of every network; ``adjusted_s`` maps a network's name to its
+    speed-adjusted whole-network time (seconds), for the networks timed beside the reference."""
+    comparisons = tuple(compare(model, m, (adjusted_s or {}).get(m.network.name)) for m in measured)
     methods = tuple(m for m in network_predictor_names() if all(m in c.predicted_s for c in comparisons))
     return Evaluation(model.system_label, comparisons, methods, dict(model.calibration))
