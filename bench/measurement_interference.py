@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import random
 import statistics
@@ -47,7 +48,6 @@ from architectures import exported
 from nnperf import api
 from nnperf.ir import Network
 from nnperf.measure import (
-    REFERENCE,
     REFERENCE_CANDIDATES,
     CpuHog,
     HarnessConfig,
@@ -121,7 +121,7 @@ def spread(values: list[float]) -> float:
 
 
 def pct(x: float) -> str:
-    return "-" if x != x else f"{100 * x:.1f}%"
+    return "-" if math.isnan(x) else f"{100 * x:.1f}%"
 
 
 def median_ratio(a: list[float], b: list[float]) -> float:
@@ -169,8 +169,8 @@ def tables(data: dict[str, Any]) -> str:
         for c in candidates:
             ref = f"ref:{c}"
             cal = statistics.median(first_quiet["interleaved"][ref])
-            value = spread(per_set("all", lambda r, n=name, ref=ref: median_ratio(r["interleaved"][n],
-                                                                                    r["interleaved"][ref]) * cal))
+            value = spread(per_set("all", lambda r, n=name, ref=ref, cal=cal: median_ratio(
+                r["interleaved"][n], r["interleaved"][ref]) * cal))
             scores[c].append(value)
             cells.append(pct(value))
         out.append(f"| {name} | {pct(raw)} | " + " | ".join(cells) + " |")
@@ -221,7 +221,8 @@ def main() -> None:
     nets = networks()
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), "unknown")
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            check=False).stdout.strip()
     data: dict[str, Any] = {"cpu": cpu, "commit": commit, "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                             "networks": list(nets), "sets": []}
     if not args.quick:

@@ -83,8 +83,12 @@ class ReferencedTiming:
         return self.ratio.median * reference_s
 
 
-def time_with_reference(network: Network, backend: Backend, protocol: ComparisonProtocol = ComparisonProtocol.INTERLEAVED,
-                        config: RoundsConfig = RoundsConfig(), reference: str = REFERENCE) -> ReferencedTiming:
+DEFAULT_ROUNDS = RoundsConfig()
+
+
+def time_with_reference(network: Network, backend: Backend,
+                        protocol: ComparisonProtocol = ComparisonProtocol.INTERLEAVED,
+                        config: RoundsConfig = DEFAULT_ROUNDS, reference: str = REFERENCE) -> ReferencedTiming:
     """Times ``network`` whole beside the reference workload ``reference`` under ``protocol`` (stores nothing).
 
     The duet protocol builds both sides again in processes of their own from ``backend``'s name and options,

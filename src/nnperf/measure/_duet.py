@@ -29,7 +29,15 @@ from functools import partial
 from typing import Any, BinaryIO
 
 from nnperf.measure._harness import MeasurementError, Timer
-from nnperf.measure._interleave import ComparisonProtocol, RoundProgress, Rounds, RoundsConfig, _converged, _warm
+from nnperf.measure._interleave import (
+    DEFAULT_ROUNDS,
+    ComparisonProtocol,
+    RoundProgress,
+    Rounds,
+    RoundsConfig,
+    _converged,
+    _warm,
+)
 
 TimerFactory = Callable[[], Timer]
 """Builds a timer in the process that runs it; must be picklable."""
@@ -84,7 +92,7 @@ def duet_placement(cpus: Sequence[int] | None = None) -> DuetPlacement:
     return DuetPlacement((int(chosen[0]), int(chosen[1])))
 
 
-def measure_duet(factories: Sequence[tuple[str, TimerFactory]], config: RoundsConfig = RoundsConfig(),
+def measure_duet(factories: Sequence[tuple[str, TimerFactory]], config: RoundsConfig = DEFAULT_ROUNDS,
                  cpus: Sequence[int] | None = None, progress: RoundProgress | None = None) -> Rounds:
     """Times two workloads at the same time, one per pinned CPU, pair by pair.
 
@@ -149,7 +157,7 @@ def _read_exactly(fd: int, size: int, deadline: float) -> bytes:
 def _read(fd: int, timeout_s: float) -> Any:
     deadline = time.monotonic() + timeout_s
     (size,) = _LENGTH.unpack(_read_exactly(fd, _LENGTH.size, deadline))
-    return pickle.loads(_read_exactly(fd, size, deadline))  # noqa: S301 - our own child process, not a file
+    return pickle.loads(_read_exactly(fd, size, deadline))
 
 
 @dataclass

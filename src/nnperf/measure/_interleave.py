@@ -222,7 +222,11 @@ def measure_interleaved(timers: Mapping[str, Timer], config: RoundsConfig = Roun
                   tuple(blocks[n] for n in names), clock() - began)
 
 
-def measure_sequential(timers: Mapping[str, Timer], harness: HarnessConfig = HarnessConfig(),
+DEFAULT_ROUNDS = RoundsConfig()
+DEFAULT_HARNESS = HarnessConfig()
+
+
+def measure_sequential(timers: Mapping[str, Timer], harness: HarnessConfig = DEFAULT_HARNESS,
                        clock: Clock = time.perf_counter) -> Rounds:
     """Each workload measured to the harness's stopping rule, one after the other (the unpaired protocol)."""
     names = tuple(timers)

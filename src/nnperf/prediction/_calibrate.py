@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from typing import Any
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
