@@ -46,7 +46,7 @@ def test_calibrate_then_predict_with_verify(capsys, tmp_path: Path, small_calibr
     code, out, _ = run(capsys, "predict", str(net), "--backend", "fake", "--db", db, "--verify", "--csv", str(table))
     assert code == 0
     for text in ("predicted per-layer latency vs measured", "measured network latency", "per-layer error",
-                 "rounds (interleaved) measured", "machine speed: the reference (mix) took",
+                 "rounds (interleaved) measured", "machine speed: the reference (resnet18@112) took",
                  "speed-adjusted error", f"per-layer predictions written to {table}"):
         assert text in out
     rows = list(csv.DictReader(table.open()))
@@ -68,7 +68,7 @@ def test_verify_times_the_network_beside_the_reference_under_the_protocol(capsys
     assert (calibration["machine_check"]["format"], calibration["machine_check"]["version"]) == ("nnperf-check", 1)
     assert calibration["machine_check"]["verdict"] in ("ok", "warn", "bad")
     reference = calibration["reference"]
-    assert reference["workload"] == "mix" and len(reference["readings_s"]) == 2
+    assert reference["workload"] == "resnet18@112" and len(reference["readings_s"]) == 2
     assert reference["median_s"] == pytest.approx(sum(reference["readings_s"]) / 2)
     net = tmp_path / "unseen.json"
     save_network(conv_net("unseen", 12, 12), net)
@@ -80,7 +80,7 @@ def test_verify_times_the_network_beside_the_reference_under_the_protocol(capsys
         check = doc["verify"]
         assert check["protocol"] == protocol and check["reference_ratio"]["paired"] == (protocol == "interleaved")
         speed, ratio = check["speed"], check["reference_ratio"]
-        assert speed["reference"] == "mix" and speed["factor"] == pytest.approx(speed["current_s"] / speed["calibration_s"])
+        assert speed["reference"] == "resnet18@112" and speed["factor"] == pytest.approx(speed["current_s"] / speed["calibration_s"])
         # the measurement at the calibration's speed: the network's ratio to the reference x the reference then
         assert check["adjusted_latency_s"] == pytest.approx(ratio["median"] * speed["calibration_s"])
         assert check["adjusted_error"] == pytest.approx(doc["latency_s"] / check["adjusted_latency_s"] - 1)

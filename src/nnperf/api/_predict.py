@@ -6,13 +6,10 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 
-import numpy as np
-
 from nnperf.api._load import InputShape, ModelLike, load_model
 from nnperf.api._session import StoreLike, open_backend, opened_store
 from nnperf.errors import FormatVersionError, MissingStoreError, NnperfError
-from nnperf.ir import Network
-from nnperf.measure import ComparisonProtocol, RoundsConfig, SpeedReading, parse_protocol
+from nnperf.measure import REFERENCE, ComparisonProtocol, RoundsConfig, SpeedReading, parse_protocol
 from nnperf.measure.backends import Backend
 from nnperf.prediction import (
     CALIBRATION_HARNESS,
@@ -223,13 +220,14 @@ def verify(model: ModelLike, system: int | str | SystemModel | None = None, stor
                                  model=name)
         if progress is not None:
             progress(f"whole network beside the reference ({chosen.value})", 0, 1)
-        timing = store_referenced(opened, runner, network, name, time_with_reference(network, runner, chosen, rounds))
+        calibrated = system_model.reference_s  # the calibration's own reference, so that its reading applies
+        reference = calibrated[0] if calibrated is not None else REFERENCE
+        timing = store_referenced(opened, runner, network, name,
+                                  time_with_reference(network, runner, chosen, rounds, reference))
         if progress is not None:
             progress(f"whole network beside the reference ({chosen.value})", 1, 1)
         path = str(opened.path)
-    calibrated = system_model.reference_s
-    speed = (SpeedReading(calibrated[0], calibrated[1], timing.reference_s)
-             if calibrated is not None and calibrated[0] == timing.reference else None)
+    speed = None if calibrated is None else SpeedReading(calibrated[0], calibrated[1], timing.reference_s)
     return Verification(prediction, timing.latency_s, report.layer_sum_s,
                         {m.layer: m.timing.stats.median_s for m in report.layers}, report.run_id, path,
                         tuple(report.warnings), timing.round_times_s, chosen.value, timing.ratio, speed)
