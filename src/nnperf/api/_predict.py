@@ -198,8 +198,8 @@ def verify(model: ModelLike, system: int | str | SystemModel | None = None, stor
     The whole network is timed beside the machine-speed reference under ``protocol`` ('interleaved': both in
     every round of ``rounds``, in random order; 'duet': both at once on two cores; 'sequential': one after the
     other), and stored in a run of its own with the reference's reading. The verdict carries the raw error
-    (against the network's median time now) and, when the calibration read the same reference, the
-    speed-adjusted error (against the network's time at the calibration's speed: its median per-round ratio to
+    (against the network's median time now) and, when the calibration read a reference (it is the one timed
+    here), the speed-adjusted error (against the network's time at the calibration's speed: its median per-round ratio to
     the reference times the reference's calibration time), with the noise floor (the spread of the rounds).
 
     Parameters are those of :func:`predict`; ``system``, when given, must be
