@@ -37,14 +37,14 @@ def test_table_and_verdict_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert out.strip().splitlines()[-1].startswith("verdict: ")
 
 
-def test_a_short_noise_measurement_of_the_convolution(capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_short_noise_measurement_of_the_reference_workload(capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("torch")
     code, out, err = run_cli(capsys, "check", "--noise-s", "0.5", "--sample-s", "0.2", "--json")
     assert code == 0, err
     noise = json.loads(out)["noise"]
     assert noise["samples"] >= 2 and noise["block_size"] >= 1
     assert noise["duration_s"] >= 0.5
-    assert 0 < noise["median_s"] < 0.1  # a 7.2 M MAC convolution: well under 100 ms per run
+    assert 0 < noise["median_s"] < 0.5  # ResNet-18 at 112x112, 0.45 G MACs: about 12 ms per run when quiet
     assert len(noise["window_medians_s"]) == 2  # half a second is split in two halves
     assert noise["window_spread"] == pytest.approx(
         (max(noise["window_medians_s"]) - min(noise["window_medians_s"]))

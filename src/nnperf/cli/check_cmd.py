@@ -39,13 +39,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def noise_timer() -> Timer:
-    """The default noise workload: a 3x3 convolution, 32 channels at 28x28, on the torch backend at 1 thread."""
-    from nnperf.ir import ConvAttrs, Layer, OpType
-    from nnperf.measure.backends import BackendOptions, create_backend
+    """The default noise workload: the machine-speed reference (:data:`nnperf.measure.REFERENCE`) on the torch
+    backend at 1 thread, the workload `calibrate`'s check times too."""
+    from nnperf.measure import reference_timer
+    from nnperf.measure.backends import BackendOptions
 
-    layer = Layer("noise", OpType.CONV, ("x",), ((1, 32, 28, 28),), (1, 32, 28, 28),
-                  ConvAttrs(kernel=(3, 3), padding=(1, 1, 1, 1)))
-    return create_backend("torch", BackendOptions(threads=1)).layer_timer(layer)
+    return reference_timer("torch", BackendOptions(threads=1))
 
 
 def run(args: argparse.Namespace) -> int:
