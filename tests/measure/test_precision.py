@@ -12,7 +12,7 @@ from networks import residual_conv_net, tiny_network
 from nnperf.ir import Layer, LrnAttrs, Network, OpType, TensorSpec
 from nnperf.measure.backends import BackendOptionError, BackendOptions, create_backend
 from nnperf.measure.backends._onnx_graph import build_onnx
-from nnperf.measure.backends.onnx_int8 import int8_model, int8_nodes
+from nnperf.measure.backends.onnx_int8 import int8_model, int8_nodes, u8s8_saturates
 
 
 def _run(model: object, x: np.ndarray) -> np.ndarray:
@@ -72,3 +72,11 @@ def test_bf16_runs_local_response_norm_which_has_no_bf16_kernel_in_fp32() -> Non
     with create_backend("torch", BackendOptions(extra={"precision": "bf16"})) as b:
         assert b.layer_timer(lrn).time_block(2) > 0  # torch alone: avg_pool3d "not implemented for 'BFloat16'"
         assert b.network_timer(net).time_block(2) > 0
+
+
+def test_int8_weights_take_7_bits_only_on_x86_without_vnni() -> None:
+    assert u8s8_saturates({"sse4_2", "avx2", "fma"}, "x86_64")  # AVX2 alone: 16-bit pair sums saturate
+    assert u8s8_saturates({"avx2", "avx512f", "avx512bw"}, "x86_64")  # AVX-512 without VNNI too
+    assert not u8s8_saturates({"avx2", "avx512f", "avx512_vnni"}, "x86_64")
+    assert not u8s8_saturates({"avx2", "avx_vnni"}, "AMD64")
+    assert not u8s8_saturates(set(), "aarch64")  # not an x86 kernel
