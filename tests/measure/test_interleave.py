@@ -99,7 +99,7 @@ def test_bad_settings_and_names_are_refused_clearly() -> None:
         RoundsConfig(min_rounds=1)
     with pytest.raises(MeasurementError, match="budget_s"):
         RoundsConfig(budget_s=0)
-    with pytest.raises(NnperfError, match="use one of sequential, interleaved, duet"):
+    with pytest.raises(NnperfError, match="unknown comparison protocol .paired.; use one of sequential, interleaved, duet"):
         parse_protocol("paired")
     assert parse_protocol("duet") is ComparisonProtocol.DUET
     with pytest.raises(MeasurementError, match="two or more workloads"):

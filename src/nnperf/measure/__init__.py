@@ -31,10 +31,12 @@ from nnperf.measure._interference import (
     interference_availability,
 )
 from nnperf.measure._interleave import (
+    IN_PROCESS_PROTOCOLS,
     ComparisonProtocol,
     PairedRatio,
     Rounds,
     RoundsConfig,
+    measure_comparison,
     measure_interleaved,
     measure_sequential,
     parse_protocol,
@@ -67,6 +69,7 @@ __all__ = [
     "FUSED_SUCCESSORS",
     "FUSION_ROLES",
     "INJECTORS",
+    "IN_PROCESS_PROTOCOLS",
     "REFERENCE",
     "REFERENCE_CANDIDATES",
     "BusyProcess",
@@ -109,6 +112,7 @@ __all__ = [
     "injector",
     "interference_availability",
     "measure",
+    "measure_comparison",
     "measure_duet",
     "measure_interleaved",
     "measure_noise",

@@ -41,13 +41,24 @@ class ComparisonProtocol(str, enum.Enum):
     """Two sides at the same time on two pinned cores; judged by per-pair ratios (Bulej et al., ICPE 2020)."""
 
 
-def parse_protocol(text: str | ComparisonProtocol) -> ComparisonProtocol:
-    """``text`` as a protocol; a :class:`NnperfError` naming the choices otherwise."""
+IN_PROCESS_PROTOCOLS = (ComparisonProtocol.SEQUENTIAL, ComparisonProtocol.INTERLEAVED)
+"""The protocols that time their workloads in this process (:func:`measure_comparison`); the duet protocol builds
+each side again in a process of its own (``nnperf.measure.measure_duet``)."""
+
+
+def parse_protocol(text: str | ComparisonProtocol,
+                   allowed: Sequence[ComparisonProtocol] = tuple(ComparisonProtocol),
+                   what: str = "this comparison", error: type[NnperfError] = NnperfError) -> ComparisonProtocol:
+    """``text`` as one of the ``allowed`` protocols; an ``error`` naming them otherwise (``what`` names the
+    comparison that does not take a protocol, e.g. 'selection')."""
+    choices = ", ".join(p.value for p in allowed)
     try:
-        return ComparisonProtocol(text)
+        parsed = ComparisonProtocol(text)
     except ValueError:
-        choices = ", ".join(p.value for p in ComparisonProtocol)
-        raise NnperfError(f"unknown measurement protocol {text!r}; use one of {choices}") from None
+        raise error(f"unknown comparison protocol {text!r}; use one of {choices}") from None
+    if parsed not in allowed:
+        raise error(f"{what} cannot compare its programs under the {parsed.value} protocol; use one of {choices}")
+    return parsed
 
 
 @dataclass(frozen=True)
@@ -238,6 +249,18 @@ def measure_sequential(timers: Mapping[str, Timer], harness: HarnessConfig = DEF
 
 WARM_ESTIMATES = 3
 """Blocks timed after the calibration to estimate one execution's time (the least of them is kept)."""
+
+
+def measure_comparison(timers: Mapping[str, Timer], protocol: str | ComparisonProtocol, *,
+                       rounds: RoundsConfig = DEFAULT_ROUNDS, harness: HarnessConfig = DEFAULT_HARNESS,
+                       clock: Clock = time.perf_counter) -> Rounds:
+    """Times ``timers`` in this process under ``protocol``: in ``rounds`` of interleaved blocks, or each to
+    ``harness``'s stopping rule one after the other (sequential). ``clock`` (seconds) decides only when to stop;
+    a fake one makes a caller testable without waiting."""
+    chosen = parse_protocol(protocol, IN_PROCESS_PROTOCOLS, "an in-process comparison", MeasurementError)
+    if chosen is ComparisonProtocol.INTERLEAVED:
+        return measure_interleaved(timers, rounds, clock=clock)
+    return measure_sequential(timers, harness, clock=clock)
 
 
 def _warm(timer: Timer, harness: HarnessConfig, clock: Clock) -> int:

@@ -22,14 +22,15 @@ from typing import Any
 
 from nnperf.ir import Network
 from nnperf.measure import (
+    IN_PROCESS_PROTOCOLS,
     ComparisonProtocol,
     HarnessConfig,
     PairedRatio,
     Rounds,
     RoundsConfig,
     Timer,
-    measure_interleaved,
-    measure_sequential,
+    measure_comparison,
+    parse_protocol,
 )
 from nnperf.measure.backends import LoopTimer
 from nnperf.optimize.select._execute import DEFAULT_HARNESS, _inputs, build_selected
@@ -41,7 +42,7 @@ BEST_UNIFORM = "best uniform"
 PROFILED = "profiled optimum"
 """The names the API and ``nnperf select`` give the programs they compare (the bench uses its own)."""
 
-SELECTION_PROTOCOLS = (ComparisonProtocol.SEQUENTIAL, ComparisonProtocol.INTERLEAVED)
+SELECTION_PROTOCOLS = IN_PROCESS_PROTOCOLS
 """The protocols selections are compared under. The duet protocol runs two workloads at once on two cores;
 selection compares up to four programs, so it is not offered."""
 
@@ -59,15 +60,7 @@ class SelectionProtocolError(SelectionError):
 def check_protocol(protocol: str | ComparisonProtocol) -> ComparisonProtocol:
     """``protocol`` as one of :data:`SELECTION_PROTOCOLS`; a :class:`SelectionProtocolError` naming them
     otherwise."""
-    choices = ", ".join(p.value for p in SELECTION_PROTOCOLS)
-    try:
-        parsed = ComparisonProtocol(protocol)
-    except ValueError:  # not parse_protocol: its message offers duet, which selection does not take
-        raise SelectionProtocolError(f"unknown comparison protocol {protocol!r}; use one of {choices}") from None
-    if parsed not in SELECTION_PROTOCOLS:
-        raise SelectionProtocolError(f"selection cannot compare its programs under the {parsed.value} protocol; "
-                                     f"use one of {choices}")
-    return parsed
+    return parse_protocol(protocol, SELECTION_PROTOCOLS, "selection", SelectionProtocolError)
 
 
 @dataclass(frozen=True)
@@ -131,9 +124,8 @@ def compare_timers(timers: Mapping[str, Timer], protocol: str | ComparisonProtoc
     chosen = check_protocol(protocol)
     if len(timers) < 2:
         raise SelectionError(f"a comparison needs two or more programs, got {len(timers)}")
-    if chosen is ComparisonProtocol.INTERLEAVED:
-        return SelectionComparison(measure_interleaved(timers, rounds, clock=clock), confidence)
-    return SelectionComparison(measure_sequential(timers, harness, clock=clock), confidence)
+    return SelectionComparison(measure_comparison(timers, chosen, rounds=rounds, harness=harness, clock=clock),
+                               confidence)
 
 
 def compare_selections(network: Network, selections: Mapping[str, Selection | Mapping[str, str]],

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nnperf.measure import (
+    IN_PROCESS_PROTOCOLS,
     ComparisonProtocol,
     HarnessConfig,
     PairedRatio,
@@ -25,12 +26,12 @@ from nnperf.measure import (
     RoundsConfig,
     Timer,
     Timing,
-    measure_interleaved,
-    measure_sequential,
+    measure_comparison,
+    parse_protocol,
 )
 from nnperf.optimize.synthesize._errors import SynthesisError
 
-PROTOCOLS = (ComparisonProtocol.SEQUENTIAL, ComparisonProtocol.INTERLEAVED)
+PROTOCOLS = IN_PROCESS_PROTOCOLS
 """The protocols synthesis compares its programs under (the duet protocol runs two workloads at once on two
 cores; synthesis compares up to seven programs, some of which use both cores, so it is not offered)."""
 
@@ -46,15 +47,7 @@ speed-up's 95% interval is within 1% of it or 20 s of rounds have passed (ResNet
 
 def check_protocol(protocol: str | ComparisonProtocol) -> ComparisonProtocol:
     """``protocol`` as one of :data:`PROTOCOLS`; a :class:`SynthesisError` naming them otherwise."""
-    choices = ", ".join(p.value for p in PROTOCOLS)
-    try:
-        parsed = ComparisonProtocol(protocol)
-    except ValueError:  # not parse_protocol: its message offers duet, which synthesis does not take
-        raise SynthesisError(f"unknown comparison protocol {protocol!r}; use one of {choices}") from None
-    if parsed not in PROTOCOLS:
-        raise SynthesisError(f"synthesis cannot compare its programs under the {parsed.value} protocol; use one of "
-                             f"{choices}")
-    return parsed
+    return parse_protocol(protocol, PROTOCOLS, "synthesis", SynthesisError)
 
 
 @dataclass(frozen=True)
@@ -118,9 +111,7 @@ def compare_programs(timers: Mapping[str, Timer], protocol: str | ComparisonProt
     chosen = check_protocol(protocol)
     if len(timers) < 2:
         raise SynthesisError(f"a comparison needs the baseline and at least one program, got {len(timers)}")
-    if chosen is ComparisonProtocol.INTERLEAVED:
-        return _judged(measure_interleaved(timers, rounds, clock=clock), confidence)
-    return _judged(measure_sequential(timers, harness, clock=clock), confidence)
+    return _judged(measure_comparison(timers, chosen, rounds=rounds, harness=harness, clock=clock), confidence)
 
 
 def compare_timings(timings: Mapping[str, Timing], confidence: float = 0.95) -> Comparison:
