@@ -27,9 +27,8 @@ from nnperf.measure import (
     Rounds,
     RoundsConfig,
     backend_timer_factory,
+    measure_comparison,
     measure_duet,
-    measure_interleaved,
-    measure_sequential,
     reference_timer,
     reference_workload,
 )
@@ -101,8 +100,7 @@ def time_with_reference(network: Network, backend: Backend,
                               config)
     else:
         timers = {REFERENCE_SIDE: reference_workload(reference).timer(backend), NETWORK: backend.network_timer(network)}
-        rounds = (measure_interleaved(timers, config) if protocol is ComparisonProtocol.INTERLEAVED
-                  else measure_sequential(timers, SEQUENTIAL_HARNESS))
+        rounds = measure_comparison(timers, protocol, rounds=config, harness=SEQUENTIAL_HARNESS)
     return ReferencedTiming(reference, rounds)
 
 
