@@ -133,8 +133,8 @@ def _run_condition(condition: str, configs: list[ConvConfig], folder: Path,
         spread = f"{statistics.median(spreads) * 100:.1f}%" if name == "interleaved" else "-"
         yield (f"| {condition} | {name} | {abs_pooled * 100:.1f}% ({abs_per * 100:.1f}%) | "
                f"{rel_pooled * 100:.1f}% ({rel_per * 100:.1f}%) | {spread} | {seconds} |")
-    yield (f"| {condition} | (interleaved time / sequential time, median over {len(seq)} configurations, "
-           f"repeat 0) | {bias:.3f} | | | |")
+    yield (f"| {condition} | (interleaved time / sequential time, median over the primitives of {len(seq)} "
+           f"configurations, repeat 0) | {bias:.3f} | | | |")
 
 
 def main() -> None:
