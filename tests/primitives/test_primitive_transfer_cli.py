@@ -23,8 +23,10 @@ from nnperf.ir import save_network
 from nnperf.primitives import ConvConfig, get_primitive, sample_configs
 from nnperf.store import Store
 
+BLOCKED = str(get_primitive("ort-nchwc").input_layout)  # chw16c with AVX-512, chw8c with AVX2
+
 SEEDS = [ConvConfig.make(1, 8, 8, 16, 3, 1, 1), ConvConfig.make(1, 8, 16, 12, 1), ConvConfig.make(1, 16, 16, 8, 3, 2, 1)]
-TRANSFORMS = {"chw->hwc", "hwc->chw", "chw->chw16c", "chw16c->chw", "hwc->chw16c", "chw16c->hwc"}
+TRANSFORMS = {"chw->hwc", "hwc->chw", f"chw->{BLOCKED}", f"{BLOCKED}->chw", f"hwc->{BLOCKED}", f"{BLOCKED}->hwc"}
 
 
 @pytest.fixture(scope="module")
