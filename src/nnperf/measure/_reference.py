@@ -68,7 +68,7 @@ class ReferenceWorkload:
     def timer(self, backend: Backend) -> Timer:
         """A timer of this workload on ``backend``."""
         timers = [backend.network_timer(p) if isinstance(p, Network) else backend.layer_timer(p)
-                  for p in _parts(self.name)]
+                  for p in _built(self)]
         return timers[0] if len(timers) == 1 else SumTimer(tuple(timers))
 
 
@@ -108,8 +108,9 @@ convolution). It also costs a third of the mix's time per round."""
 
 
 @cache
-def _parts(name: str) -> tuple[Layer | Network, ...]:
-    return reference_workload(name).parts()
+def _built(workload: ReferenceWorkload) -> tuple[Layer | Network, ...]:
+    """A workload's IR parts, built once per process (importing a zoo network takes about a second)."""
+    return workload.parts()
 
 
 def reference_workload(name: str = REFERENCE) -> ReferenceWorkload:
