@@ -103,7 +103,7 @@ Chosen by ``bench/measurement_interference.py`` (BENCHMARKS.md, "Measurement und
 of interleaved rounds in 32 minutes, with no injector, a CPU hog on the measured core, a memory hog on the other
 core and a periodic slowdown, seven networks' times scaled by their per-round ratio to each candidate moved by a
 median 31.8% with this one, 34.5% with the small convolution, 37.5% with the mix, 40.2-59.1% with the others
-(304% unscaled); the held-out error against the scaled times was 8.8% with it (9.5% with the mix, 10.0% with the
+(304% unscaled); the calibrated model's error on those networks against the scaled times was 8.8% with it (9.5% with the mix, 10.0% with the
 convolution). It also costs a third of the mix's time per round."""
 
 
