@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from fake_machine import FakeTimer, Machine
 from harness_presets import SMOKE_HARNESS
 from nnperf.campaign import (
     DATASET_HARNESS,
@@ -154,38 +155,6 @@ def test_a_system_without_primitives_has_no_dataset(store: Store) -> None:
 # ------------------------------------------------------------ interleaved rounds against a drifting machine
 
 
-class Machine:
-    """A fake machine and its clock: a workload's block costs its cost per execution, twice that once the clock
-    has reached ``slow_at_s`` (the machine's speed halves)."""
-
-    def __init__(self, slow_at_s: float = math.inf) -> None:
-        self.now_s = 0.0
-        self.slow_at_s = slow_at_s
-
-    def clock(self) -> float:
-        return self.now_s
-
-    def run(self, cost_s: float, n: int) -> float:
-        elapsed = n * cost_s * (1.0 if self.now_s < self.slow_at_s else 2.0)
-        self.now_s += elapsed
-        return elapsed
-
-
-@dataclass
-class FakeTimer:
-    machine: Machine
-    cost_s: float
-    fail_at_block: int = 0
-    """Raise on this block (1-based; 0: never), as a library refusing the shape mid-way would."""
-    blocks: int = 0
-
-    def time_block(self, n: int) -> float:
-        self.blocks += 1
-        if self.blocks == self.fail_at_block:
-            raise RuntimeError("refused on this block")
-        return self.machine.run(self.cost_s, n)
-
-
 COSTS_S = {DATASET_REFERENCE: 1e-3, "im2col-fhw": 3e-3, "fft": 0.5e-3}
 """The reference (oneDNN on chw) first; 3x and 0.5x the reference."""
 
@@ -209,7 +178,7 @@ def stored_ratios(store: Store, protocol: ComparisonProtocol) -> dict[str, float
     halfway through (half the fake time the same protocol takes on a steady machine)."""
     steady = Machine()
     timed_on(steady, protocol)
-    outcomes = timed_on(Machine(slow_at_s=steady.now_s / 2), protocol).values()
+    outcomes = timed_on(Machine(slow_after_s=steady.now_s / 2), protocol).values()
     with _config_campaign(store, primitive_system(), THREE_BY_THREE, 1, TEN_ROUNDS, protocol) as campaign:
         _store_outcomes(campaign, "fake", outcomes, [], together=True)
     times = load_primitive_dataset(store, store.runs()[-1].system_id).conv[0].times_s

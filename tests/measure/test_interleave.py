@@ -8,6 +8,7 @@ import os
 import numpy as np
 import pytest
 
+from fake_machine import FakeTimer, Machine
 from nnperf.errors import NnperfError
 from nnperf.ir import ConvAttrs, Layer, OpType
 from nnperf.measure import (
@@ -24,28 +25,7 @@ from nnperf.measure import (
     parse_protocol,
 )
 from nnperf.measure.backends import BackendOptions, LoopTimer
-from nnperf.measure.backends._fake import CostModel, FakeBackend, FakeClock
-
-
-class Machine:
-    """A fake machine whose speed halves after ``slow_after_s`` seconds of work (a slow phase begins)."""
-
-    def __init__(self, slow_after_s: float) -> None:
-        self.clock = FakeClock()
-        self.slow_after_s = slow_after_s
-
-    def run(self, cost_s: float, n: int) -> float:
-        elapsed = cost_s * n * (2.0 if self.clock.now >= self.slow_after_s else 1.0)
-        self.clock.advance(elapsed)
-        return elapsed
-
-
-class FakeTimer:
-    def __init__(self, machine: Machine, cost_s: float) -> None:
-        self.machine, self.cost_s = machine, cost_s
-
-    def time_block(self, n: int) -> float:
-        return self.machine.run(self.cost_s, n)
+from nnperf.measure.backends._fake import CostModel, FakeBackend
 
 
 def test_a_slow_phase_moves_the_sequential_ratio_but_not_the_interleaved_one() -> None:

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from cli_helpers import assert_error, run_cli
+from fake_machine import SLOWDOWN, FakeTimer, Machine
 from harness_presets import SMOKE_HARNESS
 from networks import asymmetric_residual_network
 from nnperf.errors import NnperfError
@@ -28,40 +29,10 @@ from nnperf.optimize.select import (
 SELECTED_S = 10e-3  # the selected network's time per inference on the fast machine
 DEFAULT_S = 13e-3  # the default's: a true speed-up of 1.3
 UNIFORM_S = 11e-3  # the best uniform one's: a true speed-up of 1.1
-SLOWDOWN = 2.0  # how much slower everything runs once the machine has slowed down
 
 ROUNDS = RoundsConfig(min_rounds=20, max_rounds=20, min_block_s=0.02, warmup_s=0.0, target_ci=0.0, budget_s=100.0)
 HARNESS = HarnessConfig(warmup_s=0.0, min_block_s=0.02, target_ci=0.0, min_samples=10, max_samples=10,
                         budget_s=100.0)
-
-
-class Machine:
-    """A fake machine: a clock that the timers advance, running everything ``SLOWDOWN`` times slower from
-    ``slow_after_s`` (fake seconds) on."""
-
-    def __init__(self, slow_after_s: float = float("inf")) -> None:
-        self.now_s = 0.0
-        self.slow_after_s = slow_after_s
-
-    def clock(self) -> float:
-        return self.now_s
-
-    def timer(self, cost_s: float) -> FakeTimer:
-        return FakeTimer(self, cost_s)
-
-
-class FakeTimer:
-    """Runs ``n`` inferences of ``cost_s`` each on its machine; ``last_s`` is when it last finished."""
-
-    def __init__(self, machine: Machine, cost_s: float) -> None:
-        self.machine, self.cost_s, self.last_s = machine, cost_s, 0.0
-
-    def time_block(self, n: int) -> float:
-        factor = SLOWDOWN if self.machine.now_s >= self.machine.slow_after_s else 1.0
-        elapsed = n * self.cost_s * factor
-        self.machine.now_s += elapsed
-        self.last_s = self.machine.now_s
-        return elapsed
 
 
 def timers_on(machine: Machine) -> dict[str, FakeTimer]:

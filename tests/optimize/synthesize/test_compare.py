@@ -8,43 +8,17 @@ import numpy as np
 import pytest
 
 from cli_helpers import assert_error, run_cli
+from fake_machine import SLOWDOWN, Machine
 from nnperf.errors import NnperfError
 from nnperf.measure import ComparisonProtocol, HarnessConfig, RoundsConfig
 from nnperf.optimize.synthesize import PROTOCOLS, SynthesisError, check_protocol, compare_programs
 
 BASELINE_S = 10e-3  # the baseline's time per execution on the fast machine
 PROGRAM_S = 1e-3  # the program's: a true speed-up of 10
-SLOWDOWN = 2.0  # how much slower everything runs once the machine has slowed down
 
 ROUNDS = RoundsConfig(min_rounds=20, max_rounds=20, min_block_s=0.02, warmup_s=0.0, target_ci=0.0, budget_s=100.0)
 HARNESS = HarnessConfig(warmup_s=0.0, min_block_s=0.02, target_ci=0.0, min_samples=10, max_samples=10,
                         budget_s=100.0)
-
-
-class Machine:
-    """A fake machine: a clock that the timers advance, running everything ``SLOWDOWN`` times slower from
-    ``slow_after_s`` (fake seconds) on."""
-
-    def __init__(self, slow_after_s: float = float("inf")) -> None:
-        self.now_s = 0.0
-        self.slow_after_s = slow_after_s
-
-    def clock(self) -> float:
-        return self.now_s
-
-    def timer(self, cost_s: float) -> FakeTimer:
-        return FakeTimer(self, cost_s)
-
-
-class FakeTimer:
-    def __init__(self, machine: Machine, cost_s: float) -> None:
-        self.machine, self.cost_s = machine, cost_s
-
-    def time_block(self, n: int) -> float:
-        factor = SLOWDOWN if self.machine.now_s >= self.machine.slow_after_s else 1.0
-        elapsed = n * self.cost_s * factor
-        self.machine.now_s += elapsed
-        return elapsed
 
 
 def compare_on(machine: Machine, protocol: str):  # type: ignore[no-untyped-def]
