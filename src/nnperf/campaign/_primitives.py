@@ -10,8 +10,8 @@ transformation of the configuration once per round, in a fresh random order each
 (``nnperf.measure.measure_interleaved``), and stores them all at once, in one transaction, when the rounds end.
 The cost models learn the primitives' relative times, and timing the primitives one after the other on a shared VM
 whose speed moves by tens of percent within minutes puts that drift into their ratios (BENCHMARKS.md, the primitive
-dataset's noise floor: 9% median repeat-to-repeat noise). Each stored timing then holds the primitive's per-round times, round ``r`` of
-every primitive of the configuration taken in the same round. The sequential protocol measures each primitive
+dataset's noise floor: 9% median repeat-to-repeat noise). Each stored timing then holds the primitive's
+per-round times, round ``r`` of every primitive of the configuration taken in the same round. The sequential protocol measures each primitive
 to the harness's stopping rule, one after the other, and stores each as soon as it is timed.
 
 What the store holds for a configuration is never measured again: a profile of more primitives measures only
