@@ -11,8 +11,9 @@ transformation of the configuration once per round, in a fresh random order each
 The cost models learn the primitives' relative times, and timing the primitives one after the other on a shared VM
 whose speed moves by tens of percent within minutes puts that drift into their ratios (BENCHMARKS.md, the primitive
 dataset's noise floor: 9% median repeat-to-repeat noise). Each stored timing then holds the primitive's
-per-round times, round ``r`` of every primitive of the configuration taken in the same round. The sequential protocol measures each primitive
-to the harness's stopping rule, one after the other, and stores each as soon as it is timed.
+per-round times, round ``r`` of every primitive of the configuration taken in the same round. The sequential
+protocol measures each primitive to the harness's stopping rule, one after the other, and stores each as soon
+as it is timed.
 
 What the store holds for a configuration is never measured again: a profile of more primitives measures only
 the new ones (in a new run of the same campaign), and a ``budget_s`` stops between two configurations, so
