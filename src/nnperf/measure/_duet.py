@@ -35,7 +35,7 @@ from nnperf.measure._interleave import (
     RoundProgress,
     Rounds,
     RoundsConfig,
-    _converged,
+    _enough,
     _warm,
 )
 
@@ -122,8 +122,7 @@ def measure_duet(factories: Sequence[tuple[str, TimerFactory]], config: RoundsCo
                 times[side.name].append(side.receive(60 + 10 * pair_s) / block)
             if progress is not None:
                 progress(done, config.max_rounds)
-            if done >= config.min_rounds and (_converged(times, names, config.target_ci)
-                                              or time.perf_counter() - began >= config.budget_s):
+            if _enough(times, names, config, time.perf_counter() - began):
                 break
         wall_s = time.perf_counter() - began
     finally:

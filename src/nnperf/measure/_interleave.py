@@ -226,8 +226,7 @@ def measure_interleaved(timers: Mapping[str, Timer], config: RoundsConfig = Roun
             times[name].append(elapsed / blocks[name])
         if progress is not None:
             progress(done, config.max_rounds)
-        if done >= config.min_rounds and (_converged(times, names, config.target_ci)
-                                          or clock() - began >= config.budget_s):
+        if _enough(times, names, config, clock() - began):
             break
     return Rounds(ComparisonProtocol.INTERLEAVED, names, tuple(tuple(times[n]) for n in names),
                   tuple(blocks[n] for n in names), clock() - began)
@@ -279,7 +278,12 @@ def _warm(timer: Timer, harness: HarnessConfig, clock: Clock) -> int:
     return max(1, math.ceil(harness.min_block_s * 1.2 / least_s)) if least_s > 0 else block
 
 
-def _converged(times: Mapping[str, Sequence[float]], names: Sequence[str], target_ci: float) -> bool:
-    """Whether every workload's per-round ratio to the first is known within ``target_ci``."""
+def _enough(times: Mapping[str, Sequence[float]], names: Sequence[str], config: RoundsConfig, elapsed_s: float) -> bool:
+    """The stopping rule of the rounds: past ``min_rounds``, every workload's per-round ratio to the first is known
+    within ``target_ci``, or ``budget_s`` seconds of rounds have passed."""
+    if len(times[names[0]]) < config.min_rounds:
+        return False
+    if elapsed_s >= config.budget_s:
+        return True
     first = np.asarray(times[names[0]])
-    return all(median_ci_rel(list(np.asarray(times[n]) / first)) <= target_ci for n in names[1:])
+    return all(median_ci_rel(list(np.asarray(times[n]) / first)) <= config.target_ci for n in names[1:])
