@@ -113,20 +113,14 @@ def _stand_in(kind: type[Primitive], name: str) -> Primitive:
     return kind(name, direct.family, direct.input_layout, direct.output_layout, "test", "any")
 
 
-def test_an_interrupted_configuration_resumes_at_its_first_missing_primitive(store: Store) -> None:
+@pytest.mark.parametrize("protocol", ["sequential", "interleaved"])
+def test_an_interrupted_configuration_is_measured_again_as_a_whole(store: Store, protocol: str) -> None:
+    """A configuration is one item of the campaign: stored in one transaction when it comes back, so one
+    interrupted while it was measured had nothing stored and is measured again whole."""
     primitives = [*chosen(), _stand_in(Interrupting, "ctrl-c")]
     with pytest.raises(KeyboardInterrupt):
-        profile(store, [THREE_BY_THREE], primitives, protocol="sequential")
-    resumed = profile(store, [THREE_BY_THREE], protocol="sequential")
-    assert (resumed.measured, resumed.samples) == (1, TRANSFORMS)  # the three primitives were kept
-    assert len(load_primitive_dataset(store, resumed.system_id).conv[0].times_s) == 3
-
-
-def test_an_interrupted_interleaved_configuration_is_measured_again_as_a_whole(store: Store) -> None:
-    primitives = [*chosen(), _stand_in(Interrupting, "ctrl-c")]
-    with pytest.raises(KeyboardInterrupt):
-        profile(store, [THREE_BY_THREE], primitives)
-    resumed = profile(store, [THREE_BY_THREE])
+        profile(store, [THREE_BY_THREE], primitives, protocol=protocol)
+    resumed = profile(store, [THREE_BY_THREE], protocol=protocol)
     assert (resumed.measured, resumed.samples) == (1, 3 + TRANSFORMS)  # nothing of it had been stored
     assert len(load_primitive_dataset(store, resumed.system_id).conv[0].times_s) == 3
 

@@ -25,7 +25,7 @@ NAMES = [layer.name for layer in tiny_network().layers]
 @pytest.fixture(autouse=True)
 def no_sentinel_warmup(monkeypatch: pytest.MonkeyPatch) -> None:
     """The drift sentinel's half-second warm-up twice a campaign would be most of these tests' time."""
-    monkeypatch.setattr("nnperf.campaign._profile.SENTINEL_WARMUP_S", 0.0)
+    monkeypatch.setattr("nnperf.campaign._measuring.SENTINEL_WARMUP_S", 0.0)
 
 
 @pytest.fixture

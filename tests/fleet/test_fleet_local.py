@@ -119,7 +119,7 @@ def test_the_primitive_system_has_no_backend_and_takes_only_primitive_items(tmp_
     with pytest.raises(FleetError, match="on the CPU with no options"):
         SystemSettings("primitives", options=(("precision", "int8"),)).system()
     config = ConvConfig.make(1, 4, 4, 6, 3, 1, 1)
-    item = PrimitiveItem(config, ("direct",), frozenset({"chw->hwc"}), 1, SHORT_HARNESS)
+    item = PrimitiveItem(config, (get_primitive("direct"),), frozenset({"chw->hwc"}), 1, SHORT_HARNESS)
     outcomes = measure_on_node(SystemSettings("primitives"), primitive_system(1).key, item, "here")
     assert [o.name for o in outcomes] == ["direct", f"chw->{BLOCKED}", "hwc->chw", f"hwc->{BLOCKED}", f"{BLOCKED}->chw",
                                           f"{BLOCKED}->hwc"]  # what the item's ``done`` holds is not timed again

@@ -16,7 +16,7 @@ import pytest
 from compare_fleet import stored_identities
 from harness_presets import SHORT_HARNESS
 from networks import tiny_network
-from nnperf.campaign import ProfileConfig, profile_network, run_sweep
+from nnperf.campaign import ProfileConfig, profile_network, profiler_chunks, run_sweep
 from nnperf.fleet import (
     Fleet,
     NoNodeForSystemError,
@@ -88,7 +88,8 @@ def test_a_campaign_over_two_nodes_stores_what_one_process_stores(fleet: Fleet, 
                 assert [m.layer for m in report.layers] == [layer.name for layer in network.layers]
             placements = dict(runner.placements)
         assert stored_identities(one) == stored_identities(spread)
-        assert len(placements) == 2 and sum(placements.values()) == 12 + 1 + 1 + 1  # layers, 2 wholes, profiler
+        # layers, 2 wholes, the profiler's 6 passes in chunks of 5 and 1
+        assert len(placements) == 2 and sum(placements.values()) == 12 + 2 + len(profiler_chunks(6, 0)) == 16
         assert node_placements(spread) == {spread.find_system(runner.system().key).id: placements}
 
 

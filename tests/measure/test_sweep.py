@@ -314,7 +314,7 @@ def test_run_sweep_measures_and_stores_every_point(tmp_path: Path) -> None:
     assert np.all(np.diff(y) > 0)
     expected = np.array([cost_of(spec.config_at(c), model=CostModel()) for c in range(4, 13)])
     np.testing.assert_allclose(y, expected, rtol=0.03)  # 2% log-normal noise, median of >= 10 runs
-    assert seen[0] == ("channels=4", 0, 9) and seen[-1] == ("done", 9, 9)
+    assert seen[0] == ("channels=4", 1, 9) and seen[-1] == ("done", 9, 9)  # each point as it is stored
 
 
 def test_run_sweep_point_is_the_middle_layers_exact_time(tmp_path: Path) -> None:

@@ -9,18 +9,23 @@ where the two meet, so everything that measures *into* the store lives here:
 - :func:`open_campaign` / :class:`Campaign`: the one mechanism that reuses a
   finished run, resumes an interrupted one, says what is already stored and
   finishes the run 'done' or 'failed' (``_campaign.py``);
-- :func:`profile_network` with :class:`ProfileConfig`, :class:`ProfileReport`,
-  the drift :data:`SENTINEL`, :func:`network_hash` and :func:`profiler_chunk` (``_profile.py``);
+- :func:`profile_network` with :class:`ProfileConfig`, :class:`ProfileReport`, :func:`network_hash`,
+  :func:`profiler_chunk` and :func:`profiler_chunks` (``_profile.py``);
 - :func:`run_sweep`, :func:`load_sweep`, :func:`sweep_runs` (``_sweep.py``);
 - :func:`find_surround`, :func:`surround_width`, :func:`recorded_surround`
   (``_surround.py``);
 - :func:`profile_primitives` and :func:`load_primitive_dataset`: the primitive-time dataset of Mulder et al.,
-  one run per convolution configuration (``_primitives.py``); :func:`profile_layer_layouts` and
+  one run per convolution configuration, measured by a :class:`PrimitiveRunner` here or a fleet's runner
+  (``_primitives.py``); :func:`profile_layer_layouts` and
   :func:`load_layer_layouts`: the other layers' times in each layout (``_layer_layouts.py``);
-- measuring items (:class:`LayerItem`, :class:`WholeItem`, :class:`ProfilerItem`, :class:`SweepPointItem`, and
-  :class:`PrimitiveItem` in ``_primitives.py``):
-  a campaign's work as pure functions of (system, item), and :class:`ItemRunner`, which runs them in this
-  process (:class:`LocalRunner`) or on a fleet (``nnperf.fleet``) (``_items.py``);
+- measuring items (:class:`LayerItem`, :class:`WholeItem`, :class:`SentinelItem`, :class:`ProfilerItem`,
+  :class:`SweepPointItem`, and :class:`PrimitiveItem` in ``_primitives.py``): a campaign's work as pure functions
+  of (system, item), and :class:`ItemRunner`, the one measurement path, which runs them in this process
+  (:class:`LocalRunner`) or on a fleet (``nnperf.fleet``); :func:`runner_for` turns a campaign's
+  :data:`Measurer` into one (``_items.py``);
+- the measuring functions that both runners' items call: the drift :data:`SENTINEL` and
+  :func:`measure_sentinel`, :func:`measure_isolated_layer`, :func:`measure_whole_with_sentinel`
+  (``_measuring.py``);
 - :func:`time_with_reference` and :func:`store_referenced`: a whole network timed beside the machine-speed
   reference under a comparison protocol, and stored with the reference's reading (``_referenced.py``);
 - :func:`attach_trace`, which writes a power trace's energies into a stored
@@ -34,9 +39,12 @@ from nnperf.campaign._items import (
     ItemRunner,
     LayerItem,
     LocalRunner,
+    Measurer,
     ProfilerItem,
+    SentinelItem,
     SweepPointItem,
     WholeItem,
+    runner_for,
 )
 from nnperf.campaign._layer_layouts import (
     LAYER_CAMPAIGN,
@@ -46,6 +54,12 @@ from nnperf.campaign._layer_layouts import (
     load_layer_layouts,
     profile_layer_layouts,
 )
+from nnperf.campaign._measuring import (
+    SENTINEL,
+    measure_isolated_layer,
+    measure_sentinel,
+    measure_whole_with_sentinel,
+)
 from nnperf.campaign._primitives import (
     DATASET_HARNESS,
     PRIMITIVE_BACKEND,
@@ -53,22 +67,20 @@ from nnperf.campaign._primitives import (
     PrimitiveItem,
     PrimitiveOutcome,
     PrimitiveProfileReport,
+    PrimitiveRunner,
     load_primitive_dataset,
     primitive_system,
     primitive_systems,
     profile_primitives,
 )
 from nnperf.campaign._profile import (
-    SENTINEL,
     UNATTRIBUTED_PREFIX,
     ProfileConfig,
     ProfileReport,
-    measure_isolated_layer,
-    measure_sentinel,
-    measure_whole_with_sentinel,
     network_hash,
     profile_network,
     profiler_chunk,
+    profiler_chunks,
 )
 from nnperf.campaign._referenced import ReferencedTiming, store_referenced, time_with_reference
 from nnperf.campaign._surround import find_surround, recorded_surround, surround_width
@@ -91,14 +103,17 @@ __all__ = [
     "LayerProfileReport",
     "LayerTimes",
     "LocalRunner",
+    "Measurer",
     "PrimitiveItem",
     "PrimitiveOutcome",
     "PrimitiveProfileReport",
+    "PrimitiveRunner",
     "ProfileConfig",
     "ProfileReport",
     "ProfilerItem",
     "Progress",
     "ReferencedTiming",
+    "SentinelItem",
     "SweepPointItem",
     "WholeItem",
     "attach_trace",
@@ -120,8 +135,10 @@ __all__ = [
     "profile_network",
     "profile_primitives",
     "profiler_chunk",
+    "profiler_chunks",
     "recorded_surround",
     "run_sweep",
+    "runner_for",
     "store_referenced",
     "surround_width",
     "sweep_runs",

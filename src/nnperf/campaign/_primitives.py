@@ -35,11 +35,12 @@ import math
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 import numpy as np
 
 from nnperf.campaign._campaign import Campaign, Progress, no_progress, open_campaign
-from nnperf.campaign._items import ItemRunner
+from nnperf.campaign._items import Item, ItemProgress, ItemRunner
 from nnperf.errors import NnperfError
 from nnperf.measure import (
     ComparisonProtocol,
@@ -67,7 +68,6 @@ from nnperf.primitives import (
     config_from_dict,
     config_key,
     config_label,
-    get_primitive,
     primitive_timer,
     transform_timer,
 )
@@ -172,50 +172,37 @@ def profile_primitives(store: Store, configs: Sequence[ConvConfig], threads: int
         raise NnperfError(f"the profiling budget must be positive, got {budget_s} s")
     timing = _protocol(protocol)
     chosen = list(primitives) if primitives is not None else [p for p in all_primitives() if p.availability().ok]
-    if runner is not None:
-        return _profile_on_runner(store, configs, runner, harness, budget_s, chosen, progress or no_progress,
-                                  timing, seed)
-    system = primitive_system(threads)
-    record = store.add_system(system)
-    stored = _stored_names(store, record)
-    report = progress or no_progress
-    start = time.perf_counter()
-    measured = reused = samples = 0
-    failures: list[tuple[str, str, str]] = []
-    spreads: list[tuple[str, float]] = []
-    unique = list(dict.fromkeys(configs))
-
-    def still_needed(config: ConvConfig) -> list[_Job]:
-        return _still_needed(config, stored, chosen, threads)
-
-    for i, config in enumerate(unique):
-        jobs = still_needed(config)
-        if not jobs:
-            reused += 1
-            continue
-        if budget_s is not None and time.perf_counter() - start > budget_s:
-            report("budget spent", i, len(unique))
-            remaining = 1 + sum(1 for later in unique[i + 1:] if still_needed(later))
-            return PrimitiveProfileReport(record.id, measured, reused, remaining, samples,
-                                          time.perf_counter() - start, tuple(failures), tuple(spreads))
-        label = config_label(config)
-        report(label, i, len(unique))
-        with _config_campaign(store, system, config, threads, harness, timing) as campaign:
-            outcomes = _timed(jobs, campaign.done, timing, harness, _rounds_seed(config, seed))
-            samples += _store_outcomes(campaign, label, outcomes, failures,
-                                       together=timing is ComparisonProtocol.INTERLEAVED)
-        if timing is ComparisonProtocol.INTERLEAVED:
-            spreads.append((label, _config_spread(outcomes)))
-        measured += 1
-    report("done", len(unique), len(unique))
-    return PrimitiveProfileReport(record.id, measured, reused, 0, samples, time.perf_counter() - start,
-                                  tuple(failures), tuple(spreads))
+    return _profile(store, configs, runner or PrimitiveRunner(threads), harness, budget_s, chosen,
+                    progress or no_progress, timing, seed)
 
 
-def _profile_on_runner(store: Store, configs: Sequence[ConvConfig], runner: ItemRunner, harness: HarnessConfig,
-                       budget_s: float | None, chosen: Sequence[Primitive], report: Progress,
-                       protocol: ComparisonProtocol, seed: int) -> PrimitiveProfileReport:
-    """:func:`profile_primitives` with each configuration a :class:`PrimitiveItem` measured by ``runner``."""
+class PrimitiveRunner(ItemRunner):
+    """Runs :class:`PrimitiveItem` s in this process, one after the other, on the primitive system of ``threads``
+    threads, lazily."""
+
+    one_machine = True
+    lazy = True
+
+    def __init__(self, threads: int = 1) -> None:
+        self.threads = threads
+
+    def system(self) -> SystemSpec:
+        return primitive_system(self.threads)
+
+    def run(self, items: Sequence[Item], progress: ItemProgress | None = None) -> Iterator[tuple[int, Any]]:
+        for i, item in enumerate(items):
+            result = item.measure(None)  # type: ignore[arg-type]  # primitives need no backend
+            if progress is not None:
+                progress(item.label, i + 1, len(items))
+            yield i, result
+
+
+def _profile(store: Store, configs: Sequence[ConvConfig], runner: ItemRunner, harness: HarnessConfig,
+             budget_s: float | None, chosen: Sequence[Primitive], report: Progress,
+             protocol: ComparisonProtocol, seed: int) -> PrimitiveProfileReport:
+    """:func:`profile_primitives` with each configuration still needed a :class:`PrimitiveItem` measured by
+    ``runner``, stored (one transaction) as it comes back; the budget is checked before each result is taken (a
+    runner of this process measures nothing more once it is spent)."""
     system = runner.system()
     if system.backend != PRIMITIVE_BACKEND:
         raise NnperfError(f"the primitive dataset is profiled on a system of backend {PRIMITIVE_BACKEND!r}, not on "
@@ -225,26 +212,26 @@ def _profile_on_runner(store: Store, configs: Sequence[ConvConfig], runner: Item
     stored = _stored_names(store, record)
     start = time.perf_counter()
     unique = list(dict.fromkeys(configs))
-    names = tuple(p.name for p in chosen)
     items: list[PrimitiveItem] = []
     for config in unique:
         if _still_needed(config, stored, chosen, threads):
-            items.append(PrimitiveItem(config, names, frozenset(stored.get(config_key(config), set())), threads,
+            items.append(PrimitiveItem(config, tuple(chosen), frozenset(stored.get(config_key(config), set())), threads,
                                        harness, protocol, seed))
     measured = samples = 0
     failures: list[tuple[str, str, str]] = []
     spreads: list[tuple[str, float]] = []
     with contextlib.closing(runner.run(items, report)) as results:
-        for index, outcomes in results:
+        while measured < len(items):
+            if budget_s is not None and time.perf_counter() - start > budget_s:
+                report("budget spent", measured, len(items))
+                break
+            index, outcomes = next(results)
             item = items[index]
             with _config_campaign(store, system, item.config, threads, harness, protocol) as campaign:
                 samples += _store_outcomes(campaign, item.label, outcomes, failures, together=True)
             if protocol is ComparisonProtocol.INTERLEAVED:
                 spreads.append((item.label, _config_spread(outcomes)))
             measured += 1
-            if budget_s is not None and time.perf_counter() - start > budget_s and measured < len(items):
-                report("budget spent", measured, len(items))
-                break
     report("done", len(unique), len(unique))
     return PrimitiveProfileReport(record.id, measured, len(unique) - len(items), len(items) - measured, samples,
                                   time.perf_counter() - start, tuple(failures), tuple(spreads))
@@ -436,13 +423,13 @@ def _config_spread(outcomes: Iterable[PrimitiveOutcome]) -> float:
 
 @dataclass(frozen=True)
 class PrimitiveItem:
-    """A configuration's primitives (by name, those that apply) and layout transformations not in ``done``, timed
+    """A configuration's primitives (those that apply) and layout transformations not in ``done``, timed
     with ``threads`` threads under ``protocol`` (default interleaved; ``seed`` as in :func:`profile_primitives`):
     a fleet's measuring item (see ``nnperf.campaign._items``); gives a tuple of :class:`PrimitiveOutcome`. It
     needs no backend: the primitives are the libraries themselves."""
 
     config: ConvConfig
-    primitives: tuple[str, ...]
+    primitives: tuple[Primitive, ...]
     done: frozenset[str]
     threads: int
     harness: HarnessConfig
@@ -453,9 +440,8 @@ class PrimitiveItem:
     def label(self) -> str:
         return config_label(self.config)
 
-    def measure(self, backend: object = None) -> tuple[PrimitiveOutcome, ...]:
-        chosen = [get_primitive(name) for name in self.primitives]
-        return tuple(_timed(_jobs(self.config, chosen, self.threads), self.done, self.protocol, self.harness,
+    def measure(self, backend: object = None, meter: object = None) -> tuple[PrimitiveOutcome, ...]:
+        return tuple(_timed(_jobs(self.config, self.primitives, self.threads), self.done, self.protocol, self.harness,
                             _rounds_seed(self.config, self.seed)))
 
 

@@ -1,11 +1,12 @@
-"""A profiling campaign: one network on one backend, whole and layer by layer, into the store.
+"""A profiling campaign: one network on one system, whole and layer by layer, into the store.
 
-Each measurement is committed as soon as it is taken (the profiler's passes
-chunk by chunk); an interrupted campaign (same system, model and settings)
-resumes and skips what is stored, and with
+The campaign is a list of items (``_items.py``) run by one runner, in this
+process or on a fleet, and each measurement is committed as soon as it comes
+back (the profiler's passes chunk by chunk); an interrupted campaign (same
+system, model and settings) resumes and skips what is stored, and with
 ``reuse`` a finished one is read back instead of measured again. A sentinel
-layer timed at the start and at the end detects a machine whose speed drifted
-during the campaign.
+layer timed before and after the whole network detects a machine whose speed
+drifted while it was measured.
 """
 
 from __future__ import annotations
@@ -13,39 +14,23 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 
 from nnperf.campaign._campaign import Campaign, Progress, no_progress, open_campaign
-from nnperf.campaign._items import Item, ItemRunner, LayerItem, ProfilerItem, WholeItem
+from nnperf.campaign._items import Item, ItemRunner, LayerItem, Measurer, ProfilerItem, WholeItem, runner_for
+from nnperf.campaign._measuring import ENERGY_SAMPLES
 from nnperf.errors import NnperfError
-from nnperf.ir import ConvAttrs, Layer, Network, OpType, network_to_dict
+from nnperf.ir import Network, network_to_dict
 from nnperf.measure import (
     HarnessConfig,
     LayerMeasurement,
-    Method,
     NetworkMeasurement,
-    Timer,
-    Timing,
     fixed_timing,
     fused_sum_s,
-    measure,
-    relative_change,
 )
-from nnperf.measure.backends import Backend
-from nnperf.measure.power import PowerMeter, measure_energy, min_duration_s
+from nnperf.measure.power import PowerMeter
 from nnperf.store import Store
-
-SENTINEL = Layer("sentinel", OpType.CONV, ("x",), ((1, 32, 28, 28),), (1, 32, 28, 28),
-                 ConvAttrs(kernel=(3, 3), padding=(1, 1, 1, 1)))
-"""The drift sentinel: a mid-sized 3x3 convolution (7.2 M MACs), timed at the start and end of a campaign."""
-
-SENTINEL_WARMUP_S = 0.5
-"""Warm-up before each sentinel measurement (seconds)."""
-
-SENTINEL_READINGS = 3
-"""Sentinel measurements at each end of a campaign; the least is compared."""
 
 
 @dataclass(frozen=True)
@@ -64,7 +49,7 @@ class ProfileConfig:
     harness: HarnessConfig = field(default_factory=HarnessConfig)
     profiler_runs: int = 50
     drift_threshold: float = 0.05
-    energy_samples: int = 50
+    energy_samples: int = ENERGY_SAMPLES
     """A layer is looped for at least this many power-meter counter updates."""
     gap_s: float = 0.0
 
@@ -119,34 +104,28 @@ def network_hash(network: Network) -> str:
     return hashlib.sha256(json.dumps(network_to_dict(network), sort_keys=True).encode()).hexdigest()[:16]
 
 
-def profile_network(network: Network, backend: Backend | ItemRunner, store: Store,
+def profile_network(network: Network, measurer: Measurer, store: Store,
                     config: ProfileConfig = ProfileConfig(), meter: PowerMeter | None = None,
                     progress: Progress | None = None, model: str | None = None, reuse: bool = False) -> ProfileReport:
-    """Measures ``network`` on ``backend`` and stores every measurement as it is taken.
+    """Measures ``network`` on ``measurer`` (a backend, or a runner such as a fleet of one system) and stores every
+    measurement as it is taken.
 
     With ``reuse`` a finished campaign of the same model, network and settings
     on this system is read back instead (``ProfileReport.reused``); without it
-    (the default) the network is measured again in a new run.
-
-    ``backend`` may be an :class:`ItemRunner` (a fleet of machines of one
-    system): the layers, the profiler passes and the whole network are then
-    measured as items (:func:`_measure_items`) into the same run, under the same
-    campaign key, as in this process.
+    (the default) the network is measured again in a new run. ``meter`` measures
+    the energy of each isolated layer and of the whole network, in this process only.
     """
-    if meter is not None and isinstance(backend, ItemRunner):
-        raise NnperfError("energy is measured in this process only: profile without --energy on a fleet")
+    runner = runner_for(measurer, meter)
     model = model or network.name
-    system = backend.system()
+    system = runner.system()
     method = config.per_layer
     fingerprint = network_hash(network)
     with open_campaign(store, system, config.campaign_key(model, fingerprint), model, fingerprint, method,
                        {"per_layer": method, "harness": asdict(config.harness)}, reuse=reuse) as campaign:
         if campaign.reused:
             net = _stored_whole(store, campaign, model)
-        elif isinstance(backend, ItemRunner):
-            net = _measure_items(network, backend, campaign, config, progress or no_progress)
         else:
-            net = _measure(network, backend, campaign, config, meter, progress or no_progress)
+            net = _measure(network, runner, campaign, config, progress or no_progress)
     unattributed = {k.removeprefix(UNATTRIBUTED_PREFIX): v for k, v in net.extra.items()
                     if k.startswith(UNATTRIBUTED_PREFIX)}
     layers = () if method == "none" else tuple(
@@ -161,57 +140,40 @@ UNATTRIBUTED_PREFIX = "unattributed:"
 """The prefix of a whole-network measurement's extras that hold framework nodes outside the IR (seconds)."""
 
 
-def _measure(network: Network, backend: Backend, campaign: Campaign, config: ProfileConfig,
-             meter: PowerMeter | None, report: Progress) -> NetworkMeasurement:
-    """Times the sentinel, the layers not yet stored, the whole network and the sentinel again; stores them."""
-    method = config.per_layer
-    sentinel_start = measure_sentinel(backend, config.harness)
-    unattributed: dict[str, float] = {}
-    if method == "isolated":
-        _isolated(network, backend, campaign, config, meter, report)
-    elif method == "profiler":
-        unattributed = _profiler(network, backend, campaign, config.profiler_runs, report)
-    report("whole network", 0, 1)
-    whole_timer = backend.network_timer(network)
-    whole = measure(whole_timer, config.harness)
-    sentinel_end = measure_sentinel(backend, config.harness)
-    drift = relative_change(sentinel_start, sentinel_end)
-    energy_j, meter_name = _energy(whole_timer, whole, meter, config.energy_samples)
-    extra = {"sentinel_start_s": sentinel_start, "sentinel_end_s": sentinel_end, "drift": drift}
-    extra.update({f"{UNATTRIBUTED_PREFIX}{k}": v for k, v in unattributed.items()})
-    net = NetworkMeasurement(whole, energy_j, meter_name, extra)
-    campaign.add_network(net)
-    report("whole network", 1, 1)
-    return net
+def _measure(network: Network, runner: ItemRunner, campaign: Campaign, config: ProfileConfig,
+             report: Progress) -> NetworkMeasurement:
+    """The campaign's work as items on ``runner``, each result stored as it comes back: each layer not stored yet
+    (isolated), the profiler passes not stored yet in chunks, and the whole network between two sentinel readings
+    unless the run holds it.
 
-
-def _measure_items(network: Network, runner: ItemRunner, campaign: Campaign, config: ProfileConfig,
-                   report: Progress) -> NetworkMeasurement:
-    """The campaign's work as items on ``runner``: each layer not stored yet (isolated), the profiler passes not
-    stored yet, and the whole network between two sentinel readings unless the run holds it; each result is
-    stored as it comes back.
-
-    The profiler's passes are one item (a worker lost in them loses them all, and they are profiled again); its
-    layer times are merged with those stored as in :func:`_profiler`. The whole network of a profiler campaign
-    is stored once the profiler's unattributed nodes are in, so a run that holds its whole network holds
-    everything; the drift is the sentinel's change around the whole network on the machine that measured it.
+    After each profiler chunk every layer's stored timing is replaced by its
+    times so far (stored and new, one transaction for all layers), so a kill
+    loses the chunks under way only; a resumed campaign counts the passes
+    stored (the most times any layer holds: a layer the profiler missed in a
+    pass has fewer) and profiles the rest, so a finished layer holds exactly
+    ``profiler_runs`` times. Unattributed framework nodes belong to no layer and
+    have no row: they are the run-weighted mean of the per-chunk medians of the
+    chunks this session profiled, and a session that finds every pass stored
+    profiles one chunk more for them alone (its layer times are not stored).
+    The whole network of a profiler campaign is stored once those nodes are
+    in, so a run that holds its whole network holds everything.
     """
-    method = config.per_layer
+    method, runs = config.per_layer, config.profiler_runs
     total = len(network.layers)
     items: list[Item] = []
     if method == "isolated":
-        items += [LayerItem(layer, config.harness, config.gap_s) for layer in network.layers
+        items += [LayerItem(layer, config.harness, config.gap_s, config.energy_samples) for layer in network.layers
                   if layer.name not in campaign.done]
     times = {name: list(t.times_s) for name, t in campaign.done.items()}
-    profiled_before = max((len(t) for t in times.values()), default=0)
+    passes = max((len(t) for t in times.values()), default=0)
     if method == "profiler":
-        missing = config.profiler_runs - profiled_before
-        items.append(ProfilerItem(network, missing if missing > 0 else profiler_chunk(config.profiler_runs)))
+        items += [ProfilerItem(network, n) for n in profiler_chunks(runs, passes)]
     stored = campaign.store.network_measurements(run_id=campaign.run.id)
     whole = stored[-1].measurement() if stored else None
     if whole is None:
-        items.append(WholeItem(network, config.harness))
-    unattributed: dict[str, float] = {}
+        items.append(WholeItem(network, config.harness, config.energy_samples))
+    node_s: dict[str, float] = {}
+    profiled = 0
     arrived = len(campaign.done)
     for index, result in runner.run(items):
         item = items[index]
@@ -220,45 +182,30 @@ def _measure_items(network: Network, runner: ItemRunner, campaign: Campaign, con
             arrived += 1
             report(item.label, min(arrived, total), total)
         elif isinstance(item, ProfilerItem):
-            unattributed = dict(result.unattributed_s)
-            if profiled_before < config.profiler_runs:
-                campaign.add_layers([replace(m, timing=fixed_timing(times.get(m.layer, []) + list(m.timing.times_s)))
-                                     for m in result.layers])
-            report("profiler runs", config.profiler_runs, config.profiler_runs)
+            for node, seconds in result.unattributed_s.items():
+                node_s[node] = node_s.get(node, 0.0) + seconds * item.runs
+            profiled += item.runs
+            if passes < runs:  # not the chunk for the unattributed nodes alone
+                merged = []
+                for m in result.layers:
+                    times[m.layer] = times.get(m.layer, []) + list(m.timing.times_s)
+                    merged.append(replace(m, timing=fixed_timing(times[m.layer])))
+                campaign.add_layers(merged)
+                passes += item.runs
+            report("profiler runs", min(passes, runs), runs)
         else:
             whole = result
             if method != "profiler":
                 campaign.add_network(result)
             report("whole network", 1, 1)
     if whole is None:
-        raise NnperfError(f"the fleet gave no whole-network measurement of {network.name}")
+        raise NnperfError(f"the runner gave no whole-network measurement of {network.name}")
     if method == "profiler" and not stored:
         extra = dict(whole.extra)
-        extra.update({f"{UNATTRIBUTED_PREFIX}{k}": v for k, v in unattributed.items()})
+        extra.update({f"{UNATTRIBUTED_PREFIX}{node}": seconds / profiled for node, seconds in node_s.items()})
         whole = replace(whole, extra=extra)
         campaign.add_network(whole)
     return whole
-
-
-def measure_whole_with_sentinel(backend: Backend, network: Network, harness: HarnessConfig) -> NetworkMeasurement:
-    """The whole network timed between two sentinel readings, the sentinel times and their drift in the extras
-    (no energy): the whole-network item of a campaign on a fleet."""
-    start = measure_sentinel(backend, harness)
-    whole = measure(backend.network_timer(network), harness)
-    end = measure_sentinel(backend, harness)
-    return NetworkMeasurement(whole, None, "", {"sentinel_start_s": start, "sentinel_end_s": end,
-                                                "drift": relative_change(start, end)})
-
-
-def measure_isolated_layer(backend: Backend, layer: Layer, harness: HarnessConfig, meter: PowerMeter | None = None,
-                           energy_samples: int = 50, gap_s: float = 0.0) -> LayerMeasurement:
-    """One layer timed alone on its real input shapes (and its energy, with a meter), then ``gap_s`` idle."""
-    timer = backend.layer_timer(layer)
-    timing = measure(timer, harness)
-    energy_j, meter_name = _energy(timer, timing, meter, energy_samples)
-    if gap_s:
-        time.sleep(gap_s)
-    return LayerMeasurement(layer.name, layer.op.value, Method.ISOLATED, timing, layer.name, 1, energy_j, meter_name)
 
 
 def _stored_whole(store: Store, campaign: Campaign, model: str) -> NetworkMeasurement:
@@ -279,32 +226,6 @@ def _drift_warnings(extra: Mapping[str, float], threshold: float) -> tuple[str, 
              f"({drift:+.1%}); close other programs and measure again"),)
 
 
-def measure_sentinel(backend: Backend, harness: HarnessConfig, warm: bool = False) -> float:
-    """The sentinel's time: the least of ``SENTINEL_READINGS`` medians, after a warm-up for a cold thread pool
-    (``warm``: the backend has just been measuring, so the harness's own warm-up is enough).
-
-    One short reading lands on either of two levels 1.5-1.8x apart on this VM
-    (bench/measure_backends.py), and with a short warm-up the first sentinel of
-    a 2-thread campaign read 1.7x the last: both showed as false drift.
-    """
-    timer = backend.layer_timer(SENTINEL)
-    first = measure(timer, harness if warm else replace(harness, warmup_s=max(harness.warmup_s, SENTINEL_WARMUP_S)))
-    rest = [measure(timer, harness) for _ in range(SENTINEL_READINGS - 1)]
-    return min(t.stats.median_s for t in [first, *rest])
-
-
-def _isolated(network: Network, backend: Backend, campaign: Campaign, config: ProfileConfig,
-              meter: PowerMeter | None, report: Progress) -> None:
-    total = len(network.layers)
-    for i, layer in enumerate(network.layers):
-        report(layer.name, i, total)
-        if layer.name in campaign.done:
-            continue
-        campaign.add_layer(measure_isolated_layer(backend, layer, config.harness, meter, config.energy_samples,
-                                                  config.gap_s))
-    report("layers", total, total)
-
-
 PROFILER_CHUNKS = 5
 """The profiler passes run in about this many chunks, each stored when it ends (a kill loses one chunk at most)."""
 
@@ -317,52 +238,14 @@ def profiler_chunk(runs: int) -> int:
     return max(PROFILER_MIN_CHUNK, -(-runs // PROFILER_CHUNKS))
 
 
-def _profiler(network: Network, backend: Backend, campaign: Campaign, runs: int,
-              report: Progress) -> dict[str, float]:
-    """Profiles the passes of ``runs`` not stored yet, chunk by chunk; returns the unattributed nodes (seconds).
-
-    After each chunk every layer's stored timing is replaced by its times so
-    far (stored and new, one transaction for all layers), so a kill loses the
-    chunk under way only; a resumed campaign counts the passes stored (the
-    most times any layer holds: a layer the profiler missed in a pass has
-    fewer) and profiles the rest, so a finished layer holds exactly ``runs``
-    times. Unattributed framework nodes belong to no layer and have no row:
-    they are the run-weighted mean of the per-chunk medians of the chunks this
-    session profiled, and a session that finds every pass stored profiles one
-    chunk more for them alone (its layer times are not stored).
-    """
-    times = {name: list(t.times_s) for name, t in campaign.done.items()}
-    done = max((len(t) for t in times.values()), default=0)
-    chunk = profiler_chunk(runs)
-    node_s: dict[str, float] = {}
-    profiled = 0
-    while done < runs or not profiled:
-        report("profiler runs", min(done, runs), runs)
-        n = min(chunk, runs - done) if done < runs else chunk
-        result = backend.profile(network, n)
-        for node, seconds in result.unattributed_s.items():
-            node_s[node] = node_s.get(node, 0.0) + seconds * n
-        profiled += n
-        if done >= runs:  # every pass was stored before: this chunk was for the unattributed nodes only
-            break
-        merged = []
-        for m in result.layers:
-            times[m.layer] = times.get(m.layer, []) + list(m.timing.times_s)
-            merged.append(replace(m, timing=fixed_timing(times[m.layer])))
-        campaign.add_layers(merged)
-        done += n
-    report("profiler runs", runs, runs)
-    return {node: total / profiled for node, total in node_s.items()}
-
-
-def _energy(timer: Timer, timing: Timing, meter: PowerMeter | None,
-            energy_samples: int) -> tuple[float | None, str]:
-    """Energy per execution from a counter meter, the block looped over at least ``energy_samples`` updates."""
-    if meter is None:
-        return None, ""
-    executions = max(1, math.ceil(min_duration_s(meter, energy_samples) / timing.stats.median_s))
-    reading = measure_energy(meter, timer.time_block, executions)
-    return reading.energy_per_execution_j, meter.name
+def profiler_chunks(runs: int, stored: int) -> list[int]:
+    """The profiler chunks still to run for ``runs`` passes when ``stored`` are stored: the missing passes in
+    chunks of :func:`profiler_chunk`, or one chunk for the unattributed nodes alone when none is missing."""
+    missing = runs - stored
+    if missing <= 0:
+        return [profiler_chunk(runs)]
+    size = profiler_chunk(runs)
+    return [min(size, missing - start) for start in range(0, missing, size)]
 
 
 def _in_order(network: Network, layers: Sequence[LayerMeasurement]) -> tuple[LayerMeasurement, ...]:

@@ -17,9 +17,9 @@ from dataclasses import asdict
 import numpy as np
 
 from nnperf.campaign._campaign import Progress, open_campaign
+from nnperf.campaign._items import Measurer, runner_for
 from nnperf.campaign._sweep import measure_rounds
 from nnperf.measure import HarnessConfig, Method
-from nnperf.measure.backends import Backend
 from nnperf.measure.sweep import (
     SURROUND_KIND,
     SURROUND_MARGIN,
@@ -35,11 +35,12 @@ from nnperf.measure.sweep import (
 from nnperf.store import Store
 
 
-def find_surround(backend: Backend, store: Store, config: LayerConfig,
+def find_surround(measurer: Measurer, store: Store, config: LayerConfig,
                   widths: tuple[int, ...] = SURROUND_WIDTHS, margin: float = SURROUND_MARGIN,
                   harness: HarnessConfig = SWEEP_HARNESS, progress: Progress | None = None,
                   rounds: int = SURROUND_ROUNDS, fresh: bool = False) -> SurroundChoice:
-    """Sweeps the surround width for ``config`` in ``rounds`` interleaved passes, stores every point and
+    """Sweeps the surround width for ``config`` on ``measurer`` (a backend or a runner) in ``rounds`` interleaved
+    passes, stores every point and
     records the choice. A finished surround sweep with the same settings on this system is reused unless
     ``fresh``."""
     if not 0 < margin < 1:
@@ -49,9 +50,10 @@ def find_surround(backend: Backend, store: Store, config: LayerConfig,
     widths = tuple(sorted(set(widths)))
     settings = {"config": config.describe(), "widths": list(widths), "harness": asdict(harness), "rounds": rounds}
     key = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
-    with open_campaign(store, backend.system(), f"surround|{key}", f"surround:{config.kind}", key,
+    runner = runner_for(measurer)
+    with open_campaign(store, runner.system(), f"surround|{key}", f"surround:{config.kind}", key,
                        Method.PROFILER.value, settings, reuse=not fresh) as campaign:
-        by_width = measure_rounds(campaign, backend, config.kind, "surround", widths, rounds,
+        by_width = measure_rounds(campaign, runner, config.kind, "surround", widths, rounds,
                                   lambda width: profiling_network(config, width), harness, progress)
     latency = [float(np.median([t.stats.median_s for t in by_width[w]])) for w in widths]
     chosen, converged = choose_width(widths, tuple(latency), margin)

@@ -13,20 +13,17 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from nnperf.campaign._campaign import Campaign, Progress, no_progress, open_campaign
-from nnperf.campaign._items import ItemRunner, SweepPointItem
+from nnperf.campaign._items import ItemRunner, Measurer, SweepPointItem, runner_for
 from nnperf.errors import NnperfError
 from nnperf.ir import Network
-from nnperf.measure import HarnessConfig, LayerMeasurement, Method, Timing
-from nnperf.measure.backends import Backend
+from nnperf.measure import HarnessConfig, Method, Timing
 from nnperf.measure.sweep import (
-    UNDER_TEST,
     Sweep,
     SweepSpec,
     median_round,
     point_name,
     profiling_network,
     spec_from_dict,
-    time_in_context,
 )
 from nnperf.store import RunRecord, Store
 
@@ -34,66 +31,49 @@ SWEEP_CAMPAIGN = "sweep|"
 """The prefix of a parameter sweep's campaign key."""
 
 
-def run_sweep(backend: Backend | ItemRunner, store: Store, spec: SweepSpec, progress: Progress | None = None,
+def run_sweep(measurer: Measurer, store: Store, spec: SweepSpec, progress: Progress | None = None,
               fresh: bool = False) -> Sweep:
-    """Measures every point of ``spec`` on ``backend`` and stores each as it is taken.
+    """Measures every point of ``spec`` on ``measurer`` (a backend, or a runner such as a fleet of one system)
+    and stores each as it comes back.
 
     Reuses a finished sweep with the same settings on this system unless
-    ``fresh``; resumes an interrupted one. ``backend`` may be an
-    :class:`ItemRunner` (a fleet of one system): every point not stored yet is
-    then an item, all rounds at once, stored as it comes back.
+    ``fresh``; resumes an interrupted one.
     """
+    runner = runner_for(measurer)
     key = spec.key()
-    with open_campaign(store, backend.system(), f"{SWEEP_CAMPAIGN}{key}", spec.label, key, Method.PROFILER.value,
+    with open_campaign(store, runner.system(), f"{SWEEP_CAMPAIGN}{key}", spec.label, key, Method.PROFILER.value,
                        spec.to_dict(), reuse=not fresh) as campaign:
-        if not campaign.reused and isinstance(backend, ItemRunner):
-            _measure_points(campaign, backend, spec, progress or no_progress)
-        elif not campaign.reused:
-            measure_rounds(campaign, backend, spec.base.kind, spec.parameter, spec.values, spec.rounds,
+        if not campaign.reused:
+            measure_rounds(campaign, runner, spec.base.kind, spec.parameter, spec.values, spec.rounds,
                            lambda value: profiling_network(spec.config_at(value), spec.surround), spec.harness,
                            progress)
     return load_sweep(store, campaign.run.id, reused=campaign.reused, resumed=campaign.resumed)
 
 
-def measure_rounds(campaign: Campaign, backend: Backend, kind: str, parameter: str, values: tuple[int, ...],
+def measure_rounds(campaign: Campaign, runner: ItemRunner, kind: str, parameter: str, values: tuple[int, ...],
                    rounds: int, network_at: Callable[[int], Network], harness: HarnessConfig,
                    progress: Progress | None = None) -> dict[int, list[Timing]]:
     """Times the layer under test of ``network_at(value)`` for every value in ``rounds`` interleaved passes.
 
-    Each point (named ``point_name(parameter, value, round)``) is stored in
-    ``campaign`` as it is taken; a point the campaign already holds is read
-    back instead. Returns every value's timings, one per round, in round order.
+    Each point (named ``point_name(parameter, value, round)``) not in
+    ``campaign`` is an item on ``runner`` (in round order, the values
+    interleaved within a round), stored as it comes back; a point the campaign
+    already holds is read back instead. Returns every value's timings, one per
+    round, in round order.
     """
     report = progress or no_progress
     total = len(values) * rounds
-    timings: dict[int, list[Timing]] = {value: [] for value in values}
-    for round_ in range(1, rounds + 1):
-        for i, value in enumerate(values):
-            name = point_name(parameter, value, round_)
-            report(name.replace("#", " round "), (round_ - 1) * len(values) + i, total)
-            timing = campaign.done.get(name)
-            if timing is None:
-                timing = time_in_context(backend, network_at(value), harness)
-                campaign.add_layer(LayerMeasurement(name, kind, Method.PROFILER, timing, UNDER_TEST))
-            timings[value].append(timing)
-    report("done", total, total)
-    return timings
-
-
-def _measure_points(campaign: Campaign, runner: ItemRunner, spec: SweepSpec, report: Progress) -> None:
-    """Every point of every round that ``campaign`` does not hold, as items on ``runner``, each stored as it
-    comes back."""
-    total = len(spec.values) * spec.rounds
-    items = [SweepPointItem(name, spec.base.kind, profiling_network(spec.config_at(value), spec.surround),
-                            spec.harness)
-             for round_ in range(1, spec.rounds + 1) for value in spec.values
-             if (name := point_name(spec.parameter, value, round_)) not in campaign.done]
-    done = total - len(items)
+    names = {(value, round_): point_name(parameter, value, round_)
+             for round_ in range(1, rounds + 1) for value in values}
+    timings = {name: campaign.done[name] for name in names.values() if name in campaign.done}
+    items = [SweepPointItem(name, kind, network_at(value), harness)
+             for (value, _), name in names.items() if name not in timings]
     for index, result in runner.run(items):
         campaign.add_layer(result)
-        done += 1
-        report(items[index].label, done, total)
+        timings[result.layer] = result.timing
+        report(items[index].label, len(timings), total)
     report("done", total, total)
+    return {value: [timings[names[value, round_]] for round_ in range(1, rounds + 1)] for value in values}
 
 
 def sweep_runs(store: Store, system_id: int | None = None) -> list[RunRecord]:

@@ -30,7 +30,7 @@ class SimulatedItem:
     def label(self) -> str:
         return self.name
 
-    def measure(self, backend: Backend) -> LayerMeasurement:
+    def measure(self, backend: Backend, meter: object = None) -> LayerMeasurement:
         seconds = self.duration_s / float(os.environ.get(SPEED_VARIABLE, "1"))
         if seconds > 0:
             time.sleep(seconds)

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from nnperf.campaign import ItemRunner, ProfileConfig
+from nnperf.campaign import Measurer, ProfileConfig, runner_for
 from nnperf.errors import NnperfError
 from nnperf.ir import Layer, Network
 from nnperf.measure import REFERENCE, HarnessConfig, read_reference
@@ -124,7 +124,7 @@ class RooflineItem:
 
     label: str = "roofline peaks"
 
-    def measure(self, backend: Backend) -> RooflineModel:
+    def measure(self, backend: Backend, meter: PowerMeter | None = None) -> RooflineModel:
         return measure_roofline(backend)
 
 
@@ -134,15 +134,11 @@ class ReferenceItem:
 
     label: str = "reference workload"
 
-    def measure(self, backend: Backend) -> float:
+    def measure(self, backend: Backend, meter: PowerMeter | None = None) -> float:
         return read_reference(backend)
 
 
-def _read_reference(backend: Backend | ItemRunner) -> float:
-    return backend.run_one(ReferenceItem()) if isinstance(backend, ItemRunner) else read_reference(backend)
-
-
-def calibrate(backend: Backend | ItemRunner, store: Store, networks: Sequence[Network] | None = None,
+def calibrate(measurer: Measurer, store: Store, networks: Sequence[Network] | None = None,
               config: ProfileConfig | None = None, meter: PowerMeter | None = None,
               progress: RunsProgress | None = None, sample_budget_s: float = 0.0,
               machine_check: Mapping[str, Any] | None = None) -> SystemModel:
@@ -154,11 +150,11 @@ def calibrate(backend: Backend | ItemRunner, store: Store, networks: Sequence[Ne
     With ``sample_budget_s``, sampled convolutions and pools are also measured alone for about that long, placed
     where the kernel models err most (:func:`nnperf.prediction.kernel.sample_layers`; stored and resumed too).
 
-    ``backend`` may be an :class:`ItemRunner` (a fleet of one system): the
-    networks' layers, profiler passes and the roofline peaks are then measured
-    as items there, into the same runs as in this process.
+    ``measurer`` is a backend or a runner (a fleet of one system): everything is
+    measured as items through one runner, into the same runs either way.
     """
     started = time.perf_counter()
+    runner = runner_for(measurer)
     networks = list(networks) if networks is not None else calibration_networks()
     config = config or ProfileConfig(per_layer="isolated", harness=CALIBRATION_HARNESS)
     # one progress scale over all three phases, so a bar's ETA covers the whole calibration: the isolated
@@ -168,27 +164,26 @@ def calibrate(backend: Backend | ItemRunner, store: Store, networks: Sequence[Ne
     total = isolated_units + len(networks) + 1
     # the machine's speed, read before and after: a later run scales what it measures to this speed by
     # timing the same reference beside it
-    reference_readings_s = [_read_reference(backend)]
-    runs = measure_networks(backend, store, networks, config, meter,
+    reference_readings_s = [runner.run_one(ReferenceItem())]
+    runs = measure_networks(runner, store, networks, config, meter,
                             _phase(progress, "isolated: ", 0, 1.0, total))
-    profiled = measure_networks(backend, store, networks, replace(config, per_layer="profiler",
+    profiled = measure_networks(runner, store, networks, replace(config, per_layer="profiler",
                                                                   profiler_runs=FUSION_PROFILER_RUNS),
                                 progress=_phase(progress, "profiler: ", isolated_units,
                                                 len(networks) / isolated_units, total))
     if progress is not None:
         progress("roofline peaks", total - 1, total)
-    roofline = backend.run_one(RooflineItem()) if isinstance(backend, ItemRunner) else measure_roofline(backend)
-    reference_readings_s.append(_read_reference(backend))
+    roofline = runner.run_one(RooflineItem())
+    reference_readings_s.append(runner.run_one(ReferenceItem()))
     if progress is not None:
         progress("roofline peaks", total, total)
     samples: list[tuple[Layer, float]] = []
     if sample_budget_s > 0:
-        samples = sample_layers(backend, store, sample_budget_s, config.harness,
+        samples = sample_layers(runner, store, sample_budget_s, config.harness,
                                 progress=None if progress is None else
                                 lambda what, done, part: progress(f"sampling: {what}", total, total),
-                                reference_s=None if isinstance(backend, ItemRunner)
-                                else sentinel_reference_s(r.whole.extra for r in runs))
-    system = backend.system()
+                                reference_s=sentinel_reference_s(r.whole.extra for r in runs))
+    system = runner.system()
     model = fit_system_model(runs, system.key, system.label, profiled=profiled, roofline=roofline,
                              layer_samples=samples)
     calibration = dict(model.calibration)

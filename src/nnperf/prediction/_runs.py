@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from nnperf.campaign import ItemRunner, ProfileConfig, profile_network
+from nnperf.campaign import Measurer, ProfileConfig, profile_network
 from nnperf.errors import NnperfError
 from nnperf.ir import Network
-from nnperf.measure.backends import Backend
 from nnperf.measure.power import PowerMeter
 from nnperf.store import LayerRecord, NetworkRecord, RunRecord, Store
 
@@ -36,10 +35,10 @@ class MeasuredNetwork:
         return {r.layer: r.median_s for r in self.layers}
 
 
-def measure_networks(backend: Backend | ItemRunner, store: Store, networks: Sequence[Network], config: ProfileConfig,
+def measure_networks(measurer: Measurer, store: Store, networks: Sequence[Network], config: ProfileConfig,
                      meter: PowerMeter | None = None, progress: RunsProgress | None = None) -> list[MeasuredNetwork]:
     """Measures every network layer by layer and whole, reusing finished campaigns of the same settings
-    (on a fleet of one system when ``backend`` is an :class:`ItemRunner`)."""
+    on ``measurer`` (a backend, or a runner such as a fleet of one system)."""
     total = sum(len(n.layers) + 1 for n in networks)
     done_before = 0
     measured = []
@@ -51,7 +50,7 @@ def measure_networks(backend: Backend | ItemRunner, store: Store, networks: Sequ
             if progress is not None:
                 progress(f"{name}: {what}", offset + (min(done, size) if part_total == size else size), total)
 
-        report = profile_network(net, backend, store, config, meter=meter, progress=forward, model=net.name,
+        report = profile_network(net, measurer, store, config, meter=meter, progress=forward, model=net.name,
                                  reuse=True)
         run, reused = store.run(report.run_id), report.reused
         layers = tuple(store.layer_measurements(run_id=run.id, method=config.per_layer)) \

@@ -27,14 +27,16 @@ networks (``reference_s``), each sample's time is scaled by ``reference_s`` over
 taken (interpolated between the readings around it), so every sample speaks of the machine the calibration
 networks were measured on.
 
-**On a fleet** (an :class:`~nnperf.campaign.ItemRunner`) each round's samples are measured at once, as
-:class:`~nnperf.campaign.LayerItem` s on the fleet's nodes of the system, and stored as they come back; the budget
-is checked between rounds. The sentinel is not read there: its time on one node says nothing of another's, so
-samples measured on a fleet are used as measured.
+**One path.** Each round's samples (and the sentinel readings between them) are items
+(:class:`~nnperf.campaign.LayerItem`, :class:`~nnperf.campaign.SentinelItem`) run by one runner and stored as
+they come back. In this process the budget is checked before each sample; a fleet measures a round at once on
+its nodes of the system, so the budget is checked between rounds there. The sentinel is not read on a fleet:
+its time on one node says nothing of another's, so samples measured on a fleet are used as measured.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -42,12 +44,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from nnperf.campaign import ItemRunner, LayerItem, measure_isolated_layer, measure_sentinel, open_campaign
+from nnperf.campaign import LayerItem, Measurer, SentinelItem, open_campaign, runner_for
 from nnperf.errors import NnperfError
 from nnperf.ir import ConvAttrs, Layer, OpType, PoolAttrs
 from nnperf.ir.metrics import layer_metrics
 from nnperf.measure import HarnessConfig, LayerMeasurement, Method, fixed_timing
-from nnperf.measure.backends import Backend
 from nnperf.prediction.kernel._kinds import CONV_KINDS, kernel_features, kernel_kind
 from nnperf.prediction.kernel._regressors import MIN_SAMPLES_TO_CHOOSE, choose, fit
 from nnperf.store import Store
@@ -273,21 +274,23 @@ def _channels(value: float) -> int:
 Progress = Callable[[str, int, int], None]
 
 
-def sample_layers(backend: Backend | ItemRunner, store: Store, budget_s: float, harness: HarnessConfig, seed: int = 0,
+def sample_layers(measurer: Measurer, store: Store, budget_s: float, harness: HarnessConfig, seed: int = 0,
                   progress: Progress | None = None, reference_s: float | None = None) -> list[tuple[Layer, float]]:
     """Measures sampled layers alone for about ``budget_s`` seconds (see the module docstring) and returns
     every sample of the run with its median time (seconds), those measured before included; with ``reference_s``
-    (the drift sentinel's time during the calibration networks) each time is scaled to that speed. ``backend``
-    may be a fleet's runner: each round is then measured at once on its nodes, without the sentinel."""
+    (the drift sentinel's time during the calibration networks) each time is scaled to that speed. ``measurer``
+    is a backend or a runner; on a fleet's runner each round is measured at once on its nodes, without the
+    sentinel."""
     if budget_s < 0:
         raise NnperfError(f"the sampling budget must be >= 0 s, got {budget_s}")
     if reference_s is not None and not reference_s > 0:
         raise NnperfError(f"the sentinel's reference time must be positive, got {reference_s}")
+    runner = runner_for(measurer)
     rng = np.random.default_rng(seed)
     config = {"budget_s": budget_s, "seed": seed, "harness": {"target_ci": harness.target_ci,
                                                               "budget_s": harness.budget_s}}
     key = f"{SAMPLE_CAMPAIGN}|budget={budget_s:g}|seed={seed}|kinds={','.join(SAMPLED_KINDS)}"
-    with open_campaign(store, backend.system(), key, SAMPLE_CAMPAIGN, "", Method.ISOLATED.value, config,
+    with open_campaign(store, runner.system(), key, SAMPLE_CAMPAIGN, "", Method.ISOLATED.value, config,
                        reuse=True) as campaign:
         readings = {int(name.removeprefix(SENTINEL_PREFIX)): timing.stats.median_s
                     for name, timing in campaign.done.items() if name.startswith(SENTINEL_PREFIX)}
@@ -300,41 +303,54 @@ def sample_layers(backend: Backend | ItemRunner, store: Store, budget_s: float, 
         def spent() -> float:
             return time.perf_counter() - start_s
 
-        def read_sentinel() -> None:
-            if len(measured) not in readings:
-                seconds = measure_sentinel(backend, harness, warm=bool(measured))
-                campaign.add_layer(LayerMeasurement(f"{SENTINEL_PREFIX}{len(measured)}", "sentinel", Method.ISOLATED,
-                                                    fixed_timing([seconds])))
-                readings[len(measured)] = seconds
+        def store_sentinel(seconds: float) -> None:
+            campaign.add_layer(LayerMeasurement(f"{SENTINEL_PREFIX}{len(measured)}", "sentinel", Method.ISOLATED,
+                                                fixed_timing([seconds])))
+            readings[len(measured)] = seconds
 
         # kinds interleaved, so a budget too short for the whole first round still reaches every kind
         queue = [draw(kind, rng) for _ in range(FIRST_ROUND) for kind in SAMPLED_KINDS]
-        if isinstance(backend, ItemRunner):
-            while spent() < budget_s:
-                batch = list(dict.fromkeys(s for s in queue or _next_round(measured, rng) if s not in measured))
-                queue = []
-                for i, record in backend.run([LayerItem(sample.layer(), harness) for sample in batch]):
-                    campaign.add_layer(record)
-                    measured[batch[i]] = record.timing.stats.median_s
-                    if progress is not None:
-                        progress(f"sampled {batch[i].name}", min(int(spent()), int(budget_s)), int(budget_s))
-            return _at_reference_speed(measured, readings, None)
         while spent() < budget_s:
-            if not queue:
-                queue = _next_round(measured, rng)
-            sample = queue.pop(0)
-            if sample in measured:
-                continue
-            if len(measured) % SENTINEL_EVERY == 0:
-                read_sentinel()
-            record = measure_isolated_layer(backend, sample.layer(), harness)
-            campaign.add_layer(record)
-            measured[sample] = record.timing.stats.median_s
-            if progress is not None:
-                progress(f"sampled {sample.name}", min(int(spent()), int(budget_s)), int(budget_s))
-        if measured:
-            read_sentinel()  # after the last sample
-    return _at_reference_speed(measured, readings, reference_s)
+            batch = list(dict.fromkeys(s for s in queue or _next_round(measured, rng) if s not in measured))
+            queue = []
+            items = _round_items(batch, len(measured), readings, harness, sentinel=runner.one_machine)
+            with contextlib.closing(runner.run(items)) as results:
+                for _ in items:
+                    if runner.lazy and spent() >= budget_s:  # a fleet finishes the round it started
+                        break
+                    index, result = next(results)
+                    item = items[index]
+                    if not isinstance(item, _SampleItem):  # a sentinel reading
+                        store_sentinel(result)
+                        continue
+                    campaign.add_layer(result)
+                    sample = item.sample
+                    measured[sample] = result.timing.stats.median_s
+                    if progress is not None:
+                        progress(f"sampled {sample.name}", min(int(spent()), int(budget_s)), int(budget_s))
+        if measured and runner.one_machine and len(measured) not in readings:
+            store_sentinel(runner.run_one(SentinelItem(harness, warm=True)))  # after the last sample
+    return _at_reference_speed(measured, readings, reference_s if runner.one_machine else None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _SampleItem(LayerItem):
+    """A sample measured alone: a :class:`LayerItem` that remembers its sample."""
+
+    sample: Sample
+
+
+def _round_items(batch: Sequence[Sample], before: int, readings: dict[int, float], harness: HarnessConfig,
+                 sentinel: bool) -> list[_SampleItem | SentinelItem]:
+    """A round's samples as items, with a sentinel reading before every :data:`SENTINEL_EVERY` th sample (of the
+    ``before`` measured so far and those of the round) not read yet when ``sentinel``."""
+    items: list[_SampleItem | SentinelItem] = []
+    for i, sample in enumerate(batch):
+        count = before + i
+        if sentinel and count % SENTINEL_EVERY == 0 and count not in readings:
+            items.append(SentinelItem(harness, warm=count > 0))
+        items.append(_SampleItem(sample.layer(), harness, sample=sample))
+    return items
 
 
 def _at_reference_speed(measured: dict[Sample, float], readings: dict[int, float],
