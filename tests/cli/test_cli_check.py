@@ -22,6 +22,8 @@ def test_json_document_without_noise(capsys: pytest.CaptureFixture[str]) -> None
     assert [f["name"] for f in document["findings"]] == FINDINGS
     assert document["sample_s"] == 0.2 and document["noise"] is None
     assert document["verdict"] in ("ok", "warn", "bad")
+    assert document["protocol"]["recommended"] in ("interleaved", "duet")
+    assert document["protocol"]["reason"].startswith(document["protocol"]["recommended"] + ": ")
     noise = document["findings"][-1]
     assert (noise["level"], noise["value"], noise["advice"]) == ("unknown", None, None)
     for finding in document["findings"]:
@@ -34,6 +36,7 @@ def test_table_and_verdict_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert "machine check" in out
     for name in FINDINGS:
         assert name in out
+    assert out.strip().splitlines()[-2].startswith("comparison protocol by default (--protocol auto): ")
     assert out.strip().splitlines()[-1].startswith("verdict: ")
 
 

@@ -10,6 +10,7 @@ from prims_helpers import NAMES
 from cli_helpers import assert_error, run_cli, run_json
 from networks import tiny_network
 from nnperf.ir import save_network
+from nnperf.store import Store
 
 
 def test_list_json_has_every_primitive_with_layouts_and_availability(capsys: pytest.CaptureFixture[str]) -> None:
@@ -52,6 +53,18 @@ def test_profile_stores_each_configuration_once_and_resumes(capsys: pytest.Captu
     assert (again["measured"], again["reused"], again["samples"]) == (0, 4, 0)
     code, out, _ = run_cli(capsys, *args)
     assert code == 0 and "4 profiled before" in out
+
+
+@pytest.mark.parametrize(("argv", "protocol"), [(("--protocol", "sequential"), "sequential"), ((), "interleaved")])
+def test_profile_times_under_the_protocol_asked_or_chosen(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                          argv: tuple[str, ...], protocol: str) -> None:
+    """Each configuration's run says the protocol its times were taken under; auto takes interleaved for these
+    in-process timings on any machine."""
+    net, db = tmp_path / "tiny.json", tmp_path / "p.db"
+    save_network(tiny_network(), net)
+    run_json(capsys, "primitives", "profile", str(net), "--random", "0", "--only", "direct", "--db", str(db), *argv)
+    with Store(db) as store:
+        assert {run.config["protocol"] for run in store.runs()} == {protocol}
 
 
 @pytest.mark.parametrize(("argv", "needles"), [

@@ -9,7 +9,7 @@ from dataclasses import replace
 from nnperf.api._load import InputShape, ModelLike, load_model
 from nnperf.api._session import StoreLike, open_backend, opened_store
 from nnperf.errors import FormatVersionError, MissingStoreError, NnperfError
-from nnperf.measure import REFERENCE, ComparisonProtocol, RoundsConfig, SpeedReading, parse_protocol
+from nnperf.measure import REFERENCE, ComparisonProtocol, RoundsConfig, SpeedReading, resolve_protocol
 from nnperf.measure.backends import Backend
 from nnperf.prediction import (
     CALIBRATION_HARNESS,
@@ -103,11 +103,11 @@ def calibrate(backend: str = "torch", device: str = "cpu", threads: int = 1,
                 return existing
         found = None
         if check:
-            from nnperf.measure import check_machine, reference_workload
+            from nnperf.measure import check_document, check_machine, reference_workload
 
             if progress is not None:
                 progress("checking the machine", 0, 1)
-            found = check_machine(reference_workload().timer(runner), noise_s=check_noise_s).to_dict()
+            found = check_document(check_machine(reference_workload().timer(runner), noise_s=check_noise_s), threads)
         return calibrate_system(runner, opened, config=ProfileConfig(per_layer="isolated", harness=harness),
                                 meter=meter, progress=progress, sample_budget_s=sample_budget_s,
                                 machine_check=found)
@@ -191,11 +191,12 @@ def _system_model(store: Store, backend: Backend, system: int | str | SystemMode
 def verify(model: ModelLike, system: int | str | SystemModel | None = None, store: StoreLike = None, *,
            backend: str = "torch", device: str = "cpu", threads: int = 1, options: Mapping[str, str] | None = None,
            input_shape: InputShape | None = None, progress: Progress | None = None,
-           model_name: str | None = None, protocol: str | ComparisonProtocol = ComparisonProtocol.INTERLEAVED,
+           model_name: str | None = None, protocol: str | ComparisonProtocol = "auto",
            rounds: RoundsConfig = VERIFY_ROUNDS) -> Verification:
     """Predicts ``model`` and measures it on the same system (each layer alone, then whole), then compares.
 
-    The whole network is timed beside the machine-speed reference under ``protocol`` ('interleaved': both in
+    The whole network is timed beside the machine-speed reference under ``protocol`` ('auto', the default: what a
+    quick machine check recommends, :func:`nnperf.measure.resolve_protocol`; 'interleaved': both in
     every round of ``rounds``, in random order; 'duet': both at once on two cores; 'sequential': one after the
     other), and stored in a run of its own with the reference's reading. The verdict carries the raw error
     (against the network's median time now) and, when the calibration read a reference (it is the one timed
@@ -210,7 +211,7 @@ def verify(model: ModelLike, system: int | str | SystemModel | None = None, stor
     """
     from nnperf.campaign import ProfileConfig, profile_network, store_referenced, time_with_reference
 
-    chosen = parse_protocol(protocol)
+    chosen = resolve_protocol(protocol, threads=threads).protocol
     network = load_model(model, input_shape)
     name = model_name or (os.fspath(model) if isinstance(model, (str, os.PathLike)) else network.name)
     with opened_store(store) as opened, open_backend(backend, device, threads, options) as runner:

@@ -70,19 +70,24 @@ def named_primitives(names: Sequence[str]) -> list[Primitive]:
 
 def profile_primitives(models: Sequence[ModelLike] = (), random: int = 0, *, primitives: Sequence[str] = (),
                        threads: int = 1, budget_s: float | None = None, store: StoreLike = None, seed: int = 0,
-                       progress: Progress | None = None, runner: ItemRunner | None = None) -> PrimitiveProfileReport:
+                       progress: Progress | None = None, runner: ItemRunner | None = None,
+                       protocol: str = "auto") -> PrimitiveProfileReport:
     """Profiles the ``primitives`` (names or families, see :func:`named_primitives`; all available ones by
     default) and every layout transformation on the configurations of :func:`dataset_configs` into the store,
     each time stored as it is taken; what the store holds for this system is not measured again, so calling it
     again after an interruption or a spent ``budget_s`` (seconds) goes on where it stopped. With ``runner`` (a
-    fleet's nodes of a primitive system, see ``nnperf.fleet``) the configurations are measured there."""
+    fleet's nodes of a primitive system, see ``nnperf.fleet``) the configurations are measured there. ``protocol``
+    is how one configuration's primitives and transformations are timed: 'interleaved', 'sequential', or 'auto'
+    (default: what a quick machine check recommends, interleaved for these in-process timings)."""
     from nnperf.campaign import profile_primitives as profile
+    from nnperf.measure import IN_PROCESS_PROTOCOLS, resolve_protocol
 
+    timing = resolve_protocol(protocol, IN_PROCESS_PROTOCOLS, "the primitive dataset", threads=threads).protocol
     chosen = named_primitives(primitives)
     configs = dataset_configs(models, random, seed)
     with opened_store(store) as opened:
         return profile(opened, configs, threads, budget_s=budget_s, primitives=chosen, progress=progress,
-                       runner=runner)
+                       runner=runner, protocol=timing)
 
 
 MODEL_KIND = "primitive-cost"

@@ -101,7 +101,7 @@ def select_network_primitives(model: ModelLike, *, costs: str = "predicted", sol
                               threads: int = 1,
                               store: StoreLike = None, harness: HarnessConfig | None = None,
                               input_shape: InputShape | None = None,
-                              protocol: str | ComparisonProtocol = "interleaved",
+                              protocol: str | ComparisonProtocol = "auto",
                               rounds: RoundsConfig | None = None) -> NetworkSelection:
     """Chooses a primitive for every convolution of ``model`` and a layout for every other layer, minimising the
     convolutions' times plus the layout transformations between them.
@@ -112,7 +112,8 @@ def select_network_primitives(model: ModelLike, *, costs: str = "predicted", sol
     (:func:`~nnperf.campaign.profile_layer_layouts`); without, those layers cost nothing in either layout.
     ``solver`` is ``pbqp``, ``ilp`` or ``exhaustive``. With ``verify`` the selected network runs end to end in
     torch, is checked against the reference network and is timed against the default selection (every
-    convolution on oneDNN, NCHW) and the best uniform one, under ``protocol``: ``"interleaved"`` (default) times
+    convolution on oneDNN, NCHW) and the best uniform one, under ``protocol``: ``"auto"`` (default) is what a quick machine
+    check recommends (interleaved, for in-process programs); ``"interleaved"`` times
     the three in the same rounds, in random order (``rounds``, default
     :data:`~nnperf.optimize.select.SELECTION_ROUNDS`: up to 20 s), and each speed-up is the median per-round
     ratio with its 95% bootstrap interval; ``"sequential"`` measures each in turn with ``harness`` (default

@@ -134,7 +134,7 @@ def synthesize(model: str | os.PathLike[str] | nn.Module, *, data: str | os.Path
                calibration: int = DEFAULT_CALIBRATION, aot: bool = True, inexact: bool = True,
                input_shape: tuple[int, ...] | None = None, workdir: str | os.PathLike[str] | None = None,
                store: StoreLike = None, predict: bool = True, calibrate_missing: bool = False,
-               progress: Progress | None = None, protocol: str | ComparisonProtocol = "interleaved"
+               progress: Progress | None = None, protocol: str | ComparisonProtocol = "auto"
                ) -> SynthesisResult:
     """The fastest program for ``model`` on this device whose accuracy drop stays within ``budget``, written to
     ``out`` (see :func:`nnperf.optimize.synthesize.synthesize`).
@@ -147,8 +147,9 @@ def synthesize(model: str | os.PathLike[str] | nn.Module, *, data: str | os.Path
     With ``predict``, the fp32 candidates are ranked by the latency nnperf predicts from the calibrations in
     ``store`` (default ./nnperf.db) before they are measured; ``calibrate_missing`` calibrates the systems the
     store lacks (1.5 to 4 minutes each on a 2-core VM), else those are not predicted. ``protocol`` is where the
-    reported speed-ups come from: ``"interleaved"`` (default, the stages' programs timed again in the same rounds)
-    or ``"sequential"`` (the ratio of the search's own medians, taken minutes apart).
+    reported speed-ups come from: ``"auto"`` (default: what a quick machine check recommends, interleaved for
+    these in-process programs), ``"interleaved"`` (the stages' programs timed again in the same rounds) or
+    ``"sequential"`` (the ratio of the search's own medians, taken minutes apart).
     """
     from nnperf.optimize.synthesize import ValidationDataError, check_protocol, make_sources
     from nnperf.optimize.synthesize import synthesize as run

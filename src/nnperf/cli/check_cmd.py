@@ -48,7 +48,7 @@ def noise_timer() -> Timer:
 
 
 def run(args: argparse.Namespace) -> int:
-    from nnperf.measure import MeasurementError, check_machine
+    from nnperf.measure import MeasurementError, check_document, check_machine
     from nnperf.registry import UnavailableError
 
     for flag, value in (("--noise-s", args.noise_s), ("--sample-s", args.sample_s)):
@@ -63,15 +63,17 @@ def run(args: argparse.Namespace) -> int:
                 print(f"nnperf: the noise measurement needs the torch backend ({exc}); skipping it",
                       file=sys.stderr)
         check = check_machine(timer, noise_s=args.noise_s, sample_s=args.sample_s, progress=progress)
+    document = check_document(check)
     if args.json:
-        print(json.dumps(check.to_dict(), indent=1))
+        print(json.dumps(document, indent=1))
     else:
-        print_check(check)
+        print_check(check, document["protocol"]["reason"])
     return EXIT_BAD if args.strict and check.verdict.value == "bad" else 0
 
 
-def print_check(check: MachineCheck) -> None:
-    """The findings as a table (level coloured) and the verdict line."""
+def print_check(check: MachineCheck, protocol_reason: str) -> None:
+    """The findings as a table (level coloured), the protocol comparisons take by default and why, and the
+    verdict line."""
     from rich.table import Table
     from rich.text import Text
 
@@ -86,6 +88,7 @@ def print_check(check: MachineCheck) -> None:
                       Text(f.advice or ""))
     out = console()
     out.print(table)
+    out.print(Text(f"comparison protocol by default (--protocol auto): {protocol_reason}"))
     verdict = check.verdict.value
     to_change = [f.name for f in check.findings if f.level.rank > 0]
     line = Text("verdict: ")

@@ -9,7 +9,7 @@ from pathlib import Path
 from nnperf.cli._backend_args import add_backend_arguments
 from nnperf.cli._store_arg import add_db_argument, open_store
 from nnperf.cli.fleet_cmd import add_fleet_argument, measuring
-from nnperf.measure import ComparisonProtocol, RoundsConfig
+from nnperf.measure import ComparisonProtocol, RoundsConfig, resolve_protocol
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -30,9 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--csv", metavar="FILE.csv", type=Path,
                    help="also write every layer's measured (isolated) and predicted time as CSV: one row per "
                         "layer with its network, run id and system, in seconds")
-    p.add_argument("--protocol", choices=[*(p.value for p in ComparisonProtocol), "none"], default="interleaved",
-                   help="also time each network whole beside the machine-speed reference (interleaved by default, "
-                        "duet, sequential) and report every method's error against the measurement scaled to the "
+    p.add_argument("--protocol", choices=["auto", *(p.value for p in ComparisonProtocol), "none"], default="auto",
+                   help="also time each network whole beside the machine-speed reference (interleaved, duet, "
+                        "sequential; auto, the default, takes what a quick machine check recommends) and report every method's error against the measurement scaled to the "
                         "calibration's speed; none skips it (and a fleet always does)")
     p.add_argument("--json", action="store_true", help="print the evaluation as JSON instead of tables")
     add_fleet_argument(p)
@@ -80,11 +80,12 @@ def run(args: argparse.Namespace) -> int:
         if args.protocol != "none" and not args.fleet and calibrated is not None:
             from nnperf.campaign import store_referenced, time_with_reference
 
+            chosen = resolve_protocol(args.protocol, threads=args.threads).protocol
             for i, network in enumerate(networks):
                 if progress is not None:  # no bar with --json
-                    progress(f"{network.name} beside the reference ({args.protocol})", i, len(networks))
+                    progress(f"{network.name} beside the reference ({chosen.value})", i, len(networks))
                 timing = store_referenced(store, backend, network, network.name, time_with_reference(
-                    network, backend, ComparisonProtocol(args.protocol), EVALUATE_ROUNDS, calibrated[0]))
+                    network, backend, chosen, EVALUATE_ROUNDS, calibrated[0]))
                 adjusted[network.name] = timing.at_reference_speed_s(calibrated[1])
         evaluation = evaluate(model, measured, adjusted)
         source = provenance(store, evaluation, __version__)

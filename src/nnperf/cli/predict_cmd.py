@@ -25,10 +25,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         "no backend is needed unless --verify")
     p.add_argument("--verify", action="store_true",
                    help="also measure the network on the same system (layers in isolation and whole) and compare")
-    p.add_argument("--protocol", choices=[p.value for p in ComparisonProtocol], default="interleaved",
+    p.add_argument("--protocol", choices=["auto", *(p.value for p in ComparisonProtocol)], default="auto",
                    help="with --verify, how the whole network is timed beside the machine-speed reference: "
-                        "interleaved (default: both in every round, in random order, on one core), duet (both at "
-                        "once on two cores) or sequential (one after the other, as before); the speed-adjusted "
+                        "interleaved (both in every round, in random order, on one core), duet (both at once on "
+                        "two cores) or sequential (one after the other, as before); auto (default) takes what a "
+                        "quick machine check recommends (docs/measurement.md); the speed-adjusted "
                         "error scales the measurement to the calibration's speed by the network's per-round ratio "
                         "to the reference")
     p.add_argument("--trace", metavar="FILE.json", type=Path,

@@ -54,6 +54,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                               "available primitive)")
     profile.add_argument("--threads", type=int, default=1, help="threads per primitive (default 1)")
     profile.add_argument("--seed", type=int, default=0, help="seed of the random configurations (default 0)")
+    profile.add_argument("--protocol", default="auto", choices=("auto", "sequential", "interleaved"),
+                         help="how a configuration's primitives and transformations are timed: interleaved (in the "
+                              "same rounds, in random order: their ratios hold when the machine drifts) or "
+                              "sequential (one after the other); auto (default) takes what a quick machine check "
+                              "recommends, interleaved for these in-process timings")
     profile.add_argument("--json", action="store_true", help="print JSON")
     add_fleet_argument(profile)
     profile.set_defaults(backend="primitives", device="cpu", option=[])  # the fleet's settings: see `fleet up`
@@ -155,7 +160,7 @@ def run_profile(args: argparse.Namespace) -> int:
         return _profile_on_fleet(args, only, budget_s)
     with Progress(not args.json, "profiling primitives") as progress:
         report = profile_primitives(args.models, args.random, primitives=only, threads=args.threads, budget_s=budget_s,
-                                    store=args.db, seed=args.seed, progress=progress)
+                                    store=args.db, seed=args.seed, progress=progress, protocol=args.protocol)
     return _print_profile(args, report)
 
 
@@ -170,7 +175,8 @@ def _profile_on_fleet(args: argparse.Namespace, only: list[str], budget_s: float
     with open_store(args) as store, fleet_runners(args, store, "profiling primitives") as (runners, progress):
         for runner in runners:
             reports.append(profile_primitives(args.models, args.random, primitives=only, budget_s=budget_s,
-                                              store=store, seed=args.seed, progress=progress, runner=runner))
+                                              store=store, seed=args.seed, progress=progress, runner=runner,
+                                              protocol=args.protocol))
     if args.json:
         documents = [_profile_document(report) for report in reports]
         print(json.dumps(documents[0] if len(documents) == 1 else documents, indent=1))

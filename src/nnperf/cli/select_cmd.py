@@ -25,8 +25,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--solver", choices=("pbqp", "ilp", "exhaustive"), default="pbqp", help="(default pbqp)")
     p.add_argument("--verify", action="store_true",
                    help="run and check the selected network, and time it against the default and the best uniform one")
-    p.add_argument("--protocol", default="interleaved", metavar="sequential|interleaved",
-                   help="how --verify times the networks against each other: interleaved (default) runs each once "
+    p.add_argument("--protocol", default="auto", metavar="auto|sequential|interleaved",
+                   help="how --verify times the networks against each other (auto, the default, takes what a quick "
+                        "machine check recommends; in-process programs always get interleaved then): interleaved runs each once "
                         "per round, in random order, and reports the median per-round speed-up with its 95%% "
                         "interval; sequential measures each in turn and reports the ratio of the medians (drifts "
                         "with the machine's speed)")

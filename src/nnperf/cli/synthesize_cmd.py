@@ -44,8 +44,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="do not rank the candidates by predicted latency")
     p.add_argument("--verify", action="store_true",
                    help="run the generated runner in a fresh process and check it reproduces the stored outputs")
-    p.add_argument("--protocol", default="interleaved", choices=("sequential", "interleaved"),
-                   help="where the reported speed-ups come from: interleaved (default) times the baseline and each "
+    p.add_argument("--protocol", default="auto", choices=("auto", "sequential", "interleaved"),
+                   help="where the reported speed-ups come from (auto, the default, takes what a quick machine check "
+                        "recommends: interleaved, as synthesis times in-process programs): interleaved times the "
+                        "baseline and each "
                         "stage's program again in the same rounds, in random order, and reports the median "
                         "per-round ratio with its 95%% interval; sequential reports the ratio of the search's own "
                         "medians, taken minutes apart (drifts with the machine's speed)")

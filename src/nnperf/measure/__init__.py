@@ -17,6 +17,14 @@ from nnperf.measure._check import (
     check_machine,
     measure_noise,
 )
+from nnperf.measure._choice import (
+    AUTO,
+    DUET_MIN_CPUS,
+    ProtocolChoice,
+    check_document,
+    recommended_protocol,
+    resolve_protocol,
+)
 from nnperf.measure._duet import TimerFactory, backend_timer, backend_timer_factory, duet_placement, measure_duet
 from nnperf.measure._harness import HarnessConfig, MeasurementError, Timer, calibrate_block_size, measure
 from nnperf.measure._host import host_info
@@ -64,8 +72,10 @@ from nnperf.measure._types import (
 )
 
 __all__ = [
+    "AUTO",
     "CHECK_FORMAT",
     "CHECK_VERSION",
+    "DUET_MIN_CPUS",
     "FUSED_SUCCESSORS",
     "FUSION_ROLES",
     "INJECTORS",
@@ -91,6 +101,7 @@ __all__ = [
     "NoiseStats",
     "PairedRatio",
     "PeriodicSlowdown",
+    "ProtocolChoice",
     "ReferenceWorkload",
     "Rounds",
     "RoundsConfig",
@@ -104,6 +115,7 @@ __all__ = [
     "backend_timer",
     "backend_timer_factory",
     "calibrate_block_size",
+    "check_document",
     "check_machine",
     "duet_placement",
     "fixed_timing",
@@ -119,8 +131,10 @@ __all__ = [
     "measure_sequential",
     "parse_protocol",
     "read_reference",
+    "recommended_protocol",
     "reference_timer",
     "reference_workload",
     "relative_change",
+    "resolve_protocol",
     "summarize",
 ]

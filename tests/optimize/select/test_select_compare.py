@@ -144,7 +144,7 @@ def test_the_cli_passes_protocol_on_and_refuses_a_bad_one(capsys: pytest.Capture
         raise NnperfError("stopped before measuring")
 
     monkeypatch.setattr(nnperf.api, "select_network_primitives", fake_select)
-    for given, expected in ((("--protocol", "sequential"), "sequential"), ((), "interleaved")):
+    for given, expected in ((("--protocol", "sequential"), "sequential"), ((), "auto")):
         code, _, err = run_cli(capsys, "select", "resnet18", "--verify", "--json", *given)
         assert_error(code, err, "stopped before measuring")
         assert asked["protocol"] == expected

@@ -96,7 +96,7 @@ def test_the_cli_passes_protocol_on_and_refuses_a_bad_one(capsys: pytest.Capture
         raise NnperfError("stopped before measuring")
 
     monkeypatch.setattr(nnperf.api, "synthesize", fake_synthesize)
-    for given, expected in ((("--protocol", "sequential"), "sequential"), ((), "interleaved")):
+    for given, expected in ((("--protocol", "sequential"), "sequential"), ((), "auto")):
         code, _, err = run_cli(capsys, "synthesize", "digits-cnn", "--out", str(tmp_path / "p"), *given)
         assert_error(code, err, "stopped before measuring")
         assert asked["protocol"] == expected

@@ -30,7 +30,7 @@ from nnperf.measure import (
     RoundsConfig,
     Timer,
     measure_comparison,
-    parse_protocol,
+    resolve_protocol,
 )
 from nnperf.measure.backends import LoopTimer
 from nnperf.optimize.select._execute import DEFAULT_HARNESS, _inputs, build_selected
@@ -59,8 +59,9 @@ class SelectionProtocolError(SelectionError):
 
 def check_protocol(protocol: str | ComparisonProtocol) -> ComparisonProtocol:
     """``protocol`` as one of :data:`SELECTION_PROTOCOLS`; a :class:`SelectionProtocolError` naming them
-    otherwise."""
-    return parse_protocol(protocol, SELECTION_PROTOCOLS, "selection", SelectionProtocolError)
+    otherwise; ``auto`` (the default) is the protocol the machine check recommends
+    (:func:`nnperf.measure.resolve_protocol`)."""
+    return resolve_protocol(protocol, SELECTION_PROTOCOLS, "selection", SelectionProtocolError).protocol
 
 
 @dataclass(frozen=True)

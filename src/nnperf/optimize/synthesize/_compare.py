@@ -27,7 +27,7 @@ from nnperf.measure import (
     Timer,
     Timing,
     measure_comparison,
-    parse_protocol,
+    resolve_protocol,
 )
 from nnperf.optimize.synthesize._errors import SynthesisError
 
@@ -46,8 +46,9 @@ speed-up's 95% interval is within 1% of it or 20 s of rounds have passed (ResNet
 
 
 def check_protocol(protocol: str | ComparisonProtocol) -> ComparisonProtocol:
-    """``protocol`` as one of :data:`PROTOCOLS`; a :class:`SynthesisError` naming them otherwise."""
-    return parse_protocol(protocol, PROTOCOLS, "synthesis", SynthesisError)
+    """``protocol`` as one of :data:`PROTOCOLS`; a :class:`SynthesisError` naming them otherwise; ``auto`` (the default) is the protocol the machine check recommends
+    (:func:`nnperf.measure.resolve_protocol`)."""
+    return resolve_protocol(protocol, PROTOCOLS, "synthesis", SynthesisError).protocol
 
 
 @dataclass(frozen=True)
