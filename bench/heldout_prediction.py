@@ -57,12 +57,12 @@ from architectures import ARCHITECTURES, exported
 
 import nnperf
 from nnperf import api, zoo
-from nnperf.campaign import ProfileConfig, measure_sentinel, profile_network
+from nnperf.campaign import CALIBRATION_HARNESS, ProfileConfig, measure_sentinel, profile_network, sentinel_reference_s
 from nnperf.errors import NnperfError
 from nnperf.ir import Network
 from nnperf.measure import HarnessConfig, host_info, measure
 from nnperf.measure.backends import Backend
-from nnperf.prediction import CALIBRATION_HARNESS, NetworkPrediction, sentinel_reference_s
+from nnperf.prediction import NetworkPrediction
 from nnperf.prediction.kernel import kernel_kind
 from nnperf.zoo import zoo_network
 

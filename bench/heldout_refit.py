@@ -38,17 +38,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from heldout_prediction import System, heldout_network
 
 from nnperf import api
-from nnperf.campaign import ProfileConfig
-from nnperf.ir import Network
-from nnperf.prediction import (
+from nnperf.campaign import (
     CALIBRATION_HARNESS,
-    SystemModel,
-    fit_system_model,
+    FUSION_PROFILER_RUNS,
+    ProfileConfig,
+    calibration_networks,
     measure_networks,
+    sample_layers,
     sentinel_reference_s,
 )
-from nnperf.prediction._calibrate import FUSION_PROFILER_RUNS, calibration_networks
-from nnperf.prediction.kernel import sample_layers
+from nnperf.ir import Network
+from nnperf.prediction import SystemModel, fit_system_model
 from nnperf.store import Store
 
 FITS = {"pools in Ridge": None, "no samples in Ridge": ()}

@@ -37,10 +37,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 from measure_backends import PassLoad, log
 
 from nnperf import zoo
-from nnperf.campaign import ProfileConfig
+from nnperf.campaign import CALIBRATION_HARNESS, ProfileConfig, calibrate, measure_networks
 from nnperf.measure import host_info
 from nnperf.measure.backends import BackendOptions, create_backend
-from nnperf.prediction import CALIBRATION_HARNESS, calibrate, measure_networks
 from nnperf.prediction.evaluation import evaluate
 from nnperf.report.evaluation import write_report
 from nnperf.store import Store

@@ -32,7 +32,6 @@ from typing import Any
 
 import numpy as np
 
-from nnperf.campaign import load_sweep, sweep_runs
 from nnperf.measure.sweep import Sweep
 from nnperf.prediction.steps import (
     StepShape,
@@ -40,7 +39,9 @@ from nnperf.prediction.steps import (
     compose,
     fit_lines,
     fit_sweep,
+    load_sweep,
     mape,
+    sweep_runs,
 )
 from nnperf.report.steps import plot_sweep
 from nnperf.store import Store

@@ -3,7 +3,7 @@
 
 Layers, lowest first; a package may import its own layer and those below, never one above:
 
-    errors, registry < ir < zoo < measure < primitives < store < campaign < prediction < fleet < accel < optimize < report
+    errors, registry < ir < zoo < measure < primitives < store < prediction < campaign < fleet < accel < optimize < report
     < the public API (nnperf/__init__.py, nnperf/api/) < cli
 
 and no module imports another top-level package's private module or name (``nnperf.X._y`` from outside ``X``,
@@ -27,8 +27,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("measure",),
     ("primitives",),
     ("store",),
-    ("campaign",),
     ("prediction",),
+    ("campaign",),
     ("fleet",),
     ("accel",),
     ("optimize",),

@@ -91,7 +91,7 @@ def test_calibrate_starts_with_a_header(
     from networks import residual_conv_net
 
     nets = [residual_conv_net(f"cal{c}", c, 8) for c in (4, 8)]
-    for where in ("nnperf.prediction._calibrate.calibration_networks", "nnperf.prediction.calibration_networks"):
+    for where in ("nnperf.campaign._calibration.calibration_networks", "nnperf.campaign.calibration_networks"):
         monkeypatch.setattr(where, lambda: nets)
     db = tmp_path / "c.db"
     code, out, err = run_cli(capsys, "calibrate", "--backend", "fake", "--budget-s", "0.01", "--db", str(db))

@@ -51,7 +51,7 @@ def test_calibrate_json_summarises_the_fitted_models(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     nets = [residual_conv_net(f"cal{c}x{hw}", c, hw) for c in (4, 8, 16) for hw in (8, 16)]
-    monkeypatch.setattr("nnperf.prediction._calibrate.calibration_networks", lambda: nets)
+    monkeypatch.setattr("nnperf.campaign._calibration.calibration_networks", lambda: nets)
     db = str(tmp_path / "c.db")
     doc = envelope(run_json(capsys, "calibrate", "--backend", "fake", "--budget-s", "0.01", "--db", db),
                    "nnperf-calibration")

@@ -16,7 +16,7 @@ from nnperf.ir import save_network
 @pytest.fixture
 def small_calibration(monkeypatch: pytest.MonkeyPatch) -> None:
     nets = [conv_net(f"cal{c}x{hw}", c, hw) for c in (4, 8, 16) for hw in (8, 16)]
-    monkeypatch.setattr("nnperf.prediction._calibrate.calibration_networks", lambda: nets)
+    monkeypatch.setattr("nnperf.campaign._calibration.calibration_networks", lambda: nets)
 
 
 FAKE = ["--backend", "fake", "--budget-s", "0.02"]

@@ -132,7 +132,7 @@ def test_a_trace_path_that_is_a_folder_is_a_one_line_error(capsys, tiny_json: Pa
 def calibrated(monkeypatch: pytest.MonkeyPatch, capsys, tmp_path: Path) -> str:
     """A store with the fake backend calibrated on four small networks (as tests/cli/test_cli_predict.py on six)."""
     nets = [conv_net(f"cal{c}x{hw}", c, hw) for c in (4, 16) for hw in (8, 16)]
-    monkeypatch.setattr("nnperf.prediction._calibrate.calibration_networks", lambda: nets)
+    monkeypatch.setattr("nnperf.campaign._calibration.calibration_networks", lambda: nets)
     db = str(tmp_path / "m.db")
     code, _, err = run(capsys, "calibrate", "--backend", "fake", "--budget-s", "0.02", "--db", db)
     assert code == 0, err

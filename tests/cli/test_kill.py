@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from nnperf.prediction import calibration_networks
+from nnperf.campaign import calibration_networks
 
 NNPERF = str(Path(sys.executable).with_name("nnperf"))
 SETTINGS = ("--backend", "fake", "--budget-s", "0.01", "--target-ci", "0.5")

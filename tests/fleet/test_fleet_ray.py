@@ -111,9 +111,10 @@ def test_a_worker_killed_in_the_middle_of_an_item_loses_and_duplicates_nothing(f
     killed: list[int] = []
 
     def kill_one(node: str, label: str) -> None:
-        if not killed:  # after the first result: the other node is in the middle of an item
-            time.sleep(0.1)
-            workers = _measuring_workers()
+        if not killed:  # after the first result: the other node is in the middle of an item (or starts one)
+            deadline = time.monotonic() + 2.0
+            while not (workers := _measuring_workers()) and time.monotonic() < deadline:
+                time.sleep(0.01)
             assert workers, "no worker was measuring"
             os.kill(workers[0], signal.SIGKILL)
             killed.append(workers[0])
@@ -228,8 +229,8 @@ def test_the_primitive_dataset_is_profiled_on_the_fleet_as_in_one_process(cluste
 
 
 def test_adaptive_samples_are_measured_a_round_at_a_time_over_the_nodes(fleet: Fleet, tmp_path: Path) -> None:
-    from nnperf.prediction.kernel import SAMPLED_KINDS, sample_layers
-    from nnperf.prediction.kernel._sampling import FIRST_ROUND, SENTINEL_PREFIX
+    from nnperf.campaign import SENTINEL_PREFIX, sample_layers
+    from nnperf.prediction.kernel import FIRST_ROUND, SAMPLED_KINDS
 
     with Store(tmp_path / "s.db") as store:
         runner = _runner(fleet, SystemSettings("fake", wall_scale=4.0))  # each sample sleeps: both nodes take some

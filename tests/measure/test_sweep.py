@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nnperf.campaign import find_surround, load_sweep, recorded_surround, run_sweep, surround_width, sweep_runs
+from nnperf.campaign import find_surround, recorded_surround, run_sweep, surround_width
 from nnperf.ir import ConvAttrs, Network, OpType
 from nnperf.measure.backends._base import ProfileResult
 from nnperf.measure.backends._fake import CostModel, FakeBackend
@@ -23,6 +23,7 @@ from nnperf.measure.sweep import (
     parse_range,
     profiling_network,
 )
+from nnperf.prediction.steps import load_sweep, sweep_runs
 from nnperf.store import Store
 
 EXACT = CostModel(noise_sigma=0.0)

@@ -5,18 +5,11 @@ from __future__ import annotations
 import pytest
 
 from networks import tiny_network
+from nnperf.campaign import BANDWIDTH_PROBES, COMPUTE_PROBES, measure_roofline
 from nnperf.errors import NnperfError
 from nnperf.ir.metrics import layer_metrics
 from nnperf.measure.backends._fake import CostModel, FakeBackend
-from nnperf.prediction.baselines import (
-    BANDWIDTH_PROBES,
-    COMPUTE_PROBES,
-    MacsModel,
-    RooflineModel,
-    fit_macs_model,
-    layer_bytes,
-    measure_roofline,
-)
+from nnperf.prediction.baselines import MacsModel, RooflineModel, fit_macs_model, layer_bytes
 
 
 def test_macs_model_is_the_slope_through_the_origin() -> None:

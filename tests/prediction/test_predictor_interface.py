@@ -13,6 +13,7 @@ import pytest
 
 from harness_presets import SHORT_HARNESS
 from networks import residual_conv_net
+from nnperf.campaign import measure_networks
 from nnperf.errors import FormatVersionError, NnperfError
 from nnperf.measure.backends._fake import CostModel, FakeBackend
 from nnperf.measure.sweep import LayerConfig
@@ -28,9 +29,7 @@ from nnperf.prediction import (
     PreviousModel,
     RidgeModel,
     RooflineModel,
-    calibrate,
     fit_system_model,
-    measure_networks,
     network_predictor_names,
     predictor_class,
 )
@@ -202,7 +201,7 @@ def twice_the_sum() -> Iterator[None]:
 
 
 def test_a_registered_predictor_is_fitted_evaluated_and_reported(tmp_path, twice_the_sum) -> None:  # type: ignore[no-untyped-def]
-    from nnperf.campaign import ProfileConfig
+    from nnperf.campaign import ProfileConfig, calibrate
 
     assert predictor_class(TwiceTheSum.name) is TwiceTheSum
     backend = FakeBackend(model=CostModel(noise_sigma=0.0, network_factor=0.9))

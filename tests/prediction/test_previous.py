@@ -7,7 +7,7 @@ import pytest
 
 from harness_presets import SHORT_HARNESS
 from networks import residual_conv_net, tiny_network
-from nnperf.campaign import ProfileConfig
+from nnperf.campaign import ProfileConfig, calibrate
 from nnperf.errors import FormatVersionError
 from nnperf.measure.backends._fake import CostModel, FakeBackend
 from nnperf.prediction import (
@@ -16,7 +16,6 @@ from nnperf.prediction import (
     PreviousModel,
     SystemModel,
     UncoveredLayersError,
-    calibrate,
     fit_coefficient,
     fit_ridge,
     load_system_model,
@@ -170,7 +169,8 @@ def test_calibration_progress_is_one_scale_over_every_phase(tmp_path) -> None:  
 
 
 def test_sampled_pools_join_the_ridge_and_sampled_convolutions_do_not(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from nnperf.prediction import fit_system_model, measure_networks
+    from nnperf.campaign import measure_networks
+    from nnperf.prediction import fit_system_model
     from nnperf.prediction.kernel import ConvSample, PoolSample
 
     backend = FakeBackend(model=CostModel(noise_sigma=0.0))

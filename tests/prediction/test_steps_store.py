@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nnperf.campaign import run_sweep
+from nnperf.campaign import characterise, predict_steps, run_sweep
 from nnperf.errors import NnperfError
 from nnperf.ir import Layer
 from nnperf.measure.backends._fake import CostModel, FakeBackend
@@ -19,11 +19,9 @@ from nnperf.prediction.steps import (
     Line,
     StepModel,
     StepShape,
-    characterise,
     fit_sweep,
     global_fits,
     global_shape,
-    predict_steps,
     save_fit,
 )
 from nnperf.store import Store

@@ -19,10 +19,10 @@ import pytest
 
 from harness_presets import SHORT_HARNESS
 from networks import residual_conv_net
-from nnperf.campaign import ProfileConfig
+from nnperf.campaign import ProfileConfig, measure_networks
 from nnperf.errors import OutputFileError
 from nnperf.measure.backends._fake import CostModel, FakeBackend
-from nnperf.prediction import fit_system_model, measure_networks
+from nnperf.prediction import fit_system_model
 from nnperf.prediction.evaluation import Evaluation, LayerComparison, NetworkComparison, evaluate
 from nnperf.report.evaluation import (
     LAYER_CSV_COLUMNS,

@@ -8,11 +8,12 @@ from dataclasses import replace
 
 from nnperf.api._load import InputShape, ModelLike, load_model
 from nnperf.api._session import StoreLike, open_backend, opened_store
+from nnperf.campaign import CALIBRATION_HARNESS
+from nnperf.campaign import calibrate as calibrate_system
 from nnperf.errors import FormatVersionError, MissingStoreError, NnperfError
 from nnperf.measure import REFERENCE, ComparisonProtocol, RoundsConfig, SpeedReading, resolve_protocol
 from nnperf.measure.backends import Backend
 from nnperf.prediction import (
-    CALIBRATION_HARNESS,
     MissingCalibrationError,
     NetworkPrediction,
     SystemModel,
@@ -21,7 +22,6 @@ from nnperf.prediction import (
     load_system_model,
     missing_calibration,
 )
-from nnperf.prediction import calibrate as calibrate_system
 from nnperf.store import Store, default_store_path
 
 Progress = Callable[[str, int, int], None]
@@ -71,7 +71,7 @@ def calibrate(backend: str = "torch", device: str = "cpu", threads: int = 1,
         Per-layer time budget in seconds (default 0.5) and median CI target (default 0.02).
     sample_budget_s : float, default 0
         Seconds of sampled convolutions and pools measured alone besides the calibration networks, placed where the
-        kernel-aware models err most (nn-Meter's adaptive sampling; :func:`nnperf.prediction.kernel.sample_layers`).
+        kernel-aware models err most (nn-Meter's adaptive sampling; :func:`nnperf.campaign.sample_layers`).
     progress : callable, optional
         Called with (what, done, total) as the calibration goes.
     check : bool, default True

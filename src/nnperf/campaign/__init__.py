@@ -1,37 +1,50 @@
-"""Campaigns: measuring activities that bind a backend to the store, with one owner of the run bookkeeping.
+"""Campaigns: everything that measures into the store, through one runner, with one owner of the run bookkeeping.
 
-The layers are ir < zoo < measure < store < campaign < predict < ... :
+The layers are ir < zoo < measure < store < prediction < campaign < ... :
 ``nnperf.measure`` measures and holds the measured data (timings, specs, the
 profiling network, sweep specs and results, the surround rule) and stores
-nothing; ``nnperf.store`` keeps rows and knows no activity; this package is
-where the two meet, so everything that measures *into* the store lives here:
+nothing; ``nnperf.store`` keeps rows and knows no activity; ``nnperf.prediction``
+fits and predicts and measures nothing; this package is where they meet, so
+everything that measures *into* the store lives here:
 
 - :func:`open_campaign` / :class:`Campaign`: the one mechanism that reuses a
   finished run, resumes an interrupted one, says what is already stored and
   finishes the run 'done' or 'failed' (``_campaign.py``);
-- :func:`profile_network` with :class:`ProfileConfig`, :class:`ProfileReport`, :func:`network_hash`,
-  :func:`profiler_chunk` and :func:`profiler_chunks` (``_profile.py``);
-- :func:`run_sweep`, :func:`load_sweep`, :func:`sweep_runs` (``_sweep.py``);
-- :func:`find_surround`, :func:`surround_width`, :func:`recorded_surround`
-  (``_surround.py``);
-- :func:`profile_primitives` and :func:`load_primitive_dataset`: the primitive-time dataset of Mulder et al.,
-  one run per convolution configuration, measured by a :class:`PrimitiveRunner` here or a fleet's runner
-  (``_primitives.py``); :func:`profile_layer_layouts` and
-  :func:`load_layer_layouts`: the other layers' times in each layout (``_layer_layouts.py``);
 - measuring items (:class:`LayerItem`, :class:`WholeItem`, :class:`SentinelItem`, :class:`ProfilerItem`,
-  :class:`SweepPointItem`, and :class:`PrimitiveItem` in ``_primitives.py``): a campaign's work as pure functions
-  of (system, item), and :class:`ItemRunner`, the one measurement path, which runs them in this process
-  (:class:`LocalRunner`) or on a fleet (``nnperf.fleet``); :func:`runner_for` turns a campaign's
-  :data:`Measurer` into one (``_items.py``);
+  :class:`SweepPointItem`, :class:`RooflineItem`, :class:`ReferenceItem`, and :class:`PrimitiveItem`): a
+  campaign's work as pure functions of (system, item), and :class:`ItemRunner`, the one measurement path, which
+  runs them in this process (:class:`LocalRunner`, :class:`PrimitiveRunner`) or on a fleet (``nnperf.fleet``);
+  :func:`runner_for` turns a campaign's :data:`Measurer` into one (``_items.py``);
 - the measuring functions that both runners' items call: the drift :data:`SENTINEL` and
   :func:`measure_sentinel`, :func:`measure_isolated_layer`, :func:`measure_whole_with_sentinel`
   (``_measuring.py``);
+- :func:`profile_network` with :class:`ProfileConfig`, :class:`ProfileReport`, :func:`network_hash`,
+  :func:`profiler_chunk` and :func:`profiler_chunks` (``_profile.py``); :func:`measure_networks`, several
+  networks reusing finished campaigns (``_networks.py``);
+- :func:`calibrate`: the calibration networks, the roofline peaks (:func:`measure_roofline`, ``_roofline.py``),
+  the machine-speed reference and the sampled layers (:func:`sample_layers`, ``_sampling.py``) measured, then
+  fitted by ``nnperf.prediction`` and stored (``_calibration.py``);
+- :func:`run_sweep` and :func:`measure_rounds` (``_sweep.py``); :func:`find_surround`, :func:`surround_width`,
+  :func:`recorded_surround` (``_surround.py``); :func:`characterise` and :func:`predict_steps`, the step models'
+  measurements (``_steps.py``);
+- :func:`profile_primitives` and :func:`load_primitive_dataset`: the primitive-time dataset of Mulder et al.,
+  one run per convolution configuration (``_primitives.py``); :func:`profile_layer_layouts` and
+  :func:`load_layer_layouts`: the other layers' times in each layout (``_layer_layouts.py``);
 - :func:`time_with_reference` and :func:`store_referenced`: a whole network timed beside the machine-speed
   reference under a comparison protocol, and stored with the reference's reading (``_referenced.py``);
 - :func:`attach_trace`, which writes a power trace's energies into a stored
   run (``_trace.py``).
 """
 
+from nnperf.campaign._calibration import (
+    CALIBRATION_HARNESS,
+    FUSION_PROFILER_RUNS,
+    ReferenceItem,
+    RooflineItem,
+    calibrate,
+    calibration_networks,
+    sentinel_reference_s,
+)
 from nnperf.campaign._campaign import Campaign, Progress, no_progress, open_campaign
 from nnperf.campaign._items import (
     Item,
@@ -60,6 +73,7 @@ from nnperf.campaign._measuring import (
     measure_sentinel,
     measure_whole_with_sentinel,
 )
+from nnperf.campaign._networks import RunsProgress, measure_networks
 from nnperf.campaign._primitives import (
     DATASET_HARNESS,
     PRIMITIVE_BACKEND,
@@ -83,17 +97,27 @@ from nnperf.campaign._profile import (
     profiler_chunks,
 )
 from nnperf.campaign._referenced import ReferencedTiming, store_referenced, time_with_reference
+from nnperf.campaign._roofline import BANDWIDTH_PROBES, COMPUTE_PROBES, PROBE_HARNESS, measure_roofline
+from nnperf.campaign._sampling import SAMPLE_CAMPAIGN, SENTINEL_EVERY, SENTINEL_PREFIX, sample_layers
+from nnperf.campaign._steps import characterise, predict_steps
 from nnperf.campaign._surround import find_surround, recorded_surround, surround_width
-from nnperf.campaign._sweep import SWEEP_CAMPAIGN, load_sweep, measure_rounds, run_sweep, sweep_runs
+from nnperf.campaign._sweep import measure_rounds, run_sweep
 from nnperf.campaign._trace import attach_trace
 
 __all__ = [
+    "BANDWIDTH_PROBES",
+    "CALIBRATION_HARNESS",
+    "COMPUTE_PROBES",
     "DATASET_HARNESS",
+    "FUSION_PROFILER_RUNS",
     "LAYER_CAMPAIGN",
     "PRIMITIVE_BACKEND",
     "PRIMITIVE_CAMPAIGN",
+    "PROBE_HARNESS",
+    "SAMPLE_CAMPAIGN",
     "SENTINEL",
-    "SWEEP_CAMPAIGN",
+    "SENTINEL_EVERY",
+    "SENTINEL_PREFIX",
     "UNATTRIBUTED_PREFIX",
     "Campaign",
     "Item",
@@ -112,23 +136,31 @@ __all__ = [
     "ProfileReport",
     "ProfilerItem",
     "Progress",
+    "ReferenceItem",
     "ReferencedTiming",
+    "RooflineItem",
+    "RunsProgress",
     "SentinelItem",
     "SweepPointItem",
     "WholeItem",
     "attach_trace",
+    "calibrate",
+    "calibration_networks",
+    "characterise",
     "find_surround",
     "layout_layers",
     "load_layer_layouts",
     "load_primitive_dataset",
-    "load_sweep",
     "measure_isolated_layer",
+    "measure_networks",
+    "measure_roofline",
     "measure_rounds",
     "measure_sentinel",
     "measure_whole_with_sentinel",
     "network_hash",
     "no_progress",
     "open_campaign",
+    "predict_steps",
     "primitive_system",
     "primitive_systems",
     "profile_layer_layouts",
@@ -139,8 +171,9 @@ __all__ = [
     "recorded_surround",
     "run_sweep",
     "runner_for",
+    "sample_layers",
+    "sentinel_reference_s",
     "store_referenced",
     "surround_width",
-    "sweep_runs",
     "time_with_reference",
 ]

@@ -66,18 +66,21 @@ class LayerItem:
 @dataclass(frozen=True)
 class WholeItem:
     """The whole network between two drift-sentinel readings (and its energy, with a meter); gives a
-    :class:`NetworkMeasurement` whose extras hold the sentinel times and the drift."""
+    :class:`NetworkMeasurement` whose extras hold the sentinel times and the drift. Without ``sentinel_before``
+    only the reading after it is taken (the campaign read the sentinel at its start)."""
 
     network: Network
     harness: HarnessConfig
     energy_samples: int = ENERGY_SAMPLES
+    sentinel_before: bool = True
 
     @property
     def label(self) -> str:
         return "whole network"
 
     def measure(self, backend: Backend, meter: PowerMeter | None = None) -> NetworkMeasurement:
-        return measure_whole_with_sentinel(backend, self.network, self.harness, meter, self.energy_samples)
+        return measure_whole_with_sentinel(backend, self.network, self.harness, meter, self.energy_samples,
+                                           self.sentinel_before)
 
 
 @dataclass(frozen=True)

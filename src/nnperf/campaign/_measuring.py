@@ -65,17 +65,20 @@ def measure_isolated_layer(backend: Backend, layer: Layer, harness: HarnessConfi
 
 
 def measure_whole_with_sentinel(backend: Backend, network: Network, harness: HarnessConfig,
-                                meter: PowerMeter | None = None,
-                                energy_samples: int = ENERGY_SAMPLES) -> NetworkMeasurement:
+                                meter: PowerMeter | None = None, energy_samples: int = ENERGY_SAMPLES,
+                                sentinel_before: bool = True) -> NetworkMeasurement:
     """The whole network timed between two sentinel readings (and its energy, with a meter), the sentinel times
-    and their drift in the extras."""
-    start = measure_sentinel(backend, harness)
+    and their drift in the extras; without ``sentinel_before`` only the reading after it (``sentinel_end_s``:
+    the campaign read the start itself)."""
+    start = measure_sentinel(backend, harness) if sentinel_before else None
     timer = backend.network_timer(network)
     whole = measure(timer, harness)
     end = measure_sentinel(backend, harness, warm=True)
     energy_j, meter_name = measure_block_energy(timer, whole, meter, energy_samples)
-    return NetworkMeasurement(whole, energy_j, meter_name, {"sentinel_start_s": start, "sentinel_end_s": end,
-                                                            "drift": relative_change(start, end)})
+    extra = {"sentinel_end_s": end}
+    if start is not None:
+        extra.update(sentinel_start_s=start, drift=relative_change(start, end))
+    return NetworkMeasurement(whole, energy_j, meter_name, extra)
 
 
 def measure_block_energy(timer: Timer, timing: Timing, meter: PowerMeter | None,

@@ -5,8 +5,9 @@ process or on a fleet, and each measurement is committed as soon as it comes
 back (the profiler's passes chunk by chunk); an interrupted campaign (same
 system, model and settings) resumes and skips what is stored, and with
 ``reuse`` a finished one is read back instead of measured again. A sentinel
-layer timed before and after the whole network detects a machine whose speed
-drifted while it was measured.
+layer timed at the start and after the whole network (on a fleet: before and
+after the whole network, on the node that measures it) detects a machine whose
+speed drifted while it was measured.
 """
 
 from __future__ import annotations
@@ -18,7 +19,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 
 from nnperf.campaign._campaign import Campaign, Progress, no_progress, open_campaign
-from nnperf.campaign._items import Item, ItemRunner, LayerItem, Measurer, ProfilerItem, WholeItem, runner_for
+from nnperf.campaign._items import (
+    Item,
+    ItemRunner,
+    LayerItem,
+    Measurer,
+    ProfilerItem,
+    SentinelItem,
+    WholeItem,
+    runner_for,
+)
 from nnperf.campaign._measuring import ENERGY_SAMPLES
 from nnperf.errors import NnperfError
 from nnperf.ir import Network, network_to_dict
@@ -28,6 +38,7 @@ from nnperf.measure import (
     NetworkMeasurement,
     fixed_timing,
     fused_sum_s,
+    relative_change,
 )
 from nnperf.measure.power import PowerMeter
 from nnperf.store import Store
@@ -170,14 +181,22 @@ def _measure(network: Network, runner: ItemRunner, campaign: Campaign, config: P
         items += [ProfilerItem(network, n) for n in profiler_chunks(runs, passes)]
     stored = campaign.store.network_measurements(run_id=campaign.run.id)
     whole = stored[-1].measurement() if stored else None
+    # on one machine the sentinel is read at the campaign's start, so its drift covers every item; a fleet's
+    # nodes read it around the whole network only (one node's sentinel says nothing of another's)
+    over_campaign = runner.one_machine and whole is None
+    if over_campaign:
+        items.insert(0, SentinelItem(config.harness))
     if whole is None:
-        items.append(WholeItem(network, config.harness, config.energy_samples))
+        items.append(WholeItem(network, config.harness, config.energy_samples, sentinel_before=not over_campaign))
+    start_s: float | None = None
     node_s: dict[str, float] = {}
     profiled = 0
     arrived = len(campaign.done)
     for index, result in runner.run(items):
         item = items[index]
-        if isinstance(item, LayerItem):
+        if isinstance(item, SentinelItem):
+            start_s = result
+        elif isinstance(item, LayerItem):
             campaign.add_layer(result)
             arrived += 1
             report(item.label, min(arrived, total), total)
@@ -194,7 +213,7 @@ def _measure(network: Network, runner: ItemRunner, campaign: Campaign, config: P
                 passes += item.runs
             report("profiler runs", min(passes, runs), runs)
         else:
-            whole = result
+            whole = _with_start(result, start_s)
             if method != "profiler":
                 campaign.add_network(result)
             report("whole network", 1, 1)
@@ -236,6 +255,15 @@ PROFILER_MIN_CHUNK = 5
 def profiler_chunk(runs: int) -> int:
     """Profiler passes per chunk for ``runs`` passes in all: ceil(runs / PROFILER_CHUNKS), at least PROFILER_MIN_CHUNK."""
     return max(PROFILER_MIN_CHUNK, -(-runs // PROFILER_CHUNKS))
+
+
+def _with_start(whole: NetworkMeasurement, start_s: float | None) -> NetworkMeasurement:
+    """``whole`` with the sentinel reading of the campaign's start and the drift from it to the reading after
+    the whole network (as measured when the campaign read no start)."""
+    if start_s is None:
+        return whole
+    end_s = whole.extra["sentinel_end_s"]
+    return replace(whole, extra={**whole.extra, "sentinel_start_s": start_s, "drift": relative_change(start_s, end_s)})
 
 
 def profiler_chunks(runs: int, stored: int) -> list[int]:

@@ -49,9 +49,9 @@ def run(args: argparse.Namespace) -> int:
 
     from nnperf import __version__, zoo
     from nnperf.api import load_model
-    from nnperf.campaign import ProfileConfig
+    from nnperf.campaign import CALIBRATION_HARNESS, ProfileConfig, measure_networks
     from nnperf.errors import NnperfError
-    from nnperf.prediction import CALIBRATION_HARNESS, load_system_model, measure_networks
+    from nnperf.prediction import load_system_model
     from nnperf.prediction.evaluation import evaluate
     from nnperf.report import console
     from nnperf.report.evaluation import (

@@ -180,10 +180,9 @@ def calibrate_on_fleet(args: argparse.Namespace) -> int:
     """``nnperf calibrate --fleet``: every system the fleet has for these settings, calibrated in turn."""
     from dataclasses import replace
 
-    from nnperf.campaign import ProfileConfig
+    from nnperf.campaign import CALIBRATION_HARNESS, ProfileConfig, calibrate
     from nnperf.cli._store_arg import open_store
     from nnperf.errors import NnperfError
-    from nnperf.prediction import CALIBRATION_HARNESS, calibrate
     from nnperf.report import console
     from nnperf.report.predictions import calibration_document, calibration_summary, calibration_table
 

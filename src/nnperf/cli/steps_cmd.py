@@ -65,9 +65,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def run_fit(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from nnperf.campaign import load_sweep, sweep_runs
     from nnperf.errors import NnperfError
-    from nnperf.prediction.steps import fit_sweep, save_fit
+    from nnperf.prediction.steps import fit_sweep, load_sweep, save_fit, sweep_runs
     from nnperf.report import console
     from nnperf.report.steps import fit_lines_text, fit_table, plot_sweep
 
@@ -111,7 +110,7 @@ def run_fit(args: argparse.Namespace) -> int:
 
 
 def run_predict(args: argparse.Namespace) -> int:
-    from nnperf.prediction.steps import predict_steps
+    from nnperf.campaign import predict_steps
     from nnperf.report import console
     from nnperf.report.steps import plot_prediction, prediction_report
 

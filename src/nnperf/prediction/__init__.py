@@ -1,5 +1,6 @@
 """Prediction: one predictor interface, PreVIous per-layer regression models fitted from a one-time calibration,
-nnperf's composition and the baselines.
+nnperf's composition and the baselines. This package fits and predicts; it measures nothing (the calibration
+that measures and then fits here is ``nnperf.campaign.calibrate``).
 
 Every model that predicts is a :class:`Predictor` (scikit-learn conventions:
 ``fit`` returns ``self``, ``predict``, ``get_params``, versioned JSON with
@@ -22,19 +23,17 @@ from nnperf.prediction._base import (
     register_predictor,
 )
 from nnperf.prediction._calibrate import (
-    CALIBRATION_HARNESS,
+    RIDGE_SAMPLED_TYPES,
     MissingCalibrationError,
-    calibrate,
-    calibration_networks,
     fit_system_model,
     load_stored_model,
     load_system_model,
     missing_calibration,
-    sentinel_reference_s,
 )
 from nnperf.prediction._composition import Composition, FusionRules, fit_composition, learn_fusion
 from nnperf.prediction._features import FEATURES, features, model_key
 from nnperf.prediction._model import (
+    MODEL_KIND,
     LayerPrediction,
     NetworkPrediction,
     SystemModel,
@@ -42,9 +41,9 @@ from nnperf.prediction._model import (
 )
 from nnperf.prediction._previous import PreviousModel, fit_coefficient
 from nnperf.prediction._ridge import RidgeModel, fit_ridge
-from nnperf.prediction._runs import MeasuredNetwork, measure_networks
+from nnperf.prediction._runs import MeasuredNetwork
 from nnperf.prediction._verification import Verification
-from nnperf.prediction.baselines import MacsModel, RooflineModel, fit_macs_model, measure_roofline
+from nnperf.prediction.baselines import MacsModel, RooflineModel, fit_macs_model, layer_bytes
 from nnperf.prediction.primitives import (
     DatasetTooSmallError,
     NoTransformModelError,
@@ -53,9 +52,10 @@ from nnperf.prediction.primitives import (
 )
 
 __all__ = [
-    "CALIBRATION_HARNESS",
     "FEATURES",
+    "MODEL_KIND",
     "PREDICTORS",
+    "RIDGE_SAMPLED_TYPES",
     "CalibrationSet",
     "Composition",
     "DatasetTooSmallError",
@@ -78,8 +78,6 @@ __all__ = [
     "UncoveredLayersError",
     "UnknownColumnError",
     "Verification",
-    "calibrate",
-    "calibration_networks",
     "features",
     "fit_coefficient",
     "fit_composition",
@@ -87,16 +85,14 @@ __all__ = [
     "fit_network_predictors",
     "fit_ridge",
     "fit_system_model",
+    "layer_bytes",
     "learn_fusion",
     "load_stored_model",
     "load_system_model",
-    "measure_networks",
-    "measure_roofline",
     "missing_calibration",
     "model_key",
     "network_predictor_names",
     "predictor_class",
     "register_predictor",
-    "sentinel_reference_s",
     "steps",
 ]

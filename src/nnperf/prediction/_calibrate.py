@@ -1,57 +1,37 @@
-"""Calibration (PreVIous IV-C and IV-D): profile the calibration networks once, fit the models, store them.
+"""Fitting a calibration (PreVIous IV-C and IV-D): the system's models from the calibration networks' stored
+measurements, and reading a stored calibration back.
 
-Every measurement goes to the store as it is taken; networks whose campaign
-already finished on this system are reused, and an interrupted campaign
-resumes, so an interrupted calibration picks up where it stopped.
+Measuring the calibration (the networks, the roofline peaks, the reference
+workload, the sampled layers) is a campaign: ``nnperf.campaign.calibrate``
+measures and then fits here.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import Any
+from collections.abc import Collection, Sequence
 
 import numpy as np
 
-from nnperf.campaign import Measurer, ProfileConfig, runner_for
 from nnperf.errors import NnperfError
-from nnperf.ir import Layer, Network
-from nnperf.measure import REFERENCE, HarnessConfig, read_reference
-from nnperf.measure.backends import Backend
-from nnperf.measure.power import PowerMeter
+from nnperf.ir import Layer
 from nnperf.prediction._base import CalibrationSet, fit_network_predictors
 from nnperf.prediction._features import features, model_key
 from nnperf.prediction._model import MODEL_KIND, SystemModel
 from nnperf.prediction._previous import fit_coefficient
 from nnperf.prediction._ridge import RidgeModel, fit_ridge
-from nnperf.prediction._runs import MeasuredNetwork, RunsProgress, measure_networks
-from nnperf.prediction.baselines import RooflineModel, measure_roofline
-from nnperf.prediction.kernel import LAYER_SAMPLES, sample_layers
+from nnperf.prediction._runs import MeasuredNetwork
+from nnperf.prediction.baselines import RooflineModel
+from nnperf.prediction.kernel import LAYER_SAMPLES
 from nnperf.store import Store
-
-FUSION_PROFILER_RUNS = 10
-"""Profiled whole-network runs per calibration network: enough to see which layers the backend fuses."""
 
 RIDGE_SAMPLED_TYPES = frozenset({"max_pool", "avg_pool"})
 """Layer types whose sampled layers also join PreVIous' latency Ridge of their type. Sampled convolutions stay out:
 one linear model over dense, pointwise, depthwise and grouped kernels cannot take them in (on torch at 1 thread
 they took the composition's held-out MAPE from 12.7% to 36.2%); they feed the kernel-aware models only."""
 
-CALIBRATION_HARNESS = HarnessConfig(warmup_s=0.02, target_ci=0.02, budget_s=0.5)
-"""Per-layer effort during calibration: 2% CI of the median or half a second per layer."""
-
 
 class MissingCalibrationError(NnperfError):
     """No fitted model for the system asked about."""
-
-
-def calibration_networks() -> list[Network]:
-    """The IR of every calibration network in the zoo (PreVIousNet-01 configurations, -02, nnperf's -03)."""
-    from nnperf import zoo
-    from nnperf.zoo import zoo_network
-
-    return [zoo_network(name) for name in zoo.calibration_names()]
 
 
 def fit_system_model(runs: Sequence[MeasuredNetwork], system_key: str, system_label: str,
@@ -116,102 +96,6 @@ def fit_system_model(runs: Sequence[MeasuredNetwork], system_key: str, system_la
         "not_fitted": skipped,
     }
     return SystemModel(system_key, system_label, latency_models, predictors, energy_models, energy_c, calibration)
-
-
-@dataclass(frozen=True)
-class RooflineItem:
-    """The roofline peaks measured on a system, as an item (:class:`nnperf.campaign.Item`) for a fleet."""
-
-    label: str = "roofline peaks"
-
-    def measure(self, backend: Backend, meter: PowerMeter | None = None) -> RooflineModel:
-        return measure_roofline(backend)
-
-
-@dataclass(frozen=True)
-class ReferenceItem:
-    """One reading of the machine-speed reference (:data:`nnperf.measure.REFERENCE`), as an item for a fleet."""
-
-    label: str = "reference workload"
-
-    def measure(self, backend: Backend, meter: PowerMeter | None = None) -> float:
-        return read_reference(backend)
-
-
-def calibrate(measurer: Measurer, store: Store, networks: Sequence[Network] | None = None,
-              config: ProfileConfig | None = None, meter: PowerMeter | None = None,
-              progress: RunsProgress | None = None, sample_budget_s: float = 0.0,
-              machine_check: Mapping[str, Any] | None = None) -> SystemModel:
-    """Profiles the calibration networks (resuming), fits the system's model and stores it.
-
-    ``machine_check`` is the document of the machine check taken before (``nnperf check``'s), stored with the
-    calibration so that a later doubt about its figures can look at the state of the machine then.
-
-    With ``sample_budget_s``, sampled convolutions and pools are also measured alone for about that long, placed
-    where the kernel models err most (:func:`nnperf.prediction.kernel.sample_layers`; stored and resumed too).
-
-    ``measurer`` is a backend or a runner (a fleet of one system): everything is
-    measured as items through one runner, into the same runs either way.
-    """
-    started = time.perf_counter()
-    runner = runner_for(measurer)
-    networks = list(networks) if networks is not None else calibration_networks()
-    config = config or ProfileConfig(per_layer="isolated", harness=CALIBRATION_HARNESS)
-    # one progress scale over all three phases, so a bar's ETA covers the whole calibration: the isolated
-    # phase counts each layer and whole network, the (much shorter) profiler phase one unit per network,
-    # the roofline peaks one unit
-    isolated_units = sum(len(n.layers) + 1 for n in networks)
-    total = isolated_units + len(networks) + 1
-    # the machine's speed, read before and after: a later run scales what it measures to this speed by
-    # timing the same reference beside it
-    reference_readings_s = [runner.run_one(ReferenceItem())]
-    runs = measure_networks(runner, store, networks, config, meter,
-                            _phase(progress, "isolated: ", 0, 1.0, total))
-    profiled = measure_networks(runner, store, networks, replace(config, per_layer="profiler",
-                                                                  profiler_runs=FUSION_PROFILER_RUNS),
-                                progress=_phase(progress, "profiler: ", isolated_units,
-                                                len(networks) / isolated_units, total))
-    if progress is not None:
-        progress("roofline peaks", total - 1, total)
-    roofline = runner.run_one(RooflineItem())
-    reference_readings_s.append(runner.run_one(ReferenceItem()))
-    if progress is not None:
-        progress("roofline peaks", total, total)
-    samples: list[tuple[Layer, float]] = []
-    if sample_budget_s > 0:
-        samples = sample_layers(runner, store, sample_budget_s, config.harness,
-                                progress=None if progress is None else
-                                lambda what, done, part: progress(f"sampling: {what}", total, total),
-                                reference_s=sentinel_reference_s(r.whole.extra for r in runs))
-    system = runner.system()
-    model = fit_system_model(runs, system.key, system.label, profiled=profiled, roofline=roofline,
-                             layer_samples=samples)
-    calibration = dict(model.calibration)
-    calibration.update({"wall_s": time.perf_counter() - started, "reused_networks": sum(r.reused for r in runs),
-                        "harness": {"target_ci": config.harness.target_ci, "budget_s": config.harness.budget_s},
-                        "sample_budget_s": sample_budget_s,
-                        **({"machine_check": dict(machine_check)} if machine_check is not None else {}),
-                        "reference": {"workload": REFERENCE, "readings_s": reference_readings_s,
-                                      "median_s": float(np.median(reference_readings_s))}})
-    model = replace(model, calibration=calibration)
-    store.save_model(store.add_system(system).id, MODEL_KIND, model.to_dict())
-    return model
-
-
-def sentinel_reference_s(extras: Iterable[Mapping[str, float]]) -> float | None:
-    """The drift sentinel's median time over the readings in the extras of the calibration networks' whole
-    measurements (None when none holds one): the speed the sampled layers are scaled to."""
-    readings = [extra[k] for extra in extras for k in ("sentinel_start_s", "sentinel_end_s") if extra.get(k, 0) > 0]
-    return float(np.median(readings)) if readings else None
-
-
-def _phase(progress: RunsProgress | None, prefix: str, offset: int, scale: float,
-           total: int) -> RunsProgress | None:
-    """A phase's progress (its own ``done`` of ``measure_networks``' units) on the calibration's scale:
-    ``offset + done * scale`` of ``total``, rounded."""
-    if progress is None:
-        return None
-    return lambda what, done, _total: progress(prefix + what, offset + round(done * scale), total)
 
 
 def load_system_model(store: Store, system_key: str, label: str, backend: str = "torch") -> SystemModel:

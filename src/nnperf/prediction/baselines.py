@@ -5,7 +5,7 @@
   times. Layers without MACs (pooling, activations, concat) cost nothing.
 - **Roofline**: each layer takes at least max(#OPs / peak compute,
   bytes moved / memory bandwidth), with both peaks measured on this system by
-  probe layers run on the backend itself; the network bound is the sum over
+  probe layers run on the backend itself (``nnperf.campaign.measure_roofline``); the network bound is the sum over
   its layers. It is a lower bound by construction, not a fit.
 """
 
@@ -15,10 +15,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from nnperf.errors import NnperfError
-from nnperf.ir import ConvAttrs, Layer, Network, OpType
+from nnperf.ir import Layer, Network
 from nnperf.ir.metrics import LayerMetrics, layer_metrics, network_metrics
-from nnperf.measure import HarnessConfig, measure
-from nnperf.measure.backends import Backend
 from nnperf.prediction._base import CalibrationSet, NetworkInput, NetworkPredictor, register_predictor
 from nnperf.registry import Availability
 
@@ -27,32 +25,6 @@ if TYPE_CHECKING:
 
 BYTES_PER_ELEMENT = 4
 """float32: every backend here runs the networks in single precision."""
-
-PROBE_HARNESS = HarnessConfig(warmup_s=0.1, target_ci=0.02, budget_s=2.0)
-
-
-def _conv(name: str, channels: int, size: int, kernel: int, out_channels: int) -> Layer:
-    pad = kernel // 2
-    return Layer(name, OpType.CONV, ("x",), ((1, channels, size, size),), (1, out_channels, size, size),
-                 ConvAttrs(kernel=(kernel, kernel), padding=(pad, pad, pad, pad)))
-
-
-def _add(name: str, shape: tuple[int, ...]) -> Layer:
-    return Layer(name, OpType.ADD, ("a", "b"), (shape, shape), shape)
-
-
-COMPUTE_PROBES = (
-    _conv("peak_conv3x3_256x28x28", 256, 28, 3, 256),
-    _conv("peak_conv1x1_512x28x28", 512, 28, 1, 512),
-)
-"""Large dense convolutions: the best #OPs per second of these is the compute roof."""
-
-BANDWIDTH_PROBES = (
-    _add("peak_add_64x512x512", (1, 64, 512, 512)),
-    _add("peak_add_16x512x512", (1, 16, 512, 512)),
-)
-"""Element-wise adds far larger than the last-level cache: the best bytes per second is the memory roof."""
-
 
 def layer_bytes(layer: Layer) -> int:
     """Bytes a layer must move at least once: inputs, weights and outputs (#memOPs x 4 bytes)."""
@@ -111,8 +83,8 @@ def fit_macs_model(networks: Sequence[Network], measured_s: Sequence[float]) -> 
 class RooflineModel(NetworkPredictor):
     """Per-layer bound max(ops / ops_per_s_, bytes / bytes_per_s_), from peaks measured on the system.
 
-    ``fit`` takes the peaks the calibration measured (see
-    :func:`measure_roofline`); nothing else is fitted: it is a bound.
+    ``fit`` takes the peaks the calibration measured (``nnperf.campaign.measure_roofline``); nothing else is
+    fitted: it is a bound.
     """
 
     name = "roofline"
@@ -166,12 +138,3 @@ class RooflineModel(NetworkPredictor):
         if not (ops_per_s > 0 and bytes_per_s > 0):
             raise NnperfError(f"roofline peaks must be positive, got {ops_per_s} op/s and {bytes_per_s} B/s")
         self.ops_per_s_, self.bytes_per_s_ = ops_per_s, bytes_per_s
-
-
-def measure_roofline(backend: Backend, config: HarnessConfig = PROBE_HARNESS) -> RooflineModel:
-    """Measures this system's peak #OPs per second and bytes per second with the probe layers."""
-    ops_per_s = max(layer_metrics(p).ops / measure(backend.layer_timer(p), config).stats.median_s
-                    for p in COMPUTE_PROBES)
-    bytes_per_s = max(layer_bytes(p) / measure(backend.layer_timer(p), config).stats.median_s
-                      for p in BANDWIDTH_PROBES)
-    return RooflineModel.from_peaks(ops_per_s, bytes_per_s)

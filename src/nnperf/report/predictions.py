@@ -64,7 +64,7 @@ def calibration_summary(model: SystemModel, store_path: str) -> list[str]:
 
 def calibration_header(backend: str, device: str, threads: int, store_path: str) -> str:
     """The line ``nnperf calibrate`` starts with: what it will measure, where it goes, that it resumes."""
-    from nnperf.prediction import calibration_networks
+    from nnperf.campaign import calibration_networks
 
     networks = calibration_networks()
     layers = sum(len(n.layers) for n in networks)

@@ -10,14 +10,14 @@ import pytest
 
 from harness_presets import SHORT_HARNESS
 from networks import residual_conv_net
-from nnperf.campaign import ProfileConfig
+from nnperf.campaign import ProfileConfig, measure_networks
 from nnperf.errors import NnperfError
 from nnperf.ir import ConvAttrs, Layer, Network, OpType, TensorSpec
 from nnperf.ir.metrics import layer_metrics
 from nnperf.measure import fixed_timing
 from nnperf.measure.backends import ProfileResult
 from nnperf.measure.backends._fake import CostModel, FakeBackend
-from nnperf.prediction import CalibrationSet, NetworkInput, measure_networks
+from nnperf.prediction import CalibrationSet, NetworkInput
 from nnperf.prediction.kernel import (
     CONV_FEATURES,
     LAYER_SAMPLES,

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from harness_presets import SHORT_HARNESS
+from nnperf.campaign import sample_layers
 from nnperf.errors import NnperfError
 from nnperf.ir.metrics import layer_metrics
 from nnperf.measure.backends._fake import CostModel, FakeBackend
@@ -16,10 +17,10 @@ from nnperf.prediction.kernel import (
     PoolSample,
     draw,
     neighbours,
+    next_round,
     sample_from_name,
-    sample_layers,
 )
-from nnperf.prediction.kernel._sampling import MAX_MACS, MAX_POOL_INPUT, _next_round, _weakest_kind
+from nnperf.prediction.kernel._sampling import MAX_MACS, MAX_POOL_INPUT, _weakest_kind
 from nnperf.store import Store
 
 
@@ -101,7 +102,7 @@ def test_the_next_round_goes_where_a_planted_error_is() -> None:
         by_kind.setdefault(sample.kind, []).append(sample)
     weakest, worst = _weakest_kind(by_kind, measured)
     assert weakest == "conv:grouped" and len(worst) == 3 and all(s.kind == weakest for s in worst)
-    placed = _next_round(measured, rng)
+    placed = next_round(measured, rng)
     assert sum(s.kind == "conv:grouped" for s in placed) >= len(placed) // 2
     assert all(s not in measured for s in placed)
 
@@ -121,7 +122,7 @@ def test_sampling_is_stored_as_taken_and_a_finished_one_is_read_back(tmp_path) -
 
 def test_samples_are_scaled_to_the_calibrations_speed_by_the_sentinel(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from nnperf.campaign import measure_sentinel
-    from nnperf.prediction.kernel._sampling import SENTINEL_EVERY, SENTINEL_PREFIX, _at_reference_speed
+    from nnperf.campaign._sampling import SENTINEL_EVERY, SENTINEL_PREFIX, _at_reference_speed
 
     backend = FakeBackend(model=CostModel(noise_sigma=0.0))
     with Store(tmp_path / "m.db") as store:

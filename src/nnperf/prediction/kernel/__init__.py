@@ -1,4 +1,4 @@
-"""nnperf's kernel-aware prediction (issue 21): a regressor per kernel kind, chosen by cross-validation, on
+"""nnperf's kernel-aware prediction: a regressor per kernel kind, chosen by cross-validation, on
 in-network layer times, composed the way the backend runs them.
 
 - :class:`KernelModel`, the network predictor ``kernel`` fitted at calibration next to PreVIous' (``_model.py``);
@@ -6,8 +6,9 @@ in-network layer times, composed the way the backend runs them.
   apart (``_kinds.py``);
 - :func:`choose`, :func:`fit_regressor` and :class:`StoredRegressor`: the candidate regressors, stored as
   numbers, never pickles (``_regressors.py``);
-- :func:`sample_layers` with :class:`ConvSample` and :class:`PoolSample`: calibration by adaptive sampling of
-  convolution and pooling configurations within a time budget (``_sampling.py``).
+- :class:`ConvSample` and :class:`PoolSample`, :func:`draw` and :func:`next_round`: where calibration by adaptive
+  sampling places convolution and pooling configurations (``_sampling.py``; ``nnperf.campaign.sample_layers``
+  measures them).
 """
 
 from nnperf.prediction.kernel._kinds import CONV_FEATURES, CONV_KINDS, LAYER_FEATURES, kernel_features, kernel_kind
@@ -16,29 +17,31 @@ from nnperf.prediction.kernel._regressors import REGRESSORS, choose
 from nnperf.prediction.kernel._regressors import Stored as StoredRegressor
 from nnperf.prediction.kernel._regressors import fit as fit_regressor
 from nnperf.prediction.kernel._sampling import (
+    FIRST_ROUND,
     PRIOR,
-    SAMPLE_CAMPAIGN,
     SAMPLED_KINDS,
     ConvSample,
     PoolSample,
+    Sample,
     draw,
     neighbours,
+    next_round,
     sample_from_name,
-    sample_layers,
 )
 
 __all__ = [
     "CONV_FEATURES",
     "CONV_KINDS",
+    "FIRST_ROUND",
     "LAYER_FEATURES",
     "LAYER_SAMPLES",
     "PRIOR",
     "REGRESSORS",
     "SAMPLED_KINDS",
-    "SAMPLE_CAMPAIGN",
     "ConvSample",
     "KernelModel",
     "PoolSample",
+    "Sample",
     "StoredRegressor",
     "choose",
     "draw",
@@ -46,6 +49,6 @@ __all__ = [
     "kernel_features",
     "kernel_kind",
     "neighbours",
+    "next_round",
     "sample_from_name",
-    "sample_layers",
 ]

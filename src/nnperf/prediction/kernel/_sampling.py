@@ -15,45 +15,24 @@ ceil mode), then adds samples where the models err most:
    worst when they are left out of its fit, plus a few fresh draws from the prior;
 3. it stops when the budget is spent.
 
-Each sample is a layer run alone, stored as it is taken in one run of the store (campaign ``kernel-samples``),
-named by its configuration (:meth:`ConvSample.name`, :meth:`PoolSample.name`), so an interrupted sampling resumes
-and a finished one is read back.
-
-**Drift.** This machine's speed can move by tens of percent within minutes, and samples taken in a slow phase
-teach the models slow convolutions. So the drift sentinel of the profiled networks (``nnperf.campaign.SENTINEL``)
-is also read before the first sample, every :data:`SENTINEL_EVERY` samples and after the last, and stored in
-the same run (``sentinel@N``: read before sample N). Given the sentinel's time during the calibration's own
-networks (``reference_s``), each sample's time is scaled by ``reference_s`` over the sentinel's time when it was
-taken (interpolated between the readings around it), so every sample speaks of the machine the calibration
-networks were measured on.
-
-**One path.** Each round's samples (and the sentinel readings between them) are items
-(:class:`~nnperf.campaign.LayerItem`, :class:`~nnperf.campaign.SentinelItem`) run by one runner and stored as
-they come back. In this process the budget is checked before each sample; a fleet measures a round at once on
-its nodes of the system, so the budget is checked between rounds there. The sentinel is not read on a fleet:
-its time on one node says nothing of another's, so samples measured on a fleet are used as measured.
+Measuring the samples is the campaign ``nnperf.campaign.sample_layers``: it asks :func:`next_round` where the
+next samples go, and stores each sample under :meth:`ConvSample.name` / :meth:`PoolSample.name`
+(:func:`sample_from_name` reads it back).
 """
 
 from __future__ import annotations
 
-import contextlib
-import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from nnperf.campaign import LayerItem, Measurer, SentinelItem, open_campaign, runner_for
 from nnperf.errors import NnperfError
 from nnperf.ir import ConvAttrs, Layer, OpType, PoolAttrs
 from nnperf.ir.metrics import layer_metrics
-from nnperf.measure import HarnessConfig, LayerMeasurement, Method, fixed_timing
 from nnperf.prediction.kernel._kinds import CONV_KINDS, kernel_features, kernel_kind
 from nnperf.prediction.kernel._regressors import MIN_SAMPLES_TO_CHOOSE, choose, fit
-from nnperf.store import Store
-
-SAMPLE_CAMPAIGN = "kernel-samples"
 
 POOL_KINDS = ("max_pool", "avg_pool")
 """The pooling kinds sampled (the kernel kinds of :func:`kernel_kind`, PreVIous' layer types)."""
@@ -83,12 +62,6 @@ FIRST_ROUND = 6
 
 ROUND = 8
 """Samples per later round: neighbours of the worst-predicted samples of the weakest kind, and fresh draws."""
-
-SENTINEL_EVERY = 16
-"""Samples between two readings of the drift sentinel (each reading takes about as long as 3-4 samples)."""
-
-SENTINEL_PREFIX = "sentinel@"
-"""The stored name of a sentinel reading, followed by the number of samples taken before it."""
 
 
 @dataclass(frozen=True)
@@ -271,101 +244,7 @@ def _channels(value: float) -> int:
     return int(min(PRIOR["channels"], key=lambda c: abs(c - value)))
 
 
-Progress = Callable[[str, int, int], None]
-
-
-def sample_layers(measurer: Measurer, store: Store, budget_s: float, harness: HarnessConfig, seed: int = 0,
-                  progress: Progress | None = None, reference_s: float | None = None) -> list[tuple[Layer, float]]:
-    """Measures sampled layers alone for about ``budget_s`` seconds (see the module docstring) and returns
-    every sample of the run with its median time (seconds), those measured before included; with ``reference_s``
-    (the drift sentinel's time during the calibration networks) each time is scaled to that speed. ``measurer``
-    is a backend or a runner; on a fleet's runner each round is measured at once on its nodes, without the
-    sentinel."""
-    if budget_s < 0:
-        raise NnperfError(f"the sampling budget must be >= 0 s, got {budget_s}")
-    if reference_s is not None and not reference_s > 0:
-        raise NnperfError(f"the sentinel's reference time must be positive, got {reference_s}")
-    runner = runner_for(measurer)
-    rng = np.random.default_rng(seed)
-    config = {"budget_s": budget_s, "seed": seed, "harness": {"target_ci": harness.target_ci,
-                                                              "budget_s": harness.budget_s}}
-    key = f"{SAMPLE_CAMPAIGN}|budget={budget_s:g}|seed={seed}|kinds={','.join(SAMPLED_KINDS)}"
-    with open_campaign(store, runner.system(), key, SAMPLE_CAMPAIGN, "", Method.ISOLATED.value, config,
-                       reuse=True) as campaign:
-        readings = {int(name.removeprefix(SENTINEL_PREFIX)): timing.stats.median_s
-                    for name, timing in campaign.done.items() if name.startswith(SENTINEL_PREFIX)}
-        measured = {sample_from_name(name): timing.stats.median_s for name, timing in campaign.done.items()
-                    if not name.startswith(SENTINEL_PREFIX)}
-        if campaign.reused:
-            return _at_reference_speed(measured, readings, reference_s)
-        start_s = time.perf_counter()
-
-        def spent() -> float:
-            return time.perf_counter() - start_s
-
-        def store_sentinel(seconds: float) -> None:
-            campaign.add_layer(LayerMeasurement(f"{SENTINEL_PREFIX}{len(measured)}", "sentinel", Method.ISOLATED,
-                                                fixed_timing([seconds])))
-            readings[len(measured)] = seconds
-
-        # kinds interleaved, so a budget too short for the whole first round still reaches every kind
-        queue = [draw(kind, rng) for _ in range(FIRST_ROUND) for kind in SAMPLED_KINDS]
-        while spent() < budget_s:
-            batch = list(dict.fromkeys(s for s in queue or _next_round(measured, rng) if s not in measured))
-            queue = []
-            items = _round_items(batch, len(measured), readings, harness, sentinel=runner.one_machine)
-            with contextlib.closing(runner.run(items)) as results:
-                for _ in items:
-                    if runner.lazy and spent() >= budget_s:  # a fleet finishes the round it started
-                        break
-                    index, result = next(results)
-                    item = items[index]
-                    if not isinstance(item, _SampleItem):  # a sentinel reading
-                        store_sentinel(result)
-                        continue
-                    campaign.add_layer(result)
-                    sample = item.sample
-                    measured[sample] = result.timing.stats.median_s
-                    if progress is not None:
-                        progress(f"sampled {sample.name}", min(int(spent()), int(budget_s)), int(budget_s))
-        if measured and runner.one_machine and len(measured) not in readings:
-            store_sentinel(runner.run_one(SentinelItem(harness, warm=True)))  # after the last sample
-    return _at_reference_speed(measured, readings, reference_s if runner.one_machine else None)
-
-
-@dataclass(frozen=True, kw_only=True)
-class _SampleItem(LayerItem):
-    """A sample measured alone: a :class:`LayerItem` that remembers its sample."""
-
-    sample: Sample
-
-
-def _round_items(batch: Sequence[Sample], before: int, readings: dict[int, float], harness: HarnessConfig,
-                 sentinel: bool) -> list[_SampleItem | SentinelItem]:
-    """A round's samples as items, with a sentinel reading before every :data:`SENTINEL_EVERY` th sample (of the
-    ``before`` measured so far and those of the round) not read yet when ``sentinel``."""
-    items: list[_SampleItem | SentinelItem] = []
-    for i, sample in enumerate(batch):
-        count = before + i
-        if sentinel and count % SENTINEL_EVERY == 0 and count not in readings:
-            items.append(SentinelItem(harness, warm=count > 0))
-        items.append(_SampleItem(sample.layer(), harness, sample=sample))
-    return items
-
-
-def _at_reference_speed(measured: dict[Sample, float], readings: dict[int, float],
-                        reference_s: float | None) -> list[tuple[Layer, float]]:
-    """Every sample with its time, scaled by ``reference_s`` over the sentinel's time when it was taken (sample
-    ``i`` taken between the readings before sample ``i`` and before sample ``i + 1``); unscaled without a
-    reference or readings (a sampling stored before the sentinel was read)."""
-    if reference_s is None or not readings:
-        return [(s.layer(), t) for s, t in measured.items()]
-    at, seconds = zip(*sorted(readings.items()), strict=True)
-    speed = np.interp(np.arange(len(measured)) + 0.5, np.array(at, dtype=float), np.array(seconds))
-    return [(s.layer(), t * reference_s / float(v)) for (s, t), v in zip(measured.items(), speed, strict=True)]
-
-
-def _next_round(measured: dict[Sample, float], rng: np.random.Generator) -> list[Sample]:
+def next_round(measured: dict[Sample, float], rng: np.random.Generator) -> list[Sample]:
     """Neighbours of the worst-predicted samples of the kind the models predict worst, and fresh draws."""
     by_kind: dict[str, list[Sample]] = defaultdict(list)
     for sample in measured:

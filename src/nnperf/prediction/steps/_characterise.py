@@ -4,7 +4,7 @@ The global step depth d and fluctuation period r of a stepped parameter come
 from a fitted full sweep on the same system; a new configuration only needs
 its local slopes and intercepts, and ``characterisation_points`` names the
 points that fix them. nnperf measures those points as a small sweep (stored,
-resumed and reused like any other) in ``CHARACTERISE_ROUNDS`` interleaved
+resumed and reused like any other; ``nnperf.campaign.characterise``) in ``CHARACTERISE_ROUNDS`` interleaved
 rounds: with one line fitted through two points, one point on a slow round
 moves the whole line, and the median of three rounds keeps it out.
 """
@@ -14,15 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from nnperf.campaign import run_sweep, surround_width
 from nnperf.errors import NnperfError
-from nnperf.measure.sweep import SWEEP_HARNESS, LayerConfig, Sweep, SweepSpec
+from nnperf.measure.sweep import Sweep
 from nnperf.prediction.steps._fits import global_fits, model_from_dict
-from nnperf.prediction.steps._model import StepModel, StepShape, characterisation_points, fit_lines
+from nnperf.prediction.steps._model import StepModel, StepShape
 
 if TYPE_CHECKING:
-    from nnperf.campaign import Progress
-    from nnperf.measure.backends import Backend
     from nnperf.store import Store
 
 CHARACTERISE_ROUNDS = 3
@@ -50,18 +47,3 @@ def global_shape(store: Store, system_id: int, kind: str, parameter: str) -> Ste
         raise NnperfError(f"no fitted {kind} {parameter} sweep on this system: sweep {parameter} and run "
                           "`nnperf steps fit` first")
     return model_from_dict(fits[(kind, parameter)]).shape
-
-
-def characterise(backend: Backend, store: Store, system_id: int, config: LayerConfig, parameter: str,
-                 values: tuple[int, ...], rounds: int = CHARACTERISE_ROUNDS,
-                 progress: Progress | None = None) -> Characterisation:
-    """Measures the characterisation points of ``config`` along ``parameter`` over ``values`` and fits the
-    local lines of the system's global step shape through them."""
-    shape = global_shape(store, system_id, config.kind, parameter)
-    step = values[1] - values[0] if len(values) > 1 else 1
-    points = characterisation_points(shape, values[0], values[-1], step)
-    spec = SweepSpec(config.with_value(parameter, points[0]), parameter, points,
-                     surround_width(store, system_id, config.kind), SWEEP_HARNESS, rounds)
-    sweep = run_sweep(backend, store, spec, progress=progress)
-    model = fit_lines(shape, sweep.x, sweep.latency_s, parameter)
-    return Characterisation(parameter, shape, tuple(int(p) for p in sweep.x), sweep, model)

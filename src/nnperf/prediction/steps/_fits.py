@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from nnperf.campaign import load_sweep, sweep_runs
 from nnperf.errors import FormatVersionError, NnperfError
 from nnperf.measure.sweep import KINDS, PARAMETERS, LayerConfig, Sweep
 from nnperf.prediction.steps._compose import ComposedModel, compose, work
 from nnperf.prediction.steps._detect import DetectionConfig, StepDetection, detect_steps
 from nnperf.prediction.steps._model import Line, StepModel, StepShape, fit_lines, mape
+from nnperf.prediction.steps._sweeps import load_sweep, sweep_runs
 
 if TYPE_CHECKING:
     from nnperf.store import Store
