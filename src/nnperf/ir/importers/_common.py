@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
 
 from nnperf.errors import UnsupportedOperatorError
 from nnperf.ir._network import Shape, numel
 from nnperf.ir._ops import Attributes, AxisAttrs, NoAttrs, OpType, PoolAttrs
+
+
+def one_value(value: Any) -> float | None:
+    """The number a constant of one element holds, whatever its rank (a scalar, ``[x]`` or ``[[x]]``: exporters
+    write all three); None for an empty or a larger constant."""
+    array = np.asarray(value)
+    return float(array.reshape(-1)[0]) if array.size == 1 else None
 
 
 def reshape_op(in_shape: Shape, out_shape: Shape) -> tuple[OpType, Attributes]:

@@ -55,7 +55,8 @@ from nnperf.ir._ops import (
     UpsampleAttrs,
 )
 from nnperf.ir._transforms import fuse_channel_shuffle, remove_noops
-from nnperf.ir.importers._common import NameTable, Unsupported, reshape_op, scale_kind
+from nnperf.ir.importers._common import NameTable, Unsupported, one_value, reshape_op, scale_kind
+from nnperf.ir.importers._onnx_fold import fold_constants
 from nnperf.ir.importers._onnx_patterns import gelu_erf_pattern, softplus_pattern
 from nnperf.ir.importers._table import ImportRule, rule
 
@@ -83,13 +84,28 @@ def from_onnx(
     model = _read_model(path)
     _fix_input_shapes(model, dict(input_shapes or {}), path)
     _drop_large_weights(model)
+    inferred = _inferred(model, path)
+    if fold_constants(inferred, _static_shapes(inferred)):  # computed bounds and shapes became constants
+        inferred = _inferred(inferred, path)
+    network = _Converter(inferred, name or path.stem, str(path)).convert()
+    return network if keep_noops else fuse_channel_shuffle(remove_noops(network))
+
+
+def _inferred(model: onnx.ModelProto, path: Path) -> onnx.ModelProto:
+    """``model`` with every tensor's shape that can be inferred."""
     try:
-        inferred = shape_inference.infer_shapes(model, check_type=True, strict_mode=True, data_prop=True)
+        return shape_inference.infer_shapes(model, check_type=True, strict_mode=True, data_prop=True)
     except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError, RuntimeError, ValueError) as exc:
         # ValueError: a tensor data type that onnx does not know (the checker lets it through)
         raise ShapeInferenceError(f"{path}: shapes cannot be inferred: {_one_line(exc)}") from exc
-    network = _Converter(inferred, name or path.stem, str(path)).convert()
-    return network if keep_noops else fuse_channel_shuffle(remove_noops(network))
+
+
+def _static_shapes(model: onnx.ModelProto) -> dict[str, Shape | None]:
+    """The static shape of every graph input, output, inferred value and initializer (None where unknown)."""
+    graph = model.graph
+    shapes: dict[str, Shape | None] = {v.name: _static_shape(v) for v in (*graph.input, *graph.value_info, *graph.output)}
+    shapes.update({t.name: tuple(int(d) for d in t.dims) for t in graph.initializer})
+    return shapes
 
 
 def _one_line(exc: Exception, limit: int = 300) -> str:
@@ -396,8 +412,10 @@ class _Converter:
                 len(node.input) > 2 and node.input[2] and hi is None
             ):
                 return None
-            low = None if lo is None else float(lo)
-            high = None if hi is None else float(hi)
+            low = None if lo is None else one_value(lo)
+            high = None if hi is None else one_value(hi)
+            if (lo is not None and low is None) or (hi is not None and high is None):
+                return None  # bounds of more than one value: no clip layer
         if low == 0.0 and high == 6.0:
             return OpType.RELU6, NoAttrs()
         if low == 0.0 and (high is None or np.isinf(high)):
@@ -436,9 +454,10 @@ class _Converter:
         return True
 
     def _constant_layers(self, node: onnx.NodeProto, data: set[str]) -> list[Layer]:
-        """A CONSTANT layer for each stored tensor a Concat, Add or Sub node combines with an activation,
-        when it is neither a scalar nor per-channel; the tensor then counts as an activation of the node. (A Mul
-        by such a tensor stays unsupported: it is no scale layer, and no exporter writes it for these networks.)"""
+        """A CONSTANT layer for each stored tensor an Add or Sub node combines with an activation (of any shape:
+        the binary op broadcasts it, as ONNX does; an Add that ends a scale was absorbed before), and for each
+        one a Concat joins that is not a scalar; the tensor then counts as an activation of the node. (A Mul by a
+        tensor that is neither a scalar nor per-channel stays unsupported: it is no scale layer.)"""
         if node.op_type not in ("Concat", "Add", "Sub") or any(t in self.failed for t in node.input):
             return []
         first = next((t for t in node.input if t in data), None)
@@ -448,10 +467,9 @@ class _Converter:
         made = []
         for tensor in node.input:
             shape = self.shapes.get(tensor)
-            if not tensor or tensor in data or shape is None or numel(shape) == 1:
+            if not tensor or tensor in data or shape is None or (node.op_type == "Concat" and numel(shape) == 1):
                 continue
-            if node.op_type != "Concat" and scale_kind(shape, x_shape) is not None:
-                continue
+            shape = self.shapes[tensor] = shape or (1,)  # a rank-0 scalar broadcasts as one element
             layer = Layer(self.names.unique(tensor), OpType.CONSTANT, (self.layer_of[first],), (x_shape,), shape)
             self.layer_of[tensor] = layer.name
             data.add(tensor)
@@ -839,7 +857,7 @@ def _layer_norm_pattern(c: _Converter, n: _Node, axes: tuple[int, ...]) -> _Resu
     add = None if mean2 is None else c._sole_consumer(mean2.output[0], "Add")
     sqrt = None if add is None else c._sole_consumer(add.output[0], "Sqrt")
     eps = None if add is None else _constant_value(c, add.input[1])
-    if exponent is None or float(exponent) != 2.0 or sqrt is None or eps is None or eps.size != 1 \
+    if exponent is None or one_value(exponent) != 2.0 or sqrt is None or eps is None or eps.size != 1 \
             or c._sole_consumer(sqrt.output[0], "Div") is not div or list(div.input) != [sub.output[0], sqrt.output[0]]:
         return None
     chain = [sub, pow_, mean2, add, sqrt, div]
@@ -852,7 +870,7 @@ def _layer_norm_pattern(c: _Converter, n: _Node, axes: tuple[int, ...]) -> _Resu
             chain += [mul, shift]
             out, affine = shift.output[0], True
     c.absorbed.update(id(node) for node in chain)
-    return OpType.LAYER_NORM, NormAttrs(axis=1 if axes == (1,) else -1, eps=_f32(float(eps)), affine=affine), \
+    return OpType.LAYER_NORM, NormAttrs(axis=1 if axes == (1,) else -1, eps=_f32(one_value(eps)), affine=affine), \
         [n.x], out
 
 

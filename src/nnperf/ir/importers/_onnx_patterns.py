@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import onnx
 
 from nnperf.ir._ops import NoAttrs, OpType
+from nnperf.ir.importers._common import one_value
 
 if TYPE_CHECKING:
     from nnperf.ir.importers._onnx import _Converter, _Node, _Result
@@ -27,7 +28,7 @@ def _scalar(c: _Converter, tensor: str) -> float | None:
         if producer is not None and producer.op_type == "Constant":
             c._record_constant(producer)
             value = c._value(tensor)
-    return float(value) if value is not None and value.size == 1 else None
+    return None if value is None else one_value(value)
 
 
 def gelu_erf_pattern(c: _Converter, n: _Node) -> _Result | None:

@@ -1,0 +1,136 @@
+"""Graphs as other toolchains export them: shape computations folded into constants before mapping, constants of
+one element read whatever their rank, and binary ops with broadcast constants.
+
+Each graph here is one a real exporter writes (the comment says which); before the folding and the scalar reading
+they were refused or stopped with an internal error.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from nnperf.ir import OpType
+from nnperf.ir.importers import from_onnx
+from nnperf.ir.importers._onnx_fold import MAX_FOLDED_ELEMENTS, fold_constants
+
+
+def vi(name: str, shape: list[int | str | None], dtype: int = TensorProto.FLOAT) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, dtype, shape)
+
+
+def const(name: str, value: object, dtype: type = np.int64) -> onnx.TensorProto:
+    return numpy_helper.from_array(np.asarray(value, dtype=dtype), name)
+
+
+def save(tmp_path: Path, nodes: list[onnx.NodeProto], inputs: list[onnx.ValueInfoProto], outputs: dict[str, int],
+         inits: list[onnx.TensorProto] = (), opset: int = 17) -> Path:  # type: ignore[assignment]
+    """The graph saved with ``outputs`` (name -> rank; shape inference fills in the sizes)."""
+    graph = helper.make_graph(nodes, "g", inputs, [vi(o, [None] * rank) for o, rank in outputs.items()],
+                              initializer=list(inits))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+    path = tmp_path / "model.onnx"
+    onnx.save(model, str(path))
+    return path
+
+
+def runs_in_ort(path: Path, shape: tuple[int, ...]) -> np.ndarray:
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    return session.run(None, {"x": np.ones(shape, np.float32)})[0]
+
+
+def chunk_graph(tmp_path: Path) -> Path:
+    """``a, b = x.chunk(2, dim=1); y = a * 2 + b`` as torch's TorchScript exporter writes it for a dynamic batch:
+    the half is Shape -> Gather -> Div -> Cast -> Unsqueeze, the Slice bounds are computed."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Gather", ["shape", "one"], ["channels"], axis=0),
+        helper.make_node("Div", ["channels", "two"], ["half"]),
+        helper.make_node("Cast", ["half"], ["half64"], to=TensorProto.INT64),
+        helper.make_node("Unsqueeze", ["half64", "axis0"], ["half1"]),
+        helper.make_node("Slice", ["x", "zero1", "half1", "axis1"], ["a"]),
+        helper.make_node("Slice", ["x", "half1", "big", "axis1"], ["b"]),
+        helper.make_node("Mul", ["a", "twof"], ["a2"]),
+        helper.make_node("Add", ["a2", "b"], ["y"]),
+    ]
+    inits = [const("one", 1), const("two", 2), const("axis0", [0]), const("zero1", [0]), const("axis1", [1]),
+             const("big", [2**62]), const("twof", 2.0, np.float32)]
+    return save(tmp_path, nodes, [vi("x", ["batch", 16, 8, 8])], {"y": 4}, inits)
+
+
+def test_slice_bounds_computed_from_the_shape_become_constants(tmp_path: Path) -> None:
+    path = chunk_graph(tmp_path)
+    net = from_onnx(path)
+    slices = [layer for layer in net.layers if layer.op is OpType.SLICE]
+    assert [(s.attrs.axis, s.attrs.start, s.attrs.end) for s in slices] == [(1, 0, 8), (1, 8, 16)]
+    assert [s.output_shape for s in slices] == [(1, 8, 8, 8), (1, 8, 8, 8)]
+    assert net.layers[-1].op is OpType.ADD and net.layers[-1].output_shape == (1, 8, 8, 8)
+    assert runs_in_ort(path, (1, 16, 8, 8)).shape == (1, 8, 8, 8)  # the file itself is unchanged
+
+
+def test_a_reshape_target_computed_from_the_shape_becomes_a_constant(tmp_path: Path) -> None:
+    """``x.view(x.size(0), -1)`` from a dynamic-batch export: Shape -> Gather -> Unsqueeze -> Concat."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Gather", ["shape", "zero"], ["n"], axis=0),
+        helper.make_node("Unsqueeze", ["n", "axis0"], ["n1"]),
+        helper.make_node("Concat", ["n1", "minus1"], ["target"], axis=0),
+        helper.make_node("Reshape", ["x", "target"], ["y"]),
+    ]
+    inits = [const("zero", 0), const("axis0", [0]), const("minus1", [-1])]
+    net = from_onnx(save(tmp_path, nodes, [vi("x", ["batch", 4, 3, 3])], {"y": 2}, inits))
+    assert [(layer.op, layer.output_shape) for layer in net.layers] == [(OpType.FLATTEN, (1, 36))]
+
+
+def test_fold_constants_folds_the_chain_and_keeps_data_and_large_tensors(tmp_path: Path) -> None:
+    model = onnx.load(str(chunk_graph(tmp_path)))
+    model.graph.input[0].type.tensor_type.shape.dim[0].dim_value = 1
+    big = MAX_FOLDED_ELEMENTS + 1
+    model.graph.node.append(helper.make_node("ConstantOfShape", ["bigshape"], ["ones"],
+                                             value=numpy_helper.from_array(np.ones(1, np.float32))))
+    model.graph.initializer.append(const("bigshape", [big]))
+    model.graph.output.append(vi("ones", [None]))
+    shapes = {"x": (1, 16, 8, 8)}
+    assert fold_constants(model, shapes) == 5  # Shape, Gather, Div, Cast, Unsqueeze
+    assert [n.op_type for n in model.graph.node] == ["Slice", "Slice", "Mul", "Add", "ConstantOfShape"]
+    folded = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    assert folded["half1"].tolist() == [8]
+    assert "shape" not in folded  # read only by folded nodes: not kept
+    assert fold_constants(model, shapes) == 0  # nothing left to fold
+
+
+@pytest.mark.parametrize("value", [0.5, [0.5], [[0.5]]], ids=["rank-0", "[1]", "[1,1]"])
+def test_add_and_sub_of_a_constant_of_any_one_element_shape(tmp_path: Path, value: object) -> None:
+    """``conv(x) + k - 0.25`` with k a registered buffer: torch writes k as [1], Paddle2ONNX as [1, 1]."""
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Add", ["r", "k"], ["s"]),
+             helper.make_node("Sub", ["s", "q"], ["y"])]
+    path = save(tmp_path, nodes, [vi("x", [1, 8, 4, 4])], {"y": 4},
+                [const("k", value, np.float32), const("q", value, np.float32)])
+    net = from_onnx(path)
+    assert [layer.op for layer in net.layers] == [OpType.RELU, OpType.CONSTANT, OpType.ADD, OpType.CONSTANT,
+                                                  OpType.SUB]
+    assert net.layers[2].output_shape == net.layers[4].output_shape == (1, 8, 4, 4)
+    assert runs_in_ort(path, (1, 8, 4, 4)).shape == (1, 8, 4, 4)
+
+
+def test_a_constant_minus_an_activation_broadcasts(tmp_path: Path) -> None:
+    """``1 - sigmoid(x)`` with a per-channel constant first (a gating block)."""
+    nodes = [helper.make_node("Sigmoid", ["x"], ["s"]), helper.make_node("Sub", ["c", "s"], ["y"])]
+    net = from_onnx(save(tmp_path, nodes, [vi("x", [1, 8, 4, 4])], {"y": 4}, [const("c", np.ones((8, 1, 1)), np.float32)]))
+    sub = net.layers[-1]
+    assert sub.op is OpType.SUB and sub.input_shapes == ((8, 1, 1), (1, 8, 4, 4)) and sub.output_shape == (1, 8, 4, 4)
+
+
+@pytest.mark.parametrize("bound", [[0.0], [[0.0]]], ids=["[1]", "[1,1]"])
+def test_clip_bounds_of_one_element_any_rank_are_read_as_scalars(tmp_path: Path, bound: list[object]) -> None:
+    """Paddle2ONNX writes Clip's min and max as [1]: reading them as Python floats raised TypeError before."""
+    top = [[6.0]] if isinstance(bound[0], list) else [6.0]
+    node = helper.make_node("Clip", ["x", "lo", "hi"], ["y"])
+    net = from_onnx(save(tmp_path, [node], [vi("x", [1, 8, 4, 4])], {"y": 4},
+                         [const("lo", bound, np.float32), const("hi", top, np.float32)]))
+    assert [layer.op for layer in net.layers] == [OpType.RELU6]
