@@ -134,3 +134,42 @@ def test_clip_bounds_of_one_element_any_rank_are_read_as_scalars(tmp_path: Path,
     net = from_onnx(save(tmp_path, [node], [vi("x", [1, 8, 4, 4])], {"y": 4},
                          [const("lo", bound, np.float32), const("hi", top, np.float32)]))
     assert [layer.op for layer in net.layers] == [OpType.RELU6]
+
+
+@pytest.mark.parametrize("fill", [0.0, [0.0], [[0.0]]], ids=["rank-0", "[1]", "[1,1]"])
+def test_pad_fill_of_one_element_any_rank(tmp_path: Path, fill: object) -> None:
+    """An attention block's padded key/value cache pads with a [1] fill (ONNX's expanded Attention tests)."""
+    node = helper.make_node("Pad", ["x", "pads", "fill"], ["y"])
+    net = from_onnx(save(tmp_path, [node], [vi("x", [1, 8, 4, 4])], {"y": 4},
+                         [const("pads", [0, 0, 1, 1, 0, 0, 1, 1]), const("fill", fill, np.float32)]))
+    assert [(layer.op, layer.attrs.value, layer.output_shape) for layer in net.layers] == [
+        (OpType.PAD, 0.0, (1, 8, 6, 6))]
+
+
+def conformance_sample() -> list[object]:
+    """Every 24th of the ONNX project's conformance node models, and the expanded attention ones that once
+    stopped with an internal error (the whole set is ``bench/onnx_conformance.py``)."""
+    import warnings
+
+    from onnx.backend.test.case import node
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cases = node.collect_testcases(None)
+    return [c for i, c in enumerate(cases) if i % 24 == 0 or (c.name.startswith("test_attention") and "padded" in c.name)]
+
+
+def test_conformance_models_import_or_are_refused_with_a_reason(tmp_path: Path) -> None:
+    from nnperf.errors import NnperfError
+
+    imported = refused = 0
+    for case in conformance_sample():
+        path = tmp_path / f"{case.name}.onnx"  # type: ignore[attr-defined]
+        onnx.save(case.model, str(path))  # type: ignore[attr-defined]
+        try:
+            from_onnx(path)
+            imported += 1
+        except NnperfError as exc:
+            assert str(exc).startswith(str(path)), exc  # names the file, then the reason
+            refused += 1
+    assert imported >= 5 and refused > 0  # anything else (an internal error) has failed the test already

@@ -88,7 +88,13 @@ def from_onnx(
     if fold_constants(inferred, _static_shapes(inferred)):  # computed bounds and shapes became constants
         inferred = _inferred(inferred, path)
     network = _Converter(inferred, name or path.stem, str(path)).convert()
-    return network if keep_noops else fuse_channel_shuffle(remove_noops(network))
+    if keep_noops:
+        return network
+    try:
+        return fuse_channel_shuffle(remove_noops(network))
+    except InvalidNetworkError as exc:  # nothing but identities and dropouts
+        raise InvalidNetworkError(f"{path}: {exc} once its identity and dropout nodes are dropped (they cost "
+                                  "nothing to predict)") from exc
 
 
 def _inferred(model: onnx.ModelProto, path: Path) -> onnx.ModelProto:
@@ -285,7 +291,8 @@ class _Converter:
         for value in graph.input:
             if value.name in self.initializers:
                 continue
-            shape = self._shape(value.name, "graph input")
+            shape = self._shape(value.name, "graph input") or (1,)  # a scalar input is one element
+            self.shapes[value.name] = shape
             spec = TensorSpec(self.names.unique(value.name), shape, _elem_type(value))
             specs.append(spec)
             self.layer_of[value.name] = spec.name
@@ -665,8 +672,11 @@ def _pad(c: _Converter, n: _Node) -> _Result | None:
     if c.opset < 11:  # the fill value was an attribute before opset 11, an input since
         value = n.attrs.get("value")
     else:
-        value = c._value(n.proto.input[2]) if len(n.proto.input) > 2 else None
-    return n.single((OpType.PAD, PadAttrs(mode=mode, value=_f32(value) if value is not None else 0.0)))
+        value = c._value(n.proto.input[2]) if len(n.proto.input) > 2 and n.proto.input[2] else None
+    fill = 0.0 if value is None else one_value(value)
+    if fill is None:
+        return None  # a fill of more than one value: not ONNX's Pad
+    return n.single((OpType.PAD, PadAttrs(mode=mode, value=_f32(fill))))
 
 
 # activations and data movement (issue 17)
@@ -998,8 +1008,12 @@ comes from the Sigmoid+Mul that exporters write."""
 
 
 def _f32(value: Any) -> float:
-    """A float attribute as the decimal it was written as (ONNX stores float32: 1e-5 reads 9.99999974e-06)."""
-    return float(f"{float(value):.7g}")
+    """A float attribute as the decimal it was written as (ONNX stores float32: 1e-5 reads 9.99999974e-06); a
+    one-element array of any rank counts as its element."""
+    number = one_value(value)
+    if number is None:
+        raise ValueError(f"expected one number, got {value!r}")
+    return float(f"{number:.7g}")
 
 
 def _readable_name(node: onnx.NodeProto) -> str | None:

@@ -1,0 +1,72 @@
+"""The ONNX project's conformance node models through nnperf's importer: every model either imports or is refused
+with a named reason; an internal error (any exception that is not an ``NnperfError``) is a defect.
+
+Run: PYTHONPATH=src .venv/bin/python bench/onnx_conformance.py [--out bench/results/onnx_import]
+
+The models are generated in this process by ``onnx.backend.test.case.node.collect_testcases`` (the onnx package
+writes the same files into its source tree; nothing is downloaded). For each: whether ONNX Runtime can build a
+session for it, and what ``from_onnx`` does with it (imported, refused: the first words of the reason, or an
+internal error with its type and message). Writes ``OUT/conformance.json`` and prints the counts and every
+internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import tempfile
+import warnings
+from pathlib import Path
+
+import onnx
+import onnxruntime as ort
+from onnx.backend.test.case import node
+
+from nnperf.errors import NnperfError
+from nnperf.ir.importers import from_onnx
+
+
+def ort_loads(path: Path) -> bool:
+    try:
+        ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    except Exception:  # noqa: BLE001
+        return False
+    return True
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=Path("bench/results/onnx_import"))
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    ort.set_default_logger_severity(4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cases = node.collect_testcases(None)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for case in cases:
+            path = Path(tmp) / f"{case.name}.onnx"
+            onnx.save(case.model, str(path))
+            row = {"case": case.name, "ort": ort_loads(path)}
+            try:
+                net = from_onnx(path)
+                row.update(result="imported", layers=len(net.layers))
+            except NnperfError as exc:
+                row.update(result="refused", reason=str(exc).split(": ", 1)[-1][:140])
+            except Exception as exc:  # noqa: BLE001 - the defect this benchmark looks for
+                row.update(result="internal error", reason=f"{type(exc).__name__}: {exc}"[:200])
+            rows.append(row)
+    (args.out / "conformance.json").write_text(json.dumps(rows, indent=1))
+    counts = collections.Counter((r["ort"], r["result"]) for r in rows)
+    print(f"{len(rows)} conformance node models")
+    for (runs, result), n in sorted(counts.items()):
+        print(f"  ONNX Runtime {'loads' if runs else 'refuses'} it, nnperf: {result}: {n}")
+    for row in rows:
+        if row["result"] == "internal error":
+            print(f"  internal error: {row['case']}: {row['reason']}")
+
+
+if __name__ == "__main__":
+    main()
