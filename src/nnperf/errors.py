@@ -11,6 +11,10 @@ class NnperfError(Exception):
     """Base class of every error nnperf raises on purpose."""
 
 
+class NnperfWarning(UserWarning):
+    """A choice nnperf made for the user that they should know of (the CLI prints it as ``nnperf: warning:``)."""
+
+
 class UnknownModelError(NnperfError):
     """A model name that is neither in the zoo nor a readable file."""
 

@@ -173,3 +173,50 @@ def test_conformance_models_import_or_are_refused_with_a_reason(tmp_path: Path) 
             assert str(exc).startswith(str(path)), exc  # names the file, then the reason
             refused += 1
     assert imported >= 5 and refused > 0  # anything else (an internal error) has failed the test already
+
+
+def dynamic_image_model(tmp_path: Path, metadata: dict[str, str]) -> Path:
+    """A conv net whose input's batch, height and width are symbolic, as Ultralytics and Paddle2ONNX export."""
+    node = helper.make_node("Conv", ["images", "w"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    path = save(tmp_path, [node], [vi("images", ["batch", 3, "height", "width"])], {"y": 4},
+                [const("w", np.ones((8, 3, 3, 3)), np.float32)])
+    model = onnx.load(str(path))
+    for key, value in metadata.items():
+        entry = model.metadata_props.add()
+        entry.key, entry.value = key, value
+    onnx.save(model, str(path))
+    return path
+
+
+@pytest.mark.parametrize(("metadata", "shape"), [({"imgsz": "[640, 480]"}, (1, 3, 640, 480)),
+                                                 ({"imgsz": "320"}, (1, 3, 320, 320)),
+                                                 ({"input_shape": "[1, 3, 96, 128]"}, (1, 3, 96, 128))])
+def test_a_size_the_exporter_recorded_is_used_with_a_warning(tmp_path: Path, metadata: dict[str, str],
+                                                             shape: tuple[int, ...]) -> None:
+    from nnperf.errors import NnperfWarning
+
+    path = dynamic_image_model(tmp_path, metadata)
+    with pytest.warns(NnperfWarning, match=f"uses {'x'.join(map(str, shape))} from the file's metadata"):
+        net = from_onnx(path)
+    assert net.inputs[0].shape == shape and net.layers[0].output_shape == (1, 8, *shape[2:])
+    assert from_onnx(path, {"images": (1, 3, 64, 64)}).inputs[0].shape == (1, 3, 64, 64)  # asked: no hint
+
+
+@pytest.mark.parametrize("metadata", [{}, {"imgsz": "[1, 1, 32, 32]"}, {"imgsz": "large"}, {"imgsz": "[0, 5]"}])
+def test_without_a_usable_hint_a_dynamic_size_still_needs_the_input_shape(tmp_path: Path,
+                                                                         metadata: dict[str, str]) -> None:
+    """No metadata, a shape that contradicts the fixed 3 channels, text, a zero size: refused as before."""
+    from nnperf.errors import ShapeInferenceError
+
+    with pytest.raises(ShapeInferenceError, match="dynamic dimension 2 .height.; give its shape"):
+        from_onnx(dynamic_image_model(tmp_path, metadata))
+
+
+def test_the_cli_prints_the_choice_as_a_warning_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from cli_helpers import run_cli
+
+    code, out, err = run_cli(capsys, "inspect", str(dynamic_image_model(tmp_path, {"imgsz": "[64, 64]"})))
+    assert code == 0 and "1x8x64x64" in out
+    expected = (f"nnperf: warning: {tmp_path / 'model.onnx'}: input 'images' has dynamic sizes; nnperf uses "
+                "1x3x64x64 from the file's metadata (imgsz=[64, 64]); give --input-shape to choose another")
+    assert err.strip().splitlines() == [expected]

@@ -6,7 +6,9 @@ import argparse
 import os
 import sys
 import traceback
+import warnings
 from collections.abc import Sequence
+from typing import TextIO
 
 from nnperf import __version__
 from nnperf.cli import (
@@ -33,7 +35,7 @@ from nnperf.cli import (
     systems_cmd,
     zoo_cmd,
 )
-from nnperf.errors import NnperfError
+from nnperf.errors import NnperfError, NnperfWarning
 
 EXIT_ERROR = 1
 EXIT_INTERNAL = 3
@@ -81,7 +83,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
-        code = int(args.run(args) or 0)
+        with warnings.catch_warnings():  # restores the hook and the filters when the command ends
+            warnings.simplefilter("always", NnperfWarning)
+            warnings.showwarning = _show_warning
+            code = int(args.run(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, inside the handlers, not at interpreter exit
         return code
     except BrokenPipeError:
@@ -100,6 +105,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"nnperf: internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)",
               file=sys.stderr)
         return EXIT_INTERNAL
+
+
+_python_showwarning = warnings.showwarning
+
+
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: TextIO | None = None, line: str | None = None) -> None:
+    """A choice nnperf made for the user as one line on stderr; any other warning as Python shows it."""
+    if issubclass(category, NnperfWarning):
+        print(f"nnperf: warning: {message}", file=sys.stderr)
+    else:
+        _python_showwarning(message, category, filename, lineno, file, line)
 
 
 def _reader_gone() -> int:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import math
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +27,7 @@ import onnx
 from google.protobuf.message import DecodeError
 from onnx import external_data_helper, numpy_helper, shape_inference
 
-from nnperf.errors import InvalidNetworkError, ModelFileError, ShapeInferenceError
+from nnperf.errors import InvalidNetworkError, ModelFileError, NnperfWarning, ShapeInferenceError
 from nnperf.ir._network import Layer, Network, Shape, TensorSpec, numel, shape_text
 from nnperf.ir._ops import (
     Attributes,
@@ -234,8 +235,16 @@ def _fix_input_shapes(model: onnx.ModelProto, wanted: dict[str, Shape], path: Pa
             f"{path}: no graph input named {', '.join(sorted(unknown))} "
             f"(inputs: {', '.join(i.name for i in graph_inputs)})"
         )
+    hint = _size_hint(model)
     for value in graph_inputs:
         dims = value.type.tensor_type.shape.dim
+        if value.name not in wanted and hint is not None:
+            hinted = _hinted_shape(dims, hint[1])
+            if hinted is not None:
+                wanted[value.name] = hinted
+                warnings.warn(f"{path}: input {value.name!r} has dynamic sizes; nnperf uses "
+                              f"{'x'.join(map(str, hinted))} from the file's metadata ({hint[0]}={hint[2]}); give "
+                              "--input-shape to choose another", NnperfWarning, stacklevel=3)
         if value.name in wanted:
             shape = wanted[value.name]
             if len(shape) != len(dims):
@@ -1026,6 +1035,46 @@ def _readable_name(node: onnx.NodeProto) -> str | None:
     if len(scopes) >= 2 and len(classes) == len(scopes) and str(classes[-2]).startswith("torch.nn.modules."):
         return scopes[-2] or None
     return scopes[-1] or None
+
+
+SIZE_HINT_KEYS = ("imgsz", "img_size", "image_size", "input_size", "input_shape")
+"""Model metadata keys under which exporters record the input size they were made for (Ultralytics writes
+``imgsz``, e.g. ``[640, 640]``)."""
+
+
+def _size_hint(model: onnx.ModelProto) -> tuple[str, list[int], str] | None:
+    """(key, sizes, raw text) of the first size the model's metadata records under :data:`SIZE_HINT_KEYS`: one
+    number (a square image), two (height and width) or a whole shape; None when there is none."""
+    meta = {p.key: p.value for p in model.metadata_props}
+    for key in SIZE_HINT_KEYS:
+        text = meta.get(key, "").strip()
+        if not text:
+            continue
+        sizes = [int(text)] if text.isdigit() else _literal_list(text)
+        if sizes and all(isinstance(s, int) and not isinstance(s, bool) and 0 < s < 1 << 20 for s in sizes):
+            return key, sizes, text
+    return None
+
+
+def _hinted_shape(dims: Sequence[Any], sizes: list[int]) -> Shape | None:
+    """The input's shape with its dynamic sizes taken from ``sizes`` (see :func:`_size_hint`): a whole shape of
+    the input's rank, or the last one or two sizes (an image's height and width) of an input of rank 3 or more;
+    a dynamic batch is 1. None when the sizes do not fit the input or contradict a fixed size."""
+    fixed = [int(d.dim_value) if d.HasField("dim_value") and d.dim_value > 0 else None for d in dims]
+    if all(f is not None for f in fixed[1:]):
+        return None  # nothing but the batch is dynamic: it is 1 without a hint
+    if len(sizes) == len(fixed):
+        chosen = list(sizes)
+    elif len(sizes) in (1, 2) and len(fixed) >= 3:
+        spatial = sizes * 2 if len(sizes) == 1 else sizes
+        chosen = fixed[:-2] + spatial
+    else:
+        return None
+    shape = [f if f is not None else c for f, c in zip(fixed, chosen)]
+    shape[0] = shape[0] if fixed[0] is not None else 1
+    if any(s is None for s in shape) or any(f is not None and f != c for f, c in zip(fixed[1:], chosen[1:])):
+        return None
+    return tuple(int(s) for s in shape)  # type: ignore[arg-type]
 
 
 def _literal_list(text: str) -> list[Any] | None:
