@@ -35,12 +35,11 @@ import math
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import Any
 
 import numpy as np
 
 from nnperf.campaign._campaign import Campaign, Progress, no_progress, open_campaign
-from nnperf.campaign._items import Item, ItemProgress, ItemRunner
+from nnperf.campaign._items import ItemRunner, LocalRunner
 from nnperf.errors import NnperfError
 from nnperf.measure import (
     ComparisonProtocol,
@@ -176,25 +175,19 @@ def profile_primitives(store: Store, configs: Sequence[ConvConfig], threads: int
                     progress or no_progress, timing, seed)
 
 
-class PrimitiveRunner(ItemRunner):
-    """Runs :class:`PrimitiveItem` s in this process, one after the other, on the primitive system of ``threads``
-    threads, lazily."""
-
-    one_machine = True
-    lazy = True
+class PrimitiveRunner(LocalRunner):
+    """Runs :class:`PrimitiveItem` s in this process, one after the other, lazily, on the primitive system of
+    ``threads`` threads: a local runner without a backend (the primitives are the libraries themselves) and
+    without a power meter."""
 
     def __init__(self, threads: int = 1) -> None:
+        super().__init__(None)  # type: ignore[arg-type]  # primitives need no backend
         self.threads = threads
 
     def system(self) -> SystemSpec:
         return primitive_system(self.threads)
 
-    def run(self, items: Sequence[Item], progress: ItemProgress | None = None) -> Iterator[tuple[int, Any]]:
-        for i, item in enumerate(items):
-            result = item.measure(None)  # type: ignore[arg-type]  # primitives need no backend
-            if progress is not None:
-                progress(item.label, i + 1, len(items))
-            yield i, result
+    with_meter = ItemRunner.with_meter  # no energy for primitives: refused as on a fleet
 
 
 def _profile(store: Store, configs: Sequence[ConvConfig], runner: ItemRunner, harness: HarnessConfig,

@@ -276,11 +276,7 @@ class _Converter:
         graph = self.model.graph
         self.opset = next((o.version for o in self.model.opset_import if o.domain in ("", "ai.onnx")), 1)
         self.initializers = {t.name: t for t in graph.initializer}
-        self.shapes: dict[str, Shape | None] = {}
-        for value in list(graph.input) + list(graph.value_info) + list(graph.output):
-            self.shapes[value.name] = _static_shape(value)
-        for tensor in graph.initializer:
-            self.shapes[tensor.name] = tuple(int(d) for d in tensor.dims)
+        self.shapes = _static_shapes(self.model)
         self.constants: dict[str, np.ndarray] = {}
         self.consumers: dict[str, list[onnx.NodeProto]] = {}
         for node in graph.node:
