@@ -80,7 +80,8 @@ def fold_constants(model: onnx.ModelProto, shapes: Mapping[str, tuple[int, ...] 
 
 
 def _stored_values(graph: onnx.GraphProto) -> dict[str, np.ndarray]:
-    """The values the file stores: small initializers (not dropped, not external) and Constant nodes' outputs."""
+    """The values the file stores as initializers (the small ones: not dropped, not external); Constant nodes'
+    outputs join as the walk folds them."""
     values = {}
     for init in graph.initializer:
         if init.data_location != onnx.TensorProto.EXTERNAL:
