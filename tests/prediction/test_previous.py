@@ -61,7 +61,7 @@ def test_calibrate_then_predict_an_unseen_network(tmp_path) -> None:  # type: ig
     calibration = [residual_conv_net(f"cal{c}x{hw}", c, hw) for c in (4, 8, 16, 32) for hw in (8, 16, 32)]
     with Store(tmp_path / "m.db") as store:
         model = calibrate(backend, store, calibration, FAST)
-        assert set(model.latency) == {"conv", "relu", "eltwise"}
+        assert set(model.latency) == {"conv", "relu", "eltwise", "generic"}
         assert model.latency["conv"].n_samples_ == 24
         assert model.coefficient_c == pytest.approx(0.9, rel=0.01)  # the fake network runs in 0.9 x its layers
         unseen = residual_conv_net("unseen", 12, 24)
@@ -109,6 +109,33 @@ def test_an_uncovered_layer_type_is_named_never_zero(tmp_path) -> None:  # type:
     # each kind of pooling has its own model; add, mul and max share the element-wise one
     assert model_key(tiny_network().layer("gap")) == "global_avg_pool"
     assert model_key(tiny_network().layer("add")) == "eltwise"
+
+
+def test_generic_layers_are_predicted_by_the_memory_bound_model(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from nnperf.ir import GenericAttrs, Layer, Network, OpType, TensorSpec
+    from nnperf.prediction._features import features
+
+    backend = FakeBackend(model=CostModel(noise_sigma=0.0))
+    calibration = [residual_conv_net(f"cal{c}x{hw}", c, hw) for c in (4, 8, 16) for hw in (8, 16)]
+    with Store(tmp_path / "m.db") as store:
+        model = calibrate(backend, store, calibration, FAST)
+    # every ReLU and add of the calibration (two per network) fits the generic model; the convolutions do not
+    assert model.latency["generic"].n_samples_ == 2 * len(calibration)
+    s = (1, 8, 16, 16)
+    tile = Layer("tile", OpType.GENERIC, ("add",), (s,), (1, 8, 32, 16), GenericAttrs("Tile", "", (1,), 1, 0, 4))
+    base = residual_conv_net("unseen", 8, 16)
+    network = Network("with-tile", (TensorSpec("x", s),), base.layers + (tile,), ("tile",))
+    prediction = model.predict(network)
+    by_name = {p.layer: p for p in prediction.layers}
+    assert by_name["tile"].key == "generic"
+    assert by_name["tile"].latency_s == pytest.approx(float(model.latency["generic"].predict(features(tile)[None])[0]))
+    assert prediction.generic_layers == ("tile",)
+    assert prediction.generic_share == pytest.approx(by_name["tile"].latency_s / prediction.layer_sum_s)
+    assert prediction.to_dict()["generic"] == {"layers": ["tile"], "share": prediction.generic_share}
+    older = SystemModel(model.system_key, model.system_label,
+                        {k: v for k, v in model.latency.items() if k != "generic"}, model.predictors)
+    with pytest.raises(UncoveredLayersError, match="predates generic layers.*recalibrate"):
+        older.predict(network)
 
 
 def test_missing_calibration_says_how_to_calibrate(tmp_path) -> None:  # type: ignore[no-untyped-def]

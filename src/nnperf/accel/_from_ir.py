@@ -188,7 +188,7 @@ NOT_MAPPED = frozenset({
 # activations and data movement (issue 17)
 NOT_MAPPED = NOT_MAPPED | {
     OpType.HARD_SIGMOID, OpType.CLIP, OpType.PRELU, OpType.GELU, OpType.SOFTPLUS, OpType.MISH, OpType.EXP, OpType.LOG,
-    OpType.SLICE, OpType.TRANSPOSE, OpType.CHANNEL_SHUFFLE, OpType.GATHER, OpType.EXPAND,
+    OpType.SLICE, OpType.TRANSPOSE, OpType.CHANNEL_SHUFFLE, OpType.GATHER, OpType.EXPAND, OpType.GENERIC,
 }
 """Ops that become no row: they carry no energy in CNNergy (reference section 7), only change what a split sends."""
 

@@ -23,7 +23,8 @@ InputShape = Sequence[int] | Mapping[str, Sequence[int]]
 MODEL_SUFFIXES = (".onnx", ".json")
 
 
-def load_model(model: ModelLike, input_shape: InputShape | None = None, *, name: str | None = None) -> Network:
+def load_model(model: ModelLike, input_shape: InputShape | None = None, *, name: str | None = None,
+               strict: bool = False) -> Network:
     """The IR :class:`~nnperf.ir.Network` of ``model``.
 
     Parameters
@@ -40,6 +41,9 @@ def load_model(model: ModelLike, input_shape: InputShape | None = None, *, name:
     name : str, optional
         The network's name (default: the module's class name; a file's name
         or a zoo name otherwise).
+    strict : bool, default False
+        Refuse an ONNX file with operators nnperf has no dedicated layer type for, naming them, instead of
+        importing them as generic layers.
 
     Raises
     ------
@@ -52,17 +56,17 @@ def load_model(model: ModelLike, input_shape: InputShape | None = None, *, name:
             raise NnperfError(f"{model.name}: an IR network has its shapes; input_shape does not apply")
         return model
     if isinstance(model, (str, os.PathLike)):
-        return _load_named(os.fspath(model), input_shape)
+        return _load_named(os.fspath(model), input_shape, strict)
     return _load_module(model, input_shape, name)
 
 
-def _load_named(spec: str, input_shape: InputShape | None) -> Network:
+def _load_named(spec: str, input_shape: InputShape | None, strict: bool = False) -> Network:
     path = Path(spec)
     suffix = path.suffix.lower()
     if suffix == ".onnx":
         from nnperf.ir.importers import from_onnx
 
-        return from_onnx(path, input_shapes=_onnx_shapes(path, input_shape))
+        return from_onnx(path, input_shapes=_onnx_shapes(path, input_shape), strict=strict)
     if suffix == ".json":
         if input_shape is not None:
             raise NnperfError(f"{path}: an IR file has its shapes; input_shape applies to ONNX files and modules")

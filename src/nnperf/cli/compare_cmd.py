@@ -29,6 +29,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--model", metavar="MODEL",
                    help="the network for system: and predicted: sides (zoo name, .onnx or IR .json file, as "
                         "given to `nnperf profile`)")
+    p.add_argument("--strict", action="store_true",
+                   help="refuse an ONNX file with operators nnperf has no dedicated layer type for, instead of "
+                        "importing them as generic layers")
     p.add_argument("--input-shape", action="append", type=parse_input_shape, default=[], metavar="[NAME=]SHAPE",
                    help="fix an ONNX input's shape for a predicted: side (repeatable)")
     p.add_argument("--top", type=int, default=5, help="how many of the largest slowdowns to name (default 5)")
@@ -54,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     if any(s.kind == "predicted" for s in specs) and args.model:
         from nnperf.api import load_model
 
-        network = load_model(args.model, dict(args.input_shape) or None)
+        network = load_model(args.model, dict(args.input_shape) or None, strict=args.strict)
     with open_store(args, create=False) as store:
         a, b = (load_side(store, s, args.model, network) for s in specs)
     comparison = compare(a, b)

@@ -16,6 +16,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--json", action="store_true", help="print machine-readable JSON instead of the table")
     p.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16", "int8"],
                    help="element type for the byte counts (default: float32)")
+    p.add_argument("--strict", action="store_true",
+                   help="refuse an ONNX file with operators nnperf has no dedicated layer type for, instead of "
+                        "importing them as generic layers")
     p.add_argument("--input-shape", action="append", type=parse_input_shape, default=[], metavar="[NAME=]SHAPE",
                    help="fix an ONNX input's shape, e.g. 1x3x224x224 or input=1x3x224x224 (repeatable)")
     p.add_argument("--save-ir", metavar="FILE.json", help="also write the network's IR as versioned JSON")
@@ -27,9 +30,10 @@ def run(args: argparse.Namespace) -> int:
     from nnperf.ir import save_network
     from nnperf.ir.metrics import DType, network_metrics
     from nnperf.report import console
+    from nnperf.report.predictions import generic_summary
     from nnperf.report.tables import metrics_document, metrics_table
 
-    network = load_model(args.model, dict(args.input_shape) or None)
+    network = load_model(args.model, dict(args.input_shape) or None, strict=args.strict)
     metrics = network_metrics(network)
     dtype = DType(args.dtype)
     if args.save_ir:
@@ -37,5 +41,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(metrics_document(network, metrics, dtype), indent=1))
     else:
-        console().print(metrics_table(network, metrics, dtype))
+        out = console()
+        out.print(metrics_table(network, metrics, dtype))
+        generic = generic_summary(network)
+        if generic is not None:
+            out.print(generic, markup=False)
     return 0

@@ -41,6 +41,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--csv", type=Path, metavar="FILE.csv",
                    help="also write the per-layer predictions (and, with --verify, measurements) as CSV")
     p.add_argument("--top", type=int, default=5, help="how many hotspots to name (default 5)")
+    p.add_argument("--strict", action="store_true",
+                   help="refuse an ONNX file with operators nnperf has no dedicated layer type for, instead of "
+                        "importing them as generic layers")
     p.add_argument("--input-shape", action="append", type=parse_input_shape, default=[], metavar="[NAME=]SHAPE",
                    help="fix an ONNX input's shape (repeatable)")
     add_db_argument(p)
@@ -50,9 +53,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def run(args: argparse.Namespace) -> int:
     from nnperf.api import load_model, predict, verify
     from nnperf.report import console
-    from nnperf.report.predictions import prediction_summary, prediction_table, verification_summary
+    from nnperf.report.predictions import (
+        generic_summary,
+        prediction_summary,
+        prediction_table,
+        verification_summary,
+    )
 
-    network = load_model(args.model, dict(args.input_shape) or None)
+    network = load_model(args.model, dict(args.input_shape) or None, strict=args.strict)
     settings = {"backend": args.backend, "device": args.device, "threads": args.threads, "options": dict(args.option)}
     if args.verify:
         with Progress(not args.json, "verifying") as progress:
@@ -78,6 +86,9 @@ def run(args: argparse.Namespace) -> int:
     out.print(prediction_table(network, prediction, measured))
     for line in prediction_summary(prediction, args.top):
         out.print(line)
+    generic = generic_summary(network, prediction)
+    if generic is not None:
+        out.print(generic, markup=False)
     if check is not None:
         for line in verification_summary(check):
             out.print(line)

@@ -37,6 +37,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--budget-s", type=float, default=3.0, help="time budget per measurement in seconds (default 3)")
     p.add_argument("--profiler-runs", type=positive_int, default=50,
                    help="whole-network runs under the profiler (default 50, as PreVIous)")
+    p.add_argument("--strict", action="store_true",
+                   help="refuse an ONNX file with operators nnperf has no dedicated layer type for, instead of "
+                        "importing them as generic layers")
     p.add_argument("--input-shape", action="append", type=parse_input_shape, default=[], metavar="[NAME=]SHAPE",
                    help="fix an ONNX input's shape (repeatable)")
     p.add_argument("--trace", metavar="FILE.json", type=Path,
@@ -95,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.backend == "fake":
         print("nnperf: warning: the fake backend's times come from a cost model, not a measurement", file=sys.stderr)
-    network = load_model(args.model, dict(args.input_shape) or None)
+    network = load_model(args.model, dict(args.input_shape) or None, strict=args.strict)
     config = ProfileConfig(per_layer=args.per_layer, profiler_runs=args.profiler_runs, gap_s=args.gap_s,
                            harness=HarnessConfig(target_ci=args.target_ci, budget_s=args.budget_s))
     trace = Path(args.energy) if args.energy and args.energy.lower().endswith(".csv") else None

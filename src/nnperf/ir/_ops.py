@@ -70,6 +70,9 @@ class OpType(str, enum.Enum):
     DIV = "div"
     POW = "pow"
     CONSTANT = "constant"
+    GENERIC = "generic"
+    """An ONNX operator with no dedicated op type: kept as it is, measured by running it and predicted by the
+    memory-bound model of the calibration (:class:`GenericAttrs`)."""
 
 
 ACTIVATIONS = frozenset(
@@ -283,6 +286,23 @@ class MatmulAttrs:
     transpose_b: bool = False
 
 
+@dataclass(frozen=True)
+class GenericAttrs:
+    """An ONNX operator kept as it is: ``node`` is the base64 text of a serialised ONNX ``GraphProto`` holding the
+    one node, its stored operands as initializers, its activation inputs named ``in0``, ``in1``, ... and its
+    outputs ``out0``, ``out1``, ...; the layer is output ``output_index`` of that node. ``input_types`` and
+    ``output_type`` are ONNX element types (1 is float32, 7 int64, 9 bool), ``stored_elements`` the elements of
+    its stored operands (its n(W)). The IR never reads ``node``: the backends that run the layer do."""
+
+    operator: str
+    """the ONNX operator, prefixed by its domain outside the default one (``com.microsoft.FusedGemm``)"""
+    node: str
+    input_types: tuple[int, ...]
+    output_type: int = 1
+    output_index: int = 0
+    stored_elements: int = 0
+
+
 Attributes = (
     NoAttrs
     | ConvAttrs
@@ -307,6 +327,7 @@ Attributes = (
     | GroupNormAttrs
     | ReduceAttrs
     | MatmulAttrs
+    | GenericAttrs
 )
 
 ATTRIBUTES_OF: dict[OpType, type] = {
@@ -338,6 +359,7 @@ ATTRIBUTES_OF: dict[OpType, type] = {
     OpType.REDUCE_MEAN: ReduceAttrs,
     OpType.REDUCE_MAX: ReduceAttrs,
     OpType.MATMUL: MatmulAttrs,
+    OpType.GENERIC: GenericAttrs,
 }
 
 

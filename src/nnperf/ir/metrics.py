@@ -38,6 +38,10 @@ group and instance normalisation 4 #OPs per element (6 with the learnt scale
 and shift, which are their n(W)); a reduction one #OP per element read;
 sub/div/pow count as the other element-wise ops; a constant (class token,
 position embedding) has its elements as n(W), reads nothing and counts no #OPs.
+
+A generic layer (an ONNX operator with no dedicated op type) counts one #OP per
+element of its larger side, what it reads or what it writes, no MACs, and the
+elements of its stored operands as n(W).
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ from nnperf.ir._ops import (  # issue 17
     BatchNormAttrs,
     ConvAttrs,
     ConvTransposeAttrs,
+    GenericAttrs,
     GroupNormAttrs,
     LinearAttrs,
     LrnAttrs,
@@ -312,6 +317,7 @@ METRIC_HANDLERS: Mapping[OpType, MetricHandler] = MappingProxyType({
     OpType.DIV: _eltwise,
     OpType.POW: _eltwise,
     OpType.CONSTANT: lambda layer: _constant(layer),
+    OpType.GENERIC: lambda layer: _generic(layer),
 })
 """Each op's counts (MACs, #OPs, n(W), im2col input); every op has one, data movement counting zero."""
 
@@ -366,6 +372,15 @@ def _matmul(layer: Layer) -> OpCounts:
 def _constant(layer: Layer) -> OpCounts:
     """A stored tensor (class token, position embedding): its elements are parameters; it reads nothing."""
     return OpCounts(params=numel(layer.output_shape), n_input=0)
+
+
+def _generic(layer: Layer) -> OpCounts:
+    """An operator nnperf has no model of: one #OP per element of its larger side (what it reads or what it
+    writes), no MACs, its stored operands as n(W)."""
+    attrs = layer.attrs
+    assert isinstance(attrs, GenericAttrs)
+    reads = sum(numel(s) for s in layer.input_shapes)
+    return OpCounts(ops=max(reads, numel(layer.output_shape)), params=attrs.stored_elements)
 
 
 __all__ = [

@@ -90,6 +90,7 @@ FUSION_ROLES: Mapping[OpType, FusionRole] = MappingProxyType({
     OpType.DIV: _SUCCESSOR,
     OpType.POW: _SUCCESSOR,
     OpType.CONSTANT: _HEAD,
+    OpType.GENERIC: _HEAD,
 })
 """Each op's role in a fused group (adding an op type means adding its entry here)."""
 

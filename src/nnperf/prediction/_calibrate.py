@@ -15,7 +15,7 @@ import numpy as np
 from nnperf.errors import NnperfError
 from nnperf.ir import Layer
 from nnperf.prediction._base import CalibrationSet, fit_network_predictors
-from nnperf.prediction._features import features, model_key
+from nnperf.prediction._features import features, model_key, model_keys
 from nnperf.prediction._model import MODEL_KIND, SystemModel
 from nnperf.prediction._previous import fit_coefficient
 from nnperf.prediction._ridge import RidgeModel, fit_ridge
@@ -39,7 +39,8 @@ def fit_system_model(runs: Sequence[MeasuredNetwork], system_key: str, system_la
                      roofline: RooflineModel | None = None,
                      layer_samples: Sequence[tuple[Layer, float]] = (),
                      ridge_sampled_types: Collection[str] | None = None) -> SystemModel:
-    """Ridge models per layer type on the isolated layer medians, then every registered network predictor
+    """Ridge models per layer type on the isolated layer medians (and the generic layers' memory-bound model on
+    all the memory-bound ones, see ``MEMORY_BOUND_OPS``), then every registered network predictor
     (c, the composition, the baselines, ...) that the calibration can fit, on the whole-network medians.
 
     ``profiled`` are the same networks measured with the framework profiler:
@@ -59,10 +60,11 @@ def fit_system_model(runs: Sequence[MeasuredNetwork], system_key: str, system_la
             record = measured.get(layer.name)
             if record is None:
                 raise NnperfError(f"calibration run {run.run.id} of {run.network.name} lacks layer {layer.name!r}")
-            key = model_key(layer)
-            rows.setdefault(key, []).append(features(layer))
-            latency.setdefault(key, []).append(record.median_s)
-            energy.setdefault(key, []).append(record.energy_j)
+            row = features(layer)
+            for key in model_keys(layer):
+                rows.setdefault(key, []).append(row)
+                latency.setdefault(key, []).append(record.median_s)
+                energy.setdefault(key, []).append(record.energy_j)
     energy_rows = {k: np.array(v) for k, v in rows.items()}  # the samples carry no energy
     for layer, seconds in layer_samples:
         key = model_key(layer)

@@ -14,11 +14,26 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnperf.ir import ELTWISE, Layer
+from nnperf.ir import ACTIVATIONS, DATA_MOVEMENT, ELTWISE, Layer, OpType
 from nnperf.ir.metrics import LayerMetrics, layer_metrics
 
 FEATURES = ("n_weights", "ops", "mem_ops")
 """The predictors, in column order: n(W), #OPs, #memOPs."""
+
+GENERIC_KEY = OpType.GENERIC.value
+MEMORY_BOUND_OPS = ACTIVATIONS | ELTWISE | DATA_MOVEMENT | {
+    OpType.BATCH_NORM, OpType.CONCAT, OpType.SOFTMAX, OpType.PAD, OpType.UPSAMPLE, OpType.REDUCE_MEAN,
+    OpType.REDUCE_MAX,
+}
+"""Layers that do no MACs and little arithmetic per element: the calibration's layers of these types also fit
+the model of generic layers (``GENERIC_KEY``), one memory-bound Ridge over all of them."""
+
+
+def model_keys(layer: Layer) -> tuple[str, ...]:
+    """Every model a calibration layer helps fit: its own type's, and the generic layers' when it is
+    memory-bound."""
+    key = model_key(layer)
+    return (key, GENERIC_KEY) if layer.op in MEMORY_BOUND_OPS else (key,)
 
 
 def model_key(layer: Layer) -> str:

@@ -19,7 +19,7 @@ from nnperf.ir import Network
 from nnperf.ir.metrics import NetworkMetrics, network_metrics
 from nnperf.prediction._base import PREDICTOR_FORMAT, PREDICTOR_VERSION, NetworkInput, NetworkPredictor, predictor_class
 from nnperf.prediction._composition import Composition
-from nnperf.prediction._features import FEATURES, metric_features, model_key
+from nnperf.prediction._features import FEATURES, GENERIC_KEY, metric_features, model_key
 from nnperf.prediction._previous import PreviousModel  # noqa: F401  (registers 'previous')
 from nnperf.prediction._ridge import RidgeModel
 from nnperf.prediction.baselines import MacsModel, RooflineModel
@@ -43,8 +43,10 @@ class UncoveredLayersError(NnperfError):
         self.missing = {k: list(v) for k, v in missing.items()}
         parts = [f"{key} ({', '.join(names[:3])}{', ...' if len(names) > 3 else ''})"
                  for key, names in sorted(self.missing.items())]
-        super().__init__(f"{network}: no calibrated model on {system} for layer type(s) {'; '.join(parts)}; "
-                         "the calibration networks do not cover them")
+        why = ("the calibration predates generic layers (ONNX operators nnperf has no dedicated model of): "
+               "recalibrate with `nnperf calibrate`" if GENERIC_KEY in self.missing
+               else "the calibration networks do not cover them")
+        super().__init__(f"{network}: no calibrated model on {system} for layer type(s) {'; '.join(parts)}; {why}")
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,18 @@ class NetworkPrediction:
             return None
         return self.energy_coefficient_c * float(sum(p.energy_j or 0.0 for p in self.layers))
 
+    @property
+    def generic_layers(self) -> tuple[str, ...]:
+        """The generic layers (ONNX operators predicted by the memory-bound model), in network order."""
+        return tuple(p.layer for p in self.layers if p.key == GENERIC_KEY)
+
+    @property
+    def generic_share(self) -> float:
+        """The share of the summed layer predictions that generic layers carry (0 without any)."""
+        total = self.layer_sum_s
+        generic = sum(p.latency_s for p in self.layers if p.key == GENERIC_KEY)
+        return generic / total if total > 0 else 0.0
+
     def hotspots(self, count: int = 5) -> list[tuple[LayerPrediction, float]]:
         """The ``count`` layers with the largest predicted share of the latency, with their share (Fig. 6)."""
         total = self.layer_sum_s
@@ -127,6 +141,7 @@ class NetworkPrediction:
             "layers": [{"layer": p.layer, "op": p.op, "model": p.key, "latency_s": p.latency_s, "energy_j": p.energy_j,
                         "fused": p.layer in self.fused_layers} for p in self.layers],
             "hotspots": [{"layer": p.layer, "share": share} for p, share in self.hotspots()],
+            "generic": {"layers": list(self.generic_layers), "share": self.generic_share},
         }
 
 

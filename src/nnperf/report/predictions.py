@@ -8,7 +8,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from nnperf.ir import Network
+from nnperf.ir import GenericAttrs, Network
 from nnperf.prediction import NetworkPrediction, SystemModel, Verification
 from nnperf.report.measurements import ms
 from nnperf.report.tables import layer_type
@@ -150,6 +150,24 @@ def prediction_table(network: Network, prediction: NetworkPrediction,
 
 def _error(predicted: float, measured: float) -> str:
     return f"{(predicted - measured) / measured:+.1%}" if measured > 0 else "-"
+
+
+def generic_summary(network: Network, prediction: NetworkPrediction | None = None, count: int = 6) -> str | None:
+    """One line naming the generic layers (ONNX operators kept as they are), by operator, and with a prediction
+    the share of the summed layer time they carry; None without any."""
+    generic = [layer for layer in network.layers if isinstance(layer.attrs, GenericAttrs)]
+    if not generic:
+        return None
+    by_operator: dict[str, list[str]] = {}
+    for layer in generic:
+        assert isinstance(layer.attrs, GenericAttrs)
+        by_operator.setdefault(layer.attrs.operator, []).append(layer.name)
+    named = "; ".join(f"{op} ({', '.join(names[:2])}{', ...' if len(names) > 2 else ''})"
+                      for op, names in list(by_operator.items())[:count])
+    more = f"; and {len(by_operator) - count} more operator(s)" if len(by_operator) > count else ""
+    share = ("" if prediction is None else
+             f", carrying {prediction.generic_share:.1%} of the summed layer time (predicted by the memory-bound model)")
+    return f"{len(generic)} generic layer(s), ONNX operators without a dedicated layer type{share}: {named}{more}"
 
 
 def prediction_summary(prediction: NetworkPrediction, count: int = 5) -> list[str]:

@@ -69,6 +69,10 @@ class Unsupported:
     def add(self, operator: str, node: str) -> None:
         self.found.setdefault(operator, []).append(node)
 
+    def nodes(self) -> set[str]:
+        """Every node named so far."""
+        return {node for nodes in self.found.values() for node in nodes}
+
     def raise_if_any(self) -> None:
         if self.found:
             raise UnsupportedOperatorError(self.source, self.found)

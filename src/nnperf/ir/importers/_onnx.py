@@ -58,6 +58,7 @@ from nnperf.ir._ops import (
 from nnperf.ir._transforms import fuse_channel_shuffle, remove_noops
 from nnperf.ir.importers._common import NameTable, Unsupported, one_value, reshape_op, scale_kind
 from nnperf.ir.importers._onnx_fold import fold_constants
+from nnperf.ir.importers._onnx_generic import FLOAT_TYPES, GenericRefusal, generic_attrs
 from nnperf.ir.importers._onnx_patterns import gelu_erf_pattern, softplus_pattern
 from nnperf.ir.importers._table import ImportRule, rule
 
@@ -74,12 +75,14 @@ def from_onnx(
     input_shapes: Mapping[str, Shape] | None = None,
     name: str | None = None,
     keep_noops: bool = False,
+    strict: bool = False,
 ) -> Network:
     """The IR of the ONNX model at ``path``.
 
     A symbolic batch dimension of a graph input is fixed to 1; other symbolic
     dimensions need ``input_shapes`` (input name -> full shape). Identity and
-    dropout nodes are dropped unless ``keep_noops`` is set.
+    dropout nodes are dropped unless ``keep_noops`` is set. A node no rule maps becomes a generic layer (the
+    node kept as it is, see ``_onnx_generic``) unless ``strict`` is set, which refuses the file naming them.
     """
     path = Path(path)
     model = _read_model(path)
@@ -88,7 +91,7 @@ def from_onnx(
     inferred = _inferred(model, path)
     if fold_constants(inferred, _static_shapes(inferred)):  # computed bounds and shapes became constants
         inferred = _inferred(inferred, path)
-    network = _Converter(inferred, name or path.stem, str(path)).convert()
+    network = _Converter(inferred, name or path.stem, str(path), strict).convert()
     if keep_noops:
         return network
     try:
@@ -271,12 +274,14 @@ class _Converter:
     model: onnx.ModelProto
     name: str
     source: str
+    strict: bool = False
 
     def __post_init__(self) -> None:
         graph = self.model.graph
         self.opset = next((o.version for o in self.model.opset_import if o.domain in ("", "ai.onnx")), 1)
         self.initializers = {t.name: t for t in graph.initializer}
         self.shapes = _static_shapes(self.model)
+        self.types = _element_types(self.model)
         self.constants: dict[str, np.ndarray] = {}
         self.consumers: dict[str, list[onnx.NodeProto]] = {}
         for node in graph.node:
@@ -366,29 +371,56 @@ class _Converter:
         node_name = _readable_name(node) or node.name or f"{node.op_type}_{index}"
         if any(t in self.failed for t in node.input):
             # downstream of an unsupported node: its shapes are unknown, so only name it if it is unsupported too
-            if node.op_type not in ONNX_IMPORTERS:
+            if self.strict and node.op_type not in ONNX_IMPORTERS:
                 self.unsupported.add(_describe(node), node_name)
             self.failed.update(node.output)
             return []
-        rule = ONNX_IMPORTERS.get(node.op_type)
+        rule = ONNX_IMPORTERS.get(node.op_type) if self._computes_in_float(node, data) else None
         mapped = None if rule is None else rule.handler(self, _Node.of(node, data, self.shapes))
+        if mapped is None and not self.strict:
+            mapped = self._generic(node, node_name, data)
         if mapped is None:
-            self.unsupported.add(_describe(node), node_name)
+            if node_name not in self.unsupported.nodes():
+                self.unsupported.add(_describe(node), node_name)
             self.failed.update(node.output)
             return []
         layers = []
         for op, attrs, inputs, output in (mapped if isinstance(mapped, list) else [mapped]):  # a Split: several
             producers = tuple(self.layer_of[t] for t in inputs)
-            in_shapes = tuple(self._shape(t, "tensor") for t in inputs)
+            in_shapes = tuple(self._shape(t, "tensor") or (1,) for t in inputs)  # a rank-0 tensor: one element
             wanted = node_name if len(node.output) == 1 else f"{node_name}.{output}"
             try:
                 layer = Layer(self.names.unique(wanted), op, producers, in_shapes,
-                              self._shape(output, f"output of {node_name}"), attrs)
+                              self._shape(output, f"output of {node_name}") or (1,), attrs)
             except InvalidNetworkError as exc:
                 raise InvalidNetworkError(f"{self.source}: node {node_name!r}: {exc}") from exc
             self.layer_of[output] = layer.name
             layers.append(layer)
         return layers
+
+    def _computes_in_float(self, node: onnx.NodeProto, data: set[str]) -> bool:
+        """Whether every activation the node reads or writes is a float tensor (or of unknown type): the
+        dedicated layers compute in float; a node on integers or booleans is kept as a generic layer."""
+        tensors = [t for t in node.input if t in data] + [t for t in node.output if t]
+        return all(self.types.get(t, 0) in FLOAT_TYPES or not self.types.get(t) for t in tensors)
+
+    def _generic(self, node: onnx.NodeProto, node_name: str, data: set[str]) -> list[_Result] | None:
+        """One generic layer per output of ``node`` that is read (None, the reason recorded, when it cannot
+        run alone)."""
+        activations = list(dict.fromkeys(t for t in node.input if t in data))
+        used = [k for k, out in enumerate(node.output)
+                if out and (out in self.consumers or out in self.graph_outputs)] or [0]
+        results: list[_Result] = []
+        try:
+            for k in used:
+                if self.shapes.get(node.output[k]) is None:
+                    raise GenericRefusal(f"{node.op_type} (its output shape cannot be inferred)")
+                attrs = generic_attrs(node, activations, k, self._value, self.shapes.get, self.types, self.opset)
+                results.append((OpType.GENERIC, attrs, activations, node.output[k]))
+        except GenericRefusal as exc:
+            self.unsupported.add(str(exc), node_name)
+            return None
+        return results
 
     def _has_bias(self, node: onnx.NodeProto) -> bool:
         """Whether a Conv or Gemm adds a bias; an all-zero stored bias (an exporter's filler) does not count."""
@@ -472,10 +504,12 @@ class _Converter:
         tensor that is neither a scalar nor per-channel stays unsupported: it is no scale layer.)"""
         if node.op_type not in ("Concat", "Add", "Sub") or any(t in self.failed for t in node.input):
             return []
+        if not self._computes_in_float(node, data):
+            return []  # kept as a generic layer with its stored operands
         first = next((t for t in node.input if t in data), None)
         if first is None or first not in self.layer_of:
             return []
-        x_shape = self._shape(first, "tensor")
+        x_shape = self._shape(first, "tensor") or (1,)  # a rank-0 tensor: one element
         made = []
         for tensor in node.input:
             shape = self.shapes.get(tensor)
@@ -1007,9 +1041,10 @@ ONNX_IMPORTERS = MappingProxyType({  # Div, MatMul, ReduceMax, ReduceMean and Re
     "Reshape": rule({*_RESHAPES, OpType.GROUP_NORM}, _reshape_any),
 })
 
-ONNX_NOT_IMPORTED: frozenset[OpType] = frozenset({OpType.CONSTANT})
-"""IR ops no ONNX operator maps to: CONSTANT, made of a stored tensor operand (see ``_constant_layers``); SiLU
-comes from the Sigmoid+Mul that exporters write."""
+ONNX_NOT_IMPORTED: frozenset[OpType] = frozenset({OpType.CONSTANT, OpType.GENERIC})
+"""IR ops no one ONNX operator maps to: CONSTANT, made of a stored tensor operand (see ``_constant_layers``), and
+GENERIC, made of any node no rule maps (see ``_onnx_generic``); SiLU comes from the Sigmoid+Mul that exporters
+write."""
 
 
 def _f32(value: Any) -> float:
@@ -1100,6 +1135,14 @@ def _static_shape(value: onnx.ValueInfoProto) -> Shape | None:
             return None
         dims.append(int(dim.dim_value))
     return tuple(dims)
+
+
+def _element_types(model: onnx.ModelProto) -> dict[str, int]:
+    """The ONNX element type of every graph input, output, inferred value and initializer (0 where unknown)."""
+    graph = model.graph
+    types = {v.name: int(v.type.tensor_type.elem_type) for v in (*graph.input, *graph.value_info, *graph.output)}
+    types.update({t.name: int(t.data_type) for t in graph.initializer})
+    return types
 
 
 def _elem_type(value: onnx.ValueInfoProto) -> str:

@@ -857,5 +857,6 @@ _CONSTANT_OPERAND_CALLS = frozenset({torch.cat, torch.concat, operator.add, torc
 """Calls whose stored-tensor operand becomes a CONSTANT layer (a scalar or per-channel one, a scale's bias; a
 multiply by a full-size tensor stays unsupported, as in the ONNX importer)."""
 
-TORCH_NOT_IMPORTED: frozenset[OpType] = frozenset({OpType.CONSTANT})
-"""IR ops that no module or call maps to: CONSTANT, made of a stored tensor operand (see ``_bind_constants``)."""
+TORCH_NOT_IMPORTED: frozenset[OpType] = frozenset({OpType.CONSTANT, OpType.GENERIC})
+"""IR ops that no module or call maps to: CONSTANT, made of a stored tensor operand (see ``_bind_constants``), and
+GENERIC, which only the ONNX importer makes."""

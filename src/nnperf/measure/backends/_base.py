@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Self
 
 import numpy as np
 
 from nnperf.errors import NnperfError
-from nnperf.ir import Layer, Network
+from nnperf.ir import GenericAttrs, Layer, Network
 from nnperf.measure._harness import Timer
 from nnperf.measure._host import cpu_model, host_info
 from nnperf.measure._types import LayerMeasurement, SystemSpec, Timing, fused_sum_s
+from nnperf.measure.backends._generic_node import input_dtype
 from nnperf.registry import Availability, UnavailableError
 
 
@@ -155,7 +156,26 @@ class Backend(abc.ABC):
         self.close()
 
 
-def random_inputs(shapes: list[tuple[int, ...]], seed: int = 0) -> list[np.ndarray]:
-    """Deterministic float32 inputs in [0, 1) of the given shapes."""
+def random_inputs(shapes: list[tuple[int, ...]], seed: int = 0, dtypes: Sequence[str] | None = None) -> list[np.ndarray]:
+    """Deterministic inputs of the given shapes: float32 in [0, 1) for every float type (the backends compute in
+    float32), random booleans, and zeros for integers (an index valid on any axis). ``dtypes`` are numpy type
+    names, float32 for all when None."""
     rng = np.random.default_rng(seed)
-    return [rng.random(shape, dtype=np.float32) for shape in shapes]
+    arrays = []
+    for shape, dtype in zip(shapes, dtypes or ["float32"] * len(shapes)):
+        kind = np.dtype(dtype).kind
+        if kind == "b":
+            arrays.append(rng.random(shape) < 0.5)
+        elif kind in "iu":
+            arrays.append(np.zeros(shape, dtype))
+        else:
+            arrays.append(rng.random(shape, dtype=np.float32))
+    return arrays
+
+
+def layer_input_dtypes(layer: Layer) -> list[str]:
+    """The numpy type of each input of ``layer`` as the backends feed it: float32, but where a generic layer
+    reads integers or booleans."""
+    if isinstance(layer.attrs, GenericAttrs):
+        return [input_dtype(t).name for t in layer.attrs.input_types]
+    return ["float32"] * len(layer.inputs)

@@ -31,6 +31,7 @@ from nnperf.ir import (
     ConvAttrs,
     ConvTransposeAttrs,
     GatherAttrs,
+    GenericAttrs,
     GroupNormAttrs,
     HardSigmoidAttrs,
     Layer,
@@ -50,6 +51,7 @@ from nnperf.ir import (
     UpsampleAttrs,
 )
 from nnperf.measure._memory import require_memory
+from nnperf.measure.backends._generic_node import GenericNodeError, generic_node
 from nnperf.measure.backends._weights import layer_weights, pad_amounts
 
 IR_VERSION = 8
@@ -90,8 +92,8 @@ def build_onnx(network: Network, seed: int = 0, opset: int = 17) -> onnx.ModelPr
         if name in specs:
             outputs.append(helper.make_tensor_value_info(name, _elem_type(specs[name].dtype), specs[name].shape))
         else:
-            outputs.append(helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT,
-                                                         network.layer(name).output_shape))
+            layer = network.layer(name)
+            outputs.append(helper.make_tensor_value_info(name, output_type(layer), layer.output_shape))
     return _model(graph, network.name, inputs, outputs, opset)
 
 
@@ -109,8 +111,8 @@ def layer_onnx(layer: Layer, seed: int = 0, opset: int = 17) -> onnx.ModelProto:
         _emit(graph, layer, names, seed)
     except _Unsupported as exc:
         raise UnsupportedOperatorError(layer.name, {f"{layer.op.value} ({exc})": [layer.name]}) from None
-    inputs = [helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, s) for n, s in zip(names, layer.input_shapes)]
-    output = helper.make_tensor_value_info(layer.name, onnx.TensorProto.FLOAT, layer.output_shape)
+    inputs = [helper.make_tensor_value_info(n, t, s) for n, t, s in zip(names, input_types(layer), layer.input_shapes)]
+    output = helper.make_tensor_value_info(layer.name, output_type(layer), layer.output_shape)
     return _model(graph, layer.name, inputs, [output], opset)
 
 
@@ -138,8 +140,43 @@ def _check_opset(opset: int) -> None:
 def _model(graph: _Graph, name: str, inputs: list[onnx.ValueInfoProto], outputs: list[onnx.ValueInfoProto],
            opset: int) -> onnx.ModelProto:
     proto = helper.make_graph(graph.nodes, name, inputs, outputs, initializer=graph.initializers)
-    return helper.make_model(proto, opset_imports=[helper.make_opsetid("", opset)], ir_version=IR_VERSION,
+    domains = sorted({n.domain for n in graph.nodes if n.domain not in ("", "ai.onnx")})  # a generic layer's
+    return helper.make_model(proto, opset_imports=[helper.make_opsetid("", opset)]
+                             + [helper.make_opsetid(d, 1) for d in domains], ir_version=IR_VERSION,
                              producer_name="nnperf")
+
+
+def input_types(layer: Layer) -> tuple[int, ...]:
+    """The ONNX element type of each input of ``layer``: float32, but where a generic layer says otherwise."""
+    if isinstance(layer.attrs, GenericAttrs):
+        return layer.attrs.input_types
+    return (onnx.TensorProto.FLOAT,) * len(layer.inputs)
+
+
+def output_type(layer: Layer) -> int:
+    """The ONNX element type ``layer`` writes: float32, but where a generic layer says otherwise."""
+    return layer.attrs.output_type if isinstance(layer.attrs, GenericAttrs) else onnx.TensorProto.FLOAT
+
+
+def _generic(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
+    """The generic layer's own nodes, its stored operands as initializers, its tensors renamed into the graph."""
+    try:
+        kept = generic_node(layer, seed, g.opset)
+    except GenericNodeError as exc:
+        raise _Unsupported(str(exc)) from None
+    p = layer.name + "/"
+    rename = {f"in{i}": tensor for i, tensor in enumerate(ins)}
+    rename.update({name: g.const(p + name, value) for name, value in kept.stored.items()})
+    rename[f"out{kept.output_index}"] = layer.name
+    nodes = list(kept.graph.node)
+    for j, node in enumerate(nodes):
+        copy = onnx.NodeProto()
+        copy.CopyFrom(node)
+        copy.name = layer.name if j == len(nodes) - 1 else f"{p}n{j}"
+        del copy.input[:], copy.output[:]
+        copy.input.extend(rename.get(t, p + t) if t else "" for t in node.input)
+        copy.output.extend(rename.get(t, p + t) if t else "" for t in node.output)
+        g.nodes.append(copy)
 
 
 def _elem_type(dtype: str) -> int:
@@ -586,6 +623,7 @@ ONNX_BUILDERS = MappingProxyType({
     OpType.DIV: _binary("Div"),
     OpType.POW: _binary("Pow"),
     OpType.CONSTANT: _constant,
+    OpType.GENERIC: lambda g, layer, ins, seed: _generic(g, layer, ins, seed),
 })
 
 ONNX_NOT_BUILT: frozenset[OpType] = frozenset()

@@ -16,7 +16,14 @@ from nnperf.ir import Layer, Network
 from nnperf.measure._harness import Timer
 from nnperf.measure._stats import fixed_timing
 from nnperf.measure._types import LayerMeasurement, Method
-from nnperf.measure.backends._base import DEFAULT_OPTIONS, Backend, BackendOptions, ProfileResult, random_inputs
+from nnperf.measure.backends._base import (
+    DEFAULT_OPTIONS,
+    Backend,
+    BackendOptions,
+    ProfileResult,
+    layer_input_dtypes,
+    random_inputs,
+)
 from nnperf.measure.backends._timers import CudaEventTimer, LoopTimer
 from nnperf.registry import Availability
 
@@ -63,7 +70,7 @@ class TorchBackend(Backend):
             return str(self.torch.cuda.get_device_name(self.device))
         return super().device_name()
 
-    def _prepare(self, module: Any, shapes: list[tuple[int, ...]]) -> tuple[Any, list[Any]]:
+    def _prepare(self, module: Any, shapes: list[tuple[int, ...]], dtypes: list[str]) -> tuple[Any, list[Any]]:
         torch = self.torch
         torch.set_num_threads(self.options.threads)  # process-wide: another backend may have changed it
         channels_last = self.option("memory_format") == "channels_last"
@@ -74,8 +81,9 @@ class TorchBackend(Backend):
         if channels_last:
             module = module.to(memory_format=torch.channels_last)
         inputs = []
-        for array in random_inputs(shapes, self.seed):
-            t = torch.from_numpy(array).to(self.device, dtype)
+        for array in random_inputs(shapes, self.seed, dtypes):
+            t = torch.from_numpy(array)
+            t = t.to(self.device, dtype) if t.is_floating_point() else t.to(self.device)
             if channels_last and t.dim() == 4:
                 t = t.contiguous(memory_format=torch.channels_last)
             inputs.append(t)
@@ -93,13 +101,15 @@ class TorchBackend(Backend):
     def network_timer(self, network: Network) -> Timer:
         from nnperf.measure.backends._torch_graph import build_torch
 
-        module, inputs = self._prepare(build_torch(network, self.seed), [s.shape for s in network.inputs])
+        module, inputs = self._prepare(build_torch(network, self.seed), [s.shape for s in network.inputs],
+                                      [s.dtype for s in network.inputs])
         return self._timer(module, inputs)
 
     def layer_timer(self, layer: Layer) -> Timer:
         from nnperf.measure.backends._torch_graph import layer_module
 
-        module, inputs = self._prepare(layer_module(layer, self.seed), list(layer.input_shapes))
+        module, inputs = self._prepare(layer_module(layer, self.seed), list(layer.input_shapes),
+                                      layer_input_dtypes(layer))
         return self._timer(module, inputs)
 
     def context_timer(self, network: Network, layer: str) -> Timer:
@@ -107,7 +117,8 @@ class TorchBackend(Backend):
         from nnperf.measure.backends._torch_graph import build_torch
 
         network.layer(layer)  # an unknown name fails here, not inside the timed runs
-        module, inputs = self._prepare(build_torch(network, self.seed), [s.shape for s in network.inputs])
+        module, inputs = self._prepare(build_torch(network, self.seed), [s.shape for s in network.inputs],
+                                      [s.dtype for s in network.inputs])
         return _LayerInPlaceTimer(self.torch, module, inputs, layer, self.device)
 
     def profile(self, network: Network, runs: int) -> ProfileResult:
@@ -146,7 +157,8 @@ class TorchBackend(Backend):
         from nnperf.measure.backends._torch_graph import build_torch
 
         torch = self.torch
-        module, inputs = self._prepare(build_torch(network, self.seed), [s.shape for s in network.inputs])
+        module, inputs = self._prepare(build_torch(network, self.seed), [s.shape for s in network.inputs],
+                                      [s.dtype for s in network.inputs])
         module.layer_hook = torch.profiler.record_function
         activities = [torch.profiler.ProfilerActivity.CPU]
         if self.device.type == "cuda":

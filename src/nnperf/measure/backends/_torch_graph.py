@@ -54,6 +54,8 @@ from nnperf.ir import (
 from nnperf.ir import Layer as IRLayer
 from nnperf.ir.modules import LayerNorm2d  # issue 17
 from nnperf.measure._memory import require_memory
+from nnperf.measure.backends._generic_node import GenericNodeError
+from nnperf.measure.backends._torch_generic import GenericModule
 from nnperf.measure.backends._weights import layer_weights, pad_amounts
 
 LayerHook = Callable[[str], AbstractContextManager[Any]]
@@ -686,6 +688,13 @@ def _constant(layer: IRLayer, seed: int) -> nn.Module:
     return _Constant(layer_weights(layer, seed)["value"])
 
 
+def _generic(layer: IRLayer, seed: int) -> nn.Module:
+    try:
+        return GenericModule(layer, seed)
+    except (NotImplementedError, GenericNodeError) as exc:
+        raise _Unsupported(str(exc)) from None
+
+
 TORCH_BUILDERS = MappingProxyType({
     **TORCH_BUILDERS,
     OpType.CONV_TRANSPOSE: _conv_transpose,
@@ -698,6 +707,7 @@ TORCH_BUILDERS = MappingProxyType({
     OpType.DIV: lambda layer, seed: _Binary(layer.op),
     OpType.POW: lambda layer, seed: _Binary(layer.op),
     OpType.CONSTANT: _constant,
+    OpType.GENERIC: _generic,
 })
 
 TORCH_NOT_BUILT: frozenset[OpType] = frozenset()

@@ -138,9 +138,10 @@ NO_WEIGHTS = frozenset({
 # activations and data movement (issue 17)
 NO_WEIGHTS = NO_WEIGHTS | {
     OpType.HARD_SIGMOID, OpType.CLIP, OpType.GELU, OpType.SOFTPLUS, OpType.MISH, OpType.EXP, OpType.LOG, OpType.SLICE,
-    OpType.TRANSPOSE, OpType.CHANNEL_SHUFFLE, OpType.GATHER, OpType.EXPAND,
+    OpType.TRANSPOSE, OpType.CHANNEL_SHUFFLE, OpType.GATHER, OpType.EXPAND, OpType.GENERIC,
 }
-"""Ops without parameters (n(W) = 0 in the metrics): :func:`layer_weights` gives them an empty dict."""
+"""Ops without parameters (n(W) = 0 in the metrics): :func:`layer_weights` gives them an empty dict. A generic
+layer's stored operands travel inside its node (:class:`~nnperf.ir.GenericAttrs`), not here."""
 
 
 def pad_amounts(layer: Layer) -> tuple[tuple[int, int], ...]:

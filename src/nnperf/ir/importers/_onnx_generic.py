@@ -1,0 +1,119 @@
+"""Generic layers: an ONNX node no rule maps, kept as it is so that the backends can run it.
+
+Each output of the node that something reads becomes one GENERIC layer (:class:`~nnperf.ir.GenericAttrs`)
+holding the node in a one-node ``GraphProto``: its activation inputs renamed ``in0``, ``in1``, ..., its stored
+operands as initializers (or, when the file's values were too large to load, as typed graph inputs ``w0``,
+``w1``, ... that the builders fill with random values), its outputs renamed ``out0``, ``out1``, ... The node is
+converted to :data:`GENERIC_OPSET` first, the opset the graph builders write by default, so that its semantics
+do not depend on the file's opset.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper, version_converter
+
+from nnperf.ir._network import Shape, numel
+from nnperf.ir._ops import GenericAttrs
+
+GENERIC_OPSET = 17
+"""The default-domain opset a generic node is stored at (the graph builders' default)."""
+
+FLOAT_TYPES = frozenset({onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE,
+                         onnx.TensorProto.BFLOAT16})
+"""Element types the backends compute as float32; a generic node records them as FLOAT."""
+
+MAX_STORED_ELEMENTS = 1 << 22
+"""Stored operands larger than this travel as shapes only (``w0``, ...): the builders fill them with random values."""
+
+
+class GenericRefusal(Exception):
+    """A node that cannot become a generic layer; the message is the reason, named in the import error."""
+
+
+def computed_type(elem_type: int) -> int:
+    """The element type a backend computes a tensor of ``elem_type`` in (float32 for every float type)."""
+    return onnx.TensorProto.FLOAT if elem_type in FLOAT_TYPES or not elem_type else elem_type
+
+
+def generic_attrs(node: onnx.NodeProto, activations: Sequence[str], output_index: int,
+                  value_of: Callable[[str], np.ndarray | None], shape_of: Callable[[str], Shape | None],
+                  type_of: Mapping[str, int], opset: int) -> GenericAttrs:
+    """The attributes of the generic layer computing output ``output_index`` of ``node``.
+
+    ``activations`` are the node's inputs that are activations (in order); every other non-empty input is a
+    stored operand whose value ``value_of`` gives (None when the file keeps only its shape, then ``shape_of``
+    must know it). Raises :class:`GenericRefusal` for a node that cannot run alone: one with a subgraph (If,
+    Loop, Scan) or whose operands' shapes or types are unknown.
+    """
+    if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
+        raise GenericRefusal(f"{node.op_type} (control flow with a subgraph is not imported)")
+    graph_inputs, initializers, names = [], [], []
+    stored = 0
+    for tensor in node.input:
+        if not tensor:
+            names.append("")
+        elif tensor in activations:
+            name = f"in{activations.index(tensor)}"
+            names.append(name)
+        else:
+            value = value_of(tensor)
+            if value is not None and value.size <= MAX_STORED_ELEMENTS:
+                name = f"c{len(initializers)}"
+                initializers.append(numpy_helper.from_array(np.asarray(value), name))
+                stored += int(np.asarray(value).size)
+            else:
+                shape = shape_of(tensor)
+                if shape is None or not type_of.get(tensor):
+                    raise GenericRefusal(f"{node.op_type} (a stored operand of unknown shape)")
+                name = f"w{len(graph_inputs)}"
+                graph_inputs.append(helper.make_tensor_value_info(name, type_of[tensor], shape))
+                stored += numel(shape)
+            names.append(name)
+    inputs = [helper.make_tensor_value_info(f"in{i}", computed_type(type_of.get(t, 0)), shape_of(t))
+              for i, t in enumerate(activations)]
+    outputs = [f"out{k}" if out else "" for k, out in enumerate(node.output)]
+    copy = helper.make_node(node.op_type, names, outputs, domain=node.domain or None)
+    copy.attribute.extend(node.attribute)
+    result = node.output[output_index]
+    graph = helper.make_graph([copy], node.op_type, inputs + graph_inputs,
+                              [helper.make_tensor_value_info(f"out{output_index}",
+                                                             computed_type(type_of.get(result, 0)),
+                                                             shape_of(result))],
+                              initializer=initializers)
+    if not node.domain or node.domain == "ai.onnx":
+        graph = _at_generic_opset(graph, opset)
+    operator = node.op_type if not node.domain or node.domain == "ai.onnx" else f"{node.domain}.{node.op_type}"
+    return GenericAttrs(
+        operator=operator, node=base64.b64encode(graph.SerializeToString()).decode("ascii"),
+        input_types=tuple(computed_type(type_of.get(t, 0)) for t in activations),
+        output_type=computed_type(type_of.get(result, 0)), output_index=output_index, stored_elements=stored)
+
+
+def _at_generic_opset(graph: onnx.GraphProto, opset: int) -> onnx.GraphProto:
+    """``graph`` (a default-domain node at ``opset``) converted to :data:`GENERIC_OPSET`."""
+    if opset == GENERIC_OPSET:
+        return graph
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    try:
+        converted = version_converter.convert_version(model, GENERIC_OPSET)
+    except (RuntimeError, ValueError, onnx.checker.ValidationError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise GenericRefusal(f"{graph.node[0].op_type} (cannot be restated from opset {opset} at opset "
+                             f"{GENERIC_OPSET}: {first[:120]})") from exc
+    return _constants_stored(converted.graph)
+
+
+def _constants_stored(graph: onnx.GraphProto) -> onnx.GraphProto:
+    """``graph`` with the Constant nodes a conversion wrote (an attribute become an input) as initializers, so
+    that it holds the one node again."""
+    for node in [n for n in graph.node if n.op_type == "Constant"]:
+        attr = node.attribute[0]
+        value = numpy_helper.to_array(attr.t) if attr.name == "value" else np.array(helper.get_attribute_value(attr))
+        graph.initializer.append(numpy_helper.from_array(np.asarray(value), node.output[0]))
+        graph.node.remove(node)
+    return graph

@@ -1,0 +1,228 @@
+"""Generic layers in PyTorch: the torch function of each ONNX operator a generic layer may keep.
+
+``TORCH_GENERIC_OPS`` maps an ONNX ``op_type`` to a function of the node's operands (tensors in the node's input
+order, None for an omitted optional one) and attributes, following the ONNX operator's definition at opset 17.
+An operator without an entry cannot run on the torch backend; ONNX Runtime runs every generic layer.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from nnperf.ir import Layer
+from nnperf.measure.backends._generic_node import generic_node
+
+Operands = Sequence[torch.Tensor | None]
+TorchOp = Callable[[Operands, Mapping[str, Any]], torch.Tensor | tuple[torch.Tensor, ...]]
+
+_ONNX_TO_TORCH_DTYPE = {1: torch.float32, 2: torch.uint8, 3: torch.int8, 5: torch.int16, 6: torch.int32,
+                        7: torch.int64, 9: torch.bool, 10: torch.float32, 11: torch.float32, 16: torch.float32}
+"""ONNX element type -> the torch type a cast computes in (every float type is float32, as the backends compute)."""
+
+
+class GenericModule(nn.Module):
+    """Runs a generic layer's ONNX node with its torch function; stored operands are buffers."""
+
+    def __init__(self, layer: Layer, seed: int = 0) -> None:
+        super().__init__()
+        kept = generic_node(layer, seed)
+        node = kept.node
+        if len(kept.graph.node) != 1 or node.domain not in ("", "ai.onnx") or node.op_type not in TORCH_GENERIC_OPS:
+            raise NotImplementedError(f"ONNX {node.op_type} has no PyTorch form here; measure it with "
+                                      "--backend onnxruntime")
+        self.op_type, self.attributes, self.output_index = node.op_type, kept.attributes, kept.output_index
+        self.fn = TORCH_GENERIC_OPS[node.op_type]
+        self.operands = list(node.input)
+        for name, value in kept.stored.items():
+            self.register_buffer(name, torch.from_numpy(value.copy()))
+
+    def forward(self, *xs: torch.Tensor) -> torch.Tensor:
+        operands = [None if not name else xs[int(name[2:])] if name.startswith("in") else getattr(self, name)
+                    for name in self.operands]
+        result = self.fn(operands, self.attributes)
+        return result[self.output_index] if isinstance(result, tuple) else result
+
+
+def _ints(t: torch.Tensor | None) -> list[int]:
+    return [] if t is None else [int(v) for v in t.reshape(-1).tolist()]
+
+
+def _unary(fn: Callable[[torch.Tensor], torch.Tensor]) -> TorchOp:
+    return lambda xs, a: fn(xs[0])  # type: ignore[arg-type]
+
+
+def _binary(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> TorchOp:
+    return lambda xs, a: fn(xs[0], xs[1])  # type: ignore[arg-type]
+
+
+def _variadic(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> TorchOp:
+    return lambda xs, a: functools.reduce(fn, [x for x in xs if x is not None])
+
+
+def _reduce(fn: Callable[..., torch.Tensor]) -> TorchOp:
+    """ReduceX at opset 18 and ReduceSum at 13: axes as an input (earlier ReduceX: an attribute)."""
+
+    def reduce(xs: Operands, a: Mapping[str, Any]) -> torch.Tensor:
+        x = xs[0]
+        assert x is not None
+        axes = _ints(xs[1]) if len(xs) > 1 else list(a.get("axes", []))
+        keep = bool(a.get("keepdims", 1))
+        if not axes:
+            if a.get("noop_with_empty_axes", 0):
+                return x
+            axes = list(range(x.dim()))
+        return fn(x, dim=tuple(axes), keepdim=keep)
+
+    return reduce
+
+
+def _arg(largest: bool) -> TorchOp:
+    def arg(xs: Operands, a: Mapping[str, Any]) -> torch.Tensor:
+        x = xs[0]
+        assert x is not None
+        axis, keep = int(a.get("axis", 0)), bool(a.get("keepdims", 1))
+        if a.get("select_last_index", 0):
+            x = x.flip(axis)
+            found = (torch.argmax if largest else torch.argmin)(x, dim=axis, keepdim=keep)
+            return x.shape[axis] - 1 - found
+        return (torch.argmax if largest else torch.argmin)(x, dim=axis, keepdim=keep)
+
+    return arg
+
+
+def _topk(xs: Operands, a: Mapping[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
+    x = xs[0]
+    assert x is not None
+    values, indices = torch.topk(x, _ints(xs[1])[0], dim=int(a.get("axis", -1)), largest=bool(a.get("largest", 1)),
+                                 sorted=bool(a.get("sorted", 1)))
+    return values, indices
+
+
+def _cast(xs: Operands, a: Mapping[str, Any]) -> torch.Tensor:
+    x = xs[0]
+    assert x is not None
+    return x.to(_ONNX_TO_TORCH_DTYPE.get(int(a["to"]), torch.float32))
+
+
+def _where(xs: Operands, a: Mapping[str, Any]) -> torch.Tensor:
+    cond, x, y = xs
+    assert cond is not None and x is not None and y is not None
+    return torch.where(cond.bool(), x, y)
+
+
+def _gather(xs: Operands, a: Mapping[str, Any]) -> torch.Tensor:
+    data, indices = xs
+    assert data is not None and indices is not None
+    axis = int(a.get("axis", 0)) % data.dim()
+    flat = indices.reshape(-1).long() % data.shape[axis]
+    picked = data.index_select(axis, flat)
+    return picked.reshape(data.shape[:axis] + indices.shape + data.shape[axis + 1:])
+
+
+def _gather_elements(xs: Operands, a: Mapping[str, Any]) -> torch.Tensor:
+    data, indices = xs
+    assert data is not None and indices is not None
+    axis = int(a.get("axis", 0))
+    return torch.gather(data, axis, indices.long() % data.shape[axis])
+
+
+def _softmax(log: bool) -> TorchOp:
+    return lambda xs, a: (F.log_softmax if log else F.softmax)(xs[0], dim=int(a.get("axis", -1)))
+
+
+def _cumsum(xs: Operands, a: Mapping[str, Any]) -> torch.Tensor:
+    x = xs[0]
+    assert x is not None
+    axis = _ints(xs[1])[0]
+    if a.get("reverse", 0):
+        x = x.flip(axis)
+    out = torch.cumsum(x, axis)
+    if a.get("exclusive", 0):
+        out = out - x
+    return out.flip(axis) if a.get("reverse", 0) else out
+
+
+def _mod(xs: Operands, a: Mapping[str, Any]) -> torch.Tensor:
+    x, y = xs
+    assert x is not None and y is not None
+    return torch.fmod(x, y) if a.get("fmod", 0) else torch.remainder(x, y)
+
+
+def _elu(xs: Operands, a: Mapping[str, Any]) -> torch.Tensor:
+    return F.elu(xs[0], alpha=float(a.get("alpha", 1.0)))  # type: ignore[arg-type]
+
+
+def _selu(xs: Operands, a: Mapping[str, Any]) -> torch.Tensor:
+    x = xs[0]
+    assert x is not None
+    alpha, gamma = float(a.get("alpha", 1.67326319217681884765625)), float(a.get("gamma", 1.05070102214813232421875))
+    return gamma * torch.where(x > 0, x, alpha * (torch.exp(x) - 1))
+
+
+def _squeeze(xs: Operands, a: Mapping[str, Any]) -> torch.Tensor:
+    x = xs[0]
+    assert x is not None
+    axes = _ints(xs[1]) if len(xs) > 1 else [i for i, d in enumerate(x.shape) if d == 1]
+    for axis in sorted((ax % x.dim() for ax in axes), reverse=True):
+        x = x.squeeze(axis)
+    return x
+
+
+def _unsqueeze(xs: Operands, a: Mapping[str, Any]) -> torch.Tensor:
+    x = xs[0]
+    assert x is not None
+    rank = x.dim() + len(_ints(xs[1]))
+    for axis in sorted(ax % rank for ax in _ints(xs[1])):
+        x = x.unsqueeze(axis)
+    return x
+
+
+def _reshape(xs: Operands, a: Mapping[str, Any]) -> torch.Tensor:
+    x = xs[0]
+    assert x is not None
+    shape = [x.shape[i] if d == 0 and not a.get("allowzero", 0) else d for i, d in enumerate(_ints(xs[1]))]
+    return x.reshape(shape)
+
+
+def _prod(x: torch.Tensor, dim: tuple[int, ...], keepdim: bool) -> torch.Tensor:
+    for axis in sorted((d % x.dim() for d in dim), reverse=True):  # the last first: the others keep their index
+        x = x.prod(axis, keepdim=keepdim)
+    return x
+
+
+TORCH_GENERIC_OPS: Mapping[str, TorchOp] = MappingProxyType({
+    "Neg": _unary(torch.neg), "Abs": _unary(torch.abs), "Sqrt": _unary(torch.sqrt),
+    "Reciprocal": _unary(torch.reciprocal), "Erf": _unary(torch.erf), "Floor": _unary(torch.floor),
+    "Ceil": _unary(torch.ceil), "Round": _unary(torch.round), "Sin": _unary(torch.sin), "Cos": _unary(torch.cos),
+    "Sign": _unary(torch.sign), "Not": _unary(torch.logical_not), "Exp": _unary(torch.exp), "Log": _unary(torch.log),
+    "Sigmoid": _unary(torch.sigmoid), "Tanh": _unary(torch.tanh), "Relu": _unary(torch.relu),
+    "Softsign": _unary(F.softsign), "IsNaN": _unary(torch.isnan), "IsInf": _unary(torch.isinf),
+    "Identity": _unary(lambda x: x), "Elu": _elu, "Selu": _selu,
+    "Add": _binary(torch.add), "Sub": _binary(torch.sub), "Mul": _binary(torch.mul), "Div": _binary(torch.div),
+    "Pow": _binary(torch.pow), "Equal": _binary(torch.eq), "Less": _binary(torch.lt), "Greater": _binary(torch.gt),
+    "LessOrEqual": _binary(torch.le), "GreaterOrEqual": _binary(torch.ge), "And": _binary(torch.logical_and),
+    "Or": _binary(torch.logical_or), "Xor": _binary(torch.logical_xor), "Mod": _mod,
+    "Min": _variadic(torch.minimum), "Max": _variadic(torch.maximum), "Sum": _variadic(torch.add),
+    "Where": _where, "Cast": _cast,
+    "ReduceSum": _reduce(torch.sum), "ReduceMean": _reduce(torch.mean), "ReduceMax": _reduce(torch.amax),
+    "ReduceMin": _reduce(torch.amin), "ReduceProd": _reduce(lambda x, dim, keepdim: _prod(x, dim, keepdim)),
+    "ReduceL1": _reduce(lambda x, dim, keepdim: x.abs().sum(dim=dim, keepdim=keepdim)),
+    "ReduceL2": _reduce(lambda x, dim, keepdim: x.square().sum(dim=dim, keepdim=keepdim).sqrt()),
+    "ReduceSumSquare": _reduce(lambda x, dim, keepdim: x.square().sum(dim=dim, keepdim=keepdim)),
+    "ReduceLogSumExp": _reduce(torch.logsumexp),
+    "ArgMax": _arg(largest=True), "ArgMin": _arg(largest=False), "TopK": _topk,
+    "Tile": lambda xs, a: xs[0].repeat(_ints(xs[1])),  # type: ignore[union-attr]
+    "Einsum": lambda xs, a: torch.einsum(str(a["equation"].decode() if isinstance(a["equation"], bytes)
+                                             else a["equation"]), *[x for x in xs if x is not None]),
+    "MatMul": _binary(torch.matmul), "Gather": _gather, "GatherElements": _gather_elements,
+    "Softmax": _softmax(log=False), "LogSoftmax": _softmax(log=True), "CumSum": _cumsum,
+    "Squeeze": _squeeze, "Unsqueeze": _unsqueeze, "Reshape": _reshape,
+    "Expand": lambda xs, a: xs[0] * torch.ones(_ints(xs[1]), dtype=xs[0].dtype),  # type: ignore[union-attr]
+})
