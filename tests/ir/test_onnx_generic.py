@@ -229,3 +229,18 @@ def test_a_generic_layer_with_a_large_stored_operand_gets_random_values_of_its_s
     assert einsum.output_shape == (1, 4)
     out = layer_module(einsum)(torch.rand(1, 40000))
     assert tuple(out.shape) == (1, 4)
+
+
+def test_inspect_names_the_generic_layers_and_strict_refuses_them(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from cli_helpers import assert_error, run_cli
+
+    nodes, inits, opset = CASES["Where on a comparison"]
+    path = tmp_path / "where.onnx"
+    onnx.save(_model(nodes, [_x(X)], [_y()], inits, opset), str(path))
+    code, out, err = run_cli(capsys, "inspect", str(path))
+    assert code == 0, err
+    assert "2 generic layer(s), ONNX operators without a dedicated layer type: Greater (Greater_0); Where (Where_1)" \
+        in " ".join(out.split())
+    code, _, err = run_cli(capsys, "inspect", str(path), "--strict")
+    assert_error(code, err, str(path), "Greater (Greater_0)", "Where (Where_1)")
