@@ -6,8 +6,10 @@ Run: PYTHONPATH=src .venv/bin/python bench/onnx_conformance.py [--out bench/resu
 The models are generated in this process by ``onnx.backend.test.case.node.collect_testcases`` (the onnx package
 writes the same files into its source tree; nothing is downloaded). For each: whether ONNX Runtime can build a
 session for it, and what ``from_onnx`` does with it (imported, refused: the first words of the reason, or an
-internal error with its type and message). Writes ``OUT/conformance.json`` and prints the counts and every
-internal error.
+internal error with its type and message), the generic layers of an imported model, and whether the imported
+network runs: built by nnperf's ONNX graph builder and run once by ONNX Runtime on random inputs (what measuring
+and verifying it needs). Writes ``OUT/conformance.json`` and prints the counts, every internal error and every
+imported network that does not run.
 """
 
 from __future__ import annotations
@@ -24,7 +26,11 @@ import onnxruntime as ort
 from onnx.backend.test.case import node
 
 from nnperf.errors import NnperfError
+from nnperf.ir import Network, OpType
 from nnperf.ir.importers import from_onnx
+from nnperf.measure.backends import random_inputs
+from nnperf.measure.backends._onnx_graph import build_onnx
+from nnperf.measure.backends._onnxruntime import ort_numpy_type
 
 
 def ort_loads(path: Path) -> bool:
@@ -33,6 +39,18 @@ def ort_loads(path: Path) -> bool:
     except Exception:  # noqa: BLE001
         return False
     return True
+
+
+def built_network_runs(network: Network) -> str:
+    """'yes', or why nnperf's ONNX build of ``network`` does not run in ONNX Runtime (the first line)."""
+    try:
+        session = ort.InferenceSession(build_onnx(network).SerializeToString(), providers=["CPUExecutionProvider"])
+        shapes = [tuple(int(d) for d in i.shape) for i in session.get_inputs()]
+        dtypes = [ort_numpy_type(i.type) for i in session.get_inputs()]
+        session.run(None, dict(zip([i.name for i in session.get_inputs()], random_inputs(shapes, 0, dtypes))))
+    except Exception as exc:  # noqa: BLE001 - recorded, not raised
+        return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"[:200]
+    return "yes"
 
 
 def main() -> None:
@@ -52,7 +70,9 @@ def main() -> None:
             row = {"case": case.name, "ort": ort_loads(path)}
             try:
                 net = from_onnx(path)
-                row.update(result="imported", layers=len(net.layers))
+                row.update(result="imported", layers=len(net.layers),
+                           generic=sum(layer.op is OpType.GENERIC for layer in net.layers))
+                row.update(runs=built_network_runs(net))
             except NnperfError as exc:
                 row.update(result="refused", reason=str(exc).split(": ", 1)[-1][:140])
             except Exception as exc:  # noqa: BLE001 - the defect this benchmark looks for
@@ -63,9 +83,15 @@ def main() -> None:
     print(f"{len(rows)} conformance node models")
     for (runs, result), n in sorted(counts.items()):
         print(f"  ONNX Runtime {'loads' if runs else 'refuses'} it, nnperf: {result}: {n}")
+    imported = [r for r in rows if r["result"] == "imported"]
+    print(f"  imported with generic layers: {sum(1 for r in imported if r['generic'])}; imported networks that run "
+          f"in ONNX Runtime once built by nnperf: {sum(1 for r in imported if r['runs'] == 'yes')} of {len(imported)}")
     for row in rows:
         if row["result"] == "internal error":
             print(f"  internal error: {row['case']}: {row['reason']}")
+    for row in imported:
+        if row["runs"] != "yes":
+            print(f"  does not run: {row['case']}: {row['runs']}")
 
 
 if __name__ == "__main__":

@@ -79,6 +79,9 @@ CASES: dict[str, tuple[list[onnx.NodeProto], Sequence[onnx.TensorProto], int]] =
                   helper.make_node("Conv", ["r", "w"], ["y"], pads=[1, 1])],
                  [_i64("shape", [1, 4, 30]), _f32("w", np.linspace(-1, 1, 24).reshape(2, 4, 3))], 17),
     "CumSum": ([helper.make_node("CumSum", ["x", "axis"], ["y"])], [_i64("axis", [3])], 17),
+    "Slice on two axes": ([helper.make_node("Slice", ["x", "s", "e", "a"], ["y"])],
+                          [_i64("s", [1, 0]), _i64("e", [3, -1]), _i64("a", [1, 3])], 17),
+    "Gelu tanh at opset 20": ([helper.make_node("Gelu", ["x"], ["y"], approximate="tanh")], [], 20),
 }
 """case -> (nodes reading 'x' (1x4x6x5 float) and writing 'y', stored operands, opset)"""
 

@@ -290,7 +290,7 @@ class MatmulAttrs:
 class GenericAttrs:
     """An ONNX operator kept as it is: ``node`` is the base64 text of a serialised ONNX ``GraphProto`` holding the
     one node, its stored operands as initializers, its activation inputs named ``in0``, ``in1``, ... and its
-    outputs ``out0``, ``out1``, ...; the layer is output ``output_index`` of that node. ``input_types`` and
+    outputs ``out0``, ``out1``, ...; the layer is output ``output_index`` of that node, stated at ``opset``. ``input_types`` and
     ``output_type`` are ONNX element types (1 is float32, 7 int64, 9 bool), ``stored_elements`` the elements of
     its stored operands (its n(W)). The IR never reads ``node``: the backends that run the layer do."""
 
@@ -301,6 +301,8 @@ class GenericAttrs:
     output_type: int = 1
     output_index: int = 0
     stored_elements: int = 0
+    opset: int = 17
+    """the default-domain opset ``node`` is stated at: 17, or the file's where the node is newer"""
 
 
 Attributes = (

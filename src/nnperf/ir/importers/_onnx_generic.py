@@ -4,8 +4,9 @@ Each output of the node that something reads becomes one GENERIC layer (:class:`
 holding the node in a one-node ``GraphProto``: its activation inputs renamed ``in0``, ``in1``, ..., its stored
 operands as initializers (or, when the file's values were too large to load, as typed graph inputs ``w0``,
 ``w1``, ... that the builders fill with random values), its outputs renamed ``out0``, ``out1``, ... The node is
-converted to :data:`GENERIC_OPSET` first, the opset the graph builders write by default, so that its semantics
-do not depend on the file's opset.
+restated at :data:`GENERIC_OPSET` first, the opset the graph builders write by default, so that its semantics
+do not depend on the file's opset; a node of a newer opset that has no older form (Gelu is opset 20) stays at the
+file's, and the builders then write that opset.
 """
 
 from __future__ import annotations
@@ -85,27 +86,32 @@ def generic_attrs(node: onnx.NodeProto, activations: Sequence[str], output_index
                                                              computed_type(type_of.get(result, 0)),
                                                              shape_of(result))],
                               initializer=initializers)
+    stated_at = GENERIC_OPSET
     if not node.domain or node.domain == "ai.onnx":
-        graph = _at_generic_opset(graph, opset)
+        graph, stated_at = _at_generic_opset(graph, opset)
     operator = node.op_type if not node.domain or node.domain == "ai.onnx" else f"{node.domain}.{node.op_type}"
     return GenericAttrs(
         operator=operator, node=base64.b64encode(graph.SerializeToString()).decode("ascii"),
         input_types=tuple(computed_type(type_of.get(t, 0)) for t in activations),
-        output_type=computed_type(type_of.get(result, 0)), output_index=output_index, stored_elements=stored)
+        output_type=computed_type(type_of.get(result, 0)), output_index=output_index, stored_elements=stored,
+        opset=stated_at)
 
 
-def _at_generic_opset(graph: onnx.GraphProto, opset: int) -> onnx.GraphProto:
-    """``graph`` (a default-domain node at ``opset``) converted to :data:`GENERIC_OPSET`."""
+def _at_generic_opset(graph: onnx.GraphProto, opset: int) -> tuple[onnx.GraphProto, int]:
+    """``graph`` (a default-domain node at ``opset``) restated at :data:`GENERIC_OPSET`, with the opset it is
+    stated at: a newer node that has no older form stays at ``opset``."""
     if opset == GENERIC_OPSET:
-        return graph
+        return graph, opset
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     try:
         converted = version_converter.convert_version(model, GENERIC_OPSET)
     except (RuntimeError, ValueError, onnx.checker.ValidationError) as exc:
+        if opset > GENERIC_OPSET:
+            return graph, opset
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise GenericRefusal(f"{graph.node[0].op_type} (cannot be restated from opset {opset} at opset "
                              f"{GENERIC_OPSET}: {first[:120]})") from exc
-    return _constants_stored(converted.graph)
+    return _constants_stored(converted.graph), GENERIC_OPSET
 
 
 def _constants_stored(graph: onnx.GraphProto) -> onnx.GraphProto:

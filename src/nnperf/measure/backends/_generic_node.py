@@ -46,8 +46,9 @@ class GenericNode:
         return {a.name: helper.get_attribute_value(a) for a in self.node.attribute}
 
 
-def generic_node(layer: Layer, seed: int = 0, opset: int = 17) -> GenericNode:
-    """The node of generic ``layer`` restated at ``opset``, with its stored operands' values."""
+def generic_node(layer: Layer, seed: int = 0, opset: int | None = None) -> GenericNode:
+    """The node of generic ``layer`` restated at ``opset`` (as stored when None), with its stored operands'
+    values."""
     attrs = layer.attrs
     assert isinstance(attrs, GenericAttrs)
     try:
@@ -56,8 +57,8 @@ def generic_node(layer: Layer, seed: int = 0, opset: int = 17) -> GenericNode:
         raise GenericNodeError(f"its stored node cannot be read ({type(exc).__name__})") from exc
     if not graph.node:
         raise GenericNodeError("its stored node is empty")
-    if opset != 17 and not graph.node[-1].domain:
-        graph = _restated(graph, opset)
+    if opset is not None and opset != attrs.opset and not graph.node[-1].domain:
+        graph = _restated(graph, attrs.opset, opset)
     stored = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
     rng = layer_rng(layer, seed)
     for value in graph.input:
@@ -70,8 +71,8 @@ def generic_node(layer: Layer, seed: int = 0, opset: int = 17) -> GenericNode:
     return GenericNode(graph, stored, attrs.output_index)
 
 
-def _restated(graph: onnx.GraphProto, opset: int) -> onnx.GraphProto:
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+def _restated(graph: onnx.GraphProto, stated_at: int, opset: int) -> onnx.GraphProto:
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", stated_at)])
     try:
         return version_converter.convert_version(model, opset).graph
     except (RuntimeError, ValueError) as exc:

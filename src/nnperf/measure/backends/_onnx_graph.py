@@ -68,13 +68,15 @@ class _Unsupported(Exception):
 
 
 def build_onnx(network: Network, seed: int = 0, opset: int = 17) -> onnx.ModelProto:
-    """``network`` as an ONNX model (IR version 8, default domain at ``opset``).
+    """``network`` as an ONNX model (IR version 8, default domain at ``opset``, or the newer opset a generic
+    layer's node is stated at).
 
     Raises UnsupportedOperatorError listing every layer that cannot be
     expressed, ValueError for an opset below 14, and InsufficientMemoryError when its weights and tensors
     would not fit in the free memory.
     """
     _check_opset(opset)
+    opset = max([opset] + [layer.attrs.opset for layer in network.layers if isinstance(layer.attrs, GenericAttrs)])
     require_memory(network.layers, [s.shape for s in network.inputs], f"network {network.name!r}")
     graph = _Graph(opset)
     problems: dict[str, list[str]] = {}
@@ -104,6 +106,7 @@ def layer_onnx(layer: Layer, seed: int = 0, opset: int = 17) -> onnx.ModelProto:
     shapes; the output is named ``layer.name``.
     """
     _check_opset(opset)
+    opset = max(opset, layer.attrs.opset) if isinstance(layer.attrs, GenericAttrs) else opset
     require_memory([layer], layer.input_shapes, f"layer {layer.name!r}")
     graph = _Graph(opset)
     names = [f"in{i}" for i in range(len(layer.inputs))]

@@ -89,7 +89,7 @@ class OrtBackend(Backend):
         session = self.ort.InferenceSession(model.SerializeToString(), self._session_options(profile_prefix),
                                             providers=self.providers)
         shapes = [tuple(int(d) for d in i.shape) for i in session.get_inputs()]
-        dtypes = [_numpy_type(i.type) for i in session.get_inputs()]
+        dtypes = [ort_numpy_type(i.type) for i in session.get_inputs()]
         feeds = dict(zip([i.name for i in session.get_inputs()], random_inputs(shapes, self.seed, dtypes)))
         return session, feeds
 
@@ -195,7 +195,7 @@ def _parse_profile(network: Network, events: list[dict[str, Any]], layer_of: Map
     return ProfileResult(tuple(layers), fixed_timing(run_times), unattributed)
 
 
-def _numpy_type(ort_type: str) -> str:
+def ort_numpy_type(ort_type: str) -> str:
     """ONNX Runtime's name of an input type ('tensor(float)', 'tensor(int64)', ...) as a numpy type name."""
     element = ort_type.removeprefix("tensor(").removesuffix(")")
     return {"float": "float32", "double": "float64", "bool": "bool"}.get(element, element)

@@ -8,6 +8,7 @@ An operator without an entry cannot run on the torch backend; ONNX Runtime runs 
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
@@ -191,6 +192,66 @@ def _reshape(xs: Operands, a: Mapping[str, Any]) -> torch.Tensor:
     return x.reshape(shape)
 
 
+def _slice(xs: Operands, a: Mapping[str, Any]) -> torch.Tensor:
+    x = xs[0]
+    assert x is not None
+    starts, ends = _ints(xs[1]), _ints(xs[2])
+    axes = _ints(xs[3]) if len(xs) > 3 and xs[3] is not None else list(range(len(starts)))
+    steps = _ints(xs[4]) if len(xs) > 4 and xs[4] is not None else [1] * len(starts)
+    index: list[slice] = [slice(None)] * x.dim()
+    for start, end, axis, step in zip(starts, ends, axes, steps):
+        if step < 0:
+            raise NotImplementedError("a Slice with a negative step")
+        size = x.shape[axis]
+        index[axis] = slice(max(min(start, size), -size), max(min(end, size), -size - 1), step)
+    return x[tuple(index)]
+
+
+def _split(xs: Operands, a: Mapping[str, Any]) -> tuple[torch.Tensor, ...]:
+    x = xs[0]
+    assert x is not None
+    axis = int(a.get("axis", 0))
+    sizes = _ints(xs[1]) if len(xs) > 1 and xs[1] is not None else list(a.get("split", []))
+    if not sizes:
+        parts = int(a.get("num_outputs", 0)) or 1
+        chunk = -(-x.shape[axis] // parts)
+        sizes = [min(chunk, x.shape[axis] - i * chunk) for i in range(parts)]
+    return tuple(torch.split(x, sizes, dim=axis))
+
+
+def _clip(xs: Operands, a: Mapping[str, Any]) -> torch.Tensor:
+    x = xs[0]
+    assert x is not None
+    low = None if len(xs) < 2 or xs[1] is None else float(xs[1])
+    high = None if len(xs) < 3 or xs[2] is None else float(xs[2])
+    return torch.clamp(x, low, high)
+
+
+def _pad(xs: Operands, a: Mapping[str, Any]) -> torch.Tensor:
+    x = xs[0]
+    assert x is not None
+    pads = _ints(xs[1])
+    axes = _ints(xs[3]) if len(xs) > 3 and xs[3] is not None else list(range(x.dim()))
+    value = 0.0 if len(xs) < 3 or xs[2] is None else float(xs[2])
+    mode = a.get("mode", b"constant")
+    mode = mode.decode() if isinstance(mode, bytes) else str(mode)
+    if mode != "constant":
+        raise NotImplementedError(f"a {mode} Pad")
+    begins, ends = pads[: len(axes)], pads[len(axes):]
+    torch_pads: list[int] = []
+    for axis in reversed(range(x.dim())):  # F.pad lists the last axis first
+        k = axes.index(axis) if axis in axes else None
+        torch_pads += [0, 0] if k is None else [begins[k], ends[k]]
+    return F.pad(x, torch_pads, value=value)
+
+
+def _flatten(xs: Operands, a: Mapping[str, Any]) -> torch.Tensor:
+    x = xs[0]
+    assert x is not None
+    axis = int(a.get("axis", 1)) % (x.dim() + 1)
+    return x.reshape(math.prod(x.shape[:axis]), -1)
+
+
 def _prod(x: torch.Tensor, dim: tuple[int, ...], keepdim: bool) -> torch.Tensor:
     for axis in sorted((d % x.dim() for d in dim), reverse=True):  # the last first: the others keep their index
         x = x.prod(axis, keepdim=keepdim)
@@ -223,6 +284,13 @@ TORCH_GENERIC_OPS: Mapping[str, TorchOp] = MappingProxyType({
                                              else a["equation"]), *[x for x in xs if x is not None]),
     "MatMul": _binary(torch.matmul), "Gather": _gather, "GatherElements": _gather_elements,
     "Softmax": _softmax(log=False), "LogSoftmax": _softmax(log=True), "CumSum": _cumsum,
-    "Squeeze": _squeeze, "Unsqueeze": _unsqueeze, "Reshape": _reshape,
+    "Squeeze": _squeeze, "Unsqueeze": _unsqueeze, "Reshape": _reshape, "Slice": _slice, "Split": _split,
+    "Clip": _clip, "Pad": _pad, "Transpose": lambda xs, a: xs[0].permute(*a["perm"]),  # type: ignore[union-attr]
+    "Concat": lambda xs, a: torch.cat([x for x in xs if x is not None], dim=int(a["axis"])),
+    "Flatten": _flatten,
+    "LeakyRelu": lambda xs, a: F.leaky_relu(xs[0], float(a.get("alpha", 0.01))),  # type: ignore[arg-type]
+    "HardSigmoid": lambda xs, a: torch.clamp(float(a.get("alpha", 0.2)) * xs[0] + float(a.get("beta", 0.5)), 0, 1),  # type: ignore[operator]
+    "HardSwish": _unary(F.hardswish), "Softplus": _unary(F.softplus), "Mish": _unary(F.mish),
+    "Gelu": lambda xs, a: F.gelu(xs[0], approximate="tanh" if a.get("approximate") in (b"tanh", "tanh") else "none"),  # type: ignore[arg-type]
     "Expand": lambda xs, a: xs[0] * torch.ones(_ints(xs[1]), dtype=xs[0].dtype),  # type: ignore[union-attr]
 })
