@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from nnperf.errors import UnsupportedOperatorError
+from nnperf.errors import NnperfWarning, UnsupportedOperatorError
 from nnperf.ir import AxisAttrs, ConvAttrs, ConvKind, NoAttrs, OpType, PoolAttrs, ScaleAttrs, UpsampleAttrs  # issue 17
 from nnperf.ir.importers import TraceError, from_torch
 from nnperf.ir.metrics import network_metrics
@@ -125,25 +125,41 @@ class Strange(nn.Module):
         return self.c1(z.flatten(2))
 
 
-def test_every_unsupported_operator_is_listed_at_once():
+def test_every_unsupported_operator_is_listed_at_once_when_strict():
     with pytest.raises(UnsupportedOperatorError) as info:
-        from_torch(Strange(), torch.randn(1, 3, 4, 4), name="strange")
+        from_torch(Strange(), torch.randn(1, 3, 4, 4), name="strange", strict=True)
     ops = info.value.operators
     assert set(ops) == {"Softmin", "erf", "Conv1d"}
     assert ops["Softmin"] == ["gelu", "gelu_1"]
     assert "strange" in str(info.value) and "gelu_1" in str(info.value)
 
 
+def test_a_module_with_calls_without_a_rule_is_imported_through_torch_export_and_onnx():
+    with pytest.warns(NnperfWarning, match="strange: imported through torch.export and ONNX \\(the torch.fx "
+                                           "importer has no rule for Softmin, erf, Conv1d\\)"):
+        net = from_torch(Strange(), torch.randn(1, 3, 4, 4), name="strange")
+    generic = sorted(layer.attrs.operator for layer in net.layers if layer.op is OpType.GENERIC)
+    assert "Erf" in generic and "Conv" in generic  # the Conv is 1-D: no dedicated layer type
+    assert net.layers[-1].output_shape == (1, 3, 16)
+
+
 class Branchy(nn.Module):
     def forward(self, x):
         if x.sum() > 0:
-            return x
+            return torch.erf(x)
         return -x
 
 
-def test_untraceable_module_gets_a_clear_error():
-    with pytest.raises(TraceError, match="export it to ONNX"):
-        from_torch(Branchy(), torch.randn(1, 3))
+def test_untraceable_module_is_refused_when_strict():
+    with pytest.raises(TraceError, match="cannot trace this module.*without --strict"):
+        from_torch(Branchy(), torch.randn(1, 3), strict=True)
+
+
+def test_a_module_torch_export_refuses_is_imported_through_torchscript():
+    # a branch on a tensor's value stops torch.fx and torch.export; TorchScript's tracer follows the branch taken
+    with pytest.warns(NnperfWarning, match="imported through TorchScript and ONNX \\(torch.fx cannot trace"):
+        net = from_torch(Branchy(), torch.ones(1, 3))
+    assert [(layer.op, layer.attrs.operator) for layer in net.layers] == [(OpType.GENERIC, "Erf")]
 
 
 class SelfConcat(nn.Module):

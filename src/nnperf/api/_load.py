@@ -43,7 +43,8 @@ def load_model(model: ModelLike, input_shape: InputShape | None = None, *, name:
         or a zoo name otherwise).
     strict : bool, default False
         Refuse an ONNX file with operators nnperf has no dedicated layer type for, naming them, instead of
-        importing them as generic layers.
+        importing them as generic layers; and a module torch.fx cannot trace or map, instead of importing it
+        through torch.export and ONNX.
 
     Raises
     ------
@@ -57,7 +58,7 @@ def load_model(model: ModelLike, input_shape: InputShape | None = None, *, name:
         return model
     if isinstance(model, (str, os.PathLike)):
         return _load_named(os.fspath(model), input_shape, strict)
-    return _load_module(model, input_shape, name)
+    return _load_module(model, input_shape, name, strict)
 
 
 def _load_named(spec: str, input_shape: InputShape | None, strict: bool = False) -> Network:
@@ -89,7 +90,7 @@ def _onnx_shapes(path: Path, input_shape: InputShape | None) -> dict[str, Shape]
     return {"": _shape(input_shape, str(path))}
 
 
-def _load_module(module: Any, input_shape: InputShape | None, name: str | None) -> Network:
+def _load_module(module: Any, input_shape: InputShape | None, name: str | None, strict: bool = False) -> Network:
     import torch
 
     if not isinstance(module, torch.nn.Module):
@@ -102,7 +103,8 @@ def _load_module(module: Any, input_shape: InputShape | None, name: str | None) 
 
     shape = _shape(input_shape, type(module).__name__)
     generator = torch.Generator().manual_seed(0)
-    return from_torch(module, torch.randn(shape, generator=generator), name=name or type(module).__name__)
+    return from_torch(module, torch.randn(shape, generator=generator), name=name or type(module).__name__,
+                      strict=strict)
 
 
 def _shape(value: Sequence[int], what: str) -> Shape:

@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from torch import fx, nn
 from torch.fx.passes.shape_prop import ShapeProp, TensorMetadata
 
-from nnperf.errors import InvalidNetworkError, NnperfError, ShapeInferenceError
+from nnperf.errors import InvalidNetworkError, NnperfError, ShapeInferenceError, UnsupportedOperatorError
 from nnperf.ir._network import Layer, Network, Shape, TensorSpec, numel
 from nnperf.ir._ops import (
     Attributes,
@@ -52,6 +52,7 @@ from nnperf.ir._ops import (
 from nnperf.ir._transforms import fuse_channel_shuffle, remove_noops
 from nnperf.ir.importers._common import NameTable, Unsupported, adaptive_pool, reshape_op, scale_kind
 from nnperf.ir.importers._table import ImportRule, rule
+from nnperf.ir.importers._torch_export import first_line, via_onnx
 from nnperf.ir.modules import (
     LayerNorm2d,  # issue 17
     Scale,
@@ -74,12 +75,15 @@ def from_torch(
     example_inputs: torch.Tensor | Sequence[torch.Tensor],
     name: str | None = None,
     keep_noops: bool = False,
+    strict: bool = False,
 ) -> Network:
     """The IR of ``module`` for the given example input(s).
 
     Shapes come from running the traced module once on ``example_inputs`` in
     eval mode under ``torch.no_grad()``. Identity and dropout layers are
-    dropped unless ``keep_noops`` is set (see :func:`remove_noops`).
+    dropped unless ``keep_noops`` is set (see :func:`remove_noops`). A module that torch.fx cannot trace, or
+    whose trace calls something without a rule here, is exported to ONNX and imported from there (see
+    ``_torch_export``; a warning names the route), unless ``strict`` is set, which raises instead.
     """
     inputs = (example_inputs,) if isinstance(example_inputs, torch.Tensor) else tuple(example_inputs)
     name = name or type(module).__name__
@@ -87,18 +91,26 @@ def from_torch(
     try:
         graph = _Tracer().trace(module)
     except Exception as exc:  # torch.fx raises many types; the message is what matters
-        raise TraceError(
-            f"{name}: torch.fx cannot trace this module ({type(exc).__name__}: {exc}); "
-            "export it to ONNX and import the file instead"
-        ) from exc
+        why = f"{type(exc).__name__}: {first_line(exc)}"
+        if not strict:
+            return via_onnx(module, inputs, name, f"torch.fx cannot trace the module: {why}", keep_noops)
+        raise TraceError(f"{name}: torch.fx cannot trace this module ({why}); without --strict nnperf imports it "
+                         "through torch.export and ONNX") from exc
     gm = fx.GraphModule(module, graph)
     try:
         with torch.no_grad():
             ShapeProp(gm).propagate(*inputs)
     except Exception as exc:
         raise ShapeInferenceError(f"{name}: running the module on the example input failed: {exc}") from exc
-    network = _Converter(gm, name).convert()
+    try:
+        network = _Converter(gm, name).convert()
+    except UnsupportedOperatorError as exc:
+        if strict:
+            raise
+        return via_onnx(module, inputs, name, f"the torch.fx importer has no rule for {', '.join(exc.operators)}",
+                        keep_noops)
     return network if keep_noops else fuse_channel_shuffle(remove_noops(network))
+
 
 
 @dataclass
