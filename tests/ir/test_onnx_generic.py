@@ -16,7 +16,7 @@ import pytest
 import torch
 from onnx import TensorProto, helper, numpy_helper
 
-from nnperf.errors import UnsupportedOperatorError
+from nnperf.errors import NnperfWarning, UnsupportedOperatorError
 from nnperf.ir import GenericAttrs, Network, OpType, network_from_dict, network_to_dict
 from nnperf.ir.importers import from_onnx
 from nnperf.ir.metrics import layer_metrics
@@ -247,3 +247,16 @@ def test_inspect_names_the_generic_layers_and_strict_refuses_them(
         in " ".join(out.split())
     code, _, err = run_cli(capsys, "inspect", str(path), "--strict")
     assert_error(code, err, str(path), "Greater (Greater_0)", "Where (Where_1)")
+
+
+def test_a_size_that_depends_on_values_is_taken_from_one_run_with_a_warning(tmp_path: Path) -> None:
+    # NonZero's row count depends on the data: shape inference leaves it unknown, one run of ONNX Runtime gives it
+    nodes = [helper.make_node("Greater", ["x", "half"], ["m"]), helper.make_node("NonZero", ["m"], ["y"])]
+    model = _model(nodes, [_x(X)], [_y(elem=TensorProto.INT64, rank=2)], [_scalar("half", 0.5)])
+    onnx.save(model, str(tmp_path / "m.onnx"))
+    with pytest.warns(NnperfWarning, match="1 tensor size\\(s\\) depend on values, not shapes \\(NonZero\\); nnperf "
+                                           "took them from one run of ONNX Runtime on random inputs"):
+        network = from_onnx(tmp_path / "m.onnx")
+    nonzero = network.layers[-1]
+    expected = int((random_inputs([X])[0] > 0.5).sum())  # the run's inputs: [0, 1) floats of seed 0
+    assert (nonzero.attrs.operator, nonzero.output_shape) == ("NonZero", (4, expected))  # type: ignore[union-attr]

@@ -60,6 +60,7 @@ from nnperf.ir.importers._common import NameTable, Unsupported, one_value, resha
 from nnperf.ir.importers._onnx_fold import fold_constants
 from nnperf.ir.importers._onnx_generic import FLOAT_TYPES, GenericRefusal, generic_attrs
 from nnperf.ir.importers._onnx_patterns import gelu_erf_pattern, softplus_pattern
+from nnperf.ir.importers._onnx_run_shapes import shapes_by_running
 from nnperf.ir.importers._table import ImportRule, rule
 
 Mapped = tuple[OpType, Attributes]
@@ -91,6 +92,7 @@ def from_onnx(
     inferred = _inferred(model, path)
     if fold_constants(inferred, _static_shapes(inferred)):  # computed bounds and shapes became constants
         inferred = _inferred(inferred, path)
+    _add_shapes_from_a_run(inferred, path)
     network = _Converter(inferred, name or path.stem, str(path), strict).convert()
     if keep_noops:
         return network
@@ -108,6 +110,34 @@ def _inferred(model: onnx.ModelProto, path: Path) -> onnx.ModelProto:
     except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError, RuntimeError, ValueError) as exc:
         # ValueError: a tensor data type that onnx does not know (the checker lets it through)
         raise ShapeInferenceError(f"{path}: shapes cannot be inferred: {_one_line(exc)}") from exc
+
+
+def _add_shapes_from_a_run(model: onnx.ModelProto, path: Path) -> None:
+    """Gives the tensors whose sizes depend on values (NonZero, Unique, computed axes) the shapes of one run in
+    ONNX Runtime (``_onnx_run_shapes``), with a warning naming the operators; nothing when every shape is known
+    or ONNX Runtime cannot run the file (the importer then names the nodes whose shapes are unknown)."""
+    shapes = _static_shapes(model)
+    unknown = {t: node.op_type for node in model.graph.node for t in node.output if t and shapes.get(t) is None}
+    if not unknown:
+        return
+    found = {t: v for t, v in shapes_by_running(model, list(unknown)).items() if all(d > 0 for d in v[0])}
+    if not found:
+        return
+    values: dict[str, list[onnx.ValueInfoProto]] = {}
+    for value in (*model.graph.value_info, *model.graph.output):
+        values.setdefault(value.name, []).append(value)
+    for tensor, (shape, elem_type) in found.items():
+        if tensor not in values:
+            values[tensor] = [model.graph.value_info.add()]
+            values[tensor][0].name = tensor
+        for value in values[tensor]:
+            value.type.tensor_type.elem_type = elem_type
+            value.type.tensor_type.shape.Clear()
+            for size in shape:
+                value.type.tensor_type.shape.dim.add().dim_value = size
+    operators = ", ".join(sorted({unknown[t] for t in found}))
+    warnings.warn(f"{path}: {len(found)} tensor size(s) depend on values, not shapes ({operators}); nnperf took "
+                  "them from one run of ONNX Runtime on random inputs", NnperfWarning, stacklevel=3)
 
 
 def _static_shapes(model: onnx.ModelProto) -> dict[str, Shape | None]:

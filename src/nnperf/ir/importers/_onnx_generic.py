@@ -4,9 +4,10 @@ Each output of the node that something reads becomes one GENERIC layer (:class:`
 holding the node in a one-node ``GraphProto``: its activation inputs renamed ``in0``, ``in1``, ..., its stored
 operands as initializers (or, when the file's values were too large to load, as typed graph inputs ``w0``,
 ``w1``, ... that the builders fill with random values), its outputs renamed ``out0``, ``out1``, ... The node is
-restated at :data:`GENERIC_OPSET` first, the opset the graph builders write by default, so that its semantics
-do not depend on the file's opset; a node of a newer opset that has no older form (Gelu is opset 20) stays at the
-file's, and the builders then write that opset.
+restated at :data:`GENERIC_OPSET` when the file's opset is older, the opset the graph builders write by default,
+so that its semantics do not depend on an old opset; a node of a newer opset stays at the file's (Gelu exists from
+opset 20, Cast's ``saturate`` from 19), and the builders then write that opset. Float types are computed as
+float32 by the backends: a cast to a float type casts to float32, and stored float operands are float32.
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ FLOAT_TYPES = frozenset({onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.
 
 MAX_STORED_ELEMENTS = 1 << 22
 """Stored operands larger than this travel as shapes only (``w0``, ...): the builders fill them with random values."""
+
+
+TYPE_ATTRIBUTES = frozenset({"to", "dtype", "output_dtype"})
+"""Attributes that name an element type (Cast's ``to``, EyeLike's ``dtype``, ...)."""
 
 
 class GenericRefusal(Exception):
@@ -65,14 +70,17 @@ def generic_attrs(node: onnx.NodeProto, activations: Sequence[str], output_index
             value = value_of(tensor)
             if value is not None and value.size <= MAX_STORED_ELEMENTS:
                 name = f"c{len(initializers)}"
-                initializers.append(numpy_helper.from_array(np.asarray(value), name))
-                stored += int(np.asarray(value).size)
+                value = np.asarray(value)
+                if value.dtype.kind == "f":
+                    value = value.astype(np.float32)
+                initializers.append(numpy_helper.from_array(value, name))
+                stored += int(value.size)
             else:
                 shape = shape_of(tensor)
                 if shape is None or not type_of.get(tensor):
                     raise GenericRefusal(f"{node.op_type} (a stored operand of unknown shape)")
                 name = f"w{len(graph_inputs)}"
-                graph_inputs.append(helper.make_tensor_value_info(name, type_of[tensor], shape))
+                graph_inputs.append(helper.make_tensor_value_info(name, computed_type(type_of[tensor]), shape))
                 stored += numel(shape)
             names.append(name)
     inputs = [helper.make_tensor_value_info(f"in{i}", computed_type(type_of.get(t, 0)), shape_of(t))
@@ -80,6 +88,9 @@ def generic_attrs(node: onnx.NodeProto, activations: Sequence[str], output_index
     outputs = [f"out{k}" if out else "" for k, out in enumerate(node.output)]
     copy = helper.make_node(node.op_type, names, outputs, domain=node.domain or None)
     copy.attribute.extend(node.attribute)
+    for attribute in copy.attribute:  # a cast to a float type casts to the float32 the backends compute in
+        if attribute.name in TYPE_ATTRIBUTES and attribute.type == onnx.AttributeProto.INT:
+            attribute.i = computed_type(attribute.i)
     result = node.output[output_index]
     graph = helper.make_graph([copy], node.op_type, inputs + graph_inputs,
                               [helper.make_tensor_value_info(f"out{output_index}",
@@ -98,16 +109,14 @@ def generic_attrs(node: onnx.NodeProto, activations: Sequence[str], output_index
 
 
 def _at_generic_opset(graph: onnx.GraphProto, opset: int) -> tuple[onnx.GraphProto, int]:
-    """``graph`` (a default-domain node at ``opset``) restated at :data:`GENERIC_OPSET`, with the opset it is
-    stated at: a newer node that has no older form stays at ``opset``."""
-    if opset == GENERIC_OPSET:
+    """``graph`` (a default-domain node at ``opset``) restated at :data:`GENERIC_OPSET` when ``opset`` is older,
+    with the opset it is stated at."""
+    if opset >= GENERIC_OPSET:
         return graph, opset
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     try:
         converted = version_converter.convert_version(model, GENERIC_OPSET)
     except (RuntimeError, ValueError, onnx.checker.ValidationError) as exc:
-        if opset > GENERIC_OPSET:
-            return graph, opset
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise GenericRefusal(f"{graph.node[0].op_type} (cannot be restated from opset {opset} at opset "
                              f"{GENERIC_OPSET}: {first[:120]})") from exc

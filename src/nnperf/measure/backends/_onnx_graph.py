@@ -183,6 +183,10 @@ def _generic(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
 
 
 def _elem_type(dtype: str) -> int:
+    """The ONNX type of a network tensor of numpy type ``dtype``: float32 for every float type, as the layers
+    compute."""
+    if np.dtype(dtype).kind == "f":
+        return onnx.TensorProto.FLOAT
     return helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
 
 

@@ -1,0 +1,68 @@
+"""Shapes that shape inference cannot give, taken from one run of the file in ONNX Runtime.
+
+Some sizes depend on values, not on shapes: the rows NonZero or Unique return, a Range's length, the axes a
+ReduceSum or a Pad reads from a tensor it computes, a Scan's outputs. ONNX shape inference leaves them unknown
+even with the input sizes fixed. :func:`shapes_by_running` runs the model once in ONNX Runtime on random inputs
+of those sizes (floats in [0, 1), zeros for integers, random booleans; stored values nnperf did not load are
+zeros) and reads the shapes of the tensors asked for: the sizes this input gives, which the importer names in a
+warning because another input may give others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from nnperf.ir._network import Shape
+
+
+def shapes_by_running(model: onnx.ModelProto, tensors: Sequence[str]) -> dict[str, tuple[Shape, int]]:
+    """The shape and ONNX element type of each of ``tensors`` after one run of ``model`` (whose graph inputs
+    have static shapes); empty when ONNX Runtime cannot build or run the model."""
+    import onnxruntime as ort
+
+    runnable = _with_outputs(model, tensors)
+    try:
+        options = ort.SessionOptions()
+        options.log_severity_level = 4
+        session = ort.InferenceSession(runnable.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        rng = np.random.default_rng(0)
+        feeds = {i.name: _random_input(i, rng) for i in session.get_inputs()}
+        results = session.run(list(tensors), feeds)
+    except Exception:  # noqa: BLE001 - ONNX Runtime raises its own types; the importer then names the node
+        return {}
+    return {name: (tuple(int(d) for d in np.shape(value)), helper.np_dtype_to_tensor_dtype(np.asarray(value).dtype))
+            for name, value in zip(tensors, results)}
+
+
+def _with_outputs(model: onnx.ModelProto, tensors: Sequence[str]) -> onnx.ModelProto:
+    """A copy of ``model`` whose outputs are ``tensors`` and whose unloaded stored values are zeros."""
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    graph = copy.graph
+    for index, init in enumerate(graph.initializer):
+        if init.data_location == onnx.TensorProto.EXTERNAL:
+            zeros = np.zeros(tuple(init.dims), helper.tensor_dtype_to_np_dtype(init.data_type))
+            graph.initializer[index].CopyFrom(numpy_helper.from_array(zeros, init.name))
+    known = {v.name: v for v in (*graph.value_info, *graph.output)}
+    del graph.output[:]
+    for name in tensors:
+        graph.output.append(known[name] if name in known else helper.make_empty_tensor_value_info(name))
+    for value in graph.output:  # the sizes asked for are unknown: let ONNX Runtime find them
+        value.type.tensor_type.ClearField("shape")
+    return copy
+
+
+def _random_input(value: object, rng: np.random.Generator) -> np.ndarray:
+    """An input as the measuring backends make it (``random_inputs``, seed 0), in the file's own element type."""
+    shape = tuple(int(d) for d in value.shape)  # type: ignore[attr-defined]
+    element = value.type.removeprefix("tensor(").removesuffix(")")  # type: ignore[attr-defined]
+    if element == "bool":
+        return rng.random(shape) < 0.5
+    if element in ("float", "double", "float16"):
+        return rng.random(shape, dtype=np.float32).astype({"float": np.float32, "double": np.float64,
+                                                           "float16": np.float16}[element])
+    return np.zeros(shape, np.dtype(element))
