@@ -260,3 +260,17 @@ def test_a_size_that_depends_on_values_is_taken_from_one_run_with_a_warning(tmp_
     nonzero = network.layers[-1]
     expected = int((random_inputs([X])[0] > 0.5).sum())  # the run's inputs: [0, 1) floats of seed 0
     assert (nonzero.attrs.operator, nonzero.output_shape) == ("NonZero", (4, expected))  # type: ignore[union-attr]
+
+
+def test_a_generic_layer_reading_and_writing_scalars_runs_in_both_builders(tmp_path: Path) -> None:
+    # the IR holds rank-0 tensors as one-element vectors; the node still reads and writes scalars
+    nodes = [helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0), helper.make_node("Sqrt", ["s"], ["r"]),
+             helper.make_node("Unsqueeze", ["r", "axes"], ["y"])]
+    model = _model(nodes, [_x(X)], [_y(rank=2)], [_i64("axes", [0, 1])])
+    onnx.save(model, str(tmp_path / "m.onnx"))
+    network = from_onnx(tmp_path / "m.onnx")
+    assert [layer.output_shape for layer in network.layers] == [(1,), (1,), (1, 1)]
+    (x,) = random_inputs([X], seed=2)
+    expected = _ort(model, {"x": x})[0]
+    np.testing.assert_allclose(_ort(build_onnx(network), {"x": x})[0], expected, rtol=1e-6)
+    np.testing.assert_allclose(build_torch(network)(torch.from_numpy(x)).numpy(), expected, rtol=1e-6)

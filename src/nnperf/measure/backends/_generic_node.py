@@ -42,6 +42,17 @@ class GenericNode:
         return self.graph.node[-1]
 
     @property
+    def scalar_inputs(self) -> frozenset[int]:
+        """The activation inputs the node reads as rank-0 tensors (the IR holds them as one-element vectors)."""
+        return frozenset(int(v.name[2:]) for v in self.graph.input
+                         if v.name.startswith("in") and not v.type.tensor_type.shape.dim)
+
+    @property
+    def scalar_output(self) -> bool:
+        """Whether the node writes a rank-0 tensor (the IR holds it as a one-element vector)."""
+        return not self.graph.output[0].type.tensor_type.shape.dim
+
+    @property
     def attributes(self) -> dict[str, Any]:
         return {a.name: helper.get_attribute_value(a) for a in self.node.attribute}
 

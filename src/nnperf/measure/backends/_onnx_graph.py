@@ -169,17 +169,22 @@ def _generic(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
         raise _Unsupported(str(exc)) from None
     p = layer.name + "/"
     rename = {f"in{i}": tensor for i, tensor in enumerate(ins)}
+    for i in sorted(kept.scalar_inputs):  # the IR's one-element vectors back to the scalars the node reads
+        rename[f"in{i}"] = g.node("Reshape", [ins[i], g.const(f"{p}rank_0_{i}", np.zeros(0, np.int64))],
+                                  f"{p}scalar{i}")
     rename.update({name: g.const(p + name, value) for name, value in kept.stored.items()})
-    rename[f"out{kept.output_index}"] = layer.name
+    rename[f"out{kept.output_index}"] = f"{p}scalar_out" if kept.scalar_output else layer.name
     nodes = list(kept.graph.node)
     for j, node in enumerate(nodes):
         copy = onnx.NodeProto()
         copy.CopyFrom(node)
-        copy.name = layer.name if j == len(nodes) - 1 else f"{p}n{j}"
+        copy.name = layer.name if j == len(nodes) - 1 and not kept.scalar_output else f"{p}n{j}"
         del copy.input[:], copy.output[:]
         copy.input.extend(rename.get(t, p + t) if t else "" for t in node.input)
         copy.output.extend(rename.get(t, p + t) if t else "" for t in node.output)
         g.nodes.append(copy)
+    if kept.scalar_output:
+        g.node("Reshape", [f"{p}scalar_out", g.const(p + "one", np.ones(1, np.int64))], layer.name)
 
 
 def _elem_type(dtype: str) -> int:

@@ -39,16 +39,19 @@ class GenericModule(nn.Module):
             raise NotImplementedError(f"ONNX {node.op_type} has no PyTorch form here; measure it with "
                                       "--backend onnxruntime")
         self.op_type, self.attributes, self.output_index = node.op_type, kept.attributes, kept.output_index
+        self.scalar_inputs, self.scalar_output = kept.scalar_inputs, kept.scalar_output
         self.fn = TORCH_GENERIC_OPS[node.op_type]
         self.operands = list(node.input)
         for name, value in kept.stored.items():
             self.register_buffer(name, torch.from_numpy(value.copy()))
 
     def forward(self, *xs: torch.Tensor) -> torch.Tensor:
+        xs = tuple(x.reshape(()) if i in self.scalar_inputs else x for i, x in enumerate(xs))
         operands = [None if not name else xs[int(name[2:])] if name.startswith("in") else getattr(self, name)
                     for name in self.operands]
         result = self.fn(operands, self.attributes)
-        return result[self.output_index] if isinstance(result, tuple) else result
+        out = result[self.output_index] if isinstance(result, tuple) else result
+        return out.reshape(1) if self.scalar_output else out
 
 
 def _ints(t: torch.Tensor | None) -> list[int]:
