@@ -16,7 +16,7 @@ import pytest
 import torch
 from onnx import TensorProto, helper, numpy_helper
 
-from nnperf.errors import NnperfWarning, UnsupportedOperatorError
+from nnperf.errors import InvalidNetworkError, NnperfWarning, UnsupportedOperatorError
 from nnperf.ir import GenericAttrs, Network, OpType, network_from_dict, network_to_dict
 from nnperf.ir.importers import from_onnx
 from nnperf.ir.metrics import layer_metrics
@@ -274,3 +274,16 @@ def test_a_generic_layer_reading_and_writing_scalars_runs_in_both_builders(tmp_p
     expected = _ort(model, {"x": x})[0]
     np.testing.assert_allclose(_ort(build_onnx(network), {"x": x})[0], expected, rtol=1e-6)
     np.testing.assert_allclose(build_torch(network)(torch.from_numpy(x)).numpy(), expected, rtol=1e-6)
+
+
+def test_a_node_whose_shapes_break_its_dedicated_type_becomes_a_generic_layer(tmp_path: Path) -> None:
+    # a matrix times a vector: the MATMUL layer type takes operands of rank 2 or more
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "v"], ["y"])], "g", [_x((2, 4)), _x((4,), "v")],
+                              [_y(rank=1)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(tmp_path / "m.onnx"))
+    (layer,) = from_onnx(tmp_path / "m.onnx").layers
+    assert (layer.name, layer.op, layer.output_shape) == ("MatMul_0", OpType.GENERIC, (2,))
+    with pytest.raises(InvalidNetworkError, match="node 'MatMul_0'.*rank 2 or more"):
+        from_onnx(tmp_path / "m.onnx", strict=True)

@@ -92,3 +92,7 @@ class NameTable:
             n += 1
         self._taken.add(candidate)
         return candidate
+
+    def release(self, name: str) -> None:
+        """Gives back a name :meth:`unique` returned for a layer that was not made."""
+        self._taken.discard(name)

@@ -414,19 +414,29 @@ class _Converter:
                 self.unsupported.add(_describe(node), node_name)
             self.failed.update(node.output)
             return []
-        layers = []
-        for op, attrs, inputs, output in (mapped if isinstance(mapped, list) else [mapped]):  # a Split: several
-            producers = tuple(self.layer_of[t] for t in inputs)
-            in_shapes = tuple(self._shape(t, "tensor") or (1,) for t in inputs)  # a rank-0 tensor: one element
-            wanted = node_name if len(node.output) == 1 else f"{node_name}.{output}"
-            try:
-                layer = Layer(self.names.unique(wanted), op, producers, in_shapes,
-                              self._shape(output, f"output of {node_name}") or (1,), attrs)
-            except InvalidNetworkError as exc:
+        results = mapped if isinstance(mapped, list) else [mapped]  # a Split: several
+        try:
+            layers = [self._layer(node, node_name, result) for result in results]
+        except InvalidNetworkError as exc:
+            generic = None if self.strict or results[0][0] is OpType.GENERIC else self._generic(node, node_name, data)
+            if generic is None:  # a dedicated layer type whose rules these shapes break (a 1-D MatMul operand)
                 raise InvalidNetworkError(f"{self.source}: node {node_name!r}: {exc}") from exc
+            results = generic
+            layers = [self._layer(node, node_name, result) for result in results]
+        for layer, (_, _, _, output) in zip(layers, results):
             self.layer_of[output] = layer.name
-            layers.append(layer)
         return layers
+
+    def _layer(self, node: onnx.NodeProto, node_name: str, result: _Result) -> Layer:
+        op, attrs, inputs, output = result
+        producers = tuple(self.layer_of[t] for t in inputs)
+        in_shapes = tuple(self._shape(t, "tensor") or (1,) for t in inputs)  # a rank-0 tensor: one element
+        name = self.names.unique(node_name if len(node.output) == 1 else f"{node_name}.{output}")
+        try:
+            return Layer(name, op, producers, in_shapes, self._shape(output, f"output of {node_name}") or (1,), attrs)
+        except InvalidNetworkError:
+            self.names.release(name)
+            raise
 
     def _computes_in_float(self, node: onnx.NodeProto, data: set[str]) -> bool:
         """Whether every activation the node reads or writes is a float tensor (or of unknown type): the
