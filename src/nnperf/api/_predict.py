@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 
@@ -10,7 +11,8 @@ from nnperf.api._load import InputShape, ModelLike, load_model
 from nnperf.api._session import StoreLike, open_backend, opened_store
 from nnperf.campaign import CALIBRATION_HARNESS
 from nnperf.campaign import calibrate as calibrate_system
-from nnperf.errors import FormatVersionError, MissingStoreError, NnperfError
+from nnperf.errors import FormatVersionError, MissingStoreError, NnperfError, NnperfWarning
+from nnperf.ir import Network
 from nnperf.measure import REFERENCE, ComparisonProtocol, RoundsConfig, SpeedReading, resolve_protocol
 from nnperf.measure.backends import Backend
 from nnperf.prediction import (
@@ -161,16 +163,27 @@ def predict(model: ModelLike, system: System = None, store: StoreLike = None, *,
     """
     network = load_model(model, input_shape)
     if isinstance(system, SystemModel):
-        return system.predict(network)
+        return _predicted(system, network)
     if system is not None:
         with opened_store(store, create=False) as opened:
-            return load_stored_model(opened, system).predict(network)
+            return _predicted(load_stored_model(opened, system), network)
     with open_backend(backend, device, threads, options) as runner:
         try:
             with opened_store(store, create=False) as opened:
-                return _system_model(opened, runner, None).predict(network)
+                return _predicted(_system_model(opened, runner, None), network)
         except MissingStoreError as exc:  # no store yet: say how to calibrate this system
             raise missing_calibration(runner.system().label, store or default_store_path(), runner.name) from exc
+
+
+def _predicted(system_model: SystemModel, network: Network) -> NetworkPrediction:
+    """``system_model``'s prediction of ``network``, with a warning when the file runs layers in int8 and the
+    calibration is not of int8 programs (its layers are then predicted as float ones)."""
+    if network.int8_layers and "precision=int8" not in system_model.system_label:
+        warnings.warn(f"{network.name}: the file runs {len(network.int8_layers)} layer(s) in int8, but the "
+                      f"calibration of {system_model.system_label} is of float programs, so they are predicted as "
+                      "float: calibrate and predict with --backend onnxruntime --option precision=int8 to predict "
+                      "them as int8", NnperfWarning, stacklevel=3)
+    return system_model.predict(network)
 
 
 def _system_model(store: Store, backend: Backend, system: int | str | SystemModel | None) -> SystemModel:
@@ -216,7 +229,7 @@ def verify(model: ModelLike, system: int | str | SystemModel | None = None, stor
     name = model_name or (os.fspath(model) if isinstance(model, (str, os.PathLike)) else network.name)
     with opened_store(store) as opened, open_backend(backend, device, threads, options) as runner:
         system_model = _system_model(opened, runner, system)
-        prediction = system_model.predict(network)
+        prediction = _predicted(system_model, network)
         report = profile_network(network, runner, opened, ProfileConfig(per_layer="isolated"), progress=progress,
                                  model=name)
         if progress is not None:

@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     from nnperf.ir import save_network
     from nnperf.ir.metrics import DType, network_metrics
     from nnperf.report import console
-    from nnperf.report.predictions import generic_summary
+    from nnperf.report.predictions import generic_summary, int8_summary
     from nnperf.report.tables import metrics_document, metrics_table
 
     network = load_model(args.model, dict(args.input_shape) or None, strict=args.strict)
@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         out = console()
         out.print(metrics_table(network, metrics, dtype))
-        generic = generic_summary(network)
-        if generic is not None:
-            out.print(generic, markup=False)
+        for line in (generic_summary(network), int8_summary(network)):
+            if line is not None:
+                out.print(line, markup=False)
     return 0

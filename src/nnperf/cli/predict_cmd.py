@@ -55,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
     from nnperf.report import console
     from nnperf.report.predictions import (
         generic_summary,
+        int8_summary,
         prediction_summary,
         prediction_table,
         verification_summary,
@@ -86,9 +87,9 @@ def run(args: argparse.Namespace) -> int:
     out.print(prediction_table(network, prediction, measured))
     for line in prediction_summary(prediction, args.top):
         out.print(line)
-    generic = generic_summary(network, prediction)
-    if generic is not None:
-        out.print(generic, markup=False)
+    for line in (generic_summary(network, prediction), int8_summary(network)):
+        if line is not None:
+            out.print(line, markup=False)
     if check is not None:
         for line in verification_summary(check):
             out.print(line)

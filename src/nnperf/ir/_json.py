@@ -35,6 +35,7 @@ def network_to_dict(network: Network) -> dict[str, Any]:
             for layer in network.layers
         ],
         "outputs": list(network.outputs),
+        "int8_layers": sorted(network.int8_layers),
     }
 
 
@@ -60,6 +61,7 @@ def network_from_dict(data: dict[str, Any], source: str = "<dict>") -> Network:
             ),
             layers=layers,
             outputs=tuple(data["outputs"]),
+            int8_layers=frozenset(str(name) for name in data.get("int8_layers", [])),
         )
     except InvalidNetworkError as exc:
         raise InvalidNetworkError(f"{source}: {exc}") from exc

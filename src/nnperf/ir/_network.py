@@ -123,12 +123,17 @@ class Layer:
 
 @dataclass(frozen=True)
 class Network:
-    """A DAG of layers in topological order, with named inputs and outputs."""
+    """A DAG of layers in topological order, with named inputs and outputs.
+
+    ``int8_layers`` names the layers the model file runs in int8 (a quantised model's convolutions and matrix
+    products, between its QuantizeLinear and DequantizeLinear nodes); every other layer computes in float.
+    """
 
     name: str
     inputs: tuple[TensorSpec, ...]
     layers: tuple[Layer, ...]
     outputs: tuple[str, ...]
+    int8_layers: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if not self.inputs:
@@ -157,6 +162,9 @@ class Network:
             shapes[layer.name] = layer.output_shape
         if not self.outputs:
             raise InvalidNetworkError(f"network {self.name!r} has no outputs")
+        strangers = sorted(self.int8_layers - shapes.keys())
+        if strangers:
+            raise InvalidNetworkError(f"network {self.name!r}: int8 layer(s) {', '.join(strangers)} are not layers")
         for out in self.outputs:
             if out not in shapes:
                 raise InvalidNetworkError(f"network {self.name!r}: output {out!r} is not a layer or input")

@@ -26,7 +26,8 @@ def remove_noops(network: Network) -> Network:
     if not alias:
         return network
     outputs = tuple(alias.get(name, name) for name in network.outputs)
-    return Network(name=network.name, inputs=network.inputs, layers=tuple(kept), outputs=outputs)
+    return Network(name=network.name, inputs=network.inputs, layers=tuple(kept), outputs=outputs,
+                   int8_layers=network.int8_layers & {layer.name for layer in kept})
 
 
 # activations and data movement (issue 17)
@@ -60,7 +61,8 @@ def fuse_channel_shuffle(network: Network) -> Network:
     if not dropped:
         return network
     kept = tuple(layer for layer in layers if layer.name not in dropped)
-    return Network(name=network.name, inputs=network.inputs, layers=kept, outputs=network.outputs)
+    return Network(name=network.name, inputs=network.inputs, layers=kept, outputs=network.outputs,
+                   int8_layers=network.int8_layers & {layer.name for layer in kept})
 
 
 def _shuffle_groups(first: Layer, swap: Layer, last: Layer) -> int | None:

@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from nnperf.ir import GenericAttrs, Network
+from nnperf.ir.metrics import network_metrics
 from nnperf.prediction import NetworkPrediction, SystemModel, Verification
 from nnperf.report.measurements import ms
 from nnperf.report.tables import layer_type
@@ -168,6 +169,19 @@ def generic_summary(network: Network, prediction: NetworkPrediction | None = Non
     share = ("" if prediction is None else
              f", carrying {prediction.generic_share:.1%} of the summed layer time (predicted by the memory-bound model)")
     return f"{len(generic)} generic layer(s), ONNX operators without a dedicated layer type{share}: {named}{more}"
+
+
+def int8_summary(network: Network, count: int = 4) -> str | None:
+    """One line naming the layers the model file runs in int8 and their weights' size in int8 against float32;
+    None for a float network."""
+    if not network.int8_layers:
+        return None
+    metrics = {m.name: m for m in network_metrics(network).layers}
+    weights = sum(metrics[name].params for name in network.int8_layers)
+    names = [layer.name for layer in network.layers if layer.name in network.int8_layers]
+    shown = ", ".join(names[:count]) + (", ..." if len(names) > count else "")
+    return (f"{len(names)} int8 layer(s), quantised in the file ({shown}): their weights take {weights / 1e6:.3g} MB "
+            f"in int8 against {4 * weights / 1e6:.3g} MB in float32")
 
 
 def prediction_summary(prediction: NetworkPrediction, count: int = 5) -> list[str]:

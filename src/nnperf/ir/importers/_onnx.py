@@ -60,6 +60,7 @@ from nnperf.ir.importers._common import NameTable, Unsupported, one_value, resha
 from nnperf.ir.importers._onnx_fold import fold_constants
 from nnperf.ir.importers._onnx_generic import FLOAT_TYPES, GenericRefusal, generic_attrs
 from nnperf.ir.importers._onnx_patterns import gelu_erf_pattern, softplus_pattern
+from nnperf.ir.importers._onnx_quantized import QUANTIZED_FORMS, float_form
 from nnperf.ir.importers._onnx_run_shapes import shapes_by_running
 from nnperf.ir.importers._table import ImportRule, rule
 
@@ -67,6 +68,8 @@ Mapped = tuple[OpType, Attributes]
 _Result = tuple[OpType, Attributes, list[str], str]
 """A mapped node: its op and attributes, the activation tensors it reads and the tensor it writes."""
 _METADATA_OPS = frozenset({"Shape", "Size"})
+_INT8_OPS = frozenset({"Conv", "Gemm", "MatMul"})
+"""Operators that run in int8 when their activation comes through a DequantizeLinear (ONNX Runtime's QDQ format)."""
 _MAX_LOADED_ELEMENTS = 65536
 """Initializers larger than this keep only their shapes: their values are never needed."""
 
@@ -113,9 +116,10 @@ def _inferred(model: onnx.ModelProto, path: Path) -> onnx.ModelProto:
 
 
 def _add_shapes_from_a_run(model: onnx.ModelProto, path: Path) -> None:
-    """Gives the tensors whose sizes depend on values (NonZero, Unique, computed axes) the shapes of one run in
-    ONNX Runtime (``_onnx_run_shapes``), with a warning naming the operators; nothing when every shape is known
-    or ONNX Runtime cannot run the file (the importer then names the nodes whose shapes are unknown)."""
+    """Gives the tensors whose sizes depend on values (NonZero, Unique, computed axes) or come from operators onnx
+    does not know (ONNX Runtime's QLinearAdd) the shapes of one run in ONNX Runtime (``_onnx_run_shapes``), with
+    a warning naming the operators; nothing when every shape is known or ONNX Runtime cannot run the file (the
+    importer then names the nodes whose shapes are unknown)."""
     shapes = _static_shapes(model)
     unknown = {t: node.op_type for node in model.graph.node for t in node.output if t and shapes.get(t) is None}
     if not unknown:
@@ -136,8 +140,9 @@ def _add_shapes_from_a_run(model: onnx.ModelProto, path: Path) -> None:
             for size in shape:
                 value.type.tensor_type.shape.dim.add().dim_value = size
     operators = ", ".join(sorted({unknown[t] for t in found}))
-    warnings.warn(f"{path}: {len(found)} tensor size(s) depend on values, not shapes ({operators}); nnperf took "
-                  "them from one run of ONNX Runtime on random inputs", NnperfWarning, stacklevel=3)
+    warnings.warn(f"{path}: shape inference left {len(found)} tensor size(s) unknown ({operators}: sizes that "
+                  "depend on values, or operators onnx does not know); nnperf took them from one run of ONNX Runtime "
+                  "on random inputs", NnperfWarning, stacklevel=3)
 
 
 def _static_shapes(model: onnx.ModelProto) -> dict[str, Shape | None]:
@@ -323,6 +328,9 @@ class _Converter:
         self.layer_of: dict[str, str] = {}  # activation tensor -> IR name producing it
         self.absorbed: set[int] = set()  # ids of nodes fused into another layer
         self.failed: set[str] = set()  # tensors computed from an unsupported node's output
+        self.quantized: set[str] = set()  # tensors the file holds in 8 bits and the IR computes in float
+        self.dequantized: set[str] = set()  # outputs of a DequantizeLinear of an activation
+        self.int8_layers: set[str] = set()
 
     def convert(self) -> Network:
         graph = self.model.graph
@@ -349,7 +357,7 @@ class _Converter:
             if node.op_type in _METADATA_OPS or not any(t in data for t in node.input):
                 continue  # constant folding or shape arithmetic: not an activation
             data.update(t for t in node.output if t)
-            if id(node) in self.absorbed:
+            if id(node) in self.absorbed or self._quantization_alias(node):
                 continue
             layers.extend(self._constant_layers(node, data))  # issue 17: stored tensors combined with activations
             if self._defer_transpose(node):  # issue 17: a swap of the last two axes read only by MatMul
@@ -359,7 +367,11 @@ class _Converter:
         outputs = tuple(self.layer_of[o.name] for o in graph.output if o.name in self.layer_of)
         if not outputs:
             raise ShapeInferenceError(f"{self.source}: no graph output is computed from a graph input")
-        return Network(self.name, tuple(specs), tuple(layers), tuple(dict.fromkeys(outputs)))
+        if not layers:
+            raise InvalidNetworkError(f"{self.source}: no node computes anything to predict (only conversions "
+                                      "between 8-bit and float, and shape computations)")
+        return Network(self.name, tuple(specs), tuple(layers), tuple(dict.fromkeys(outputs)),
+                       frozenset(self.int8_layers))
 
     # ---- helpers -------------------------------------------------------------------------------
     def _shape(self, tensor: str, what: str) -> Shape:
@@ -405,9 +417,13 @@ class _Converter:
                 self.unsupported.add(_describe(node), node_name)
             self.failed.update(node.output)
             return []
+        int8 = node.op_type in QUANTIZED_FORMS or (node.op_type in _INT8_OPS and any(
+            t in self.dequantized for t in node.input))
+        if node.op_type in QUANTIZED_FORMS:  # QLinearConv and its kin: the float operator, marked int8
+            node = float_form(node)
         rule = ONNX_IMPORTERS.get(node.op_type) if self._computes_in_float(node, data) else None
         mapped = None if rule is None else rule.handler(self, _Node.of(node, data, self.shapes))
-        if mapped is None and not self.strict:
+        if mapped is None and not self.strict and not int8:
             mapped = self._generic(node, node_name, data)
         if mapped is None:
             if node_name not in self.unsupported.nodes():
@@ -425,6 +441,8 @@ class _Converter:
             layers = [self._layer(node, node_name, result) for result in results]
         for layer, (_, _, _, output) in zip(layers, results):
             self.layer_of[output] = layer.name
+            if int8 and layer.op in (OpType.CONV, OpType.LINEAR, OpType.MATMUL):
+                self.int8_layers.add(layer.name)
         return layers
 
     def _layer(self, node: onnx.NodeProto, node_name: str, result: _Result) -> Layer:
@@ -437,6 +455,27 @@ class _Converter:
         except InvalidNetworkError:
             self.names.release(name)
             raise
+
+    def _quantization_alias(self, node: onnx.NodeProto) -> bool:
+        """Whether ``node`` is a QuantizeLinear or DequantizeLinear of an activation: no layer, its output stands
+        for the activation it converts (the IR computes in float; ``int8_layers`` says what the file runs in
+        int8). A node that reads an 8-bit tensor and writes one (a MaxPool between a QLinearConv and a
+        DequantizeLinear) computes in float in the IR too."""
+        source = node.input[0] if node.input else ""
+        if node.op_type in ("QuantizeLinear", "DequantizeLinear") and source in self.layer_of:
+            self.layer_of[node.output[0]] = self.layer_of[source]
+            if node.op_type == "QuantizeLinear":
+                self.quantized.add(node.output[0])
+                self.types[node.output[0]] = onnx.TensorProto.FLOAT
+            else:
+                self.dequantized.add(node.output[0])
+            return True
+        if any(t in self.quantized for t in node.input):
+            for out in node.output:
+                if self.types.get(out) in (onnx.TensorProto.UINT8, onnx.TensorProto.INT8):
+                    self.types[out] = onnx.TensorProto.FLOAT
+                    self.quantized.add(out)
+        return False
 
     def _computes_in_float(self, node: onnx.NodeProto, data: set[str]) -> bool:
         """Whether every activation the node reads or writes is a float tensor (or of unknown type): the

@@ -24,10 +24,10 @@ def shapes_by_running(model: onnx.ModelProto, tensors: Sequence[str]) -> dict[st
     have static shapes); empty when ONNX Runtime cannot build or run the model."""
     import onnxruntime as ort
 
-    runnable = _with_outputs(model, tensors)
     try:
         options = ort.SessionOptions()
         options.log_severity_level = 4
+        runnable = _with_outputs(model, tensors, _element_types(model))
         session = ort.InferenceSession(runnable.SerializeToString(), options, providers=["CPUExecutionProvider"])
         rng = np.random.default_rng(0)
         feeds = {i.name: _random_input(i, rng) for i in session.get_inputs()}
@@ -38,8 +38,23 @@ def shapes_by_running(model: onnx.ModelProto, tensors: Sequence[str]) -> dict[st
             for name, value in zip(tensors, results)}
 
 
-def _with_outputs(model: onnx.ModelProto, tensors: Sequence[str]) -> onnx.ModelProto:
-    """A copy of ``model`` whose outputs are ``tensors`` and whose unloaded stored values are zeros."""
+def _element_types(model: onnx.ModelProto) -> dict[str, int]:
+    """Every tensor's ONNX element type: as inferred, else (an operator of another domain, which onnx does not
+    know) the type of the node's first typed input, as ONNX Runtime's quantised operators write."""
+    graph = model.graph
+    types = {v.name: v.type.tensor_type.elem_type for v in (*graph.input, *graph.value_info, *graph.output)
+             if v.type.tensor_type.elem_type}
+    types.update({t.name: t.data_type for t in graph.initializer})
+    for node in graph.node:
+        guess = next((types[t] for t in node.input if t in types), onnx.TensorProto.FLOAT)
+        for out in node.output:
+            types.setdefault(out, guess)
+    return types
+
+
+def _with_outputs(model: onnx.ModelProto, tensors: Sequence[str], types: dict[str, int]) -> onnx.ModelProto:
+    """A copy of ``model`` whose outputs are ``tensors`` (of ``types``) and whose unloaded stored values are
+    zeros."""
     copy = onnx.ModelProto()
     copy.CopyFrom(model)
     graph = copy.graph
@@ -47,12 +62,9 @@ def _with_outputs(model: onnx.ModelProto, tensors: Sequence[str]) -> onnx.ModelP
         if init.data_location == onnx.TensorProto.EXTERNAL:
             zeros = np.zeros(tuple(init.dims), helper.tensor_dtype_to_np_dtype(init.data_type))
             graph.initializer[index].CopyFrom(numpy_helper.from_array(zeros, init.name))
-    known = {v.name: v for v in (*graph.value_info, *graph.output)}
     del graph.output[:]
-    for name in tensors:
-        graph.output.append(known[name] if name in known else helper.make_empty_tensor_value_info(name))
-    for value in graph.output:  # the sizes asked for are unknown: let ONNX Runtime find them
-        value.type.tensor_type.ClearField("shape")
+    for name in tensors:  # their sizes are unknown: ONNX Runtime finds them
+        graph.output.append(helper.make_tensor_value_info(name, types.get(name, onnx.TensorProto.FLOAT), None))
     return copy
 
 
