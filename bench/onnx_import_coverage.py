@@ -209,8 +209,9 @@ def _cell(result: object) -> str:
 
 
 def table(rows: list[dict[str, object]]) -> str:
-    lines = ["| model | exporter | ORT runs it | nnperf as shipped | strict: folding | strict: without folding | "
-             "strict: ORT basic, then nnperf |", "|---|---|---|---|---|---|---|"]
+    header = ("| model | exporter | ORT runs it | nnperf as shipped | strict: folding | strict: without folding | "
+              "strict: ORT basic, then nnperf |")
+    lines = [header, "|---|---|---|---|---|---|---|"]
     for row in rows:
         if "export_error" in row:
             lines.append(f"| {row['model']} | {row['exporter']} | export failed: {row['export_error']} | | | | |")

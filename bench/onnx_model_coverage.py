@@ -184,7 +184,7 @@ def main() -> None:
     print("calibrating ONNX Runtime on this machine (resumes; reused when stored)", flush=True)
     system_model = calibrate("onnxruntime", store=args.db, if_needed=True, check=False)
     records = json.loads((args.corpus / "manifest.json").read_text())
-    records = [r for r in records if r["status"] == "exported"]
+    records = [r for r in records if r["status"] == "exported" and Path(r["path"]).exists()]
     if args.quantize:
         records += [r for r in quantized_copies(records, args.quantize, args.corpus / "quantized")
                     if r["status"] == "exported"]
