@@ -287,3 +287,14 @@ def test_a_node_whose_shapes_break_its_dedicated_type_becomes_a_generic_layer(tm
     assert (layer.name, layer.op, layer.output_shape) == ("MatMul_0", OpType.GENERIC, (2,))
     with pytest.raises(InvalidNetworkError, match="node 'MatMul_0'.*rank 2 or more"):
         from_onnx(tmp_path / "m.onnx", strict=True)
+
+
+def test_opencv_names_the_generic_layers_it_cannot_run(imported: dict[str, tuple[Path, Network]]) -> None:
+    from nnperf.measure.backends import create_backend
+
+    _, network = imported["Where on a comparison"]
+    with create_backend("opencv") as backend, pytest.raises(UnsupportedOperatorError) as info:
+        backend.network_timer(network)
+    assert set(info.value.operators) == {
+        f"generic {op} (OpenCV DNN runs the dedicated layer types only; measure it with --backend onnxruntime)"
+        for op in ("Greater", "Where")}

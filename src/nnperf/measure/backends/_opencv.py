@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
 
-from nnperf.ir import Layer, Network
+from nnperf.errors import UnsupportedOperatorError
+from nnperf.ir import GenericAttrs, Layer, Network
 from nnperf.measure._attribution import attribute, match_node
 from nnperf.measure._harness import Timer
 from nnperf.measure._stats import fixed_timing
@@ -85,17 +86,20 @@ class OpenCvBackend(Backend):
     def network_timer(self, network: Network) -> Timer:
         from nnperf.measure.backends._onnx_graph import build_onnx
 
+        _refuse_generic(network.name, network.layers)
         return self._timer(build_onnx(network, self.seed))
 
     def layer_timer(self, layer: Layer) -> Timer:
         from nnperf.measure.backends._onnx_graph import layer_onnx
 
+        _refuse_generic(layer.name, [layer])
         return self._timer(layer_onnx(layer, self.seed))
 
     def profile(self, network: Network, runs: int) -> ProfileResult:
         """Per-layer times from ``Net.getPerfProfile`` after each forward, fused layers followed back."""
         from nnperf.measure.backends._onnx_graph import build_onnx, onnx_node_layers
 
+        _refuse_generic(network.name, network.layers)
         model = build_onnx(network, self.seed)
         net, feeds = self._net(model)
         tick = self.cv2.getTickFrequency()
@@ -130,3 +134,16 @@ class OpenCvBackend(Backend):
                                    sizes[groups.owner[layer.name]])
                   for layer in network.layers if groups.owner[layer.name] in group_times]
         return ProfileResult(tuple(layers), fixed_timing(run_times), unattributed)
+
+
+def _refuse_generic(what: str, layers: Iterable[Layer]) -> None:
+    """OpenCV DNN runs nnperf's dedicated layer types only: generic layers (ONNX operators kept as they are) are
+    named, with the backend that runs them."""
+    generic = [layer for layer in layers if isinstance(layer.attrs, GenericAttrs)]
+    if generic:
+        by_operator: dict[str, list[str]] = {}
+        for layer in generic:
+            assert isinstance(layer.attrs, GenericAttrs)
+            by_operator.setdefault(f"generic {layer.attrs.operator} (OpenCV DNN runs the dedicated layer types "
+                                   "only; measure it with --backend onnxruntime)", []).append(layer.name)
+        raise UnsupportedOperatorError(what, by_operator)
