@@ -79,16 +79,19 @@ CASES: dict[str, tuple[list[onnx.NodeProto], Sequence[onnx.TensorProto], int]] =
                   helper.make_node("Conv", ["r", "w"], ["y"], pads=[1, 1])],
                  [_i64("shape", [1, 4, 30]), _f32("w", np.linspace(-1, 1, 24).reshape(2, 4, 3))], 17),
     "CumSum": ([helper.make_node("CumSum", ["x", "axis"], ["y"])], [_i64("axis", [3])], 17),
+    "MaxPool 1-D with SAME padding": ([helper.make_node("Reshape", ["x", "shape"], ["r"]),
+                                       helper.make_node("MaxPool", ["r"], ["y"], kernel_shape=[3], strides=[2],
+                                                        auto_pad="SAME_UPPER")], [_i64("shape", [1, 4, 30])], 17),
     "Slice on two axes": ([helper.make_node("Slice", ["x", "s", "e", "a"], ["y"])],
                           [_i64("s", [1, 0]), _i64("e", [3, -1]), _i64("a", [1, 3])], 17),
     "Gelu tanh at opset 20": ([helper.make_node("Gelu", ["x"], ["y"], approximate="tanh")], [], 20),
 }
 """case -> (nodes reading 'x' (1x4x6x5 float) and writing 'y', stored operands, opset)"""
 
-OUTPUT_RANK = {"ReduceL2": 3, "Conv 1-D": 3}
+OUTPUT_RANK = {"ReduceL2": 3, "Conv 1-D": 3, "MaxPool 1-D with SAME padding": 3}
 """cases whose output is not 4-D"""
 
-NO_TORCH_FORM = {"Conv 1-D"}
+NO_TORCH_FORM: set[str] = set()
 """Cases whose generic layer only ONNX Runtime runs (the torch builder names it and the way out)."""
 
 
@@ -136,11 +139,12 @@ def test_the_torch_builder_computes_what_the_file_computes(case: str, imported: 
     np.testing.assert_allclose(got.numpy(), expected, rtol=1e-5, atol=1e-5)
 
 
-def test_a_generic_layer_without_a_torch_form_names_the_backend_that_runs_it(
-        imported: dict[str, tuple[Path, Network]]) -> None:
-    _, network = imported["Conv 1-D"]
-    with pytest.raises(UnsupportedOperatorError, match="measure it with --backend onnxruntime"):
-        build_torch(network)
+def test_a_generic_layer_without_a_torch_form_names_the_backend_that_runs_it(tmp_path: Path) -> None:
+    nodes = [helper.make_node("Hardmax", ["x"], ["y"], axis=1)]
+    onnx.save(_model(nodes, [_x(X)], [_y()]), str(tmp_path / "m.onnx"))
+    with pytest.raises(UnsupportedOperatorError, match="ONNX Hardmax has no PyTorch form here; measure it with "
+                                                       "--backend onnxruntime"):
+        build_torch(from_onnx(tmp_path / "m.onnx"))
 
 
 def test_an_isolated_generic_layer_reading_booleans_gets_boolean_inputs(

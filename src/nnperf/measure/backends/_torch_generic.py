@@ -255,6 +255,69 @@ def _flatten(xs: Operands, a: Mapping[str, Any]) -> torch.Tensor:
     return x.reshape(math.prod(x.shape[:axis]), -1)
 
 
+def _same_pads(a: Mapping[str, Any], x: torch.Tensor, kernel: Sequence[int], strides: Sequence[int],
+               dilations: Sequence[int]) -> list[int]:
+    """ONNX pads (begins, then ends) of ``a``, computed for SAME_UPPER and SAME_LOWER."""
+    auto = a.get("auto_pad", b"NOTSET")
+    auto = auto.decode() if isinstance(auto, bytes) else str(auto)
+    spatial = x.shape[2:]
+    if auto not in ("SAME_UPPER", "SAME_LOWER"):
+        return list(a.get("pads", [0] * 2 * len(spatial)))
+    begins, ends = [], []
+    for size, k, s, d in zip(spatial, kernel, strides, dilations):
+        total = max(0, (-(-size // s) - 1) * s + d * (k - 1) + 1 - size)
+        small, large = total // 2, total - total // 2
+        begins.append(small if auto == "SAME_UPPER" else large)
+        ends.append(large if auto == "SAME_UPPER" else small)
+    return begins + ends
+
+
+def _padded(x: torch.Tensor, pads: Sequence[int], value: float = 0.0) -> torch.Tensor:
+    rank = len(pads) // 2
+    torch_pads: list[int] = []
+    for axis in reversed(range(rank)):  # F.pad lists the last axis first
+        torch_pads += [pads[axis], pads[rank + axis]]
+    return F.pad(x, torch_pads, value=value) if any(pads) else x
+
+
+def _conv(xs: Operands, a: Mapping[str, Any]) -> torch.Tensor:
+    """Conv of any spatial rank (the 2-D ones are CONV layers; 1-D and 3-D come here)."""
+    x, w = xs[0], xs[1]
+    assert x is not None and w is not None
+    bias = xs[2] if len(xs) > 2 else None
+    rank = w.dim() - 2
+    kernel = list(a.get("kernel_shape", w.shape[2:]))
+    strides, dilations = list(a.get("strides", [1] * rank)), list(a.get("dilations", [1] * rank))
+    x = _padded(x, _same_pads(a, x, kernel, strides, dilations))
+    fn = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[rank]
+    return fn(x, w, bias, stride=strides, dilation=dilations, groups=int(a.get("group", 1)))
+
+
+def _pool(is_max: bool) -> TorchOp:
+    def pool(xs: Operands, a: Mapping[str, Any]) -> torch.Tensor:
+        x = xs[0]
+        assert x is not None
+        rank = x.dim() - 2
+        kernel = list(a["kernel_shape"])
+        strides, dilations = list(a.get("strides", [1] * rank)), list(a.get("dilations", [1] * rank))
+        if any(d != 1 for d in dilations) and not is_max:
+            raise NotImplementedError("an average pool with dilations")
+        pads = _same_pads(a, x, kernel, strides, dilations)
+        ceil = bool(a.get("ceil_mode", 0))
+        if is_max:
+            x = _padded(x, pads, float("-inf"))
+            fn = {1: F.max_pool1d, 2: F.max_pool2d, 3: F.max_pool3d}[rank]
+            return fn(x, kernel, strides, dilation=dilations, ceil_mode=ceil)
+        include = bool(a.get("count_include_pad", 0))
+        if not include and any(pads):
+            raise NotImplementedError("an average pool that leaves its padding out of the count")
+        x = _padded(x, pads)
+        fn = {1: F.avg_pool1d, 2: F.avg_pool2d, 3: F.avg_pool3d}[rank]
+        return fn(x, kernel, strides, ceil_mode=ceil)
+
+    return pool
+
+
 def _prod(x: torch.Tensor, dim: tuple[int, ...], keepdim: bool) -> torch.Tensor:
     for axis in sorted((d % x.dim() for d in dim), reverse=True):  # the last first: the others keep their index
         x = x.prod(axis, keepdim=keepdim)
@@ -293,6 +356,9 @@ TORCH_GENERIC_OPS: Mapping[str, TorchOp] = MappingProxyType({
     "Flatten": _flatten,
     "LeakyRelu": lambda xs, a: F.leaky_relu(xs[0], float(a.get("alpha", 0.01))),  # type: ignore[arg-type]
     "HardSigmoid": lambda xs, a: torch.clamp(float(a.get("alpha", 0.2)) * xs[0] + float(a.get("beta", 0.5)), 0, 1),  # type: ignore[operator]
+    "Conv": _conv, "MaxPool": _pool(is_max=True), "AveragePool": _pool(is_max=False),
+    "GlobalAveragePool": lambda xs, a: xs[0].mean(dim=tuple(range(2, xs[0].dim())), keepdim=True),  # type: ignore[union-attr]
+    "GlobalMaxPool": lambda xs, a: xs[0].amax(dim=tuple(range(2, xs[0].dim())), keepdim=True),  # type: ignore[union-attr]
     "HardSwish": _unary(F.hardswish), "Softplus": _unary(F.softplus), "Mish": _unary(F.mish),
     "Gelu": lambda xs, a: F.gelu(xs[0], approximate="tanh" if a.get("approximate") in (b"tanh", "tanh") else "none"),  # type: ignore[arg-type]
     "Expand": lambda xs, a: xs[0] * torch.ones(_ints(xs[1]), dtype=xs[0].dtype),  # type: ignore[union-attr]
