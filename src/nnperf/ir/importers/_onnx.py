@@ -417,13 +417,14 @@ class _Converter:
                 self.unsupported.add(_describe(node), node_name)
             self.failed.update(node.output)
             return []
-        int8 = node.op_type in QUANTIZED_FORMS or (node.op_type in _INT8_OPS and any(
-            t in self.dequantized for t in node.input))
-        if node.op_type in QUANTIZED_FORMS:  # QLinearConv and its kin: the float operator, marked int8
+        rewritten = node.op_type in QUANTIZED_FORMS  # QLinearConv and its kin: the float operator, marked int8
+        int8 = rewritten or (node.op_type in _INT8_OPS and any(t in self.dequantized for t in node.input))
+        if rewritten:
             node = float_form(node)
         rule = ONNX_IMPORTERS.get(node.op_type) if self._computes_in_float(node, data) else None
         mapped = None if rule is None else rule.handler(self, _Node.of(node, data, self.shapes))
-        if mapped is None and not self.strict and not int8:
+        can_be_generic = not self.strict and not rewritten  # a float form's stored operands are still 8-bit
+        if mapped is None and can_be_generic:
             mapped = self._generic(node, node_name, data)
         if mapped is None:
             if node_name not in self.unsupported.nodes():
@@ -434,7 +435,8 @@ class _Converter:
         try:
             layers = [self._layer(node, node_name, result) for result in results]
         except InvalidNetworkError as exc:
-            generic = None if self.strict or results[0][0] is OpType.GENERIC else self._generic(node, node_name, data)
+            generic = (self._generic(node, node_name, data) if can_be_generic and results[0][0] is not OpType.GENERIC
+                       else None)
             if generic is None:  # a dedicated layer type whose rules these shapes break (a 1-D MatMul operand)
                 raise InvalidNetworkError(f"{self.source}: node {node_name!r}: {exc}") from exc
             results = generic
