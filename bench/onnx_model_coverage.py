@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import json
 import statistics
 import sys
@@ -104,9 +105,10 @@ def verify_row(path: Path, store: Path) -> dict[str, Any]:
             "verify_noise": check.noise, "speed_adjusted_error": check.adjusted_error}
 
 
-def quantized_copies(records: list[dict[str, Any]], count: int, folder: Path) -> list[dict[str, Any]]:
-    """QDQ and QOperator static-int8 copies of the first ``count`` torchscript classification files."""
-    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+def quantize_file(source: Path, prepared: Path, target: Path, fmt: Any) -> None:
+    """``source`` through ONNX Runtime's pre-processing (kept in ``prepared``) and static quantiser, int8 weights per
+    channel and uint8 activations, calibrated on two random batches, written to ``target`` in format ``fmt``."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantType, quantize_static
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
     class RandomImages(CalibrationDataReader):
@@ -117,13 +119,26 @@ def quantized_copies(records: list[dict[str, Any]], count: int, folder: Path) ->
         def get_next(self) -> dict[str, np.ndarray] | None:
             return next(self.batches, None)
 
+    if not prepared.exists():
+        quant_pre_process(str(source), str(prepared), skip_symbolic_shape=True)
+    first = ort.InferenceSession(str(prepared), providers=["CPUExecutionProvider"]).get_inputs()[0]
+    shape = [d if isinstance(d, int) else 1 for d in first.shape]
+    quantize_static(str(prepared), str(target), RandomImages(first.name, shape), quant_format=fmt,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8, per_channel=True)
+
+
+def quantized_copies(records: list[dict[str, Any]], count: int, folder: Path) -> list[dict[str, Any]]:
+    """QDQ and QOperator static-int8 copies of the first ``count`` torchscript classification files."""
+    from onnxruntime.quantization import QuantFormat
+
     chosen = [r for r in records if r["exporter"] == "torchscript" and r["task"] == "classification"
               and r["status"] == "exported"]
     chosen = sorted(chosen, key=lambda r: r.get("bytes", 0))[:count]
     made = []
+    folder = folder.resolve()
     folder.mkdir(parents=True, exist_ok=True)
     for record in chosen:
-        source = Path(record["path"])
+        source = Path(record["path"]).resolve()
         prepared = folder / f"{record['model']}.prep.onnx"
         for fmt, name in ((QuantFormat.QDQ, "ort-qdq"), (QuantFormat.QOperator, "ort-qoperator")):
             target = folder / f"{record['model']}.{name}.onnx"
@@ -131,14 +146,8 @@ def quantized_copies(records: list[dict[str, Any]], count: int, folder: Path) ->
                    "path": str(target), "status": "exported", "error": None}
             if not target.exists():
                 try:
-                    if not prepared.exists():
-                        quant_pre_process(str(source), str(prepared), skip_symbolic_shape=True)
-                    session = ort.InferenceSession(str(prepared), providers=["CPUExecutionProvider"])
-                    first = session.get_inputs()[0]
-                    shape = [d if isinstance(d, int) else 1 for d in first.shape]
-                    quantize_static(str(prepared), str(target), RandomImages(first.name, shape), quant_format=fmt,
-                                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
-                                    per_channel=True)
+                    with contextlib.chdir(folder):  # ORT's quantiser writes scratch files in the working folder
+                        quantize_file(source, prepared, target, fmt)
                 except Exception as exc:  # noqa: BLE001 - the quantiser's own failures are recorded
                     row.update(status="failed", error=f"{type(exc).__name__}: {exc}"[:200])
             made.append(row)

@@ -73,6 +73,21 @@ def test_slice_bounds_computed_from_the_shape_become_constants(tmp_path: Path) -
     assert runs_in_ort(path, (1, 16, 8, 8)).shape == (1, 8, 8, 8)  # the file itself is unchanged
 
 
+def test_a_chunk_of_a_chunk_folds_in_a_second_round(tmp_path: Path) -> None:
+    # the second half's bound comes from the shape of the first Slice, known only once that one is folded
+    nodes = []
+    for stage, source in enumerate(["x", "s0"]):
+        nodes += [helper.make_node("Shape", [source], [f"shape{stage}"]),
+                  helper.make_node("Gather", [f"shape{stage}", "one"], [f"c{stage}"], axis=0),
+                  helper.make_node("Div", [f"c{stage}", "two"], [f"h{stage}"]),
+                  helper.make_node("Unsqueeze", [f"h{stage}", "axis0"], [f"e{stage}"]),
+                  helper.make_node("Slice", [source, "zero1", f"e{stage}", "axis1"], [f"s{stage}"])]
+    inits = [const("one", 1), const("two", 2), const("axis0", [0]), const("zero1", [0]), const("axis1", [1])]
+    net = from_onnx(save(tmp_path, nodes, [vi("x", ["batch", 16, 8, 8])], {"s1": 4}, inits), strict=True)
+    assert [(layer.op, layer.output_shape) for layer in net.layers] == [(OpType.SLICE, (1, 8, 8, 8)),
+                                                                        (OpType.SLICE, (1, 4, 8, 8))]
+
+
 def test_a_reshape_target_computed_from_the_shape_becomes_a_constant(tmp_path: Path) -> None:
     """``x.view(x.size(0), -1)`` from a dynamic-batch export: Shape -> Gather -> Unsqueeze -> Concat."""
     nodes = [

@@ -70,6 +70,9 @@ _Result = tuple[OpType, Attributes, list[str], str]
 _METADATA_OPS = frozenset({"Shape", "Size"})
 _INT8_OPS = frozenset({"Conv", "Gemm", "MatMul"})
 """Operators that run in int8 when their activation comes through a DequantizeLinear (ONNX Runtime's QDQ format)."""
+MAX_FOLD_ROUNDS = 16
+"""Folding and inference alternate until nothing more folds (torch's exporter chains ``chunk`` after ``chunk``,
+each Slice bound computed from the shape of the one before), at most this many times."""
 _MAX_LOADED_ELEMENTS = 65536
 """Initializers larger than this keep only their shapes: their values are never needed."""
 
@@ -93,8 +96,10 @@ def from_onnx(
     _fix_input_shapes(model, dict(input_shapes or {}), path)
     _drop_large_weights(model)
     inferred = _inferred(model, path)
-    if fold_constants(inferred, _static_shapes(inferred)):  # computed bounds and shapes became constants
-        inferred = _inferred(inferred, path)
+    for _ in range(MAX_FOLD_ROUNDS):  # a chain computed from the shape of another chain's result needs a round more
+        if not fold_constants(inferred, _static_shapes(inferred)):
+            break
+        inferred = _inferred(inferred, path)  # computed bounds and shapes became constants
     _add_shapes_from_a_run(inferred, path)
     network = _Converter(inferred, name or path.stem, str(path), strict).convert()
     if keep_noops:
@@ -496,7 +501,8 @@ class _Converter:
             for k in used:
                 if self.shapes.get(node.output[k]) is None:
                     raise GenericRefusal(f"{node.op_type} (its output shape cannot be inferred)")
-                attrs = generic_attrs(node, activations, k, self._value, self.shapes.get, self.types, self.opset)
+                attrs = generic_attrs(node, activations, k, self._value, self.shapes.get, self.types, self.opset,
+                                      self.initializers.keys() | self.constants.keys())
                 results.append((OpType.GENERIC, attrs, activations, node.output[k]))
         except GenericRefusal as exc:
             self.unsupported.add(str(exc), node_name)

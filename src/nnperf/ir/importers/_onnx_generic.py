@@ -13,7 +13,7 @@ float32 by the backends: a cast to a float type casts to float32, and stored flo
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 import numpy as np
 import onnx
@@ -48,11 +48,12 @@ def computed_type(elem_type: int) -> int:
 
 def generic_attrs(node: onnx.NodeProto, activations: Sequence[str], output_index: int,
                   value_of: Callable[[str], np.ndarray | None], shape_of: Callable[[str], Shape | None],
-                  type_of: Mapping[str, int], opset: int) -> GenericAttrs:
+                  type_of: Mapping[str, int], opset: int, stored_names: Collection[str]) -> GenericAttrs:
     """The attributes of the generic layer computing output ``output_index`` of ``node``.
 
     ``activations`` are the node's inputs that are activations (in order); every other non-empty input is a
-    stored operand whose value ``value_of`` gives (None when the file keeps only its shape, then ``shape_of``
+    stored operand (one of ``stored_names``: initializers and Constant outputs) or a constant the folding computed,
+    whose value ``value_of`` gives (None when the file keeps only a large initializer's shape, then ``shape_of``
     must know it). Raises :class:`GenericRefusal` for a node that cannot run alone: one with a subgraph (If,
     Loop, Scan) or whose operands' shapes or types are unknown.
     """
@@ -77,6 +78,9 @@ def generic_attrs(node: onnx.NodeProto, activations: Sequence[str], output_index
                 stored += int(value.size)
             else:
                 shape = shape_of(tensor)
+                if tensor not in stored_names:
+                    raise GenericRefusal(f"{node.op_type} (an operand computed from sizes that nnperf could not "
+                                         "fold into a constant)")
                 if shape is None or not type_of.get(tensor):
                     raise GenericRefusal(f"{node.op_type} (a stored operand of unknown shape)")
                 name = f"w{len(graph_inputs)}"
