@@ -59,7 +59,7 @@ def test_calibrate_json_summarises_the_fitted_models(
     assert doc["networks"] == [net.name for net in nets]
     assert doc["reused_networks"] == 0 and doc["layers_measured"] == 4 * len(nets)
     models = {m["layer_type"]: m for m in doc["latency_models"]}
-    assert set(models) == {"conv", "relu", "eltwise"}  # the layer types of the calibration networks
+    assert set(models) == {"conv", "relu", "eltwise", "generic"}  # its layer types, and the memory-bound model
     assert all(0 < m["fastest_s"] <= m["slowest_s"] and m["samples"] > 0 for m in models.values())
     assert doc["coefficient_c"] > 0 and doc["roofline"]["ops_per_s"] > 0
     # --if-needed with a stored calibration prints the same summary, measuring nothing

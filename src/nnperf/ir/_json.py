@@ -17,8 +17,9 @@ VERSION = 1
 
 
 def network_to_dict(network: Network) -> dict[str, Any]:
-    """A plain, JSON-ready dictionary of ``network`` with its format version."""
-    return {
+    """A plain, JSON-ready dictionary of ``network`` with its format version (``int8_layers`` only when the
+    network has some, so a float network's document is as it always was)."""
+    document = {
         "format": FORMAT,
         "version": VERSION,
         "name": network.name,
@@ -35,8 +36,10 @@ def network_to_dict(network: Network) -> dict[str, Any]:
             for layer in network.layers
         ],
         "outputs": list(network.outputs),
-        "int8_layers": sorted(network.int8_layers),
     }
+    if network.int8_layers:
+        document["int8_layers"] = sorted(network.int8_layers)
+    return document
 
 
 def network_from_dict(data: dict[str, Any], source: str = "<dict>") -> Network:
