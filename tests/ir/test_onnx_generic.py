@@ -213,15 +213,20 @@ def test_an_operator_whose_output_shape_is_unknown_is_refused_with_the_reason(tm
     assert info.value.operators == {"FooOp (its output shape cannot be inferred)": ["foo"]}
 
 
-def test_control_flow_is_refused_with_the_reason(tmp_path: Path) -> None:
-    branch = helper.make_graph([helper.make_node("Identity", ["x"], ["b"])], "b", [], [_x(X, "b")])
-    nodes = [helper.make_node("ReduceMax", ["x"], ["m"], keepdims=0),
-             helper.make_node("Cast", ["m"], ["c"], to=TensorProto.BOOL),
-             helper.make_node("If", ["c"], ["y"], name="branch", then_branch=branch, else_branch=branch)]
-    onnx.save(_model(nodes, [_x(X)], [_x(X, "y")]), str(tmp_path / "m.onnx"))
-    with pytest.raises(UnsupportedOperatorError) as info:
-        from_onnx(tmp_path / "m.onnx")
-    assert info.value.operators == {"If (control flow with a subgraph is not imported)": ["branch"]}
+def test_an_if_whose_branches_read_outer_tensors_is_a_generic_layer_that_runs(tmp_path: Path) -> None:
+    # the branches read x and a stored scale from outside: the layer takes them as its own inputs
+    then_branch = helper.make_graph([helper.make_node("Mul", ["x", "scale"], ["t"])], "then", [], [_x(X, "t")])
+    else_branch = helper.make_graph([helper.make_node("Neg", ["x"], ["e"])], "else", [], [_x(X, "e")])
+    nodes = [helper.make_node("ReduceMean", ["x"], ["m"], keepdims=0),
+             helper.make_node("Greater", ["m", "half"], ["c"]),
+             helper.make_node("If", ["c"], ["y"], name="branch", then_branch=then_branch, else_branch=else_branch)]
+    model = _model(nodes, [_x(X)], [_x(X, "y")], [_scalar("half", 0.5), _scalar("scale", 3.0)])
+    onnx.save(model, str(tmp_path / "m.onnx"))
+    network = from_onnx(tmp_path / "m.onnx")
+    branch = network.layer("branch")
+    assert (branch.op, branch.attrs.operator, branch.inputs) == (OpType.GENERIC, "If", ("Greater_1", "x"))  # type: ignore[union-attr]
+    for x in (np.full(X, 0.9, np.float32), np.full(X, 0.1, np.float32)):  # both branches
+        np.testing.assert_allclose(_ort(build_onnx(network), {"x": x})[0], _ort(model, {"x": x})[0])
 
 
 def test_a_generic_layer_with_a_large_stored_operand_gets_random_values_of_its_shape(tmp_path: Path) -> None:

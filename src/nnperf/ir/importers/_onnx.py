@@ -58,7 +58,7 @@ from nnperf.ir._ops import (
 from nnperf.ir._transforms import fuse_channel_shuffle, remove_noops
 from nnperf.ir.importers._common import NameTable, Unsupported, one_value, reshape_op, scale_kind
 from nnperf.ir.importers._onnx_fold import fold_constants
-from nnperf.ir.importers._onnx_generic import FLOAT_TYPES, GenericRefusal, generic_attrs
+from nnperf.ir.importers._onnx_generic import FLOAT_TYPES, GenericRefusal, generic_attrs, outer_names
 from nnperf.ir.importers._onnx_patterns import gelu_erf_pattern, softplus_pattern
 from nnperf.ir.importers._onnx_quantized import QUANTIZED_FORMS, float_form
 from nnperf.ir.importers._onnx_run_shapes import shapes_by_running
@@ -129,9 +129,11 @@ def _add_shapes_from_a_run(model: onnx.ModelProto, path: Path) -> None:
     unknown = {t: node.op_type for node in model.graph.node for t in node.output if t and shapes.get(t) is None}
     if not unknown:
         return
-    found = {t: v for t, v in shapes_by_running(model, list(unknown)).items() if all(d > 0 for d in v[0])}
+    found = shapes_by_running(model, list(unknown), path)
     if not found:
         return
+    empty = sorted({unknown[t] for t, (shape, _) in found.items() if 0 in shape})
+    found = {t: (tuple(max(d, 1) for d in shape), elem) for t, (shape, elem) in found.items()}
     values: dict[str, list[onnx.ValueInfoProto]] = {}
     for value in (*model.graph.value_info, *model.graph.output):
         values.setdefault(value.name, []).append(value)
@@ -145,9 +147,10 @@ def _add_shapes_from_a_run(model: onnx.ModelProto, path: Path) -> None:
             for size in shape:
                 value.type.tensor_type.shape.dim.add().dim_value = size
     operators = ", ".join(sorted({unknown[t] for t in found}))
+    empties = f"; an empty result ({', '.join(empty)}) counts as one element" if empty else ""
     warnings.warn(f"{path}: shape inference left {len(found)} tensor size(s) unknown ({operators}: sizes that "
                   "depend on values, or operators onnx does not know); nnperf took them from one run of ONNX Runtime "
-                  "on random inputs", NnperfWarning, stacklevel=3)
+                  f"on random inputs{empties}", NnperfWarning, stacklevel=3)
 
 
 def _static_shapes(model: onnx.ModelProto) -> dict[str, Shape | None]:
@@ -359,8 +362,10 @@ class _Converter:
                 if value is not None:
                     self.constants[node.output[0]] = value
                 continue
-            if node.op_type in _METADATA_OPS or not any(t in data for t in node.input):
+            reads = [*node.input, *outer_names(node)]  # a subgraph's reads from outside are the node's too
+            if (node.op_type in _METADATA_OPS and self.strict) or not any(t in data for t in reads):
                 continue  # constant folding or shape arithmetic: not an activation
+            # (a Shape the folding left reads a size that depends on values: a generic layer, and what it computes)
             data.update(t for t in node.output if t)
             if id(node) in self.absorbed or self._quantization_alias(node):
                 continue
@@ -493,7 +498,7 @@ class _Converter:
     def _generic(self, node: onnx.NodeProto, node_name: str, data: set[str]) -> list[_Result] | None:
         """One generic layer per output of ``node`` that is read (None, the reason recorded, when it cannot
         run alone)."""
-        activations = list(dict.fromkeys(t for t in node.input if t in data))
+        activations = list(dict.fromkeys(t for t in [*node.input, *outer_names(node)] if t in data))
         used = [k for k, out in enumerate(node.output)
                 if out and (out in self.consumers or out in self.graph_outputs)] or [0]
         results: list[_Result] = []

@@ -1,5 +1,8 @@
 """Generic layers: an ONNX node no rule maps, kept as it is so that the backends can run it.
 
+A node with subgraphs (If, Loop, Scan) is kept too: the tensors its subgraphs read from outside
+(:func:`outer_names`) become the layer's inputs, given their names back by Identity nodes before it.
+
 Each output of the node that something reads becomes one GENERIC layer (:class:`~nnperf.ir.GenericAttrs`)
 holding the node in a one-node ``GraphProto``: its activation inputs renamed ``in0``, ``in1``, ..., its stored
 operands as initializers (or, when the file's values were too large to load, as typed graph inputs ``w0``,
@@ -54,14 +57,14 @@ def generic_attrs(node: onnx.NodeProto, activations: Sequence[str], output_index
     ``activations`` are the node's inputs that are activations (in order); every other non-empty input is a
     stored operand (one of ``stored_names``: initializers and Constant outputs) or a constant the folding computed,
     whose value ``value_of`` gives (None when the file keeps only a large initializer's shape, then ``shape_of``
-    must know it). Raises :class:`GenericRefusal` for a node that cannot run alone: one with a subgraph (If,
-    Loop, Scan) or whose operands' shapes or types are unknown.
+    must know it). A node with subgraphs (If, Loop, Scan) reads the tensors of :func:`outer_names` too: each
+    comes in as an input (or stored operand) and an Identity gives it its name again before the node. Raises
+    :class:`GenericRefusal` for a node that cannot run alone: one whose operands' shapes or types are unknown.
     """
-    if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
-        raise GenericRefusal(f"{node.op_type} (control flow with a subgraph is not imported)")
     graph_inputs, initializers, names = [], [], []
     stored = 0
-    for tensor in node.input:
+    outer = outer_names(node)
+    for tensor in [*node.input, *outer]:
         if not tensor:
             names.append("")
         elif tensor in activations:
@@ -90,13 +93,15 @@ def generic_attrs(node: onnx.NodeProto, activations: Sequence[str], output_index
     inputs = [helper.make_tensor_value_info(f"in{i}", computed_type(type_of.get(t, 0)), shape_of(t))
               for i, t in enumerate(activations)]
     outputs = [f"out{k}" if out else "" for k, out in enumerate(node.output)]
+    captured = [helper.make_node("Identity", [source], [name]) for source, name in zip(names[len(node.input):], outer)]
+    names = names[:len(node.input)]
     copy = helper.make_node(node.op_type, names, outputs, domain=node.domain or None)
     copy.attribute.extend(node.attribute)
     for attribute in copy.attribute:  # a cast to a float type casts to the float32 the backends compute in
         if attribute.name in TYPE_ATTRIBUTES and attribute.type == onnx.AttributeProto.INT:
             attribute.i = computed_type(attribute.i)
     result = node.output[output_index]
-    graph = helper.make_graph([copy], node.op_type, inputs + graph_inputs,
+    graph = helper.make_graph([*captured, copy], node.op_type, inputs + graph_inputs,
                               [helper.make_tensor_value_info(f"out{output_index}",
                                                              computed_type(type_of.get(result, 0)),
                                                              shape_of(result))],
@@ -110,6 +115,45 @@ def generic_attrs(node: onnx.NodeProto, activations: Sequence[str], output_index
         input_types=tuple(computed_type(type_of.get(t, 0)) for t in activations),
         output_type=computed_type(type_of.get(result, 0)), output_index=output_index, stored_elements=stored,
         opset=stated_at)
+
+
+def outer_names(node: onnx.NodeProto) -> list[str]:
+    """The tensors ``node``'s subgraphs (If's branches, a Loop's or Scan's body, at any depth) read from outside
+    them, in the order they are first read; none for a node without subgraphs."""
+    found: dict[str, None] = {}
+
+    def visit(graph: onnx.GraphProto, defined: set[str]) -> None:
+        local = defined | {v.name for v in graph.input} | {t.name for t in graph.initializer}
+        for inner in graph.node:
+            for tensor in inner.input:
+                if tensor and tensor not in local:
+                    found.setdefault(tensor)
+            for attribute in inner.attribute:
+                for sub in _subgraphs(attribute):
+                    visit(sub, local)
+            local |= set(inner.output)
+
+    for attribute in node.attribute:
+        for sub in _subgraphs(attribute):
+            visit(sub, set())
+    return list(found)
+
+
+def _subgraphs(attribute: onnx.AttributeProto) -> list[onnx.GraphProto]:
+    if attribute.type == onnx.AttributeProto.GRAPH:
+        return [attribute.g]
+    return list(attribute.graphs) if attribute.type == onnx.AttributeProto.GRAPHS else []
+
+
+def rename_outer(graph: onnx.GraphProto, names: Mapping[str, str]) -> None:
+    """Renames, in place, every read of ``names`` (outer tensors) inside ``graph``'s nodes and their subgraphs."""
+    for node in graph.node:
+        for i, tensor in enumerate(node.input):
+            if tensor in names:
+                node.input[i] = names[tensor]
+        for attribute in node.attribute:
+            for sub in _subgraphs(attribute):
+                rename_outer(sub, names)
 
 
 def _at_generic_opset(graph: onnx.GraphProto, opset: int) -> tuple[onnx.GraphProto, int]:

@@ -11,6 +11,7 @@ warning because another input may give others.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -19,15 +20,19 @@ from onnx import helper, numpy_helper
 from nnperf.ir._network import Shape
 
 
-def shapes_by_running(model: onnx.ModelProto, tensors: Sequence[str]) -> dict[str, tuple[Shape, int]]:
+def shapes_by_running(model: onnx.ModelProto, tensors: Sequence[str],
+                      source: Path | None = None) -> dict[str, tuple[Shape, int]]:
     """The shape and ONNX element type of each of ``tensors`` after one run of ``model`` (whose graph inputs
-    have static shapes); empty when ONNX Runtime cannot build or run the model."""
+    have static shapes), its stored values that nnperf did not load read again from the file at ``source``;
+    empty when ONNX Runtime cannot build or run the model."""
     import onnxruntime as ort
 
     try:
         options = ort.SessionOptions()
         options.log_severity_level = 4
+        unloaded = {t.name for t in model.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL}
         runnable = _with_outputs(model, tensors, _element_types(model))
+        _reload_values(runnable, unloaded, source)
         session = ort.InferenceSession(runnable.SerializeToString(), options, providers=["CPUExecutionProvider"])
         rng = np.random.default_rng(0)
         feeds = {i.name: _random_input(i, rng) for i in session.get_inputs()}
@@ -50,6 +55,16 @@ def _element_types(model: onnx.ModelProto) -> dict[str, int]:
         for out in node.output:
             types.setdefault(out, guess)
     return types
+
+
+def _reload_values(model: onnx.ModelProto, unloaded: set[str], source: Path | None) -> None:
+    """Gives ``model``'s stored tensors named ``unloaded`` (zeros until now) the values of the file at ``source``."""
+    if source is None or not unloaded:
+        return
+    stored = {t.name: t for t in onnx.load(str(source)).graph.initializer if t.name in unloaded}
+    for index, init in enumerate(model.graph.initializer):
+        if init.name in stored:
+            model.graph.initializer[index].CopyFrom(stored[init.name])
 
 
 def _with_outputs(model: onnx.ModelProto, tensors: Sequence[str], types: dict[str, int]) -> onnx.ModelProto:

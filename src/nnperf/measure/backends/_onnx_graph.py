@@ -50,6 +50,7 @@ from nnperf.ir import (
     TransposeAttrs,
     UpsampleAttrs,
 )
+from nnperf.ir.importers import rename_outer
 from nnperf.measure._memory import require_memory
 from nnperf.measure.backends._generic_node import GenericNodeError, generic_node
 from nnperf.measure.backends._weights import layer_weights, pad_amounts
@@ -175,9 +176,13 @@ def _generic(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
     rename.update({name: g.const(p + name, value) for name, value in kept.stored.items()})
     rename[f"out{kept.output_index}"] = f"{p}scalar_out" if kept.scalar_output else layer.name
     nodes = list(kept.graph.node)
+    renamed_outer = {t: rename.get(t, p + t) for node in nodes for t in node.output if t}
     for j, node in enumerate(nodes):
         copy = onnx.NodeProto()
         copy.CopyFrom(node)
+        for attribute in copy.attribute:  # a branch or a body reads the captured tensors by their new names
+            for sub in ([attribute.g] if attribute.type == onnx.AttributeProto.GRAPH else list(attribute.graphs)):
+                rename_outer(sub, renamed_outer)
         copy.name = layer.name if j == len(nodes) - 1 and not kept.scalar_output else f"{p}n{j}"
         del copy.input[:], copy.output[:]
         copy.input.extend(rename.get(t, p + t) if t else "" for t in node.input)
