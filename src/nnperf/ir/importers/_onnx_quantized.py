@@ -28,8 +28,10 @@ QUANTIZED_FORMS: Mapping[str, tuple[str, tuple[int, ...]]] = MappingProxyType({
     "QLinearAveragePool": ("AveragePool", (0,)),
     "QLinearSigmoid": ("Sigmoid", (0,)),
     "QLinearLeakyRelu": ("LeakyRelu", (0,)),
+    "QLinearConcat": ("Concat", ()),
 })
-"""Quantised operator -> (the float operator it computes, the positions of its inputs that operator reads)."""
+"""Quantised operator -> (the float operator it computes, the positions of its inputs that operator reads; none
+listed: QLinearConcat's, every third input from the third, after its output's scale and zero point)."""
 
 def float_form(node: onnx.NodeProto) -> onnx.NodeProto:
     """The float node ``node`` (a key of :data:`QUANTIZED_FORMS`) computes: same name, output and attributes
@@ -39,7 +41,7 @@ def float_form(node: onnx.NodeProto) -> onnx.NodeProto:
     form.CopyFrom(node)
     form.op_type, form.domain = op_type, ""
     del form.input[:]
-    form.input.extend(node.input[i] for i in positions if i < len(node.input))
+    form.input.extend(node.input[i] for i in (positions or range(2, len(node.input), 3)) if i < len(node.input))
     keep = [a for a in node.attribute if a.name != "channels_last"]  # ONNX Runtime's layout flag: not Conv's
     del form.attribute[:]
     form.attribute.extend(keep)

@@ -45,13 +45,16 @@ def shapes_by_running(model: onnx.ModelProto, tensors: Sequence[str],
 
 def _element_types(model: onnx.ModelProto) -> dict[str, int]:
     """Every tensor's ONNX element type: as inferred, else (an operator of another domain, which onnx does not
-    know) the type of the node's first typed input, as ONNX Runtime's quantised operators write."""
+    know) the type of the node's first 8-bit input, else of its first typed one, as ONNX Runtime's quantised
+    operators write."""
     graph = model.graph
     types = {v.name: v.type.tensor_type.elem_type for v in (*graph.input, *graph.value_info, *graph.output)
              if v.type.tensor_type.elem_type}
     types.update({t.name: t.data_type for t in graph.initializer})
     for node in graph.node:
-        guess = next((types[t] for t in node.input if t in types), onnx.TensorProto.FLOAT)
+        typed = [types[t] for t in node.input if t in types]
+        eight_bit = [t for t in typed if t in (onnx.TensorProto.UINT8, onnx.TensorProto.INT8)]
+        guess = (eight_bit or typed or [onnx.TensorProto.FLOAT])[0]
         for out in node.output:
             types.setdefault(out, guess)
     return types
