@@ -31,6 +31,7 @@ import collections
 import contextlib
 import json
 import statistics
+import subprocess
 import sys
 import time
 import traceback
@@ -45,6 +46,10 @@ from nnperf.errors import NnperfError
 from nnperf.ir import GenericAttrs, OpType
 from nnperf.ir.importers import from_onnx
 from nnperf.ir.metrics import network_metrics
+
+COMMIT = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                        cwd=Path(__file__).parent).stdout.strip()
+"""The commit whose importer a row was measured with (rows are kept across runs)."""
 
 
 def ort_loads(path: Path) -> str:
@@ -156,8 +161,8 @@ def quantized_copies(records: list[dict[str, Any]], count: int, folder: Path) ->
 
 def summary(rows: list[dict[str, Any]]) -> str:
     groups: dict[tuple[str, str], list[dict[str, Any]]] = collections.defaultdict(list)
-    for row in rows:
-        groups[(row["family"], row["exporter"])].append(row)
+    for row in rows:  # timm's families (its model modules) are one row each exporter: the sample has one or two each
+        groups[("timm (all families)" if row["library"] == "timm" else row["family"], row["exporter"])].append(row)
     header = ("| family | exporter | files | ONNX Runtime builds | imported | internal errors | predicted | "
               "with generic layers | generic share of predicted time, median (max) | verified | verify error, "
               "median \\|abs\\| |")
@@ -205,7 +210,8 @@ def main() -> None:
         if key in done:
             continue
         path = Path(record["path"])
-        row = {k: record[k] for k in ("library", "family", "model", "task", "exporter")} | {"ort": ort_loads(path)}
+        row = {k: record[k] for k in ("library", "family", "model", "task", "exporter")} | {"ort": ort_loads(path),
+                                                                                            "commit": COMMIT}
         row.update(import_row(path, system_model))
         done[key] = row
         result_path.write_text(json.dumps(list(done.values()), indent=1))
