@@ -95,12 +95,9 @@ def from_onnx(
     model = _read_model(path)
     _fix_input_shapes(model, dict(input_shapes or {}), path)
     _drop_large_weights(model)
-    inferred = _inferred(model, path)
-    for _ in range(MAX_FOLD_ROUNDS):  # a chain computed from the shape of another chain's result needs a round more
-        if not fold_constants(inferred, _static_shapes(inferred)):
-            break
-        inferred = _inferred(inferred, path)  # computed bounds and shapes became constants
-    _add_shapes_from_a_run(inferred, path)
+    inferred = _folded(_inferred(model, path), path)
+    if _add_shapes_from_a_run(inferred, path):  # sizes of other domains' operators: what they feed can fold now
+        inferred = _folded(inferred, path)
     network = _Converter(inferred, name or path.stem, str(path), strict).convert()
     if keep_noops:
         return network
@@ -120,18 +117,27 @@ def _inferred(model: onnx.ModelProto, path: Path) -> onnx.ModelProto:
         raise ShapeInferenceError(f"{path}: shapes cannot be inferred: {_one_line(exc)}") from exc
 
 
-def _add_shapes_from_a_run(model: onnx.ModelProto, path: Path) -> None:
+def _folded(inferred: onnx.ModelProto, path: Path) -> onnx.ModelProto:
+    """``inferred`` with its shape computations and constant subgraphs folded, inferred again after each round."""
+    for _ in range(MAX_FOLD_ROUNDS):  # a chain computed from the shape of another chain's result needs a round more
+        if not fold_constants(inferred, _static_shapes(inferred)):
+            break
+        inferred = _inferred(inferred, path)  # computed bounds and shapes became constants
+    return inferred
+
+
+def _add_shapes_from_a_run(model: onnx.ModelProto, path: Path) -> bool:
     """Gives the tensors whose sizes depend on values (NonZero, Unique, computed axes) or come from operators onnx
     does not know (ONNX Runtime's QLinearAdd) the shapes of one run in ONNX Runtime (``_onnx_run_shapes``), with
     a warning naming the operators; nothing when every shape is known or ONNX Runtime cannot run the file (the
-    importer then names the nodes whose shapes are unknown)."""
+    importer then names the nodes whose shapes are unknown). Whether any shape was added."""
     shapes = _static_shapes(model)
     unknown = {t: node.op_type for node in model.graph.node for t in node.output if t and shapes.get(t) is None}
     if not unknown:
-        return
+        return False
     found = shapes_by_running(model, list(unknown), path)
     if not found:
-        return
+        return False
     empty = sorted({unknown[t] for t, (shape, _) in found.items() if 0 in shape})
     found = {t: (tuple(max(d, 1) for d in shape), elem) for t, (shape, elem) in found.items()}
     values: dict[str, list[onnx.ValueInfoProto]] = {}
@@ -151,6 +157,7 @@ def _add_shapes_from_a_run(model: onnx.ModelProto, path: Path) -> None:
     warnings.warn(f"{path}: shape inference left {len(found)} tensor size(s) unknown ({operators}: sizes that "
                   "depend on values, or operators onnx does not know); nnperf took them from one run of ONNX Runtime "
                   f"on random inputs{empties}", NnperfWarning, stacklevel=3)
+    return True
 
 
 def _static_shapes(model: onnx.ModelProto) -> dict[str, Shape | None]:
@@ -369,10 +376,13 @@ class _Converter:
             data.update(t for t in node.output if t)
             if id(node) in self.absorbed or self._quantization_alias(node):
                 continue
+            rewritten = node.op_type in QUANTIZED_FORMS  # QLinearConv and its kin: the float operator, marked int8
+            if rewritten:
+                node = float_form(node)
             layers.extend(self._constant_layers(node, data))  # issue 17: stored tensors combined with activations
             if self._defer_transpose(node):  # issue 17: a swap of the last two axes read only by MatMul
                 continue
-            layers.extend(self._convert_node(node, index, data))
+            layers.extend(self._convert_node(node, index, data, rewritten))
         self.unsupported.raise_if_any()
         outputs = tuple(self.layer_of[o.name] for o in graph.output if o.name in self.layer_of)
         if not outputs:
@@ -419,7 +429,8 @@ class _Converter:
             return users[0]
         return None
 
-    def _convert_node(self, node: onnx.NodeProto, index: int, data: set[str]) -> list[Layer]:
+    def _convert_node(self, node: onnx.NodeProto, index: int, data: set[str], rewritten: bool = False) -> list[Layer]:
+        """The layers of ``node`` (``rewritten``: the float form of a quantised operator, whose layers are int8)."""
         node_name = _readable_name(node) or node.name or f"{node.op_type}_{index}"
         if any(t in self.failed for t in node.input):
             # downstream of an unsupported node: its shapes are unknown, so only name it if it is unsupported too
@@ -427,10 +438,7 @@ class _Converter:
                 self.unsupported.add(_describe(node), node_name)
             self.failed.update(node.output)
             return []
-        rewritten = node.op_type in QUANTIZED_FORMS  # QLinearConv and its kin: the float operator, marked int8
         int8 = rewritten or (node.op_type in _INT8_OPS and any(t in self.dequantized for t in node.input))
-        if rewritten:
-            node = float_form(node)
         rule = ONNX_IMPORTERS.get(node.op_type) if self._computes_in_float(node, data) else None
         mapped = None if rule is None else rule.handler(self, _Node.of(node, data, self.shapes))
         can_be_generic = not self.strict and not rewritten  # a float form's stored operands are still 8-bit
