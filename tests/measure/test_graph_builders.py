@@ -178,6 +178,32 @@ def _issue17_activation_net() -> Network:
 SMALL["issue17-activations"] = _issue17_activation_net
 
 
+def _generic_net() -> Network:
+    """ONNX operators without a dedicated op type, imported as generic layers: a comparison, a select, a sum."""
+    import tempfile
+
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from nnperf.ir.importers import from_onnx
+
+    nodes = [helper.make_node("Greater", ["x", "half"], ["mask"]),
+             helper.make_node("Where", ["mask", "x", "zero"], ["kept"]),
+             helper.make_node("ReduceSum", ["kept", "axes"], ["y"], keepdims=1)]
+    inits = [numpy_helper.from_array(np.array(0.5, np.float32), "half"),
+             numpy_helper.from_array(np.array(0.0, np.float32), "zero"),
+             numpy_helper.from_array(np.array([2, 3], np.int64), "axes")]
+    graph = helper.make_graph(nodes, "generic", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 1, 1])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    with tempfile.TemporaryDirectory() as folder:
+        onnx.save(model, f"{folder}/generic.onnx")
+        return from_onnx(f"{folder}/generic.onnx")
+
+
+SMALL["generic"] = _generic_net
+
+
 def _inputs(network: Network, seed: int = 0) -> list[np.ndarray]:
     rng = np.random.default_rng(seed)
     return [rng.standard_normal(spec.shape).astype(np.float32) for spec in network.inputs]
