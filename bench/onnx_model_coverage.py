@@ -162,7 +162,10 @@ def quantized_copies(records: list[dict[str, Any]], count: int, folder: Path) ->
 def summary(rows: list[dict[str, Any]]) -> str:
     groups: dict[tuple[str, str], list[dict[str, Any]]] = collections.defaultdict(list)
     for row in rows:  # timm's families (its model modules) are one row each exporter: the sample has one or two each
-        groups[("timm (all families)" if row["library"] == "timm" else row["family"], row["exporter"])].append(row)
+        if row.get("excluded"):
+            continue
+        timm = row["library"] == "timm" and row["family"] != "ort-quantized"
+        groups[("timm (all families)" if timm else row["family"], row["exporter"])].append(row)
     header = ("| family | exporter | files | ONNX Runtime builds | imported | internal errors | predicted | "
               "with generic layers | generic share of predicted time, median (max) | verified | verify error, "
               "median \\|abs\\| |")
@@ -180,6 +183,10 @@ def summary(rows: list[dict[str, Any]]) -> str:
             f"{sum(r.get('import') == 'internal error' for r in group)} | {len(predicted)} | "
             f"{sum(1 for r in imported if r['generic'])} | {share} | {len(verified)} | "
             f"{f'{statistics.median(errors):.1%}' if errors else '-'} |")
+    excluded = [r for r in rows if r.get("excluded")]
+    if excluded:
+        lines.append(f"\nNot counted: {len(excluded)} file(s) ({', '.join(sorted({r['model'] for r in excluded}))}): "
+                     f"{excluded[0]['excluded']}.")
     return "\n".join(lines)
 
 
