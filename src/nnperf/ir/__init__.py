@@ -6,7 +6,17 @@ imported here.
 
 from nnperf.ir._json import load_network_json, network_from_dict, network_to_dict, save_network
 from nnperf.ir._limits import DEFAULT_SIZE_LIMITS, SIZE_LIMITS_ENV, SizeLimits, current_size_limits, size_limits
-from nnperf.ir._network import Layer, Network, Shape, TensorSpec, conv_output_size, numel, pool_output_size, shape_text
+from nnperf.ir._network import (
+    Layer,
+    Network,
+    Shape,
+    TensorSpec,
+    conv_output_size,
+    numel,
+    pool_output_size,
+    same_padding,
+    shape_text,
+)
 from nnperf.ir._ops import (  # issue 17
     ACTIVATIONS,
     ATTRIBUTES_OF,
@@ -93,6 +103,7 @@ __all__ = [
     "numel",
     "pool_output_size",
     "remove_noops",
+    "same_padding",
     "save_network",
     "shape_text",
     "size_limits",

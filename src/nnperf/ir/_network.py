@@ -8,7 +8,7 @@ network inputs) that produce what it reads, in operand order.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -226,6 +226,19 @@ def _check_shape(shape: Shape, where: str) -> None:
     for d in shape:
         if not isinstance(d, int) or isinstance(d, bool) or d <= 0:
             raise InvalidNetworkError(f"{where}: every dimension must be a positive int, got shape {shape!r}")
+
+
+def same_padding(sizes: Sequence[int], kernel: Sequence[int], strides: Sequence[int], dilations: Sequence[int],
+                 lower: bool = False) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The padding (begins, ends) per spatial axis that ONNX's ``auto_pad`` SAME_UPPER (or SAME_LOWER, ``lower``)
+    gives: each output side is ceil(size / stride), the odd pad element at the end (the beginning)."""
+    begins, ends = [], []
+    for size, k, s, d in zip(sizes, kernel, strides, dilations):
+        total = max(0, (-(-size // s) - 1) * s + d * (k - 1) + 1 - size)
+        small, large = total // 2, total - total // 2
+        begins.append(large if lower else small)
+        ends.append(small if lower else large)
+    return tuple(begins), tuple(ends)
 
 
 def conv_output_size(size: int, kernel: int, stride: int, pad_begin: int, pad_end: int, dilation: int = 1) -> int:

@@ -28,7 +28,7 @@ from google.protobuf.message import DecodeError
 from onnx import external_data_helper, numpy_helper, shape_inference
 
 from nnperf.errors import InvalidNetworkError, ModelFileError, NnperfWarning, ShapeInferenceError
-from nnperf.ir._network import Layer, Network, Shape, TensorSpec, numel, shape_text
+from nnperf.ir._network import Layer, Network, Shape, TensorSpec, numel, same_padding, shape_text
 from nnperf.ir._ops import (
     Attributes,
     AxisAttrs,
@@ -61,7 +61,7 @@ from nnperf.ir.importers._onnx_fold import fold_constants
 from nnperf.ir.importers._onnx_generic import FLOAT_TYPES, GenericRefusal, generic_attrs, outer_names
 from nnperf.ir.importers._onnx_patterns import gelu_erf_pattern, softplus_pattern
 from nnperf.ir.importers._onnx_quantized import QUANTIZED_FORMS, float_form
-from nnperf.ir.importers._onnx_run_shapes import shapes_by_running
+from nnperf.ir.importers._onnx_run_shapes import element_types, shapes_by_running
 from nnperf.ir.importers._table import ImportRule, rule
 
 Mapped = tuple[OpType, Attributes]
@@ -331,7 +331,7 @@ class _Converter:
         self.opset = next((o.version for o in self.model.opset_import if o.domain in ("", "ai.onnx")), 1)
         self.initializers = {t.name: t for t in graph.initializer}
         self.shapes = _static_shapes(self.model)
-        self.types = _element_types(self.model)
+        self.types = element_types(self.model)
         self.constants: dict[str, np.ndarray] = {}
         self.consumers: dict[str, list[onnx.NodeProto]] = {}
         for node in graph.node:
@@ -534,14 +534,7 @@ class _Converter:
         auto_pad = attrs.get("auto_pad", b"NOTSET")
         auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) else str(auto_pad)
         if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-            begin, end = [], []
-            for i in range(2):
-                size = x_shape[2 + i]
-                out = -(-size // strides[i])
-                total = max(0, (out - 1) * strides[i] + dilations[i] * (kernel[i] - 1) + 1 - size)
-                small, large = total // 2, total - total // 2
-                begin.append(small if auto_pad == "SAME_UPPER" else large)
-                end.append(large if auto_pad == "SAME_UPPER" else small)
+            begin, end = same_padding(x_shape[2:4], kernel, strides, dilations, lower=auto_pad == "SAME_LOWER")
             return (begin[0], begin[1], end[0], end[1])
         pads = tuple(int(p) for p in attrs.get("pads", (0, 0, 0, 0)))
         return (pads[0], pads[1], pads[2], pads[3])
@@ -1235,14 +1228,6 @@ def _static_shape(value: onnx.ValueInfoProto) -> Shape | None:
             return None
         dims.append(int(dim.dim_value))
     return tuple(dims)
-
-
-def _element_types(model: onnx.ModelProto) -> dict[str, int]:
-    """The ONNX element type of every graph input, output, inferred value and initializer (0 where unknown)."""
-    graph = model.graph
-    types = {v.name: int(v.type.tensor_type.elem_type) for v in (*graph.input, *graph.value_info, *graph.output)}
-    types.update({t.name: int(t.data_type) for t in graph.initializer})
-    return types
 
 
 def _elem_type(value: onnx.ValueInfoProto) -> str:

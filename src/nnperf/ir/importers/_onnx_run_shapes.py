@@ -30,9 +30,7 @@ def shapes_by_running(model: onnx.ModelProto, tensors: Sequence[str],
     try:
         options = ort.SessionOptions()
         options.log_severity_level = 4
-        unloaded = {t.name for t in model.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL}
-        runnable = _with_outputs(model, tensors, _element_types(model))
-        _reload_values(runnable, unloaded, source)
+        runnable = _with_outputs(model, tensors, _guessed_types(model), _unloaded_values(model, source))
         session = ort.InferenceSession(runnable.SerializeToString(), options, providers=["CPUExecutionProvider"])
         rng = np.random.default_rng(0)
         feeds = {i.name: _random_input(i, rng) for i in session.get_inputs()}
@@ -43,15 +41,21 @@ def shapes_by_running(model: onnx.ModelProto, tensors: Sequence[str],
             for name, value in zip(tensors, results)}
 
 
-def _element_types(model: onnx.ModelProto) -> dict[str, int]:
-    """Every tensor's ONNX element type: as inferred, else (an operator of another domain, which onnx does not
-    know) the type of the node's first 8-bit input, else of its first typed one, as ONNX Runtime's quantised
-    operators write."""
+def element_types(model: onnx.ModelProto) -> dict[str, int]:
+    """The ONNX element type of every graph input, output, inferred value and initializer whose type is known."""
     graph = model.graph
-    types = {v.name: v.type.tensor_type.elem_type for v in (*graph.input, *graph.value_info, *graph.output)
+    types = {v.name: int(v.type.tensor_type.elem_type) for v in (*graph.input, *graph.value_info, *graph.output)
              if v.type.tensor_type.elem_type}
-    types.update({t.name: t.data_type for t in graph.initializer})
-    for node in graph.node:
+    types.update({t.name: int(t.data_type) for t in graph.initializer})
+    return types
+
+
+def _guessed_types(model: onnx.ModelProto) -> dict[str, int]:
+    """:func:`element_types`, and for a node's output of unknown type (an operator of another domain, which onnx
+    does not know) the type of the node's first 8-bit input, else of its first typed one, as ONNX Runtime's
+    quantised operators write."""
+    types = element_types(model)
+    for node in model.graph.node:
         typed = [types[t] for t in node.input if t in types]
         eight_bit = [t for t in typed if t in (onnx.TensorProto.UINT8, onnx.TensorProto.INT8)]
         guess = (eight_bit or typed or [onnx.TensorProto.FLOAT])[0]
@@ -60,24 +64,27 @@ def _element_types(model: onnx.ModelProto) -> dict[str, int]:
     return types
 
 
-def _reload_values(model: onnx.ModelProto, unloaded: set[str], source: Path | None) -> None:
-    """Gives ``model``'s stored tensors named ``unloaded`` (zeros until now) the values of the file at ``source``."""
+def _unloaded_values(model: onnx.ModelProto, source: Path | None) -> dict[str, onnx.TensorProto]:
+    """The stored tensors of the file at ``source`` whose values nnperf did not load into ``model``."""
+    unloaded = {t.name for t in model.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL}
     if source is None or not unloaded:
-        return
-    stored = {t.name: t for t in onnx.load(str(source)).graph.initializer if t.name in unloaded}
-    for index, init in enumerate(model.graph.initializer):
-        if init.name in stored:
-            model.graph.initializer[index].CopyFrom(stored[init.name])
+        return {}
+    return {t.name: t for t in onnx.load(str(source)).graph.initializer if t.name in unloaded}
 
 
-def _with_outputs(model: onnx.ModelProto, tensors: Sequence[str], types: dict[str, int]) -> onnx.ModelProto:
-    """A copy of ``model`` whose outputs are ``tensors`` (of ``types``) and whose unloaded stored values are
-    zeros."""
+def _with_outputs(model: onnx.ModelProto, tensors: Sequence[str], types: dict[str, int],
+                  values: dict[str, onnx.TensorProto]) -> onnx.ModelProto:
+    """A copy of ``model`` whose outputs are ``tensors`` (of ``types``) and whose unloaded stored tensors hold
+    ``values`` (zeros for those it lacks)."""
     copy = onnx.ModelProto()
     copy.CopyFrom(model)
     graph = copy.graph
     for index, init in enumerate(graph.initializer):
-        if init.data_location == onnx.TensorProto.EXTERNAL:
+        if init.data_location != onnx.TensorProto.EXTERNAL:
+            continue
+        if init.name in values:
+            graph.initializer[index].CopyFrom(values[init.name])
+        else:
             zeros = np.zeros(tuple(init.dims), helper.tensor_dtype_to_np_dtype(init.data_type))
             graph.initializer[index].CopyFrom(numpy_helper.from_array(zeros, init.name))
     del graph.output[:]

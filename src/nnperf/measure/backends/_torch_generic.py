@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from nnperf.ir import Layer
+from nnperf.ir import Layer, same_padding
 from nnperf.measure.backends._generic_node import generic_node
 
 Operands = Sequence[torch.Tensor | None]
@@ -240,12 +240,10 @@ def _pad(xs: Operands, a: Mapping[str, Any]) -> torch.Tensor:
     mode = mode.decode() if isinstance(mode, bytes) else str(mode)
     if mode != "constant":
         raise NotImplementedError(f"a {mode} Pad")
-    begins, ends = pads[: len(axes)], pads[len(axes):]
-    torch_pads: list[int] = []
-    for axis in reversed(range(x.dim())):  # F.pad lists the last axis first
-        k = axes.index(axis) if axis in axes else None
-        torch_pads += [0, 0] if k is None else [begins[k], ends[k]]
-    return F.pad(x, torch_pads, value=value)
+    begins, ends = [0] * x.dim(), [0] * x.dim()
+    for k, axis in enumerate(axes):
+        begins[axis], ends[axis] = pads[k], pads[len(axes) + k]
+    return _padded(x, begins + ends, value)
 
 
 def _flatten(xs: Operands, a: Mapping[str, Any]) -> torch.Tensor:
@@ -260,16 +258,10 @@ def _same_pads(a: Mapping[str, Any], x: torch.Tensor, kernel: Sequence[int], str
     """ONNX pads (begins, then ends) of ``a``, computed for SAME_UPPER and SAME_LOWER."""
     auto = a.get("auto_pad", b"NOTSET")
     auto = auto.decode() if isinstance(auto, bytes) else str(auto)
-    spatial = x.shape[2:]
     if auto not in ("SAME_UPPER", "SAME_LOWER"):
-        return list(a.get("pads", [0] * 2 * len(spatial)))
-    begins, ends = [], []
-    for size, k, s, d in zip(spatial, kernel, strides, dilations):
-        total = max(0, (-(-size // s) - 1) * s + d * (k - 1) + 1 - size)
-        small, large = total // 2, total - total // 2
-        begins.append(small if auto == "SAME_UPPER" else large)
-        ends.append(large if auto == "SAME_UPPER" else small)
-    return begins + ends
+        return list(a.get("pads", [0] * 2 * (x.dim() - 2)))
+    begins, ends = same_padding(x.shape[2:], kernel, strides, dilations, lower=auto == "SAME_LOWER")
+    return [*begins, *ends]
 
 
 def _padded(x: torch.Tensor, pads: Sequence[int], value: float = 0.0) -> torch.Tensor:
