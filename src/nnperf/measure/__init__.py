@@ -60,6 +60,7 @@ from nnperf.measure._reference import (
     reference_workload,
 )
 from nnperf.measure._stats import fixed_timing, relative_change, summarize
+from nnperf.measure._system import System
 from nnperf.measure._types import (
     HostInfo,
     LayerMeasurement,
@@ -107,6 +108,7 @@ __all__ = [
     "RoundsConfig",
     "SpeedReading",
     "SumTimer",
+    "System",
     "SystemSpec",
     "Timer",
     "TimerFactory",
