@@ -6,8 +6,9 @@ always, and Ray is never imported. On a fleet, a :class:`RayRunner` runs them as
 advertise their system, one measuring item per node at a time, and hands each result back to the driver, the
 one writer of the store; an item whose worker died is measured again elsewhere and stored once.
 
-- :class:`SystemSettings`: the backend settings an item is measured with, :func:`system_resource`,
+- :class:`SystemSettings`: the :class:`~nnperf.measure.System` an item is measured with, :func:`system_resource`,
   :func:`node_resources` (``_settings.py``);
+- :class:`FleetError` and its kinds, :data:`CORES_MARKER` (``_errors.py``, shared by the modules below);
 - :class:`Fleet` (a connection: nodes, runners per system), :class:`RayRunner`, :func:`fleet_up`,
   :func:`fleet_down` (``_ray.py``, the only module that imports Ray);
 - :func:`measure_on_node`: what a node runs, refusing an item of another system (``_worker.py``);
@@ -16,15 +17,13 @@ one writer of the store; an item whose worker died is measured again elsewhere a
 - :class:`SimulatedItem`: an item that only sleeps, for the scaling benchmark (``_simulate.py``).
 """
 
-from nnperf.fleet._cores import CORES_MARKER, CoreSetError, core_sets, pinned_to_a_free_core_set
+from nnperf.fleet._cores import core_sets, pinned_to_a_free_core_set
+from nnperf.fleet._errors import CORES_MARKER, CoreSetError, FleetError, NoNodeForSystemError, SystemMismatchError
 from nnperf.fleet._ledger import PLACEMENT_KIND, node_placements, save_placement
 from nnperf.fleet._ray import Fleet, FleetNode, RayRunner, fleet_down, fleet_up
 from nnperf.fleet._settings import (
     RESOURCE_PREFIX,
-    FleetError,
-    NoNodeForSystemError,
     SleepingClock,
-    SystemMismatchError,
     SystemSettings,
     node_environment,
     node_resources,

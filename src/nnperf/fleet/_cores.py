@@ -16,14 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from nnperf.fleet._settings import FleetError
-
-CORES_MARKER = "NNPERF_FLEET_CORE_SETS"
-"""Set on a node started with several slots: its core sets, ``;`` between sets and ``,`` between cores."""
-
-
-class CoreSetError(FleetError):
-    """The cores cannot give every slot a set of its own."""
+from nnperf.fleet._errors import CORES_MARKER, CoreSetError
 
 
 def core_sets(slots: int, threads: int, cores: Sequence[int] | None = None) -> tuple[tuple[int, ...], ...]:

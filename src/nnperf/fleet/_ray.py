@@ -23,18 +23,11 @@ from typing import Any, Self
 from nnperf.campaign import Item, ItemProgress, ItemRunner
 from nnperf.errors import NnperfError
 from nnperf.fleet._cores import core_sets, encode_core_sets
+from nnperf.fleet._errors import FleetError, NoNodeForSystemError
 from nnperf.fleet._ledger import save_placement
-from nnperf.fleet._settings import (
-    RESOURCE_PREFIX,
-    FleetError,
-    NoNodeForSystemError,
-    SystemSettings,
-    node_environment,
-    node_resources,
-    system_resource,
-)
+from nnperf.fleet._settings import RESOURCE_PREFIX, SystemSettings, node_environment, node_resources, system_resource
 from nnperf.fleet._worker import measure_on_node, node_system
-from nnperf.measure import SystemSpec
+from nnperf.measure import System, SystemSpec
 from nnperf.store import Store
 
 ResultHook = Callable[[str, str], None]
@@ -115,9 +108,10 @@ class Fleet:
         return {k.removeprefix(RESOURCE_PREFIX): v - free.get(k, 0.0) for k, v in total.items()
                 if k.startswith(RESOURCE_PREFIX)}
 
-    def runners(self, settings: SystemSettings, store: Store | None = None, max_attempts: int = 3,
+    def runners(self, system: System, store: Store | None = None, max_attempts: int = 3,
                 on_result: ResultHook | None = None) -> list[RayRunner]:
-        """One runner per system that ``settings`` make on the fleet's nodes that advertise it.
+        """One runner per system that ``system``'s settings (a :class:`~nnperf.measure.System` or
+        :class:`SystemSettings`) make on the fleet's nodes that advertise it.
 
         Each advertising node is asked which system ``settings`` make there; the nodes whose answer is a
         system they advertise measure it. Raises :class:`NoNodeForSystemError`, naming what the nodes advertise,
@@ -126,6 +120,7 @@ class Fleet:
         ray = _ray()
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+        settings = SystemSettings.of(system)
         advertising = [n for n in self.nodes() if n.alive and n.systems]
         probe = ray.remote(_probe_task)
         asked = {n.node_id: probe.options(num_cpus=0, max_retries=0, scheduling_strategy=NodeAffinitySchedulingStrategy(

@@ -15,9 +15,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from nnperf.errors import NnperfError
-from nnperf.measure import SystemSpec
-from nnperf.measure.backends import Backend, BackendOptions, create_backend
+from nnperf.fleet._errors import CORES_MARKER, FleetError
+from nnperf.measure import System, SystemSpec
+from nnperf.measure.backends import Backend
 
 RESOURCE_PREFIX = "nnperf-system-"
 """The prefix of the Ray custom resource a node advertises for each system it measures."""
@@ -30,21 +30,10 @@ part of a system's key; a worker puts the user's value back while it measures, s
 advertises and the same system as in one process."""
 
 
-class FleetError(NnperfError):
-    """The fleet cannot do what was asked (Ray missing, no cluster at the address, a lost node)."""
-
-
-class NoNodeForSystemError(FleetError):
-    """No node of the fleet advertises the system an item must be measured on."""
-
-
-class SystemMismatchError(FleetError):
-    """A node was asked to measure a system other than its own."""
-
-
 @dataclass(frozen=True)
-class SystemSettings:
-    """The settings that make a backend, hence a system, on any node: what a fleet's item is measured with.
+class SystemSettings(System):
+    """A :class:`~nnperf.measure.System` as a fleet measures it: the settings that make a backend, hence a system,
+    on any node, and how a simulated one takes time.
 
     ``wall_scale`` concerns the ``fake`` backend only: its modelled times are also slept, scaled by it, so that a
     simulated fleet (tests, ``bench/fleet_scale.py``) has items that take real time. Its times stay a formula.
@@ -54,22 +43,21 @@ class SystemSettings:
     backend object, so :meth:`create` refuses it and :meth:`system` gives it directly.
     """
 
-    backend: str
-    device: str = "cpu"
-    threads: int = 1
-    options: tuple[tuple[str, str], ...] = ()
     wall_scale: float = 0.0
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.wall_scale < 0:
             raise FleetError(f"wall_scale must be >= 0, got {self.wall_scale}")
         if self.wall_scale and self.backend != "fake":
             raise FleetError("wall_scale simulates measuring time on the fake backend only")
 
-    @property
-    def label(self) -> str:
-        opts = ",".join(f"{k}={v}" for k, v in (*self.options, ("threads", str(self.threads))))
-        return f"{self.backend}/{self.device}[{opts}]"
+    @classmethod
+    def of(cls, system: System, wall_scale: float = 0.0) -> SystemSettings:
+        """``system`` as fleet settings (``system`` itself when it is already settings and no scale is given)."""
+        if isinstance(system, SystemSettings) and not wall_scale:
+            return system
+        return cls(system.backend, system.device, system.threads, system.options, wall_scale)
 
     @property
     def measures_primitives(self) -> bool:
@@ -93,7 +81,7 @@ class SystemSettings:
         """The backend these settings describe, on this machine."""
         if self.measures_primitives:
             raise FleetError("the primitives system measures without a backend object: use SystemSettings.system()")
-        backend = create_backend(self.backend, BackendOptions(self.device, self.threads, dict(self.options)))
+        backend = self.open()
         if self.wall_scale:
             backend.clock = SleepingClock(self.wall_scale)  # type: ignore[attr-defined]
         return backend
@@ -132,8 +120,6 @@ def node_resources(settings: Sequence[SystemSettings], slots: int = 1) -> dict[s
 def node_environment(cores: str = "") -> dict[str, str]:
     """The variables a node's processes need: the user's ``OMP_NUM_THREADS`` (see :data:`OMP_MARKER`) and the
     node's core sets when it has several slots (``cores``, see ``_cores.py``)."""
-    from nnperf.fleet._cores import CORES_MARKER
-
     return {OMP_MARKER: os.environ.get("OMP_NUM_THREADS", ""), CORES_MARKER: cores}
 
 

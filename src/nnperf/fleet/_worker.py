@@ -11,7 +11,8 @@ from typing import Any
 
 from nnperf.campaign import Item
 from nnperf.fleet._cores import pinned_to_a_free_core_set
-from nnperf.fleet._settings import SystemMismatchError, SystemSettings, measuring_environment
+from nnperf.fleet._errors import SystemMismatchError
+from nnperf.fleet._settings import SystemSettings, measuring_environment
 from nnperf.measure import SystemSpec
 from nnperf.measure.backends import Backend
 
