@@ -6,17 +6,7 @@ imported here.
 
 from nnperf.ir._json import load_network_json, network_from_dict, network_to_dict, save_network
 from nnperf.ir._limits import DEFAULT_SIZE_LIMITS, SIZE_LIMITS_ENV, SizeLimits, current_size_limits, size_limits
-from nnperf.ir._network import (
-    Layer,
-    Network,
-    Shape,
-    TensorSpec,
-    conv_output_size,
-    numel,
-    pool_output_size,
-    same_padding,
-    shape_text,
-)
+from nnperf.ir._network import Layer, Network, TensorSpec
 from nnperf.ir._ops import (  # issue 17
     ACTIVATIONS,
     ATTRIBUTES_OF,
@@ -53,6 +43,7 @@ from nnperf.ir._ops import (  # issue 17
     UpsampleAttrs,
     uncovered_ops,
 )
+from nnperf.ir._shapes import Shape, conv_output_size, numel, pool_output_size, same_padding, shape_text
 from nnperf.ir._transforms import (
     fuse_channel_shuffle,  # activations and data movement (issue 17)
     remove_noops,

@@ -18,12 +18,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from nnperf.errors import ImplausibleSizeError, NnperfError
-
-if TYPE_CHECKING:
-    from nnperf.ir._network import Layer, Network
+from nnperf.ir._layer_like import LayerLike, NetworkLike
+from nnperf.ir._shapes import Shape, numel
+from nnperf.ir.metrics import layer_metrics, network_metrics
 
 SIZE_LIMITS_ENV = "NNPERF_SIZE_LIMITS"
 """The environment variable that lifts the bounds for a process when set to ``off``."""
@@ -84,14 +83,11 @@ def _fail(where: str, value: int, what: str, bound: int) -> None:
                                f"(a wrong shape or channel count?); {_HOW_TO_LIFT}")
 
 
-def check_layer_size(layer: Layer, where: str) -> None:
+def check_layer_size(layer: LayerLike, where: str) -> None:
     """Refuse a layer whose tensors, parameters or MACs exceed the bounds in force."""
     limits = current_size_limits()
     if limits is None:
         return
-    from nnperf.ir._network import numel
-    from nnperf.ir.metrics import layer_metrics  # metrics imports the network module: import when used
-
     for i, shape in enumerate(layer.input_shapes):
         if numel(shape) > limits.max_tensor_elements:
             _fail(where, numel(shape), f"elements in input {i}", limits.max_tensor_elements)
@@ -104,14 +100,12 @@ def check_layer_size(layer: Layer, where: str) -> None:
         _fail(where, metrics.macs, "MACs", limits.max_macs)
 
 
-def check_network_size(network: Network) -> None:
+def check_network_size(network: NetworkLike) -> None:
     """Refuse a network whose total parameters or MACs exceed the bounds in force (its inputs and layers
     were checked when they were built)."""
     limits = current_size_limits()
     if limits is None:
         return
-    from nnperf.ir.metrics import network_metrics
-
     metrics = network_metrics(network)
     where = f"network {network.name!r} ({len(network.layers)} layers)"
     if metrics.params > limits.max_params:
@@ -120,12 +114,10 @@ def check_network_size(network: Network) -> None:
         _fail(where, metrics.macs, "MACs", limits.max_macs)
 
 
-def check_tensor_size(shape: tuple[int, ...], where: str) -> None:
+def check_tensor_size(shape: Shape, where: str) -> None:
     """Refuse a tensor (a network input) of more elements than the bounds allow."""
     limits = current_size_limits()
     if limits is None:
         return
-    from nnperf.ir._network import numel
-
     if numel(shape) > limits.max_tensor_elements:
         _fail(where, numel(shape), "elements", limits.max_tensor_elements)

@@ -51,7 +51,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from nnperf.ir._network import Layer, Network, numel
+from nnperf.ir._layer_like import LayerLike, NetworkLike
 from nnperf.ir._ops import (  # issue 17
     BatchNormAttrs,
     ConvAttrs,
@@ -68,6 +68,7 @@ from nnperf.ir._ops import (  # issue 17
     ScaleAttrs,
     UpsampleAttrs,
 )
+from nnperf.ir._shapes import numel
 
 
 class DType(str, enum.Enum):
@@ -163,10 +164,10 @@ class OpCounts:
     """elements read, where that differs from the input shapes (a constant reads none of its input)"""
 
 
-MetricHandler = Callable[[Layer], OpCounts]
+MetricHandler = Callable[[LayerLike], OpCounts]
 
 
-def layer_metrics(layer: Layer) -> LayerMetrics:
+def layer_metrics(layer: LayerLike) -> LayerMetrics:
     """The architectural metrics of one layer."""
     counts = METRIC_HANDLERS[layer.op](layer)
     n_in = sum(numel(s) for s in layer.input_shapes) if counts.n_input is None else counts.n_input
@@ -182,13 +183,13 @@ def layer_metrics(layer: Layer) -> LayerMetrics:
     )
 
 
-def network_metrics(network: Network) -> NetworkMetrics:
+def network_metrics(network: NetworkLike) -> NetworkMetrics:
     """Metrics of every layer of ``network`` and their totals."""
     return NetworkMetrics(name=network.name, layers=tuple(layer_metrics(layer) for layer in network.layers))
 
 
 # ---------------------------------------------------------------------- one handler per op (module docstring)
-def _conv(layer: Layer) -> OpCounts:
+def _conv(layer: LayerLike) -> OpCounts:
     attrs = layer.attrs
     assert isinstance(attrs, ConvAttrs)
     kh, kw = attrs.kernel
@@ -200,7 +201,7 @@ def _conv(layer: Layer) -> OpCounts:
     return OpCounts(macs=macs, ops=macs, params=params, n_input_im2col=kh * kw * c_in * h_out * w_out * batch)
 
 
-def _linear(layer: Layer) -> OpCounts:
+def _linear(layer: LayerLike) -> OpCounts:
     attrs = layer.attrs
     assert isinstance(attrs, LinearAttrs)
     n_in, n_out = layer.input_shape[-1], layer.output_shape[-1]
@@ -208,7 +209,7 @@ def _linear(layer: Layer) -> OpCounts:
     return OpCounts(macs=macs, ops=macs, params=n_in * n_out + (n_out if attrs.bias else 0))
 
 
-def _scale(layer: Layer) -> OpCounts:
+def _scale(layer: LayerLike) -> OpCounts:
     attrs = layer.attrs
     assert isinstance(attrs, ScaleAttrs)
     macs = numel(layer.output_shape)
@@ -216,49 +217,49 @@ def _scale(layer: Layer) -> OpCounts:
     return OpCounts(macs=macs, ops=macs, params=factors * (2 if attrs.bias else 1))
 
 
-def _pool(layer: Layer) -> OpCounts:
+def _pool(layer: LayerLike) -> OpCounts:
     assert isinstance(layer.attrs, PoolAttrs)
     kh, kw = layer.attrs.kernel
     return OpCounts(ops=kh * kw * numel(layer.output_shape))
 
 
-def _global_pool(layer: Layer) -> OpCounts:
+def _global_pool(layer: LayerLike) -> OpCounts:
     return OpCounts(ops=numel(layer.input_shape))  # the window is the whole input plane
 
 
-def _batch_norm(layer: Layer) -> OpCounts:
+def _batch_norm(layer: LayerLike) -> OpCounts:
     assert isinstance(layer.attrs, BatchNormAttrs)
     return OpCounts(ops=2 * numel(layer.output_shape), params=2 * layer.input_shape[1] if layer.attrs.affine else 0)
 
 
-def _one_per_output(layer: Layer) -> OpCounts:
+def _one_per_output(layer: LayerLike) -> OpCounts:
     return OpCounts(ops=numel(layer.output_shape))
 
 
-def _eltwise(layer: Layer) -> OpCounts:
+def _eltwise(layer: LayerLike) -> OpCounts:
     return OpCounts(ops=(len(layer.input_shapes) - 1) * numel(layer.output_shape))  # k operands: k-1 per output
 
 
-def _softmax(layer: Layer) -> OpCounts:
+def _softmax(layer: LayerLike) -> OpCounts:
     return OpCounts(ops=3 * numel(layer.output_shape))  # exp, accumulate, divide
 
 
-def _lrn(layer: Layer) -> OpCounts:
+def _lrn(layer: LayerLike) -> OpCounts:
     assert isinstance(layer.attrs, LrnAttrs)
     return OpCounts(ops=(layer.attrs.size + 3) * numel(layer.output_shape))  # window sum, scale, power, divide
 
 
-def _upsample(layer: Layer) -> OpCounts:
+def _upsample(layer: LayerLike) -> OpCounts:
     assert isinstance(layer.attrs, UpsampleAttrs)
     return OpCounts(ops=4 * numel(layer.output_shape) if layer.attrs.mode == "linear" else 0)
 
 
-def _data_movement(layer: Layer) -> OpCounts:
+def _data_movement(layer: LayerLike) -> OpCounts:
     return OpCounts()
 
 
 # activations and data movement (issue 17)
-def _prelu(layer: Layer) -> OpCounts:
+def _prelu(layer: LayerLike) -> OpCounts:
     assert isinstance(layer.attrs, PReluAttrs)
     slopes = layer.input_shape[1] if layer.attrs.per_channel else 1
     return OpCounts(ops=numel(layer.output_shape), params=slopes)
@@ -323,7 +324,7 @@ METRIC_HANDLERS: Mapping[OpType, MetricHandler] = MappingProxyType({
 
 
 # resizing, normalisation and attention (issue 17)
-def _conv_transpose(layer: Layer) -> OpCounts:
+def _conv_transpose(layer: LayerLike) -> OpCounts:
     """Every input element times every tap of its group's kernel: kh*kw*Cin*(Cout/groups)*Hin*Win*batch,
     plus one per output for the bias. im2col reads the zero-inserted, padded input of the equivalent direct
     convolution: kh*kw*Cin*Hout*Wout*batch."""
@@ -338,7 +339,7 @@ def _conv_transpose(layer: Layer) -> OpCounts:
     return OpCounts(macs=macs, ops=macs, params=params, n_input_im2col=kh * kw * c_in * h_out * w_out * batch)
 
 
-def _layer_norm(layer: Layer) -> OpCounts:
+def _layer_norm(layer: LayerLike) -> OpCounts:
     """4 per element (accumulate for the mean, subtract, square-accumulate, divide), 2 more when affine
     (multiply, add); n(W) the scale and shift of each normalised element (C, or the last axis)."""
     attrs = layer.attrs
@@ -348,7 +349,7 @@ def _layer_norm(layer: Layer) -> OpCounts:
     return OpCounts(ops=per_element * numel(layer.output_shape), params=2 * size if attrs.affine else 0)
 
 
-def _group_norm(layer: Layer) -> OpCounts:
+def _group_norm(layer: LayerLike) -> OpCounts:
     """As layer normalisation (4 per element, 6 when affine); n(W) a scale and a shift per channel."""
     attrs = layer.attrs
     assert isinstance(attrs, GroupNormAttrs)
@@ -357,11 +358,11 @@ def _group_norm(layer: Layer) -> OpCounts:
                     params=2 * layer.input_shape[1] if attrs.affine else 0)
 
 
-def _reduce(layer: Layer) -> OpCounts:
+def _reduce(layer: LayerLike) -> OpCounts:
     return OpCounts(ops=numel(layer.input_shape))  # one accumulate (or compare) per element read
 
 
-def _matmul(layer: Layer) -> OpCounts:
+def _matmul(layer: LayerLike) -> OpCounts:
     """A product of two activations: K MACs per output element, (batch...)*M*N*K; no parameters."""
     attrs = layer.attrs
     assert isinstance(attrs, MatmulAttrs)
@@ -369,12 +370,12 @@ def _matmul(layer: Layer) -> OpCounts:
     return OpCounts(macs=macs, ops=macs)
 
 
-def _constant(layer: Layer) -> OpCounts:
+def _constant(layer: LayerLike) -> OpCounts:
     """A stored tensor (class token, position embedding): its elements are parameters; it reads nothing."""
     return OpCounts(params=numel(layer.output_shape), n_input=0)
 
 
-def _generic(layer: Layer) -> OpCounts:
+def _generic(layer: LayerLike) -> OpCounts:
     """An operator nnperf has no model of: one #OP per element of its larger side (what it reads or what it
     writes), no MACs, its stored operands as n(W)."""
     attrs = layer.attrs

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 
 from nnperf.errors import UnsupportedOperatorError
-from nnperf.ir._network import Shape, numel
 from nnperf.ir._ops import Attributes, AxisAttrs, NoAttrs, OpType, PoolAttrs
+from nnperf.ir._shapes import Shape, numel
 
 
 def one_value(value: Any) -> float | None:

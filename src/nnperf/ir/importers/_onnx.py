@@ -28,7 +28,7 @@ from google.protobuf.message import DecodeError
 from onnx import external_data_helper, numpy_helper, shape_inference
 
 from nnperf.errors import InvalidNetworkError, ModelFileError, NnperfWarning, ShapeInferenceError
-from nnperf.ir._network import Layer, Network, Shape, TensorSpec, numel, same_padding, shape_text
+from nnperf.ir._network import Layer, Network, TensorSpec
 from nnperf.ir._ops import (
     Attributes,
     AxisAttrs,
@@ -55,6 +55,7 @@ from nnperf.ir._ops import (
     TransposeAttrs,
     UpsampleAttrs,
 )
+from nnperf.ir._shapes import Shape, numel, same_padding, shape_text
 from nnperf.ir._transforms import fuse_channel_shuffle, remove_noops
 from nnperf.ir.importers._common import NameTable, Unsupported, one_value, reshape_op, scale_kind
 from nnperf.ir.importers._onnx_fold import fold_constants

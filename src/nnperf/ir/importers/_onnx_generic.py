@@ -22,8 +22,8 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper, version_converter
 
-from nnperf.ir._network import Shape, numel
 from nnperf.ir._ops import GenericAttrs
+from nnperf.ir._shapes import Shape, numel
 
 GENERIC_OPSET = 17
 """The default-domain opset a generic node is stored at (the graph builders' default)."""

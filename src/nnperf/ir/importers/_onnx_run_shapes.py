@@ -17,7 +17,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from nnperf.ir._network import Shape
+from nnperf.ir._shapes import Shape
 
 
 def shapes_by_running(model: onnx.ModelProto, tensors: Sequence[str],

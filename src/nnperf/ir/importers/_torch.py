@@ -21,7 +21,7 @@ from torch import fx, nn
 from torch.fx.passes.shape_prop import ShapeProp, TensorMetadata
 
 from nnperf.errors import InvalidNetworkError, NnperfError, ShapeInferenceError, UnsupportedOperatorError
-from nnperf.ir._network import Layer, Network, Shape, TensorSpec, numel
+from nnperf.ir._network import Layer, Network, TensorSpec
 from nnperf.ir._ops import (
     Attributes,
     AxisAttrs,
@@ -49,6 +49,7 @@ from nnperf.ir._ops import (
     TransposeAttrs,
     UpsampleAttrs,
 )
+from nnperf.ir._shapes import Shape, numel
 from nnperf.ir._transforms import fuse_channel_shuffle, remove_noops
 from nnperf.ir.importers._common import NameTable, Unsupported, adaptive_pool, reshape_op, scale_kind
 from nnperf.ir.importers._table import ImportRule, rule
