@@ -72,16 +72,29 @@ class LayerEnergy:
         }
 
 
-def layer_energy(layer: AccelLayer, spec: AcceleratorSpec, first_layer: bool = False,
-                 batch: int | None = None) -> LayerEnergy:
-    """CNNergy's energy per image of one layer; ``first_layer`` reads an uncoded image from DRAM."""
-    sch = schedule(layer, spec, batch)
-    R, U, n = layer.filter_size, layer.stride, sch.batch
-    nz_if, nz_of = 1 - layer.ifmap_sparsity, 1 - layer.ofmap_sparsity
-    words_per_rlc = 64 / spec.bits
-    e_glb, e_dram, e_rf, e_pe = spec.glb_access_energy_j, spec.dram_energy_j, spec.rf_energy_j, spec.inter_pe_energy_j
+@dataclass(frozen=True)
+class _Pass:
+    """One pass of a layer (Eq. 13-15), in data words for the batch of ``n`` images: the filter weights, the
+    ifmap and its rows not shared with the pass before (``ifmap_new``), both as read from DRAM, the psums, the
+    inter-PE psum moves, and the energy of its MACs and RF and inter-PE accesses (J)."""
 
-    # one pass (Eq. 13-15)
+    n: int
+    weights: float
+    ifmap: float
+    dram_ifmap: float
+    dram_ifmap_new: float
+    psums: float
+    inter_pe: float
+    mac_j: float
+
+
+def _one_pass(layer: AccelLayer, spec: AcceleratorSpec, sch: Schedule, first_layer: bool) -> _Pass:
+    """The words and MAC energy of one pass; ``first_layer`` reads an uncoded image from DRAM, every other layer
+    an RLC-coded ifmap whose zeros skip the MAC and its filter and psum RF accesses."""
+    R, U, n = layer.filter_size, layer.stride, sch.batch
+    nz_if = 1 - layer.ifmap_sparsity
+    words_per_rlc = 64 / spec.bits
+    e_rf, e_pe = spec.rf_energy_j, spec.inter_pe_energy_j
     weights = sch.filters_per_pass * sch.channels_per_pass * R * R
     ifmap = sch.x_ifmap * sch.y_ifmap * sch.channels_per_pass
     ifmap_new = sch.x_ifmap * (sch.y_ifmap - (R - U)) * sch.channels_per_pass  # rows not shared with the last pass
@@ -97,36 +110,71 @@ def layer_energy(layer: AccelLayer, spec: AcceleratorSpec, first_layer: bool = F
     inter_pe = (psum_rows - 1) * sch.x_ofmap * sch.filters_per_pass * sch.y_ofmap
     mac_pass_j = (spec.mac_energy_j * nz_macs_pass + 3 * e_rf * nz_macs_pass + e_pe * inter_pe
                   + e_rf * (nz_macs_pass - inter_pe) + e_rf * (macs_pass - nz_macs_pass))
+    return _Pass(n, weights, ifmap, dram_ifmap, dram_ifmap_new, psums, inter_pe, mac_pass_j)
 
-    # a y-stack of passes, then all channels, filters and spatial tiles (Eq. 16-18)
+
+@dataclass(frozen=True)
+class _Passes:
+    """Every pass of a layer for the batch (Eq. 16-18): ``y_passes`` stacked, ``z_passes`` over the channels,
+    ``repeats`` over the filters and spatial tiles; the DRAM energy of the ifmap in one y-stack and the energy of
+    all passes (J)."""
+
+    y_passes: int
+    z_passes: int
+    repeats: int
+    dram_ifmap_j: float
+    passes_j: float
+
+
+def _all_passes(layer: AccelLayer, spec: AcceleratorSpec, sch: Schedule, one: _Pass) -> _Passes:
+    """A y-stack of passes, then all channels, filters and spatial tiles; psums are written in the first channel
+    pass and read and written in later ones."""
+    e_glb, e_dram, n = spec.glb_access_energy_j, spec.dram_energy_j, one.n
     y_pass = sch.y_passes
-    dram_ifmap_j = e_dram * (dram_ifmap + (y_pass - 1) * dram_ifmap_new)
-    common = (e_dram + e_glb) * weights + dram_ifmap_j + n * y_pass * (e_glb * ifmap + mac_pass_j)
-    first = common + n * y_pass * e_glb * psums
-    later = common + n * y_pass * 2 * e_glb * psums
+    dram_ifmap_j = e_dram * (one.dram_ifmap + (y_pass - 1) * one.dram_ifmap_new)
+    common = (e_dram + e_glb) * one.weights + dram_ifmap_j + n * y_pass * (e_glb * one.ifmap + one.mac_j)
+    first = common + n * y_pass * e_glb * one.psums
+    later = common + n * y_pass * 2 * e_glb * one.psums
     z_passes = sch.z_passes(layer)
     repeats = sch.filter_passes(layer) * sch.y_tiles(layer) * sch.x_tiles(layer)
     passes_j = (first + (z_passes - 1) * later) * repeats
-    ofmap_words = layer.ofmap_values * nz_of / spec.rlc_factor * words_per_rlc * n
-    data_j = (passes_j + e_dram * ofmap_words) / n
+    return _Passes(y_pass, z_passes, repeats, dram_ifmap_j, passes_j)
+
+
+def _words(one: _Pass, passes: _Passes, ofmap_words: float) -> tuple[dict[str, float], dict[str, float]]:
+    """GLB and DRAM accesses per image by data type (the reference's reported MB, in words)."""
+    n, y_pass, z_passes, repeats = one.n, passes.y_passes, passes.z_passes, passes.repeats
+    glb_words = {"filter": one.weights * z_passes * repeats / n,
+                 "ifmap": one.ifmap * n * y_pass * z_passes * repeats / n,
+                 "psum": (one.psums * n * y_pass + 2 * one.psums * n * y_pass * (z_passes - 1)) * repeats / n}
+    dram_words = {"filter": one.weights * z_passes * repeats / n,
+                  "ifmap": (one.dram_ifmap + (y_pass - 1) * one.dram_ifmap_new) * z_passes * repeats / n,
+                  "ofmap": ofmap_words / n}
+    return glb_words, dram_words
+
+
+def layer_energy(layer: AccelLayer, spec: AcceleratorSpec, first_layer: bool = False,
+                 batch: int | None = None) -> LayerEnergy:
+    """CNNergy's energy per image of one layer; ``first_layer`` reads an uncoded image from DRAM."""
+    sch = schedule(layer, spec, batch)
+    n = sch.batch
+    e_glb, e_dram, e_rf, e_pe = spec.glb_access_energy_j, spec.dram_energy_j, spec.rf_energy_j, spec.inter_pe_energy_j
+    one = _one_pass(layer, spec, sch, first_layer)
+    passes = _all_passes(layer, spec, sch, one)
+    ofmap_words = layer.ofmap_values * (1 - layer.ofmap_sparsity) / spec.rlc_factor * (64 / spec.bits) * n
+    data_j = (passes.passes_j + e_dram * ofmap_words) / n
 
     # control (Eq. 19-21): clock for MACs / throughput, other control a fraction of the rest
-    dram_in_passes_j = (dram_ifmap_j + e_dram * weights) * z_passes * repeats
-    on_chip_j = (passes_j - dram_in_passes_j) / n
+    dram_in_passes_j = (passes.dram_ifmap_j + e_dram * one.weights) * passes.z_passes * passes.repeats
+    on_chip_j = (passes.passes_j - dram_in_passes_j) / n
     macs = float(layer.macs)
     latency_s = macs / spec.throughput_macs_per_s
     clock_j = spec.clock_power_w * latency_s
     control_j = spec.control_fraction / (1 - spec.control_fraction) * (on_chip_j + clock_j)
 
-    # access counts per image (the reference's reported MB, in words)
-    glb_words = {"filter": weights * z_passes * repeats / n,
-                 "ifmap": ifmap * n * y_pass * z_passes * repeats / n,
-                 "psum": (psums * n * y_pass + 2 * psums * n * y_pass * (z_passes - 1)) * repeats / n}
-    dram_words = {"filter": weights * z_passes * repeats / n,
-                  "ifmap": (dram_ifmap + (y_pass - 1) * dram_ifmap_new) * z_passes * repeats / n,
-                  "ofmap": ofmap_words / n}
-    nonzero_macs = macs * nz_if
-    inter_pe_total = inter_pe * n * y_pass * z_passes * repeats / n
+    glb_words, dram_words = _words(one, passes, ofmap_words)
+    nonzero_macs = macs * (1 - layer.ifmap_sparsity)
+    inter_pe_total = one.inter_pe * n * passes.y_passes * passes.z_passes * passes.repeats / n
     return LayerEnergy(
         layer=layer, schedule=sch, energy_j=data_j + clock_j + control_j,
         mac_j=spec.mac_energy_j * nonzero_macs, rf_j=e_rf * (macs + 3 * nonzero_macs - inter_pe_total),
