@@ -156,6 +156,22 @@ def _with_width(config: LayerConfig, role: str, width: int) -> LayerConfig:
     return config.with_value("filters", width)
 
 
+@dataclass(frozen=True)
+class _Knob:
+    """A layer whose output width can change alone: its configuration, and the layers whose input channels follow
+    it (``followers``) with theirs."""
+
+    layer: Layer
+    config: LayerConfig
+    followers: tuple[str, ...]
+    follower_configs: tuple[LayerConfig, ...]
+
+    def configs(self, width: int) -> list[LayerConfig]:
+        """The layer with ``width`` outputs and its followers with ``width`` inputs."""
+        return ([_with_width(self.config, "out", width)]
+                + [_with_width(c, "in", width) for c in self.follower_configs])
+
+
 def advise(network: Network, models: Mapping[str, ComposedModel], system: str, tolerance: float = 0.10,
            min_bonus: float = 0.01,
            measure: Callable[[LayerConfig], float] | None = None,
@@ -174,57 +190,76 @@ def advise(network: Network, models: Mapping[str, ComposedModel], system: str, t
     for index, layer in enumerate(knobs):
         if progress is not None:
             progress(layer.name, index, len(knobs))
-        config = layer_config(layer)
-        if isinstance(config, str):
-            skipped[layer.name] = config
+        knob = _knob(network, layer, models)
+        if isinstance(knob, str):
+            skipped[layer.name] = knob
             continue
-        if config.kind == "depthwise":
-            continue  # its width is its producer's: advised there
-        followers, reason = _followers(network, layer.name)
-        if reason:
-            skipped[layer.name] = reason
-            continue
-        follower_configs = []
-        for name in followers:
-            follower = layer_config(network.layer(name))
-            if isinstance(follower, str):
-                reason = f"follower {name!r}: {follower}"
-                break
-            follower_configs.append(follower)
-        missing = sorted({c.kind for c in [config, *follower_configs]} - set(models))
-        if reason or missing:
-            skipped[layer.name] = reason or f"no step model for {', '.join(missing)} on this system"
-            continue
+        if knob is None:
+            continue  # a depthwise width is its producer's: advised there
         considered += 1
-        width = config.out_channels
-        low, high = max(1, math.ceil(width * (1 - tolerance))), math.floor(width * (1 + tolerance))
-        widths = np.arange(low, high + 1)
-        if len(widths) < 3:
-            continue  # no trend to step off
-
-        predicted = np.array([_total(models, config, follower_configs, int(w)) for w in widths])
-        trend = np.polyval(np.polyfit(widths, predicted, 1), widths)
-        at = int(np.flatnonzero(widths == width)[0])
-        now, saving, trend_saving = predicted[at], predicted[at] - predicted, trend[at] - trend
-        bonus = np.where((widths != width) & (saving > 0), saving - trend_saving, -np.inf)
-        best = int(np.argmax(bonus))
-        if bonus[best] < min_bonus * now:
+        suggestion = _suggestion(knob, models, tolerance, min_bonus)
+        if suggestion is None:
             continue
-        chosen = int(widths[best])
-        suggestion = Suggestion(layer.name, "filters" if config.kind != "depthwise" else "channels", width, chosen,
-                                (layer.name, *followers), float(now), float(predicted[best]),
-                                float(trend_saving[best]))
         if measure is not None:
-            configs_now = [config] + follower_configs
-            configs_then = [_with_width(config, "out", chosen)] + [_with_width(c, "in", chosen)
-                                                                   for c in follower_configs]
-            now_s, then_s = _measured(measure, configs_now, configs_then)
-            suggestion = replace(suggestion, measured_current_s=now_s, measured_suggested_s=then_s)
+            suggestion = _verified(suggestion, knob, measure)
         suggestions.append(suggestion)
     if progress is not None:
         progress("done", len(knobs), len(knobs))
     suggestions.sort(key=lambda s: -s.bonus_s)
     return Advice(network.name, system, tolerance, tuple(suggestions), skipped, considered)
+
+
+def _knob(network: Network, layer: Layer, models: Mapping[str, ComposedModel]) -> _Knob | str | None:
+    """``layer`` as a knob, or the reason it is not considered, or None for a depthwise convolution (its width is
+    its producer's)."""
+    config = layer_config(layer)
+    if isinstance(config, str):
+        return config
+    if config.kind == "depthwise":
+        return None
+    followers, reason = _followers(network, layer.name)
+    if reason:
+        return reason
+    follower_configs = []
+    for name in followers:
+        follower = layer_config(network.layer(name))
+        if isinstance(follower, str):
+            reason = f"follower {name!r}: {follower}"
+            break
+        follower_configs.append(follower)
+    missing = sorted({c.kind for c in [config, *follower_configs]} - set(models))
+    if reason or missing:
+        return reason or f"no step model for {', '.join(missing)} on this system"
+    return _Knob(layer, config, tuple(followers), tuple(follower_configs))
+
+
+def _suggestion(knob: _Knob, models: Mapping[str, ComposedModel], tolerance: float,
+                min_bonus: float) -> Suggestion | None:
+    """The width within ``tolerance`` of the best step bonus, when it lowers the predicted latency and its bonus
+    is at least ``min_bonus`` of the affected layers' time; None otherwise (or with under three widths)."""
+    config = knob.config
+    width = config.out_channels
+    low, high = max(1, math.ceil(width * (1 - tolerance))), math.floor(width * (1 + tolerance))
+    widths = np.arange(low, high + 1)
+    if len(widths) < 3:
+        return None  # no trend to step off
+    predicted = np.array([_total(models, knob, int(w)) for w in widths])
+    trend = np.polyval(np.polyfit(widths, predicted, 1), widths)
+    at = int(np.flatnonzero(widths == width)[0])
+    now, saving, trend_saving = predicted[at], predicted[at] - predicted, trend[at] - trend
+    bonus = np.where((widths != width) & (saving > 0), saving - trend_saving, -np.inf)
+    best = int(np.argmax(bonus))
+    if bonus[best] < min_bonus * now:
+        return None
+    return Suggestion(knob.layer.name, "filters" if config.kind != "depthwise" else "channels", width,
+                      int(widths[best]), (knob.layer.name, *knob.followers), float(now), float(predicted[best]),
+                      float(trend_saving[best]))
+
+
+def _verified(suggestion: Suggestion, knob: _Knob, measure: Callable[[LayerConfig], float]) -> Suggestion:
+    """``suggestion`` with the affected layers measured at both widths."""
+    now_s, then_s = _measured(measure, [knob.config, *knob.follower_configs], knob.configs(suggestion.suggested))
+    return replace(suggestion, measured_current_s=now_s, measured_suggested_s=then_s)
 
 
 def _measured(measure: Callable[[LayerConfig], float], now: list[LayerConfig],
@@ -239,8 +274,6 @@ def _measured(measure: Callable[[LayerConfig], float], now: list[LayerConfig],
     return sum(medians[:len(now)]), sum(medians[len(now):])
 
 
-def _total(models: Mapping[str, ComposedModel], config: LayerConfig, followers: list[LayerConfig],
-           width: int) -> float:
+def _total(models: Mapping[str, ComposedModel], knob: _Knob, width: int) -> float:
     """Predicted time of the layer with ``width`` outputs and of its followers with ``width`` inputs."""
-    configs = [_with_width(config, "out", width)] + [_with_width(c, "in", width) for c in followers]
-    return sum(models[c.kind].predict(c) for c in configs)
+    return sum(models[c.kind].predict(c) for c in knob.configs(width))
