@@ -11,11 +11,11 @@ checks its outputs against ``build_torch``'s, :func:`measure_selected` times it 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from nnperf.ir import Layer, Network
+from nnperf.ir import Layer, Network, Shape
 from nnperf.measure import HarnessConfig, Timing, measure
 from nnperf.measure.backends import LoopTimer, build_torch, random_inputs
 from nnperf.optimize.select._costs import activation_shapes, network_convs
@@ -135,6 +135,65 @@ def _conv2d(module: nn.Module) -> nn.Conv2d:
     return next(m for m in module.modules() if isinstance(m, nn.Conv2d))
 
 
+def _selected_steps(network: Network, layer_modules: Iterable[tuple[Layer, nn.Module]], labels: Mapping[str, str],
+                    threads: int) -> tuple[_Step, ...]:
+    """``network``'s layers in order as steps: each convolution its chosen primitive prepared with the weights of
+    its module in ``layer_modules`` (``build_torch``'s, in order), every other layer its module in the chosen
+    layout; each step frees the activations it reads last (the network's outputs are kept)."""
+    import torch
+
+    convs = network_convs(network)
+    last_use = {name: i for i, layer in enumerate(network.layers) for name in layer.inputs}
+    kept = set(network.outputs)
+    steps = []
+    for i, (layer, module) in enumerate(layer_modules):
+        free = tuple(n for n, last in last_use.items() if last == i and n not in kept)
+        if layer.name in convs:
+            primitive = get_primitive(labels[layer.name])
+            conv = _conv2d(module)
+            bias = None if conv.bias is None else conv.bias.detach()
+            with torch.no_grad():
+                bound = primitive.prepare(conv.weight.detach(), bias, convs[layer.name], threads)
+            steps.append(_Step(layer, bound, primitive.input_layout, primitive.output_layout, free))
+        else:
+            layout = next(x for x in layer_layouts(layer) if str(x) == labels[layer.name])
+            steps.append(_Step(layer, module, layout, layout, free))
+    return tuple(steps)
+
+
+class _Activations:
+    """The activations of one forward pass, each in the layout its producer wrote it in, with the copies moved to
+    other layouts (once per activation and layout, however many consumers read it there)."""
+
+    def __init__(self, inputs: Mapping[str, torch.Tensor], shapes: Mapping[str, Shape]) -> None:
+        self.shapes = shapes
+        self.values = {name: x.contiguous() for name, x in inputs.items()}
+        self.layouts = {name: CHW for name in inputs}
+        self.moved: dict[tuple[str, Layout], torch.Tensor] = {}
+
+    def read(self, name: str, layout: Layout) -> torch.Tensor:
+        """Activation ``name`` in ``layout`` (a tensor that is not 4-D as it is)."""
+        shape = self.shapes[name]
+        if len(shape) != 4 or self.layouts[name] == layout:
+            return self.values[name]
+        if (name, layout) not in self.moved:
+            self.moved[name, layout] = LayoutTransform(self.layouts[name], layout).run(self.values[name], shape[1])
+        return self.moved[name, layout]
+
+    def run(self, step: _Step) -> None:
+        """Runs ``step`` on its inputs, keeps its output and frees what it read last."""
+        name = step.layer.name
+        y = step.run(*(self.read(n, step.reads) for n in step.layer.inputs))
+        four_d = len(self.shapes[name]) == 4
+        if four_d and not step.writes.block:
+            y = to_layout(y, step.writes)  # free when the op kept the memory format (torch's ops do)
+        self.values[name], self.layouts[name] = y, step.writes if four_d else CHW
+        for dead in step.free:
+            del self.values[dead]
+            for key in [k for k in self.moved if k[0] == dead]:
+                del self.moved[key]
+
+
 @functools.lru_cache(maxsize=1)
 def _module_class() -> type:
     """The module class, made on first use so that importing this module does not import torch."""
@@ -156,53 +215,18 @@ def _module_class() -> type:
             self.labels = dict(labels)
             self.layers = reference.layers
             self._shapes = activation_shapes(network)
-            convs = network_convs(network)
-            last_use = {name: i for i, layer in enumerate(network.layers) for name in layer.inputs}
-            kept = set(network.outputs)
-            steps = []
-            for i, (layer, module) in enumerate(reference.layer_modules()):
-                free = tuple(n for n, last in last_use.items() if last == i and n not in kept)
-                if layer.name in convs:
-                    primitive = get_primitive(labels[layer.name])
-                    conv = _conv2d(module)
-                    bias = None if conv.bias is None else conv.bias.detach()
-                    with torch.no_grad():
-                        bound = primitive.prepare(conv.weight.detach(), bias, convs[layer.name], threads)
-                    steps.append(_Step(layer, bound, primitive.input_layout, primitive.output_layout, free))
-                else:
-                    layout = next(x for x in layer_layouts(layer) if str(x) == labels[layer.name])
-                    steps.append(_Step(layer, module, layout, layout, free))
-            self._steps = tuple(steps)
+            self._steps = _selected_steps(network, reference.layer_modules(), labels, threads)
 
         def forward(self, *inputs: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, ...]:
             specs = self.network.inputs
             if len(inputs) != len(specs):
                 raise TypeError(f"{self.network.name}: expected {len(specs)} input tensor(s), got {len(inputs)}")
             with torch.no_grad():
-                values = {spec.name: x.contiguous() for spec, x in zip(specs, inputs, strict=True)}
-                layouts = {spec.name: CHW for spec in specs}
-                moved: dict[tuple[str, Layout], torch.Tensor] = {}
-
-                def read(name: str, layout: Layout) -> torch.Tensor:
-                    shape = self._shapes[name]
-                    if len(shape) != 4 or layouts[name] == layout:
-                        return values[name]
-                    if (name, layout) not in moved:
-                        moved[name, layout] = LayoutTransform(layouts[name], layout).run(values[name], shape[1])
-                    return moved[name, layout]
-
+                activations = _Activations({spec.name: x for spec, x in zip(specs, inputs, strict=True)},
+                                           self._shapes)
                 for step in self._steps:
-                    name = step.layer.name
-                    y = step.run(*(read(n, step.reads) for n in step.layer.inputs))
-                    four_d = len(self._shapes[name]) == 4
-                    if four_d and not step.writes.block:
-                        y = to_layout(y, step.writes)  # free when the op kept the memory format (torch's ops do)
-                    values[name], layouts[name] = y, step.writes if four_d else CHW
-                    for dead in step.free:
-                        del values[dead]
-                        for key in [k for k in moved if k[0] == dead]:
-                            del moved[key]
-                outputs = tuple(read(name, CHW) for name in self.network.outputs)
+                    activations.run(step)
+                outputs = tuple(activations.read(name, CHW) for name in self.network.outputs)
             return outputs[0] if len(outputs) == 1 else outputs
 
     return SelectedNetwork
