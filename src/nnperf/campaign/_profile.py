@@ -17,6 +17,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from typing import Any
 
 from nnperf.campaign._campaign import Campaign, Progress, no_progress, open_campaign
 from nnperf.campaign._items import (
@@ -40,6 +41,7 @@ from nnperf.measure import (
     fused_sum_s,
     relative_change,
 )
+from nnperf.measure.backends import ProfileResult
 from nnperf.measure.power import PowerMeter
 from nnperf.store import Store
 
@@ -169,62 +171,87 @@ def _measure(network: Network, runner: ItemRunner, campaign: Campaign, config: P
     The whole network of a profiler campaign is stored once those nodes are
     in, so a run that holds its whole network holds everything.
     """
-    method, runs = config.per_layer, config.profiler_runs
-    total = len(network.layers)
-    items: list[Item] = []
-    if method == "isolated":
-        items += [LayerItem(layer, config.harness, config.gap_s, config.energy_samples) for layer in network.layers
-                  if layer.name not in campaign.done]
-    times = {name: list(t.times_s) for name, t in campaign.done.items()}
-    passes = max((len(t) for t in times.values()), default=0)
-    if method == "profiler":
-        items += [ProfilerItem(network, n) for n in profiler_chunks(runs, passes)]
+    results = _Results(campaign, config, report, len(network.layers))
+    items = _items(network, campaign, config, results.passes)
     stored = campaign.store.network_measurements(run_id=campaign.run.id)
-    whole = stored[-1].measurement() if stored else None
+    results.whole = stored[-1].measurement() if stored else None
     # on one machine the sentinel is read at the campaign's start, so its drift covers every item; a fleet's
     # nodes read it around the whole network only (one node's sentinel says nothing of another's)
-    over_campaign = runner.one_machine and whole is None
+    over_campaign = runner.one_machine and results.whole is None
     if over_campaign:
         items.insert(0, SentinelItem(config.harness))
-    if whole is None:
+    if results.whole is None:
         items.append(WholeItem(network, config.harness, config.energy_samples, sentinel_before=not over_campaign))
-    start_s: float | None = None
-    node_s: dict[str, float] = {}
-    profiled = 0
-    arrived = len(campaign.done)
     for index, result in runner.run(items):
-        item = items[index]
-        if isinstance(item, SentinelItem):
-            start_s = result
-        elif isinstance(item, LayerItem):
-            campaign.add_layer(result)
-            arrived += 1
-            report(item.label, min(arrived, total), total)
-        elif isinstance(item, ProfilerItem):
-            for node, seconds in result.unattributed_s.items():
-                node_s[node] = node_s.get(node, 0.0) + seconds * item.runs
-            profiled += item.runs
-            if passes < runs:  # not the chunk for the unattributed nodes alone
-                merged = []
-                for m in result.layers:
-                    times[m.layer] = times.get(m.layer, []) + list(m.timing.times_s)
-                    merged.append(replace(m, timing=fixed_timing(times[m.layer])))
-                campaign.add_layers(merged)
-                passes += item.runs
-            report("profiler runs", min(passes, runs), runs)
-        else:
-            whole = _with_start(result, start_s)
-            if method != "profiler":
-                campaign.add_network(result)
-            report("whole network", 1, 1)
+        results.take(items[index], result)
+    whole = results.whole
     if whole is None:
         raise NnperfError(f"the runner gave no whole-network measurement of {network.name}")
-    if method == "profiler" and not stored:
-        extra = dict(whole.extra)
-        extra.update({f"{UNATTRIBUTED_PREFIX}{node}": seconds / profiled for node, seconds in node_s.items()})
-        whole = replace(whole, extra=extra)
+    if config.per_layer == "profiler" and not stored:
+        whole = replace(whole, extra={**whole.extra, **results.unattributed()})
         campaign.add_network(whole)
     return whole
+
+
+def _items(network: Network, campaign: Campaign, config: ProfileConfig, passes: int) -> list[Item]:
+    """The layers not stored yet (isolated) or the profiler chunks still to run after ``passes`` stored."""
+    if config.per_layer == "isolated":
+        return [LayerItem(layer, config.harness, config.gap_s, config.energy_samples) for layer in network.layers
+                if layer.name not in campaign.done]
+    if config.per_layer == "profiler":
+        return [ProfilerItem(network, n) for n in profiler_chunks(config.profiler_runs, passes)]
+    return []
+
+
+class _Results:
+    """What comes back from a campaign's items, stored as it arrives, with what the campaign's end needs: the
+    sentinel's first reading, the whole network, and the profiler's unattributed nodes."""
+
+    def __init__(self, campaign: Campaign, config: ProfileConfig, report: Progress, total: int) -> None:
+        self.campaign, self.config, self.report, self.total = campaign, config, report, total
+        self.times = {name: list(t.times_s) for name, t in campaign.done.items()}
+        self.passes = max((len(t) for t in self.times.values()), default=0)
+        self.arrived = len(campaign.done)
+        self.start_s: float | None = None
+        self.whole: NetworkMeasurement | None = None
+        self.node_s: dict[str, float] = {}
+        self.profiled = 0
+
+    def take(self, item: Item, result: Any) -> None:
+        """Stores ``result``, the measurement of ``item``, and reports the progress."""
+        if isinstance(item, SentinelItem):
+            self.start_s = result
+        elif isinstance(item, LayerItem):
+            self.campaign.add_layer(result)
+            self.arrived += 1
+            self.report(item.label, min(self.arrived, self.total), self.total)
+        elif isinstance(item, ProfilerItem):
+            self._take_profiled(item, result)
+        else:
+            self.whole = _with_start(result, self.start_s)
+            if self.config.per_layer != "profiler":
+                self.campaign.add_network(result)
+            self.report("whole network", 1, 1)
+
+    def _take_profiled(self, item: ProfilerItem, result: ProfileResult) -> None:
+        """A profiler chunk: its unattributed nodes counted, and (unless it is the chunk for those alone) every
+        layer's stored timing replaced by its times so far."""
+        runs = self.config.profiler_runs
+        for node, seconds in result.unattributed_s.items():
+            self.node_s[node] = self.node_s.get(node, 0.0) + seconds * item.runs
+        self.profiled += item.runs
+        if self.passes < runs:  # not the chunk for the unattributed nodes alone
+            merged = []
+            for m in result.layers:
+                self.times[m.layer] = self.times.get(m.layer, []) + list(m.timing.times_s)
+                merged.append(replace(m, timing=fixed_timing(self.times[m.layer])))
+            self.campaign.add_layers(merged)
+            self.passes += item.runs
+        self.report("profiler runs", min(self.passes, runs), runs)
+
+    def unattributed(self) -> dict[str, float]:
+        """The unattributed nodes' mean seconds per run, as a whole-network measurement's extras."""
+        return {f"{UNATTRIBUTED_PREFIX}{node}": seconds / self.profiled for node, seconds in self.node_s.items()}
 
 
 def _stored_whole(store: Store, campaign: Campaign, model: str) -> NetworkMeasurement:
