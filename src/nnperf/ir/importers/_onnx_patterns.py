@@ -1,37 +1,34 @@
-"""ONNX exporter patterns fused back into one IR layer (issue 17): GELU's Erf form and torch.export's softplus.
+"""ONNX exporter patterns fused back into one IR layer: GELU's Erf form and torch.export's softplus.
 
-Handlers of :mod:`nnperf.ir.importers._onnx`'s table, kept apart so that module stays small; they use only the
-converter's lookups (constant values, consumers) and mark the nodes they absorb.
+The Div and Mul handlers (``_onnx_elementwise``) try them first; they use only the converter's lookups (constant
+values, producers and consumers) and mark the nodes they absorb.
 """
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import onnx
 
 from nnperf.ir._ops import NoAttrs, OpType
 from nnperf.ir.importers._common import one_value
-
-if TYPE_CHECKING:
-    from nnperf.ir.importers._onnx import _Converter, _Node, _Result
+from nnperf.ir.importers._onnx_converter import Converter, Node, Result
 
 
-def _scalar(c: _Converter, tensor: str) -> float | None:
+def _scalar(c: Converter, tensor: str) -> float | None:
     """A constant scalar, also one written by a later Constant node or cast by CastLike (torch.export does both)."""
-    value = c._value(tensor)
+    value = c.value_of(tensor)
     if value is None:
-        producer = next((node for node in c.model.graph.node if tensor in node.output), None)
+        producer = c.producer(tensor)
         if producer is not None and producer.op_type == "CastLike":
             return _scalar(c, producer.input[0])
         if producer is not None and producer.op_type == "Constant":
-            c._record_constant(producer)
-            value = c._value(tensor)
+            c.record_constant(producer)
+            value = c.value_of(tensor)
     return None if value is None else one_value(value)
 
 
-def gelu_erf_pattern(c: _Converter, n: _Node) -> _Result | None:
+def gelu_erf_pattern(c: Converter, n: Node) -> Result | None:
     """The exact GELU that torch's TorchScript exporter writes: Mul(Mul(x, 1 + Erf(Div(x, sqrt 2))), 0.5).
 
     The second Mul may come first (x * 0.5 times the sum); a Div outside this pattern is not supported.
@@ -40,12 +37,12 @@ def gelu_erf_pattern(c: _Converter, n: _Node) -> _Result | None:
     if len(n.consts) != 1 or n.proto.input[0] != x or not math.isclose(_scalar(c, n.consts[0]) or 0.0, math.sqrt(2),
                                                                       rel_tol=1e-6):
         return None
-    erf = c._sole_consumer(n.out, "Erf")
-    add = erf and c._sole_consumer(erf.output[0], "Add")
+    erf = c.sole_consumer(n.out, "Erf")
+    add = erf and c.sole_consumer(erf.output[0], "Add")
     if not add or [_scalar(c, t) for t in add.input if t != erf.output[0]] != [1.0]:
         return None
-    first = c._sole_consumer(add.output[0], "Mul")
-    second = first and c._sole_consumer(first.output[0], "Mul")
+    first = c.sole_consumer(add.output[0], "Mul")
+    second = first and c.sole_consumer(first.output[0], "Mul")
     if not first or not second:
         return None
     others = [t for t in first.input if t != add.output[0]] + [t for t in second.input if t != first.output[0]]
@@ -55,7 +52,7 @@ def gelu_erf_pattern(c: _Converter, n: _Node) -> _Result | None:
     return OpType.GELU, NoAttrs(), [x], second.output[0]
 
 
-def softplus_pattern(c: _Converter, n: _Node) -> _Result | None:
+def softplus_pattern(c: Converter, n: Node) -> Result | None:
     """torch.export's softplus with beta and threshold, fused back into one SOFTPLUS layer (beta 1 only).
 
     Written as Where(Greater(x*beta, threshold), x, Softplus(x*beta) / beta).
