@@ -11,6 +11,7 @@ scikit-learn and matplotlib, a proxy for networks with random weights) or :func:
 """
 
 from nnperf.optimize.synthesize._artifact import CHECK_TOLERANCE, MANIFEST_FORMAT, read_manifest
+from nnperf.optimize.synthesize._candidates import Predict, Progress
 from nnperf.optimize.synthesize._compare import (
     PROTOCOLS,
     SYNTHESIS_HARNESS,
@@ -23,6 +24,7 @@ from nnperf.optimize.synthesize._compare import (
 from nnperf.optimize.synthesize._data import ValidationSet, digits_set, load_validation, photo_set
 from nnperf.optimize.synthesize._digits import TrainedDigits, cached_digits, train_digits
 from nnperf.optimize.synthesize._errors import BudgetError, SynthesisError, UnsupportedModeError, ValidationDataError
+from nnperf.optimize.synthesize._package import load_program
 from nnperf.optimize.synthesize._program import (
     INEXACT_MODE,
     KEPT_LAYOUT,
@@ -33,6 +35,7 @@ from nnperf.optimize.synthesize._program import (
     accuracy_of,
     measure_program,
 )
+from nnperf.optimize.synthesize._result import STAGES, InexactSearch, Measured, Stage, SynthesisResult
 from nnperf.optimize.synthesize._search import (
     SEARCHES,
     LayerEffect,
@@ -41,19 +44,7 @@ from nnperf.optimize.synthesize._search import (
     greedy_search,
     ilp_search,
 )
-from nnperf.optimize.synthesize._synthesize import (
-    STAGES,
-    InexactSearch,
-    Measured,
-    Predict,
-    Progress,
-    Stage,
-    SynthesisResult,
-    check_sample_shape,
-    load_program,
-    make_sources,
-    synthesize,
-)
+from nnperf.optimize.synthesize._synthesize import check_sample_shape, make_sources, synthesize
 
 __all__ = [
     "CHECK_TOLERANCE", "INEXACT_MODE", "KEPT_LAYOUT", "MANIFEST_FORMAT", "PROTOCOLS", "RUNTIMES", "SEARCHES",

@@ -1,0 +1,93 @@
+"""What a synthesis finds: programs measured, Table I's stages, the inexact searches and the result as a whole."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nnperf.measure import PairedRatio, Timing
+from nnperf.optimize.synthesize._compare import Comparison
+from nnperf.optimize.synthesize._program import Accuracy, ProgramSpec
+from nnperf.optimize.synthesize._search import LayerEffect, SearchResult
+
+STAGES = ("baseline", "parallel", "layout", "inexact", "final")
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A program measured: its spec, timing (median and quartiles over blocks), accuracy, and the latency nnperf
+    predicted for it before measuring (None without a calibration of its system)."""
+
+    spec: ProgramSpec
+    timing: Timing
+    accuracy: Accuracy
+    predicted_s: float | None = None
+
+    @property
+    def latency_s(self) -> float:
+        return self.timing.stats.median_s
+
+
+def fastest(programs: Sequence[Measured]) -> Measured:
+    """The program of the lowest median latency (the first of equals)."""
+    return min(programs, key=lambda m: m.latency_s)
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One row of Table I: the stage, the program it chose, a note (why a step was not taken), and, once the
+    stages are compared (:func:`synthesize` fills them), the baseline over the program (``speedup``, with its
+    interval) and the program's median time per execution in that comparison (``compared_s``, seconds)."""
+
+    name: str
+    program: Measured
+    note: str = ""
+    speedup: PairedRatio | None = None
+    compared_s: float | None = None
+
+
+@dataclass(frozen=True)
+class InexactSearch:
+    """One runtime's inexact search: the layers' effects (``gains_from`` says how their time saved was found), the
+    greedy and ILP results and their programs measured (None when the search made no layer inexact)."""
+
+    runtime: str
+    mode: str
+    effects: tuple[LayerEffect, ...]
+    all_inexact: Measured
+    greedy: SearchResult
+    ilp: SearchResult
+    greedy_program: Measured | None
+    ilp_program: Measured | None
+    gains_from: str
+
+
+@dataclass(frozen=True)
+class SynthesisResult:
+    """What :func:`synthesize` did: Table I's stages, the inexact searches, every fp32 candidate measured, the
+    reference accuracy (fp32 against the labels; None without labels), ONNX Runtime's best fp32 program (the
+    goal is 1.2x over it: BENCHMARKS.md, section "synthesising a program within an accuracy budget"), the artifact
+    folder and its kind, the energy note (Table II), the comparison the speed-ups come from and the final
+    program's speed-up over ONNX Runtime's best fp32 program in it."""
+
+    network: str
+    budget: float
+    stages: tuple[Stage, ...]
+    searches: tuple[InexactSearch, ...]
+    candidates: tuple[Measured, ...]
+    reference_top1: float | None
+    ort_best_fp32: Measured | None
+    out: Path
+    artifact: str
+    evaluation_samples: int
+    calibration_samples: int
+    elapsed_s: float
+    energy_note: str
+    comparison: Comparison | None = None
+    over_ort_fp32: PairedRatio | None = None
+    manifest: dict[str, Any] = field(default_factory=dict)
+
+    def stage(self, name: str) -> Stage:
+        return next(s for s in self.stages if s.name == name)
