@@ -354,6 +354,20 @@ def test_bad_solver_options(solver: str, options: dict[str, Any], message: str) 
         solve(chain(), solver, **options)
 
 
-def test_options_reach_the_solver() -> None:
-    selection = solve(chain(), "ilp", time_limit_s=10.0)
+def test_options_reach_the_solver(monkeypatch: pytest.MonkeyPatch) -> None:
+    from nnperf.optimize.select import _ilp
+
+    real, time_limits = _ilp.milp, []
+
+    def spied(*args: Any, **kwargs: Any) -> Any:
+        time_limits.append(kwargs["options"]["time_limit"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_ilp, "milp", spied)
+    selection = solve(chain(), "ilp", time_limit_s=7.5)
     assert isinstance(selection, Selection) and selection.optimal
+    assert time_limits == [7.5]  # HiGHS got the option, not solve_ilp's default of 60 s
+    # the chain has 2 x 2 x 2 = 8 combinations: max_states decides whether exhaustive search may run them
+    assert solve(chain(), "exhaustive", max_states=8).cost_s == 5.0
+    with pytest.raises(SearchSpaceTooLargeError, match="8 combinations refused: more than max_states=7"):
+        solve(chain(), "exhaustive", max_states=7)
