@@ -477,6 +477,41 @@ def _channel_shuffle(m: nn.Module, ins: tuple[Shape, ...], out: Shape) -> Mapped
     return OpType.CHANNEL_SHUFFLE, ChannelShuffleAttrs(groups=int(m.groups))
 
 
+def _conv_transpose2d(m: nn.Module, ins: tuple[Shape, ...], out: Shape) -> Mapped | None:
+    assert isinstance(m, nn.ConvTranspose2d)
+    if not isinstance(m.padding, tuple) or len(m.padding) != 2:
+        return None
+    ph, pw = _pair(m.padding)
+    return OpType.CONV_TRANSPOSE, ConvTransposeAttrs(
+        kernel=_pair(m.kernel_size), stride=_pair(m.stride), padding=(ph, pw, ph, pw),
+        output_padding=_pair(m.output_padding), dilation=_pair(m.dilation), groups=m.groups, bias=m.bias is not None)
+
+
+def _layer_norm(m: nn.Module, ins: tuple[Shape, ...], out: Shape) -> Mapped | None:
+    assert isinstance(m, nn.LayerNorm)
+    if len(m.normalized_shape) != 1:
+        return None  # over several trailing axes: not one IR op
+    return OpType.LAYER_NORM, NormAttrs(axis=-1, eps=float(m.eps), affine=m.elementwise_affine)
+
+
+def _layer_norm2d(m: nn.Module, ins: tuple[Shape, ...], out: Shape) -> Mapped | None:
+    assert isinstance(m, LayerNorm2d)
+    return OpType.LAYER_NORM, NormAttrs(axis=1, eps=float(m.eps), affine=True)
+
+
+def _group_norm(m: nn.Module, ins: tuple[Shape, ...], out: Shape) -> Mapped | None:
+    assert isinstance(m, nn.GroupNorm)
+    return OpType.GROUP_NORM, GroupNormAttrs(groups=m.num_groups, eps=float(m.eps), affine=m.affine)
+
+
+def _instance_norm(m: nn.Module, ins: tuple[Shape, ...], out: Shape) -> Mapped | None:
+    """Instance normalisation is group normalisation with one channel per group (without running statistics)."""
+    assert isinstance(m, nn.InstanceNorm2d)
+    if m.track_running_stats:
+        return None
+    return OpType.GROUP_NORM, GroupNormAttrs(groups=ins[0][1], eps=float(m.eps), affine=m.affine)
+
+
 _POOLS = {nn.AdaptiveAvgPool2d: (OpType.GLOBAL_AVG_POOL, OpType.AVG_POOL),
           nn.AdaptiveMaxPool2d: (OpType.GLOBAL_MAX_POOL, OpType.MAX_POOL)}
 _RESHAPES = (OpType.FLATTEN, OpType.RESHAPE)
@@ -516,6 +551,12 @@ TORCH_MODULE_IMPORTERS: Mapping[type[nn.Module], ImportRule[ModuleHandler]] = Ma
     nn.Softplus: rule({OpType.SOFTPLUS}, _softplus),
     nn.Mish: _exactly(nn.Mish, OpType.MISH),
     nn.ChannelShuffle: rule({OpType.CHANNEL_SHUFFLE}, _channel_shuffle),
+    # resizing, normalisation and attention
+    nn.ConvTranspose2d: rule({OpType.CONV_TRANSPOSE}, _conv_transpose2d),
+    nn.LayerNorm: rule({OpType.LAYER_NORM}, _layer_norm),
+    LayerNorm2d: rule({OpType.LAYER_NORM}, _layer_norm2d),
+    nn.GroupNorm: rule({OpType.GROUP_NORM}, _group_norm),
+    nn.InstanceNorm2d: rule({OpType.GROUP_NORM}, _instance_norm),
 })
 """Leaf module class -> its rule; a module takes the rule of the first class of its MRO found here."""
 
@@ -690,94 +731,6 @@ def _expand_call(node: fx.Node, ins: tuple[Shape, ...], out: Shape, constants: l
     return (OpType.EXPAND, NoAttrs()) if len(ins) == 1 else None
 
 
-_RELU, _SIGMOID, _TANH = _call_plain(OpType.RELU), _call_plain(OpType.SIGMOID), _call_plain(OpType.TANH)
-_ADD, _MUL, _MAX = _eltwise_call(OpType.ADD), _eltwise_call(OpType.MUL), _eltwise_call(OpType.MAX)
-_RESHAPE_CALL = rule(_RESHAPES, _reshape_call)
-_SOFTMAX_CALL = rule({OpType.SOFTMAX}, _softmax_call)
-TORCH_CALL_IMPORTERS: Mapping[Any, ImportRule[CallHandler]] = MappingProxyType({
-    F.relu: _RELU, torch.relu: _RELU, torch.relu_: _RELU, "relu": _RELU, "relu_": _RELU,
-    F.relu6: _call_plain(OpType.RELU6),
-    F.leaky_relu: rule({OpType.LEAKY_RELU}, _leaky_relu_call),
-    torch.sigmoid: _SIGMOID, F.sigmoid: _SIGMOID, "sigmoid": _SIGMOID,
-    torch.tanh: _TANH, F.tanh: _TANH, "tanh": _TANH,
-    F.hardswish: _call_plain(OpType.HARDSWISH),
-    F.silu: _call_plain(OpType.SILU),
-    operator.add: _ADD, operator.iadd: _ADD, torch.add: _ADD, "add": _ADD, "add_": _ADD,
-    operator.mul: _MUL, operator.imul: _MUL, torch.mul: _MUL, "mul": _MUL, "mul_": _MUL,
-    torch.maximum: _MAX, torch.max: _MAX,
-    torch.cat: rule({OpType.CONCAT}, _cat), torch.concat: rule({OpType.CONCAT}, _cat),
-    torch.flatten: _RESHAPE_CALL, "flatten": _RESHAPE_CALL, "view": _RESHAPE_CALL, "reshape": _RESHAPE_CALL,
-    torch.reshape: _RESHAPE_CALL, "squeeze": _RESHAPE_CALL, "unsqueeze": _RESHAPE_CALL,
-    torch.squeeze: _RESHAPE_CALL, torch.unsqueeze: _RESHAPE_CALL,
-    F.softmax: _SOFTMAX_CALL, torch.softmax: _SOFTMAX_CALL, "softmax": _SOFTMAX_CALL,
-    F.adaptive_avg_pool2d: rule(_POOLS[nn.AdaptiveAvgPool2d], _adaptive_pool_call),
-    F.adaptive_max_pool2d: rule(_POOLS[nn.AdaptiveMaxPool2d], _adaptive_pool_call),
-    F.max_pool2d: rule({OpType.MAX_POOL}, _max_pool_call),
-    F.avg_pool2d: rule({OpType.AVG_POOL}, _avg_pool_call),
-    F.pad: rule({OpType.PAD}, _pad_call),
-    F.interpolate: rule({OpType.UPSAMPLE}, _interpolate_call),
-    F.local_response_norm: rule({OpType.LRN}, _lrn_call),
-    F.dropout: _call_plain(OpType.DROPOUT),
-    "contiguous": _call_plain(OpType.IDENTITY), "clone": _call_plain(OpType.IDENTITY),
-    # activations and data movement (issue 17)
-    F.hardsigmoid: rule({OpType.HARD_SIGMOID}, lambda node, ins, out, constants: _hard_sigmoid()),
-    torch.clamp: rule({OpType.CLIP, OpType.RELU, OpType.RELU6}, _clamp_call),
-    torch.clip: rule({OpType.CLIP, OpType.RELU, OpType.RELU6}, _clamp_call),
-    "clamp": rule({OpType.CLIP, OpType.RELU, OpType.RELU6}, _clamp_call),
-    "clip": rule({OpType.CLIP, OpType.RELU, OpType.RELU6}, _clamp_call),
-    F.hardtanh: rule({OpType.CLIP, OpType.RELU6}, _clamp_call),
-    F.gelu: rule({OpType.GELU}, _gelu_call),
-    F.softplus: rule({OpType.SOFTPLUS}, _softplus_call),
-    F.mish: _call_plain(OpType.MISH),
-    torch.exp: _call_plain(OpType.EXP), "exp": _call_plain(OpType.EXP),
-    torch.log: _call_plain(OpType.LOG), "log": _call_plain(OpType.LOG),
-    torch.transpose: rule({OpType.TRANSPOSE}, _transpose_call), "transpose": rule({OpType.TRANSPOSE}, _transpose_call),
-    torch.permute: rule({OpType.TRANSPOSE}, _transpose_call), "permute": rule({OpType.TRANSPOSE}, _transpose_call),
-    operator.getitem: rule({OpType.SLICE, OpType.GATHER}, _getitem_call),
-    torch.index_select: rule({OpType.GATHER}, _index_select_call),
-    "index_select": rule({OpType.GATHER}, _index_select_call),
-    "expand": rule({OpType.EXPAND}, _expand_call), "expand_as": rule({OpType.EXPAND}, _expand_call),
-    F.channel_shuffle: rule({OpType.CHANNEL_SHUFFLE}, lambda node, ins, out, constants: (
-        OpType.CHANNEL_SHUFFLE, ChannelShuffleAttrs(groups=int(_arg(node, 1, "groups", 1))))),
-})
-"""``call_function`` target or ``call_method`` name (a Tensor method) -> its rule."""
-
-# resizing, normalisation and attention (issue 17)
-def _conv_transpose2d(m: nn.Module, ins: tuple[Shape, ...], out: Shape) -> Mapped | None:
-    assert isinstance(m, nn.ConvTranspose2d)
-    if not isinstance(m.padding, tuple) or len(m.padding) != 2:
-        return None
-    ph, pw = _pair(m.padding)
-    return OpType.CONV_TRANSPOSE, ConvTransposeAttrs(
-        kernel=_pair(m.kernel_size), stride=_pair(m.stride), padding=(ph, pw, ph, pw),
-        output_padding=_pair(m.output_padding), dilation=_pair(m.dilation), groups=m.groups, bias=m.bias is not None)
-
-
-def _layer_norm(m: nn.Module, ins: tuple[Shape, ...], out: Shape) -> Mapped | None:
-    assert isinstance(m, nn.LayerNorm)
-    if len(m.normalized_shape) != 1:
-        return None  # over several trailing axes: not one IR op
-    return OpType.LAYER_NORM, NormAttrs(axis=-1, eps=float(m.eps), affine=m.elementwise_affine)
-
-
-def _layer_norm2d(m: nn.Module, ins: tuple[Shape, ...], out: Shape) -> Mapped | None:
-    assert isinstance(m, LayerNorm2d)
-    return OpType.LAYER_NORM, NormAttrs(axis=1, eps=float(m.eps), affine=True)
-
-
-def _group_norm(m: nn.Module, ins: tuple[Shape, ...], out: Shape) -> Mapped | None:
-    assert isinstance(m, nn.GroupNorm)
-    return OpType.GROUP_NORM, GroupNormAttrs(groups=m.num_groups, eps=float(m.eps), affine=m.affine)
-
-
-def _instance_norm(m: nn.Module, ins: tuple[Shape, ...], out: Shape) -> Mapped | None:
-    """Instance normalisation is group normalisation with one channel per group (without running statistics)."""
-    assert isinstance(m, nn.InstanceNorm2d)
-    if m.track_running_stats:
-        return None
-    return OpType.GROUP_NORM, GroupNormAttrs(groups=ins[0][1], eps=float(m.eps), affine=m.affine)
-
-
 def _binary_call(op: OpType) -> ImportRule[CallHandler]:
     """Sub, div or pow of two activations; a division by a scalar or per-channel constant is a scale layer."""
 
@@ -846,23 +799,65 @@ _SUB, _DIV, _POW = _binary_call(OpType.SUB), _binary_call(OpType.DIV), _binary_c
 _MATMUL = rule({OpType.MATMUL, OpType.LINEAR}, _matmul_call)
 _MEAN = rule({OpType.GLOBAL_AVG_POOL, OpType.REDUCE_MEAN}, _reduce_call(OpType.REDUCE_MEAN))
 _AMAX = rule({OpType.REDUCE_MAX, OpType.GLOBAL_MAX_POOL}, _reduce_call(OpType.REDUCE_MAX))
-_ISSUE17_MODULES: dict[type[nn.Module], ImportRule[ModuleHandler]] = {
-    nn.ConvTranspose2d: rule({OpType.CONV_TRANSPOSE}, _conv_transpose2d),
-    nn.LayerNorm: rule({OpType.LAYER_NORM}, _layer_norm),
-    LayerNorm2d: rule({OpType.LAYER_NORM}, _layer_norm2d),
-    nn.GroupNorm: rule({OpType.GROUP_NORM}, _group_norm),
-    nn.InstanceNorm2d: rule({OpType.GROUP_NORM}, _instance_norm),
-}
-_ISSUE17_CALLS: dict[Any, ImportRule[CallHandler]] = {  # torch.mean and "mean" are defined here only
+_RELU, _SIGMOID, _TANH = _call_plain(OpType.RELU), _call_plain(OpType.SIGMOID), _call_plain(OpType.TANH)
+_ADD, _MUL, _MAX = _eltwise_call(OpType.ADD), _eltwise_call(OpType.MUL), _eltwise_call(OpType.MAX)
+_RESHAPE_CALL = rule(_RESHAPES, _reshape_call)
+_SOFTMAX_CALL = rule({OpType.SOFTMAX}, _softmax_call)
+TORCH_CALL_IMPORTERS: Mapping[Any, ImportRule[CallHandler]] = MappingProxyType({
+    F.relu: _RELU, torch.relu: _RELU, torch.relu_: _RELU, "relu": _RELU, "relu_": _RELU,
+    F.relu6: _call_plain(OpType.RELU6),
+    F.leaky_relu: rule({OpType.LEAKY_RELU}, _leaky_relu_call),
+    torch.sigmoid: _SIGMOID, F.sigmoid: _SIGMOID, "sigmoid": _SIGMOID,
+    torch.tanh: _TANH, F.tanh: _TANH, "tanh": _TANH,
+    F.hardswish: _call_plain(OpType.HARDSWISH),
+    F.silu: _call_plain(OpType.SILU),
+    operator.add: _ADD, operator.iadd: _ADD, torch.add: _ADD, "add": _ADD, "add_": _ADD,
+    operator.mul: _MUL, operator.imul: _MUL, torch.mul: _MUL, "mul": _MUL, "mul_": _MUL,
+    torch.maximum: _MAX, torch.max: _MAX,
+    torch.cat: rule({OpType.CONCAT}, _cat), torch.concat: rule({OpType.CONCAT}, _cat),
+    torch.flatten: _RESHAPE_CALL, "flatten": _RESHAPE_CALL, "view": _RESHAPE_CALL, "reshape": _RESHAPE_CALL,
+    torch.reshape: _RESHAPE_CALL, "squeeze": _RESHAPE_CALL, "unsqueeze": _RESHAPE_CALL,
+    torch.squeeze: _RESHAPE_CALL, torch.unsqueeze: _RESHAPE_CALL,
+    F.softmax: _SOFTMAX_CALL, torch.softmax: _SOFTMAX_CALL, "softmax": _SOFTMAX_CALL,
+    F.adaptive_avg_pool2d: rule(_POOLS[nn.AdaptiveAvgPool2d], _adaptive_pool_call),
+    F.adaptive_max_pool2d: rule(_POOLS[nn.AdaptiveMaxPool2d], _adaptive_pool_call),
+    F.max_pool2d: rule({OpType.MAX_POOL}, _max_pool_call),
+    F.avg_pool2d: rule({OpType.AVG_POOL}, _avg_pool_call),
+    F.pad: rule({OpType.PAD}, _pad_call),
+    F.interpolate: rule({OpType.UPSAMPLE}, _interpolate_call),
+    F.local_response_norm: rule({OpType.LRN}, _lrn_call),
+    F.dropout: _call_plain(OpType.DROPOUT),
+    "contiguous": _call_plain(OpType.IDENTITY), "clone": _call_plain(OpType.IDENTITY),
+    # activations and data movement (issue 17)
+    F.hardsigmoid: rule({OpType.HARD_SIGMOID}, lambda node, ins, out, constants: _hard_sigmoid()),
+    torch.clamp: rule({OpType.CLIP, OpType.RELU, OpType.RELU6}, _clamp_call),
+    torch.clip: rule({OpType.CLIP, OpType.RELU, OpType.RELU6}, _clamp_call),
+    "clamp": rule({OpType.CLIP, OpType.RELU, OpType.RELU6}, _clamp_call),
+    "clip": rule({OpType.CLIP, OpType.RELU, OpType.RELU6}, _clamp_call),
+    F.hardtanh: rule({OpType.CLIP, OpType.RELU6}, _clamp_call),
+    F.gelu: rule({OpType.GELU}, _gelu_call),
+    F.softplus: rule({OpType.SOFTPLUS}, _softplus_call),
+    F.mish: _call_plain(OpType.MISH),
+    torch.exp: _call_plain(OpType.EXP), "exp": _call_plain(OpType.EXP),
+    torch.log: _call_plain(OpType.LOG), "log": _call_plain(OpType.LOG),
+    torch.transpose: rule({OpType.TRANSPOSE}, _transpose_call), "transpose": rule({OpType.TRANSPOSE}, _transpose_call),
+    torch.permute: rule({OpType.TRANSPOSE}, _transpose_call), "permute": rule({OpType.TRANSPOSE}, _transpose_call),
+    operator.getitem: rule({OpType.SLICE, OpType.GATHER}, _getitem_call),
+    torch.index_select: rule({OpType.GATHER}, _index_select_call),
+    "index_select": rule({OpType.GATHER}, _index_select_call),
+    "expand": rule({OpType.EXPAND}, _expand_call), "expand_as": rule({OpType.EXPAND}, _expand_call),
+    F.channel_shuffle: rule({OpType.CHANNEL_SHUFFLE}, lambda node, ins, out, constants: (
+        OpType.CHANNEL_SHUFFLE, ChannelShuffleAttrs(groups=int(_arg(node, 1, "groups", 1))))),
+    # resizing, normalisation and attention
     operator.sub: _SUB, operator.isub: _SUB, torch.sub: _SUB, "sub": _SUB,
     operator.truediv: _DIV, operator.itruediv: _DIV, torch.div: _DIV, "div": _DIV,
     operator.pow: _POW, torch.pow: _POW, "pow": _POW,
     operator.matmul: _MATMUL, torch.matmul: _MATMUL, torch.bmm: _MATMUL, "matmul": _MATMUL, "bmm": _MATMUL,
     torch.mean: _MEAN, "mean": _MEAN,
     torch.amax: _AMAX, "amax": _AMAX,
-}
-TORCH_MODULE_IMPORTERS = MappingProxyType({**TORCH_MODULE_IMPORTERS, **_ISSUE17_MODULES})
-TORCH_CALL_IMPORTERS = MappingProxyType({**TORCH_CALL_IMPORTERS, **_ISSUE17_CALLS})
+})
+"""``call_function`` target or ``call_method`` name (a Tensor method) -> its rule."""
+
 _CONCATS = frozenset({torch.cat, torch.concat})
 _MATMULS = frozenset({operator.matmul, torch.matmul, torch.bmm, "matmul", "bmm"})
 _CONSTANT_OPERAND_CALLS = frozenset({torch.cat, torch.concat, operator.add, torch.add, "add", operator.sub, torch.sub,
