@@ -13,11 +13,14 @@ from nnperf.prediction import steps
 from nnperf.prediction._base import (
     PREDICTORS,
     CalibrationSet,
+    FittedOn,
     NetworkInput,
     NetworkPredictor,
     NotFittedError,
     Predictor,
+    PredictorCategory,
     fit_network_predictors,
+    network_predictor_classes,
     network_predictor_names,
     predictor_class,
     register_predictor,
@@ -31,7 +34,7 @@ from nnperf.prediction._calibrate import (
     missing_calibration,
 )
 from nnperf.prediction._composition import Composition, FusionRules, fit_composition, learn_fusion
-from nnperf.prediction._features import FEATURES, features, model_key
+from nnperf.prediction._features import FEATURES, SharedKey, features, model_key
 from nnperf.prediction._model import (
     MODEL_KIND,
     LayerPrediction,
@@ -59,6 +62,7 @@ __all__ = [
     "CalibrationSet",
     "Composition",
     "DatasetTooSmallError",
+    "FittedOn",
     "FusionRules",
     "LayerPrediction",
     "MacsModel",
@@ -70,10 +74,12 @@ __all__ = [
     "NoTransformModelError",
     "NotFittedError",
     "Predictor",
+    "PredictorCategory",
     "PreviousModel",
     "PrimitiveCostModel",
     "RidgeModel",
     "RooflineModel",
+    "SharedKey",
     "SystemModel",
     "UncoveredLayersError",
     "UnknownColumnError",
@@ -91,6 +97,7 @@ __all__ = [
     "load_system_model",
     "missing_calibration",
     "model_key",
+    "network_predictor_classes",
     "network_predictor_names",
     "predictor_class",
     "register_predictor",

@@ -12,6 +12,12 @@ evaluation finds every network-level predictor without being told about it.
 :class:`NetworkPredictor` is the kind :func:`~nnperf.prediction.evaluation.evaluate`
 compares: it is fitted on a system's calibration (:class:`CalibrationSet`) and
 predicts one network's latency in seconds.
+
+Every predictor describes itself, so that no report names one by its registry name: its ``label`` and
+``description``, its :class:`PredictorCategory`, a one-line :meth:`~Predictor.summary` of what it learnt and,
+where its fitted state tells, what it was fitted on (:meth:`~Predictor.fitted_on`). A network predictor also
+declares the roles a system's model gives out (:class:`NetworkPredictor`'s ``primary_rank``,
+``scales_layer_sum``, ``provides_fusion``) and what the calibration reports show of it.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from nnperf.errors import FormatVersionError, NnperfError
 from nnperf.ir import Network
 from nnperf.ir.metrics import NetworkMetrics, network_metrics
+from nnperf.prediction._enums import TextEnum
 from nnperf.registry import Availability, Registry
 
 if TYPE_CHECKING:
@@ -42,22 +49,71 @@ class NotFittedError(NnperfError):
     """A predictor asked to predict (or to be stored) before it was fitted."""
 
 
+class PredictorCategory(TextEnum):
+    """What a predictor predicts, and so where it is used."""
+
+    NETWORK = "network"
+    """A whole network's latency, fitted on a system's calibration (:class:`NetworkPredictor`)."""
+    LAYER = "layer"
+    """One layer type's latency or energy from the layer's metrics."""
+    PRIMITIVE = "primitive"
+    """The times of convolution primitives and layout transformations on a layer configuration."""
+    STEP = "step"
+    """Step-function models of a layer parameter, and their composition into any configuration."""
+    OTHER = "other"
+    """A predictor that does not say (the default of a third party's plain :class:`Predictor`)."""
+
+
+@dataclass(frozen=True)
+class FittedOn:
+    """What a predictor was fitted on: ``count`` of ``unit`` (samples, layers, points, ...) and, where known,
+    the ``networks`` by name."""
+
+    count: int
+    unit: str = "samples"
+    networks: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        named = f" of {len(self.networks)} network(s): {', '.join(self.networks)}" if self.networks else ""
+        return f"{self.count} {self.unit}{named}"
+
+
 class Predictor(ABC):
     """The common interface: ``fit(...) -> self``, ``predict(...)``, ``get_params()``, ``to_dict``/``from_dict``.
 
     Subclasses set ``name`` (the registry name), ``description`` (one line for
-    tables and reports) and ``version`` (of their fitted state), take only
+    tables and reports), ``category`` and ``version`` (of their fitted state), take only
     parameters in ``__init__`` and keep what ``fit`` learns in attributes
-    ending in ``_``, listed by :meth:`fitted_state`.
+    ending in ``_``, listed by :meth:`fitted_state`; they describe what they
+    learnt with :meth:`summary` and, where their state tells, :meth:`fitted_on`.
     """
 
     name: ClassVar[str] = ""
     label: ClassVar[str] = ""
     """A short name for tables and legends (the registry name when empty)."""
     description: ClassVar[str] = ""
+    category: ClassVar[PredictorCategory] = PredictorCategory.OTHER
+    """What the predictor predicts (a class attribute: ``kind`` is a parameter of some predictors)."""
     version: ClassVar[int] = 1
     display_order: ClassVar[int] = 100
     """Where the predictor comes in tables and figures (lower first; ties by name)."""
+
+    @classmethod
+    def display_label(cls) -> str:
+        """The label of tables and legends: ``label``, or the registry name without one."""
+        return cls.label or cls.name
+
+    def summary(self) -> str:
+        """One line of what the fitted predictor learnt, for tables (this default lists its scalar learned
+        values); raises :class:`NotFittedError` before ``fit``."""
+        self.check_fitted()
+        scalars = [f"{key} = {value:.4g}" for key, value in self.fitted_state().items()
+                   if isinstance(value, (int, float)) and not isinstance(value, bool)]
+        return ", ".join(scalars) or "fitted"
+
+    def fitted_on(self) -> FittedOn | None:
+        """What the fitted predictor learnt from, as far as its fitted state tells (None where it does not)."""
+        return None
 
     def get_params(self) -> dict[str, Any]:
         """The constructor parameters and their current values (as scikit-learn's ``get_params``)."""
@@ -223,11 +279,50 @@ class NetworkPredictor(Predictor):
     whether a calibration holds what the predictor needs (a roofline needs
     measured peaks); one that cannot be fitted is left out of the system's
     model, with the reason kept in the calibration record.
+
+    The roles a system's model gives out are class attributes, so that a
+    prediction that holds only names can find them (see
+    ``nnperf.prediction._roles``): ``primary_rank``, ``scales_layer_sum`` and
+    ``provides_fusion``. ``calibration_key``, :meth:`calibration_entry` and
+    :meth:`calibration_line` are what the calibration's document and summary
+    show of the fitted predictor.
     """
+
+    category = PredictorCategory.NETWORK
+
+    primary_rank: ClassVar[int | None] = None
+    """Whether a prediction's ``latency_s`` may come from this predictor: of those fitted that may, the lowest
+    rank gives it; None: never (then the first fitted predictor gives it when no other may)."""
+    scales_layer_sum: ClassVar[bool] = False
+    """Whether it predicts c x the sum of the per-layer predictions (PreVIous Eq. 6) and holds c
+    (:meth:`layer_sum_coefficient`)."""
+    provides_fusion: ClassVar[bool] = False
+    """Whether it knows which layers the backend fuses into the layer before them (:meth:`fused_layers`)."""
+    calibration_key: ClassVar[str | None] = None
+    """The key of the calibration document (``nnperf calibrate --json``) that holds :meth:`calibration_entry`
+    (null where the system has no such predictor fitted); None: the document does not show this predictor."""
 
     @classmethod
     def availability(cls, calibration: CalibrationSet) -> Availability:
         return Availability.yes()
+
+    def layer_sum_coefficient(self) -> float | None:
+        """c, where the predictor ``scales_layer_sum``; None otherwise."""
+        return None
+
+    def fused_layers(self, network: Network) -> frozenset[str]:
+        """The layers of ``network`` the backend runs inside the layer before them, where the predictor
+        ``provides_fusion`` (none otherwise)."""
+        return frozenset()
+
+    def calibration_entry(self) -> dict[str, Any]:
+        """What the calibration document holds under ``calibration_key``: the fitted state by default."""
+        return self.fitted_state()
+
+    def calibration_line(self, calibration: Mapping[str, Any]) -> str | None:
+        """The line of the calibration summary on this fitted predictor (``calibration``: the system's
+        calibration record), or None to leave it out."""
+        return None
 
     @abstractmethod
     def fit(self, calibration: CalibrationSet) -> Self:  # type: ignore[override]
@@ -238,11 +333,20 @@ class NetworkPredictor(Predictor):
         """The network's latency in seconds."""
 
 
+def display_key(klass: type[Predictor]) -> tuple[int, str]:
+    """The sort key of tables and figures: ``display_order``, then the registry name."""
+    return klass.display_order, klass.name
+
+
+def network_predictor_classes() -> list[type[NetworkPredictor]]:
+    """The registered network-level predictor classes, in display order."""
+    classes = [predictor_class(name) for name in PREDICTORS.names()]
+    return sorted((k for k in classes if issubclass(k, NetworkPredictor)), key=display_key)
+
+
 def network_predictor_names() -> list[str]:
     """The registered network-level predictors, in display order."""
-    classes = [predictor_class(name) for name in PREDICTORS.names()]
-    return [k.name for k in sorted((k for k in classes if issubclass(k, NetworkPredictor)),
-                                   key=lambda k: (k.display_order, k.name))]
+    return [k.name for k in network_predictor_classes()]
 
 
 def fit_network_predictors(calibration: CalibrationSet, names: Sequence[str] | None = None,

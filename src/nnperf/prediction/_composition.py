@@ -16,7 +16,7 @@ per-call difference, is fitted on the calibration networks' whole-network
 times by least squares on the relative error. Unlike c, the per-layer
 predictions are not rescaled: a scale fitted on the small calibration
 networks carried their whole/isolated ratio to networks whose ratio differs
-(BENCHMARKS.md, issue 4, compares the variants).
+(BENCHMARKS.md compares the variants under "prediction accuracy").
 """
 
 from __future__ import annotations
@@ -137,6 +137,9 @@ class Composition(NetworkPredictor):
     label = "nnperf composed"
     description = "nnperf: per-layer predictions composed the way this backend runs them"
     display_order = 20
+    primary_rank = 0
+    provides_fusion = True
+    calibration_key = "composition"
 
     @classmethod
     def availability(cls, calibration: CalibrationSet) -> Availability:
@@ -181,6 +184,19 @@ class Composition(NetworkPredictor):
     def latency_s(self, network: Network, layer_latency_s: Mapping[str, float]) -> float:
         unfused_s, calls = self.terms(network, layer_latency_s)
         return max(unfused_s + self.delta_s * calls, 0.0)
+
+    def fused_layers(self, network: Network) -> frozenset[str]:
+        return frozenset(self.fusion.fused_layers(network))
+
+    def summary(self) -> str:
+        return (f"{self.delta_s * 1e6:+.1f} us per unfused layer call; fused by this backend: "
+                f"{', '.join(self.fusion.fused_pairs) or 'nothing'}")
+
+    def calibration_entry(self) -> dict[str, Any]:
+        return {"delta_s": self.delta_s, "fused_pairs": list(self.fusion.fused_pairs)}
+
+    def calibration_line(self, calibration: Mapping[str, Any]) -> str:
+        return f"composition: {self.summary()}"
 
     def fitted_state(self) -> dict[str, Any]:
         return {"delta_s": self.delta_s_, "fusion": self.fusion_.to_dict()}

@@ -10,30 +10,39 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from nnperf.errors import FormatVersionError, NnperfError
 from nnperf.ir import Network
 from nnperf.ir.metrics import NetworkMetrics, network_metrics
-from nnperf.prediction._base import PREDICTOR_FORMAT, PREDICTOR_VERSION, NetworkInput, NetworkPredictor, predictor_class
+from nnperf.prediction._base import (
+    PREDICTOR_FORMAT,
+    PREDICTOR_VERSION,
+    FittedOn,
+    NetworkInput,
+    NetworkPredictor,
+    display_key,
+    predictor_class,
+)
 from nnperf.prediction._composition import Composition
 from nnperf.prediction._features import FEATURES, GENERIC_KEY, metric_features, model_key
-from nnperf.prediction._previous import PreviousModel  # noqa: F401  (registers 'previous')
+from nnperf.prediction._previous import PreviousModel
 from nnperf.prediction._ridge import RidgeModel
+from nnperf.prediction._roles import name_with, primary_name, provides_fusion, scales_layer_sum
 from nnperf.prediction.baselines import MacsModel, RooflineModel
-from nnperf.prediction.kernel import KernelModel  # noqa: F401  (registers 'kernel')
+from nnperf.prediction.kernel import KernelModel  # noqa: F401  (registers the kernel-aware predictor)
 
 MODEL_FORMAT = "nnperf-model"
 MODEL_VERSION = 3
 """Version 3 holds the network predictors by registry name; version 2 documents are read and converted."""
 MODEL_KIND = "previous"
+"""The kind the measurement store files a system's model under (PreVIous' models and every network predictor)."""
 
 PREDICTION_FORMAT = ("nnperf-prediction", 2)
 
-PRIMARY = ("composed", "previous")
-"""The network predictors a prediction's ``latency_s`` comes from, the first one present."""
+P = TypeVar("P", bound=NetworkPredictor)
 
 
 class UncoveredLayersError(NnperfError):
@@ -65,10 +74,11 @@ class NetworkPrediction:
     """Per-layer predictions and the network total of every network-level predictor.
 
     ``network_latency_s`` maps each fitted network predictor's name (see
-    :data:`~nnperf.prediction.PREDICTORS`: 'previous' is PreVIous' c x the sum
-    of layer predictions, Eq. 6; 'composed' nnperf's fusion-aware
-    composition; 'macs' and 'roofline' the baselines) to its prediction in
-    seconds; ``latency_s`` is the first of ``PRIMARY`` present.
+    :data:`~nnperf.prediction.PREDICTORS`: PreVIous' c x the sum of layer
+    predictions, Eq. 6; nnperf's fusion-aware composition; the baselines; ...)
+    to its prediction in seconds; ``latency_s`` is that of the predictor
+    whose class has the lowest ``primary_rank`` (see :attr:`method`). The
+    roles are asked of the predictor classes registered under these names.
     """
 
     network: str
@@ -86,10 +96,11 @@ class NetworkPrediction:
 
     @property
     def method(self) -> str:
-        """The predictor ``latency_s`` comes from: the first of ``PRIMARY`` present (else the first fitted)."""
-        for name in PRIMARY:
-            if name in self.network_latency_s:
-                return name
+        """The predictor ``latency_s`` comes from: of those present that may give it, the one of the lowest
+        ``primary_rank`` (nnperf's composition, else PreVIous' c); else the first fitted."""
+        primary = primary_name(self.network_latency_s)
+        if primary is not None:
+            return primary
         if not self.network_latency_s:
             raise NnperfError(f"{self.network}: the system model holds no network-level predictor")
         return next(iter(self.network_latency_s))
@@ -99,12 +110,26 @@ class NetworkPrediction:
         return self.network_latency_s[self.method]
 
     @property
+    def layer_sum_method(self) -> str | None:
+        """The predictor of PreVIous' c x the sum of the layer predictions (Eq. 6), when present."""
+        return name_with(self.network_latency_s, scales_layer_sum)
+
+    @property
+    def fusion_method(self) -> str | None:
+        """The predictor that composes the layers the way the backend fuses them, when present."""
+        return name_with(self.network_latency_s, provides_fusion)
+
+    @property
     def previous_latency_s(self) -> float | None:
-        return self.network_latency_s.get("previous")
+        """PreVIous' c x the sum of the layer predictions (seconds), when the model has it."""
+        name = self.layer_sum_method
+        return None if name is None else self.network_latency_s[name]
 
     @property
     def composed_latency_s(self) -> float | None:
-        return self.network_latency_s.get("composed")
+        """nnperf's fusion-aware composition (seconds), when the model has it."""
+        name = self.fusion_method
+        return None if name is None else self.network_latency_s[name]
 
     @property
     def energy_j(self) -> float | None:
@@ -151,9 +176,10 @@ class SystemModel:
 
     ``latency`` and ``energy`` map a layer-type key (see ``model_key``) to its
     Ridge model; ``predictors`` holds every network-level predictor fitted on
-    the calibration, by registry name ('previous': c of Eq. 6, 'composed':
-    the fusion-aware composition, 'macs' and 'roofline': the baselines, and
-    any other registered :class:`~nnperf.prediction.NetworkPredictor`).
+    the calibration, by registry name (c of Eq. 6, the fusion-aware
+    composition, the baselines, and any other registered
+    :class:`~nnperf.prediction.NetworkPredictor`); the properties below find
+    them by the roles and types their classes declare, never by name.
     ``calibration`` records the networks, layer count, wall time and the
     predictors that could not be fitted, with the reason.
     """
@@ -167,10 +193,38 @@ class SystemModel:
     calibration: Mapping[str, Any] = field(default_factory=dict)  # networks, layer count, wall time, ...
 
     @property
+    def ordered_predictors(self) -> list[NetworkPredictor]:
+        """The fitted network predictors in display order."""
+        return sorted(self.predictors.values(), key=lambda predictor: display_key(type(predictor)))
+
+    def first_of(self, klass: type[P]) -> P | None:
+        """The first fitted network predictor that is a ``klass``, or None."""
+        return next((p for p in self.predictors.values() if isinstance(p, klass)), None)
+
+    def fitted_on(self, predictor: NetworkPredictor) -> FittedOn:
+        """What a network predictor of this model was fitted on: what its own state says, else this model's
+        calibration networks (every network predictor of the model was fitted on them)."""
+        own = predictor.fitted_on()
+        if own is not None:
+            return own
+        networks = tuple(str(n) for n in self.calibration.get("networks", ()))
+        return FittedOn(len(networks), "calibration networks", networks)
+
+    @property
+    def layer_sum_predictor(self) -> NetworkPredictor | None:
+        """The predictor of PreVIous' c x the summed layer predictions (Eq. 6), when fitted."""
+        return next((p for p in self.predictors.values() if p.scales_layer_sum), None)
+
+    @property
+    def fusion_predictor(self) -> NetworkPredictor | None:
+        """The predictor that knows which layers the backend fuses, when fitted."""
+        return next((p for p in self.predictors.values() if p.provides_fusion), None)
+
+    @property
     def coefficient_c(self) -> float | None:
-        """PreVIous' c (Eq. 6), when the 'previous' predictor is fitted."""
-        previous = self.predictors.get("previous")
-        return None if previous is None else float(previous.coefficient_c_)  # type: ignore[attr-defined]
+        """PreVIous' c (Eq. 6), when its predictor is fitted."""
+        holder = self.layer_sum_predictor
+        return None if holder is None else holder.layer_sum_coefficient()
 
     @property
     def reference_s(self) -> tuple[str, float] | None:
@@ -183,18 +237,19 @@ class SystemModel:
 
     @property
     def composition(self) -> Composition | None:
-        found = self.predictors.get("composed")
+        """nnperf's fusion-aware composition, when fitted."""
+        found = self.fusion_predictor
         return found if isinstance(found, Composition) else None
 
     @property
     def macs(self) -> MacsModel | None:
-        found = self.predictors.get("macs")
-        return found if isinstance(found, MacsModel) else None
+        """The MACs-proportional baseline, when fitted."""
+        return self.first_of(MacsModel)
 
     @property
     def roofline(self) -> RooflineModel | None:
-        found = self.predictors.get("roofline")
-        return found if isinstance(found, RooflineModel) else None
+        """The roofline bound, when the calibration measured its peaks."""
+        return self.first_of(RooflineModel)
 
     def missing(self, network: Network) -> dict[str, list[str]]:
         """Layer types of ``network`` with no latency model, with the layers of each."""
@@ -236,8 +291,8 @@ class SystemModel:
         layers = self.predict_layers(network, metrics)
         x = NetworkInput(network, {p.layer: p.latency_s for p in layers}, metrics)
         totals = {name: float(predictor.predict(x)) for name, predictor in self.predictors.items()}
-        composition = self.composition
-        fused = frozenset(composition.fusion.fused_layers(network)) if composition is not None else frozenset[str]()
+        fusion = self.fusion_predictor
+        fused = fusion.fused_layers(network) if fusion is not None else frozenset[str]()
         return NetworkPrediction(network.name, self.system_label, layers, totals, self.coefficient_c,
                                  self.energy_coefficient_c, fused)
 
@@ -280,6 +335,11 @@ class SystemModel:
         )
 
 
+VERSION_2_KEYS: tuple[tuple[type[NetworkPredictor], str], ...] = (
+    (Composition, "composition"), (MacsModel, "macs"), (RooflineModel, "roofline"))
+"""The network predictors a version-2 model document held under fixed keys (beside PreVIous' c), and the keys."""
+
+
 def _from_version_2(d: Mapping[str, Any]) -> dict[str, Any]:
     """A version-2 model document (c, composition and baselines as fixed keys) in the version-3 layout."""
     def predictor(name: str, state: Mapping[str, Any]) -> dict[str, Any]:
@@ -288,10 +348,10 @@ def _from_version_2(d: Mapping[str, Any]) -> dict[str, Any]:
                 "state_version": klass.version, "params": {}, "fitted": dict(state)}
 
     alpha = float(d.get("calibration", {}).get("alpha", 1.0))
-    predictors = {"previous": predictor("previous", {"coefficient_c": d["coefficient_c"]})}
-    for name, key in (("composed", "composition"), ("macs", "macs"), ("roofline", "roofline")):
+    predictors = {PreviousModel.name: predictor(PreviousModel.name, {"coefficient_c": d["coefficient_c"]})}
+    for klass, key in VERSION_2_KEYS:
         if d.get(key) is not None:
-            predictors[name] = predictor(name, d[key])
+            predictors[klass.name] = predictor(klass.name, d[key])
     return {**d, "version": MODEL_VERSION, "predictors": predictors,
             "latency": {k: _ridge_v2(v, alpha) for k, v in d["latency"].items()},
             "energy": {k: _ridge_v2(v, alpha) for k, v in d.get("energy", {}).items()}}

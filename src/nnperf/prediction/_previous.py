@@ -26,6 +26,8 @@ class PreviousModel(NetworkPredictor):
     label = "PreVIous (c)"
     description = "PreVIous: c x the sum of per-layer predictions (Eq. 6)"
     display_order = 10
+    primary_rank = 1
+    scales_layer_sum = True
 
     @classmethod
     def of(cls, coefficient_c: float) -> PreviousModel:
@@ -42,6 +44,13 @@ class PreviousModel(NetworkPredictor):
     def predict(self, x: NetworkInput) -> float:
         self.check_fitted()
         return self.coefficient_c_ * float(sum(x.layer_latency_s.values()))
+
+    def layer_sum_coefficient(self) -> float:
+        self.check_fitted()
+        return float(self.coefficient_c_)
+
+    def summary(self) -> str:
+        return f"c = {self.layer_sum_coefficient():.3f}"
 
     def fitted_state(self) -> dict[str, Any]:
         return {"coefficient_c": self.coefficient_c_}

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from nnperf.errors import NnperfError
-from nnperf.prediction._base import Predictor, register_predictor
+from nnperf.prediction._base import FittedOn, Predictor, PredictorCategory, register_predictor
 
 if TYPE_CHECKING:
     from typing import Self
@@ -40,6 +40,7 @@ class RidgeModel(Predictor):
 
     name = "ridge"
     description = "PreVIous: standardised Ridge regression of one layer type on n(W), #OPs and #memOPs (Eq. 4)"
+    category = PredictorCategory.LAYER
 
     def __init__(self, key: str = "", target: str = "latency_s", alpha: float = 1.0) -> None:
         self.key = key
@@ -76,6 +77,15 @@ class RidgeModel(Predictor):
         self.check_fitted()
         z = (np.atleast_2d(x) - np.asarray(self.mean_)) / np.asarray(self.scale_)
         return np.maximum(self.intercept_ + z @ np.asarray(self.coef_), 0.0)
+
+    def summary(self) -> str:
+        self.check_fitted()
+        return (f"{self.key or 'layer'} {self.target}: R^2 = {self.r2_:.3f} on {self.n_samples_} samples "
+                f"from {self.y_min_:.4g} to {self.y_max_:.4g}")
+
+    def fitted_on(self) -> FittedOn:
+        self.check_fitted()
+        return FittedOn(self.n_samples_, "layers")
 
     def fitted_state(self) -> dict[str, Any]:
         return {"mean": list(self.mean_), "scale": list(self.scale_), "coef": list(self.coef_),

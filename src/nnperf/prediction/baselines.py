@@ -56,6 +56,10 @@ class MacsModel(NetworkPredictor):
         self.check_fitted()
         return self.seconds_per_mac_ * network_metrics(network).macs
 
+    def summary(self) -> str:
+        self.check_fitted()
+        return f"{self.seconds_per_mac_ * 1e12:.4g} ps per MAC"
+
     def fitted_state(self) -> dict[str, Any]:
         return {"seconds_per_mac": self.seconds_per_mac_}
 
@@ -91,6 +95,7 @@ class RooflineModel(NetworkPredictor):
     label = "roofline baseline"
     description = "baseline: sum of max(#OPs / peak, bytes / bandwidth) from measured peaks"
     display_order = 40
+    calibration_key = "roofline"
 
     @classmethod
     def availability(cls, calibration: CalibrationSet) -> Availability:
@@ -129,6 +134,13 @@ class RooflineModel(NetworkPredictor):
     def ridge_ops_per_byte(self) -> float:
         """Arithmetic intensity above which a layer is compute-bound."""
         return self.ops_per_s_ / self.bytes_per_s_
+
+    def summary(self) -> str:
+        self.check_fitted()
+        return f"{self.ops_per_s_ / 1e9:.1f} GOP/s, {self.bytes_per_s_ / 1e9:.1f} GB/s"
+
+    def calibration_line(self, calibration: Mapping[str, Any]) -> str:
+        return f"roofline peaks: {self.summary()}"
 
     def fitted_state(self) -> dict[str, Any]:
         return {"ops_per_s": self.ops_per_s_, "bytes_per_s": self.bytes_per_s_}

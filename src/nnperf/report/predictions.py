@@ -10,7 +10,7 @@ from rich.text import Text
 
 from nnperf.ir import GenericAttrs, Network
 from nnperf.ir.metrics import network_metrics
-from nnperf.prediction import NetworkPrediction, SystemModel, Verification
+from nnperf.prediction import NetworkPrediction, SystemModel, Verification, network_predictor_classes
 from nnperf.report.measurements import ms
 from nnperf.report.tables import layer_type
 
@@ -29,27 +29,16 @@ def calibration_table(model: SystemModel) -> Table:
 
 
 def calibration_summary(model: SystemModel, store_path: str) -> list[str]:
-    """What the calibration measured and fitted: c, the composition, the roofline peaks, where it is stored."""
+    """What the calibration measured and fitted: c, then each network predictor's own line in display order
+    (the composition, the kernel-aware models, the roofline peaks, ...), and where it is stored."""
     info = model.calibration
     lines = [(f"network coefficient c = {model.coefficient_c:.3f} (Eq. 6, from {len(info['networks'])} "
              f"whole-network runs); {info['layers']} layers measured; {info['wall_s']:.0f} s "
              f"({info['reused_networks']} network(s) reused from earlier runs)")]
-    if model.composition is not None:
-        fused = model.composition.fusion.fused_pairs
-        lines.append(f"composition: {model.composition.delta_s * 1e6:+.1f} us per unfused layer call; fused by this "
-                     f"backend: {', '.join(fused) or 'nothing'}")
-    kernel = model.predictors.get("kernel")
-    if kernel is not None:
-        chosen = ", ".join(f"{kind} {kernel.models_[kind].kind}"  # type: ignore[attr-defined]
-                           + (f" {min(scores.values()):.0%}" if scores else "")
-                           for kind, scores in sorted(kernel.scores_.items()))  # type: ignore[attr-defined]
-        samples = info.get("layer_samples", 0)
-        lines.append(f"kernel-aware models (regressor, cross-validated median error): {chosen}; a layer takes "
-                     f"{kernel.context_s_['*'] * 1e6:+.1f} us in a network against alone (median)"  # type: ignore[attr-defined]
-                     + (f"; {samples} sampled layers" if samples else ""))
-    if model.roofline is not None:
-        lines.append(f"roofline peaks: {model.roofline.ops_per_s_ / 1e9:.1f} GOP/s, "
-                     f"{model.roofline.bytes_per_s_ / 1e9:.1f} GB/s")
+    for predictor in model.ordered_predictors:
+        line = predictor.calibration_line(info)
+        if line is not None:
+            lines.append(line)
     reference = model.reference_s
     if reference is not None:
         lines.append(f"machine-speed reference ({reference[0]}): {reference[1] * 1e3:.4g} ms at calibration; "
@@ -80,10 +69,10 @@ CALIBRATION_FORMAT = ("nnperf-calibration", 1)
 
 
 def calibration_document(model: SystemModel, store_path: str) -> dict[str, Any]:
-    """What ``nnperf calibrate --json`` prints: the fitted models' summary (times in seconds)."""
+    """What ``nnperf calibrate --json`` prints: the fitted models' summary (times in seconds), with an entry for
+    every registered network predictor that names a ``calibration_key`` (null where this system has none)."""
     info = model.calibration
-    composition = model.composition
-    return {
+    document = {
         "format": CALIBRATION_FORMAT[0], "version": CALIBRATION_FORMAT[1], "system": model.system_label,
         "system_key": model.system_key, "store": store_path, "coefficient_c": model.coefficient_c,
         "networks": list(info["networks"]), "layers_measured": info["layers"], "wall_s": info["wall_s"],
@@ -91,12 +80,12 @@ def calibration_document(model: SystemModel, store_path: str) -> dict[str, Any]:
         "latency_models": [{"layer_type": key, "samples": m.n_samples_, "r2": m.r2_, "fastest_s": m.y_min_,
                             "slowest_s": m.y_max_, "energy_model": key in model.energy}
                            for key, m in sorted(model.latency.items())],
-        "composition": None if composition is None else {
-            "delta_s": composition.delta_s, "fused_pairs": list(composition.fusion.fused_pairs)},
-        "roofline": None if model.roofline is None else {
-            "ops_per_s": model.roofline.ops_per_s_, "bytes_per_s": model.roofline.bytes_per_s_},
-        "reference": info.get("reference"), "machine_check": info.get("machine_check"),
     }
+    for klass in network_predictor_classes():
+        if klass.calibration_key is not None:
+            fitted = model.first_of(klass)
+            document[klass.calibration_key] = None if fitted is None else fitted.calibration_entry()
+    return {**document, "reference": info.get("reference"), "machine_check": info.get("machine_check")}
 
 
 PREDICTION_CSV_COLUMNS = ("network", "system", "layer", "op", "model", "predicted_s", "predicted_energy_j", "fused",
@@ -207,7 +196,7 @@ def verification_summary(check: Verification) -> list[str]:
     lines = [f"measured network latency: {check.measured_latency_s * 1e3:.4g} ms; predicted "
              f"{prediction.latency_s * 1e3:.4g} ms; error {check.error:+.1%}"
              + (f" (PreVIous' c x sum: {previous:+.1%})"
-                if prediction.method != "previous" and previous is not None else "")]
+                if prediction.method != prediction.layer_sum_method and previous is not None else "")]
     if check.spread is not None and check.noise is not None:
         low, high = check.spread
         verdict = ("inside the noise: the prediction lies within the spread" if check.within_noise

@@ -1,6 +1,7 @@
 """nnperf's kernel-aware network predictor: a model per kernel kind, in-network layer times, composed.
 
-Three things a PreVIous model per layer type misses (issue 21), and what this predictor does about each:
+Three things a PreVIous model per layer type misses on networks it never saw (held out), and what this
+predictor does about each:
 
 1. **Kernels.** Layers are split by the kernel that runs them (:func:`kernel_kind`: standard, pointwise,
    depthwise and grouped convolutions, then the layer types) and described by features that tell kernels of
@@ -31,10 +32,10 @@ import numpy as np
 
 from nnperf.ir import Network
 from nnperf.ir.metrics import layer_metrics, network_metrics
-from nnperf.prediction._base import CalibrationSet, NetworkInput, NetworkPredictor, register_predictor
+from nnperf.prediction._base import CalibrationSet, FittedOn, NetworkInput, NetworkPredictor, register_predictor
 from nnperf.prediction._composition import MIN_COMPOSITION_NETWORKS, Composition, compose_calibration
 from nnperf.prediction.kernel._kinds import CONV_KINDS, kernel_features, kernel_kind
-from nnperf.prediction.kernel._regressors import REGRESSORS, Stored, choose
+from nnperf.prediction.kernel._regressors import REGRESSORS, Regressor, Stored, choose
 from nnperf.registry import Availability
 
 if TYPE_CHECKING:
@@ -45,6 +46,9 @@ LAYER_SAMPLES = "layer_samples"
 
 MIN_CONTEXT_PAIRS = 3
 """A kind's own context offset needs this many layers measured both alone and in a network; else the median."""
+
+OTHER_CANDIDATES: tuple[str, ...] = (Regressor.RIDGE.value, Regressor.FOREST.value)
+"""The regressors the layer types other than convolutions choose from by default."""
 
 
 @register_predictor
@@ -70,9 +74,11 @@ class KernelModel(NetworkPredictor):
     name = "kernel"
     label = "nnperf kernel-aware"
     description = "nnperf: a regressor per kernel kind on in-network layer times, composed (issue 21)"
+    """Shown in evaluation documents and reports as it was first written, reference included: changing it would
+    change their text."""
     display_order = 25
 
-    def __init__(self, candidates: Sequence[str] = REGRESSORS, other_candidates: Sequence[str] = ("ridge", "forest"),
+    def __init__(self, candidates: Sequence[str] = REGRESSORS, other_candidates: Sequence[str] = OTHER_CANDIDATES,
                  folds: int = 5, seed: int = 0) -> None:
         self.candidates = tuple(candidates)
         self.other_candidates = tuple(other_candidates)
@@ -161,6 +167,23 @@ class KernelModel(NetworkPredictor):
     def predict(self, x: NetworkInput) -> float:
         self.check_fitted()
         return self.composition_.latency_s(x.network, self.layer_latency_s(x.network, x.layer_latency_s))
+
+    def summary(self) -> str:
+        """Each kind's regressor with its cross-validated median error, and the median context offset."""
+        self.check_fitted()
+        chosen = ", ".join(f"{kind} {self.models_[kind].kind}" + (f" {min(scores.values()):.0%}" if scores else "")
+                           for kind, scores in sorted(self.scores_.items()))
+        return (f"{chosen}; a layer takes {self.context_s_['*'] * 1e6:+.1f} us in a network against alone "
+                "(median)")
+
+    def fitted_on(self) -> FittedOn:
+        self.check_fitted()
+        return FittedOn(sum(self.samples_.values()), "layer times")
+
+    def calibration_line(self, calibration: Mapping[str, Any]) -> str:
+        samples = calibration.get("layer_samples", 0)
+        return (f"kernel-aware models (regressor, cross-validated median error): {self.summary()}"
+                + (f"; {samples} sampled layers" if samples else ""))
 
     def fitted_state(self) -> dict[str, Any]:
         return {"models": {k: m.to_dict() for k, m in self.models_.items()}, "scores": self.scores_,

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from nnperf.measure.sweep import PARAMETERS, LayerConfig
-from nnperf.prediction._base import Predictor, register_predictor
+from nnperf.prediction._base import FittedOn, Predictor, PredictorCategory, register_predictor
 from nnperf.prediction.steps._model import StepModel, StepModelError
 
 if TYPE_CHECKING:
@@ -92,6 +92,7 @@ class ComposedModel(Predictor):
     name = "step-composed"
     label = "composed step models"
     description = "nnperf: per-parameter step models composed into any layer configuration of one kind"
+    category = PredictorCategory.STEP
 
     def __init__(self, kind: str = "conv2d", models: Mapping[str, StepModel] | None = None) -> None:
         self.kind = kind
@@ -177,6 +178,16 @@ class ComposedModel(Predictor):
         if not low_m <= macs <= high_m:
             out.append(f"MACs {macs:.3g} (covered {low_m:.3g}-{high_m:.3g})")
         return out
+
+    def summary(self) -> str:
+        """The layer kind, its stepped parameters, a (seconds per unit of the product) and b (seconds)."""
+        self.check_fitted()
+        return (f"{self.kind} ({', '.join(self.modelled) or 'no step model'}): a = {self.scale_s_:.4g} s, "
+                f"b = {self.offset_s_:.4g} s")
+
+    def fitted_on(self) -> FittedOn:
+        self.check_fitted()
+        return FittedOn(self.fitted_points_, "points")
 
     def params_to_dict(self) -> dict[str, Any]:
         """The step models as nested predictor documents."""

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from nnperf.errors import NnperfError
-from nnperf.prediction._base import Predictor, register_predictor
+from nnperf.prediction._base import Predictor, PredictorCategory, register_predictor
 
 if TYPE_CHECKING:
     from typing import Self
@@ -161,6 +161,7 @@ class StepModel(Predictor):
     name = "step"
     label = "step model"
     description = "Osterwind: the generalised step-function model of one layer parameter (Eq. 3.1-3.3)"
+    category = PredictorCategory.STEP
 
     def __init__(self, shape: StepShape = StepShape(), parameter: str = "x",
                  fixed: tuple[tuple[str, int], ...] = ()) -> None:
@@ -232,6 +233,13 @@ class StepModel(Predictor):
     def predict_one(self, x: int) -> float:
         """Latency (seconds) at one x."""
         return float(self.predict(x)[0])
+
+    def summary(self) -> str:
+        """The shape and each line's slope (seconds per unit of q) and intercept (seconds)."""
+        self.check_fitted()
+        lines = "; ".join(f"{branch}: {line.slope_s:.4g} s x q + {line.intercept_s:.4g} s"
+                          for branch, line in zip(self.shape.branches, self.lines_))
+        return f"{self.parameter}: {self.shape.describe()}; {lines}"
 
     def params_to_dict(self) -> dict[str, Any]:
         return {"shape": asdict(self.shape), "parameter": self.parameter, "fixed": dict(self.fixed)}
