@@ -6,7 +6,7 @@ types (one model for every convolution, one for every element-wise
 operation), except that nnperf gives each kind of pooling its own model: a
 max pool costs several times an average pool of the same #OPs in PyTorch's
 NCHW kernels, and one shared model under-predicted the zoo's pooling time by
-60% (BENCHMARKS.md, issue 4). Op types the paper does not model keep their
+60% (BENCHMARKS.md, "prediction accuracy"). Op types the paper does not model keep their
 own key.
 """
 
@@ -16,11 +16,22 @@ import numpy as np
 
 from nnperf.ir import ACTIVATIONS, DATA_MOVEMENT, ELTWISE, Layer, OpType
 from nnperf.ir.metrics import LayerMetrics, layer_metrics
+from nnperf.prediction._enums import TextEnum
 
 FEATURES = ("n_weights", "ops", "mem_ops")
 """The predictors, in column order: n(W), #OPs, #memOPs."""
 
-GENERIC_KEY = OpType.GENERIC.value
+
+class SharedKey(TextEnum):
+    """The layer-model keys that several op types share; every other op type's key is its own value."""
+
+    ELTWISE = "eltwise"
+    """Every element-wise operation (:data:`~nnperf.ir.ELTWISE`: add, mul, max)."""
+    GENERIC = OpType.GENERIC.value
+    """Generic layers (ONNX operators nnperf has no dedicated model of), fitted on every memory-bound layer."""
+
+
+GENERIC_KEY: str = SharedKey.GENERIC.value
 MEMORY_BOUND_OPS = ACTIVATIONS | ELTWISE | DATA_MOVEMENT | {
     OpType.BATCH_NORM, OpType.CONCAT, OpType.SOFTMAX, OpType.PAD, OpType.UPSAMPLE, OpType.REDUCE_MEAN,
     OpType.REDUCE_MAX,
@@ -39,7 +50,7 @@ def model_keys(layer: Layer) -> tuple[str, ...]:
 def model_key(layer: Layer) -> str:
     """The layer type whose model predicts ``layer``: 'eltwise' for add/mul/max, otherwise the op's own name."""
     if layer.op in ELTWISE:
-        return "eltwise"
+        return SharedKey.ELTWISE.value
     return layer.op.value
 
 

@@ -2,18 +2,25 @@
 in-network layer times, composed the way the backend runs them.
 
 - :class:`KernelModel`, the network predictor ``kernel`` fitted at calibration next to PreVIous' (``_model.py``);
-- :func:`kernel_kind` and :func:`kernel_features`: which kernel runs a layer and what tells kernels of one kind
-  apart (``_kinds.py``);
-- :func:`choose`, :func:`fit_regressor` and :class:`StoredRegressor`: the candidate regressors, stored as
-  numbers, never pickles (``_regressors.py``);
+- :func:`kernel_kind`, :class:`ConvKernel` and :func:`kernel_features`: which kernel runs a layer and what tells
+  kernels of one kind apart (``_kinds.py``);
+- :class:`Regressor`, :func:`choose`, :func:`fit_regressor` and :class:`StoredRegressor`: the candidate
+  regressors, stored as numbers, never pickles (``_regressors.py``);
 - :class:`ConvSample` and :class:`PoolSample`, :func:`draw` and :func:`next_round`: where calibration by adaptive
   sampling places convolution and pooling configurations (``_sampling.py``; ``nnperf.campaign.sample_layers``
   measures them).
 """
 
-from nnperf.prediction.kernel._kinds import CONV_FEATURES, CONV_KINDS, LAYER_FEATURES, kernel_features, kernel_kind
+from nnperf.prediction.kernel._kinds import (
+    CONV_FEATURES,
+    CONV_KINDS,
+    LAYER_FEATURES,
+    ConvKernel,
+    kernel_features,
+    kernel_kind,
+)
 from nnperf.prediction.kernel._model import LAYER_SAMPLES, KernelModel
-from nnperf.prediction.kernel._regressors import REGRESSORS, choose
+from nnperf.prediction.kernel._regressors import REGRESSORS, Regressor, choose
 from nnperf.prediction.kernel._regressors import Stored as StoredRegressor
 from nnperf.prediction.kernel._regressors import fit as fit_regressor
 from nnperf.prediction.kernel._sampling import (
@@ -38,9 +45,11 @@ __all__ = [
     "PRIOR",
     "REGRESSORS",
     "SAMPLED_KINDS",
+    "ConvKernel",
     "ConvSample",
     "KernelModel",
     "PoolSample",
+    "Regressor",
     "Sample",
     "StoredRegressor",
     "choose",

@@ -22,9 +22,28 @@ from typing import Any
 import numpy as np
 
 from nnperf.errors import NnperfError
+from nnperf.prediction._enums import TextEnum
 
-REGRESSORS = ("ridge", "boosting", "forest", "mlp")
-"""The candidates, simplest first: the order near-ties are broken in."""
+
+class Regressor(TextEnum):
+    """The regressors a kernel kind chooses from, simplest first (see the module docstring)."""
+
+    RIDGE = "ridge"
+    BOOSTING = "boosting"
+    FOREST = "forest"
+    MLP = "mlp"
+
+    @classmethod
+    def named(cls, name: str) -> Regressor:
+        """The regressor called ``name``; an unknown name lists the known ones."""
+        try:
+            return cls(name)
+        except ValueError:
+            raise NnperfError(f"unknown regressor {name!r}; use one of {', '.join(REGRESSORS)}") from None
+
+
+REGRESSORS: tuple[str, ...] = Regressor.values()
+"""The candidates' names, simplest first: the order near-ties are broken in."""
 
 TIE = 0.01
 """A candidate within this much cross-validated median relative error of the best (one percentage point, well
@@ -36,31 +55,34 @@ MIN_SAMPLES_TO_CHOOSE = 12
 
 
 def _estimator(name: str, seed: int) -> Any:
+    """The unfitted scikit-learn estimator of regressor ``name`` (a :class:`Regressor` or its name)."""
     from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
     from sklearn.linear_model import Ridge
     from sklearn.neural_network import MLPRegressor
 
-    if name == "ridge":
+    regressor = Regressor.named(name)
+
+    if regressor is Regressor.RIDGE:
         return Ridge(alpha=1.0)
-    if name == "boosting":
+    if regressor is Regressor.BOOSTING:
         return GradientBoostingRegressor(n_estimators=80, max_depth=3, learning_rate=0.15, subsample=0.8,
                                          random_state=seed)
-    if name == "forest":
+    if regressor is Regressor.FOREST:
         return RandomForestRegressor(n_estimators=30, min_samples_leaf=2, random_state=seed)
-    if name == "mlp":
-        return MLPRegressor(hidden_layer_sizes=(32, 32), solver="lbfgs", alpha=1e-2, max_iter=400,
-                            random_state=seed)
-    raise NnperfError(f"unknown regressor {name!r}; use one of {', '.join(REGRESSORS)}")
+    return MLPRegressor(hidden_layer_sizes=(32, 32), solver="lbfgs", alpha=1e-2, max_iter=400, random_state=seed)
 
 
 @dataclass(frozen=True)
 class Stored:
     """A fitted regressor as numbers: the column standardisation and the fitted ``state`` of its ``kind``."""
 
-    kind: str
+    kind: Regressor
     mean: tuple[float, ...]
     scale: tuple[float, ...]
     state: Mapping[str, Any]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", Regressor.named(self.kind))
 
     def predict_s(self, features: np.ndarray) -> np.ndarray:
         """Latency (seconds) for rows of raw features (n x p)."""
@@ -68,17 +90,21 @@ class Stored:
         return np.exp(_predict_log(self.kind, self.state, z))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "mean": list(self.mean), "scale": list(self.scale), "state": dict(self.state)}
+        return {"kind": self.kind.value, "mean": list(self.mean), "scale": list(self.scale),
+                "state": dict(self.state)}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Stored:
         if d.get("kind") not in REGRESSORS:
             raise NnperfError(f"a stored kernel regressor has unknown kind {d.get('kind')!r}")
-        return cls(str(d["kind"]), tuple(map(float, d["mean"])), tuple(map(float, d["scale"])), dict(d["state"]))
+        return cls(Regressor(d["kind"]), tuple(map(float, d["mean"])), tuple(map(float, d["scale"])),
+                   dict(d["state"]))
 
 
 def fit(name: str, features: np.ndarray, latency_s: Sequence[float], seed: int = 0) -> Stored:
-    """Fits regressor ``name`` on raw feature rows and latencies (seconds, > 0) and exports it."""
+    """Fits regressor ``name`` (a :class:`Regressor` or its name) on raw feature rows and latencies (seconds,
+    > 0) and exports it."""
+    regressor = Regressor.named(name)
     x = np.log1p(np.maximum(np.asarray(features, dtype=float), 0.0))
     y = np.log(np.asarray(latency_s, dtype=float))
     mean = x.mean(axis=0)
@@ -88,8 +114,8 @@ def fit(name: str, features: np.ndarray, latency_s: Sequence[float], seed: int =
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # lbfgs stopping at max_iter still fits well here
-        estimator = _estimator(name, seed).fit((x - mean) / scale, y)
-    return Stored(name, tuple(map(float, mean)), tuple(map(float, scale)), export(name, estimator))
+        estimator = _estimator(regressor, seed).fit((x - mean) / scale, y)
+    return Stored(regressor, tuple(map(float, mean)), tuple(map(float, scale)), export(regressor, estimator))
 
 
 def choose(features: np.ndarray, latency_s: Sequence[float], candidates: Sequence[str] = REGRESSORS,
@@ -102,7 +128,7 @@ def choose(features: np.ndarray, latency_s: Sequence[float], candidates: Sequenc
     x = np.asarray(features, dtype=float)
     y = np.asarray(latency_s, dtype=float)
     if len(y) < MIN_SAMPLES_TO_CHOOSE:
-        return fit("ridge", x, y, seed), {}
+        return fit(Regressor.RIDGE, x, y, seed), {}
     scores: dict[str, float] = {}
     splits = list(KFold(n_splits=min(folds, len(y)), shuffle=True, random_state=seed).split(x))
     for name in candidates:
@@ -118,12 +144,13 @@ def choose(features: np.ndarray, latency_s: Sequence[float], candidates: Sequenc
 
 def export(name: str, estimator: Any) -> dict[str, Any]:
     """The numbers a fitted scikit-learn ``estimator`` of regressor ``name`` predicts with."""
-    if name == "ridge":
+    regressor = Regressor.named(name)
+    if regressor is Regressor.RIDGE:
         return {"coef": list(map(float, estimator.coef_)), "intercept": float(estimator.intercept_)}
-    if name == "boosting":
+    if regressor is Regressor.BOOSTING:
         return {"init": float(estimator.init_.constant_.ravel()[0]), "rate": float(estimator.learning_rate),
                 "trees": [_tree(t[0]) for t in estimator.estimators_]}
-    if name == "forest":
+    if regressor is Regressor.FOREST:
         return {"trees": [_tree(t) for t in estimator.estimators_]}
     return {"weights": [w.tolist() for w in estimator.coefs_], "biases": [b.tolist() for b in estimator.intercepts_]}
 
@@ -147,12 +174,13 @@ def _predict_tree(tree: Mapping[str, Any], z: np.ndarray) -> np.ndarray:
         node = np.where(inner, np.where(go_left, left[node], right[node]), node)
 
 
-def _predict_log(kind: str, state: Mapping[str, Any], z: np.ndarray) -> np.ndarray:
-    if kind == "ridge":
+def _predict_log(name: str, state: Mapping[str, Any], z: np.ndarray) -> np.ndarray:
+    kind = Regressor.named(name)
+    if kind is Regressor.RIDGE:
         return np.asarray(state["intercept"]) + z @ np.asarray(state["coef"])
-    if kind == "boosting":
+    if kind is Regressor.BOOSTING:
         return state["init"] + state["rate"] * sum(_predict_tree(t, z) for t in state["trees"])
-    if kind == "forest":
+    if kind is Regressor.FOREST:
         return np.mean([_predict_tree(t, z) for t in state["trees"]], axis=0)
     h = z
     weights, biases = state["weights"], state["biases"]

@@ -31,10 +31,10 @@ import numpy as np
 from nnperf.errors import NnperfError
 from nnperf.ir import ConvAttrs, Layer, OpType, PoolAttrs
 from nnperf.ir.metrics import layer_metrics
-from nnperf.prediction.kernel._kinds import CONV_KINDS, kernel_features, kernel_kind
-from nnperf.prediction.kernel._regressors import MIN_SAMPLES_TO_CHOOSE, choose, fit
+from nnperf.prediction.kernel._kinds import CONV_KINDS, ConvKernel, kernel_features, kernel_kind
+from nnperf.prediction.kernel._regressors import MIN_SAMPLES_TO_CHOOSE, Regressor, choose, fit
 
-POOL_KINDS = ("max_pool", "avg_pool")
+POOL_KINDS = (OpType.MAX_POOL.value, OpType.AVG_POOL.value)
 """The pooling kinds sampled (the kernel kinds of :func:`kernel_kind`, PreVIous' layer types)."""
 
 SAMPLED_KINDS = (*CONV_KINDS, *POOL_KINDS)
@@ -166,14 +166,14 @@ def draw(kind: str, rng: np.random.Generator) -> Sample:
         size = int(rng.choice(PRIOR["map"]))
         stride = 2 if rng.random() < 0.25 else 1
         kernel = int(rng.choice(PRIOR["kernel"][1:]))
-        if kind == "conv:depthwise":
+        if kind == ConvKernel.DEPTHWISE:
             sample = ConvSample(c_in, c_in, size, kernel, stride, c_in)
-        elif kind == "conv:grouped":
+        elif kind == ConvKernel.GROUPED:
             per_group = int(rng.choice([g for g in PRIOR["per_group"] if g < c_in and c_in % g == 0] or [c_in // 2]))
             sample = ConvSample(c_in, c_in, size, 3, stride, c_in // per_group)
         else:
             c_out = _channels(c_in * float(rng.choice(PRIOR["expansion"])))
-            sample = (ConvSample(c_in, c_out, size, 1, 1, 1) if kind == "conv:pointwise"
+            sample = (ConvSample(c_in, c_out, size, 1, 1, 1) if kind == ConvKernel.POINTWISE
                       else ConvSample(c_in, c_out, size, kernel, stride, 1))
         if sample.kind == kind and layer_metrics(sample.layer()).macs <= MAX_MACS:
             return sample
@@ -184,7 +184,7 @@ def _draw_pool(kind: str, rng: np.random.Generator) -> PoolSample:
         kernel = int(rng.choice(PRIOR["pool_kernel"]))
         stride = 2 if kernel == 2 or rng.random() < 0.7 else 1
         padding = int(rng.integers(0, (kernel - 1) // 2 + 1))  # 3x3: none or 1; 2x2: none
-        sample = PoolSample("max" if kind == "max_pool" else "avg", int(rng.choice(PRIOR["channels"])),
+        sample = PoolSample("max" if kind == OpType.MAX_POOL.value else "avg", int(rng.choice(PRIOR["channels"])),
                             int(rng.choice(PRIOR["map"])), kernel, stride, padding, bool(rng.random() < 0.5))
         if _pool_fits(sample):
             return sample
@@ -281,5 +281,6 @@ def _out_of_fold_errors(rows: np.ndarray, times: np.ndarray, folds: int = 4) -> 
 
     errors = np.zeros(len(times))
     for train, test in KFold(n_splits=folds, shuffle=True, random_state=0).split(rows):
-        errors[test] = np.abs(fit("ridge", rows[train], times[train]).predict_s(rows[test]) - times[test]) / times[test]
+        predicted = fit(Regressor.RIDGE, rows[train], times[train]).predict_s(rows[test])
+        errors[test] = np.abs(predicted - times[test]) / times[test]
     return errors

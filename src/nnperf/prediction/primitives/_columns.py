@@ -18,12 +18,30 @@ from typing import Any
 
 import numpy as np
 
+from nnperf.prediction._enums import TextEnum
 from nnperf.prediction.primitives._arrays import decode_array, encode_array
 from nnperf.prediction.primitives._features import Standardiser
 from nnperf.prediction.primitives._mlp import MlpStack, TrainingLog, TrainingSettings, train_mlps
 
-KINDS = ("lin", "nn1", "nn2")
-"""The model kinds of Mulder et al. 4.2: linear regression, one network per column, one network for all."""
+
+class CostModelKind(TextEnum):
+    """The model kinds of Mulder et al. 4.2 (stored and chosen on the command line by their text)."""
+
+    LIN = "lin"
+    """Linear regression (least squares per column)."""
+    NN1 = "nn1"
+    """One network per column."""
+    NN2 = "nn2"
+    """One network for all columns (the paper's default)."""
+
+    @property
+    def per_column(self) -> bool:
+        """Whether the kind trains one network per column (NN1's stack of single-output networks)."""
+        return self is CostModelKind.NN1
+
+
+KINDS: tuple[str, ...] = CostModelKind.values()
+"""The model kinds' names: linear regression, one network per column, one network for all."""
 
 
 def _lstsq(x: np.ndarray, z: np.ndarray, start: np.ndarray | None = None) -> np.ndarray:
@@ -55,7 +73,7 @@ class ColumnModel:
     training went (None for Lin); ``n_rows`` and ``n_validation_rows`` count the rows fitted on and monitored.
     """
 
-    kind: str
+    kind: CostModelKind
     columns: tuple[str, ...]
     counts: tuple[int, ...]
     features: Standardiser
@@ -65,6 +83,9 @@ class ColumnModel:
     coef: np.ndarray | None = None
     mlp: MlpStack | None = None
     log: TrainingLog | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", CostModelKind(self.kind))
 
     @classmethod
     def fit(cls, kind: str, columns: Sequence[str], x: np.ndarray, times_s: np.ndarray, x_val: np.ndarray,
@@ -76,12 +97,13 @@ class ColumnModel:
         targets = Standardiser.fit(log_t)
         xs, z = features.transform(x), targets.transform(log_t)
         counts = tuple(int(n) for n in (~np.isnan(times_s)).sum(axis=0))
-        base = {"kind": kind, "columns": tuple(columns), "counts": counts, "features": features, "targets": targets,
-                "n_rows": len(x), "n_validation_rows": len(x_val)}
-        if kind == "lin":
+        model_kind = CostModelKind(kind)
+        base = {"kind": model_kind, "columns": tuple(columns), "counts": counts, "features": features,
+                "targets": targets, "n_rows": len(x), "n_validation_rows": len(x_val)}
+        if model_kind is CostModelKind.LIN:
             return cls(**base, coef=_lstsq(xs, z))
         stack, log = train_mlps(xs, z, features.transform(x_val), targets.transform(np.log(times_val_s)),
-                                kind == "nn1", settings)
+                                model_kind.per_column, settings)
         return cls(**base, mlp=stack, log=log)
 
     def fine_tuned(self, x: np.ndarray, times_s: np.ndarray, x_val: np.ndarray, times_val_s: np.ndarray,
@@ -100,7 +122,7 @@ class ColumnModel:
         if self.coef is not None:
             return replace(tuned, coef=_lstsq(xs, z, start=self.coef))
         stack, log = train_mlps(xs, z, self.features.transform(x_val), self.targets.transform(np.log(times_val_s)),
-                                self.kind == "nn1", settings, initial=self.mlp)
+                                self.kind.per_column, settings, initial=self.mlp)
         return replace(tuned, mlp=stack, log=log)
 
     def predict_s(self, x: np.ndarray) -> np.ndarray:
@@ -111,27 +133,27 @@ class ColumnModel:
         else:
             assert self.mlp is not None
             out = self.mlp.forward(xs)
-            z = out[:, :, 0].T if self.kind == "nn1" else out[0]
+            z = out[:, :, 0].T if self.kind.per_column else out[0]
         return np.exp(self.targets.inverse(z.astype(float)))
 
     def to_dict(self) -> dict[str, Any]:
         model = {"coef": encode_array(self.coef)} if self.coef is not None else self.mlp.to_dict()  # type: ignore[union-attr]
-        return {"kind": self.kind, "columns": list(self.columns), "counts": list(self.counts),
+        return {"kind": self.kind.value, "columns": list(self.columns), "counts": list(self.counts),
                 "features": self.features.to_dict(), "targets": self.targets.to_dict(), "n_rows": self.n_rows,
                 "n_validation_rows": self.n_validation_rows, "model": model,
                 "training": self.log.to_dict() if self.log is not None else None}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ColumnModel:
-        kind = str(data["kind"])
-        if kind not in KINDS:
-            raise ValueError(f"stored model kind {kind!r}; known: {', '.join(KINDS)}")
+        if str(data["kind"]) not in KINDS:
+            raise ValueError(f"stored model kind {str(data['kind'])!r}; known: {', '.join(KINDS)}")
+        kind = CostModelKind(str(data["kind"]))
         columns = tuple(map(str, data["columns"]))
         model = data["model"]
-        coef = decode_array(model["coef"]) if kind == "lin" else None
-        mlp = MlpStack.from_dict(model) if kind != "lin" else None
-        out_width = coef.shape[1] if coef is not None else (mlp.weights[-1].shape[2] if kind == "nn2"  # type: ignore[union-attr]
-                                                            else mlp.members)  # type: ignore[union-attr]
+        coef = decode_array(model["coef"]) if kind is CostModelKind.LIN else None
+        mlp = MlpStack.from_dict(model) if kind is not CostModelKind.LIN else None
+        out_width = coef.shape[1] if coef is not None else (mlp.members if kind.per_column  # type: ignore[union-attr]
+                                                            else mlp.weights[-1].shape[2])  # type: ignore[union-attr]
         if out_width != len(columns):
             raise ValueError(f"a stored {kind} model predicts {out_width} columns but names {len(columns)}")
         return cls(kind, columns, tuple(map(int, data["counts"])), Standardiser.from_dict(data["features"]),

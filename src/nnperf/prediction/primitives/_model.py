@@ -1,10 +1,10 @@
 """The primitive cost model of Mulder et al. (3.3, 4.2, Table 3): the time of every convolution primitive on a
 layer and of every layout transformation on an activation, predicted from their shapes.
 
-:class:`PrimitiveCostModel` is one :class:`~nnperf.prediction.Predictor` of a ``kind`` -- ``"lin"`` (the
-paper's linear baseline), ``"nn1"`` (one network per column) or ``"nn2"`` (one network for all columns, the
-paper's default) -- holding two sub-models of that kind, one for the primitives and one for the
-transformations, as the paper trains them.
+:class:`PrimitiveCostModel` is one :class:`~nnperf.prediction.Predictor` of a ``kind`` (a
+:class:`CostModelKind` or its text) -- ``"lin"`` (the paper's linear baseline), ``"nn1"`` (one network per
+column) or ``"nn2"`` (one network for all columns, the paper's default) -- holding two sub-models of that kind,
+one for the primitives and one for the transformations, as the paper trains them.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from nnperf.errors import NnperfError
-from nnperf.prediction._base import Predictor, register_predictor
-from nnperf.prediction.primitives._columns import KINDS, ColumnModel
+from nnperf.prediction._base import FittedOn, Predictor, PredictorCategory, register_predictor
+from nnperf.prediction.primitives._columns import KINDS, ColumnModel, CostModelKind
 from nnperf.prediction.primitives._features import ActivationShape, conv_features, transform_features
 from nnperf.prediction.primitives._mlp import TrainingSettings
 from nnperf.primitives import ConvConfig, PrimitiveDataset, get_primitive
@@ -55,8 +55,8 @@ class Hyperparameters:
 
 
 PAPER_HYPERPARAMETERS: Mapping[str, Hyperparameters] = {
-    "nn1": Hyperparameters((16, 64, 64, 16), 0.003, 0.0, 1024, 250),
-    "nn2": Hyperparameters((128, 512, 512, 128), 0.001, 1e-5, 1024, 250),
+    CostModelKind.NN1: Hyperparameters((16, 64, 64, 16), 0.003, 0.0, 1024, 250),
+    CostModelKind.NN2: Hyperparameters((128, 512, 512, 128), 0.001, 1e-5, 1024, 250),
 }
 """Table 3's settings; the paper's input width 5 is ours :data:`~nnperf.prediction.primitives.CONV_FEATURES`'."""
 
@@ -124,9 +124,10 @@ class PrimitiveCostModel(Predictor):
     label = "primitive cost"
     description = ("Mulder et al.: time of every convolution primitive and layout transformation from the "
                    "layer shape (Lin, NN1 or NN2)")
+    category = PredictorCategory.PRIMITIVE
     version = 1
 
-    def __init__(self, kind: str = "nn2", seed: int = 0, hidden: Sequence[int] | None = None,
+    def __init__(self, kind: str = CostModelKind.NN2.value, seed: int = 0, hidden: Sequence[int] | None = None,
                  learning_rate: float | None = None, weight_decay: float | None = None, batch_size: int = 1024,
                  patience: int = 250, max_iterations: int = 6000, min_samples: int = 8,
                  min_configs: int = 20, threads: int | None = 1) -> None:
@@ -174,7 +175,7 @@ class PrimitiveCostModel(Predictor):
         for name in ("batch_size", "patience", "max_iterations", "min_samples", "min_configs"):
             value = getattr(self, name)
             _check(isinstance(value, int) and value >= 1, f"{name} must be a positive integer, got {value!r}")
-        used = self.hyperparameters() or PAPER_HYPERPARAMETERS["nn2"]
+        used = self.hyperparameters() or PAPER_HYPERPARAMETERS[CostModelKind.NN2]
         _check(len(used.hidden) > 0 and all(isinstance(h, int) and h >= 1 for h in used.hidden),
                f"hidden must be positive layer widths, got {self.hidden!r}")
         _check(used.learning_rate > 0, f"learning_rate must be positive, got {used.learning_rate!r}")
@@ -206,7 +207,7 @@ class PrimitiveCostModel(Predictor):
             raise DatasetTooSmallError(f"no primitive has {self.min_samples} training times (min_samples); "
                                        f"the most any has is {max((counts[p] for p in train.primitives), default=0)}")
         rng = np.random.default_rng(self.seed)
-        held_out = validation is None and self.kind != "lin"
+        held_out = validation is None and self.kind != CostModelKind.LIN
         conv = self._fit_table(
             [s.config for s in train.conv], [s.times_s for s in train.conv], primitives,
             [s.config for s in validation.conv] if validation else [],
@@ -308,6 +309,18 @@ class PrimitiveCostModel(Predictor):
             if name not in identities:
                 out[:, j] = times[:, index[name]]
         return out
+
+    # ------------------------------------------------------------------------------------------- describing
+
+    def summary(self) -> str:
+        """The kind, and how many primitives and transformations it predicts."""
+        self.check_fitted()
+        return (f"{self.kind}: {len(self.primitives_)} primitive(s), {len(self.transforms_)} "
+                f"transformation(s), {len(self.skipped_)} left out")
+
+    def fitted_on(self) -> FittedOn:
+        self.check_fitted()
+        return FittedOn(self.conv_model_.n_rows, "convolution configurations")
 
     # ---------------------------------------------------------------------------------------------- storage
 

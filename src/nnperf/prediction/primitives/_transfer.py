@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from nnperf.errors import NnperfError
-from nnperf.prediction.primitives._columns import ColumnModel
+from nnperf.prediction.primitives._columns import ColumnModel, CostModelKind
 from nnperf.prediction.primitives._features import Standardiser, conv_features, transform_features
 from nnperf.prediction.primitives._mlp import TrainingSettings
 from nnperf.prediction.primitives._model import DatasetTooSmallError, PrimitiveCostModel, _holdout, _table
@@ -182,7 +182,7 @@ def _tuned(column_model: ColumnModel, keys: list[Any], times: list[Mapping[str, 
     present = ~np.isnan(table).all(axis=1)
     x, table = featurise([k for k, p in zip(keys, present) if p]), table[present]
     if val_keys is None:
-        if column_model.kind == "lin":
+        if column_model.kind is CostModelKind.LIN:
             x_val, table_val = x[:0], table[:0]
         else:
             fit_rows, val_rows = _holdout(len(x), rng)
