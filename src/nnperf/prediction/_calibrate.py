@@ -8,15 +8,16 @@ measures and then fits here.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from nnperf.errors import NnperfError
-from nnperf.ir import Layer
+from nnperf.ir import Layer, OpType
 from nnperf.prediction._base import CalibrationSet, fit_network_predictors
 from nnperf.prediction._features import features, model_key, model_keys
-from nnperf.prediction._model import MODEL_KIND, SystemModel
+from nnperf.prediction._model import MODEL_KIND, LayerPrediction, SystemModel
 from nnperf.prediction._previous import fit_coefficient
 from nnperf.prediction._ridge import RidgeModel, fit_ridge
 from nnperf.prediction._runs import MeasuredNetwork
@@ -24,7 +25,7 @@ from nnperf.prediction.baselines import RooflineModel
 from nnperf.prediction.kernel import LAYER_SAMPLES
 from nnperf.store import Store
 
-RIDGE_SAMPLED_TYPES = frozenset({"max_pool", "avg_pool"})
+RIDGE_SAMPLED_TYPES = frozenset({OpType.MAX_POOL.value, OpType.AVG_POOL.value})
 """Layer types whose sampled layers also join PreVIous' latency Ridge of their type. Sampled convolutions stay out:
 one linear model over dense, pointwise, depthwise and grouped kernels cannot take them in (on torch at 1 thread
 they took the composition's held-out MAPE from 12.7% to 36.2%); they feed the kernel-aware models only."""
@@ -51,37 +52,12 @@ def fit_system_model(runs: Sequence[MeasuredNetwork], system_key: str, system_la
     :data:`RIDGE_SAMPLED_TYPES`, the pools) also join the latency Ridge of their layer type.
     """
     ridge_types = RIDGE_SAMPLED_TYPES if ridge_sampled_types is None else frozenset(ridge_sampled_types)
-    rows: dict[str, list[np.ndarray]] = {}
-    latency: dict[str, list[float]] = {}
-    energy: dict[str, list[float | None]] = {}
-    for run in runs:
-        measured = {r.layer: r for r in run.layers}
-        for layer in run.network.layers:
-            record = measured.get(layer.name)
-            if record is None:
-                raise NnperfError(f"calibration run {run.run.id} of {run.network.name} lacks layer {layer.name!r}")
-            row = features(layer)
-            for key in model_keys(layer):
-                rows.setdefault(key, []).append(row)
-                latency.setdefault(key, []).append(record.median_s)
-                energy.setdefault(key, []).append(record.energy_j)
-    energy_rows = {k: np.array(v) for k, v in rows.items()}  # the samples carry no energy
-    for layer, seconds in layer_samples:
-        key = model_key(layer)
-        if key in ridge_types:
-            rows.setdefault(key, []).append(features(layer))
-            latency.setdefault(key, []).append(seconds)
-    latency_models = {k: fit_ridge(k, "latency_s", np.array(rows[k]), latency[k], alpha) for k in rows}
-    energy_models: dict[str, RidgeModel] = {}
-    for k, values in energy.items():
-        if values and all(v is not None for v in values):
-            energy_models[k] = fit_ridge(k, "energy_j", energy_rows[k], [float(v or 0.0) for v in values], alpha)
+    rows = _calibration_rows(runs)
+    energy_models = rows.fit_energy(alpha)  # on the calibration layers alone: the samples carry no energy
+    rows.add_samples(layer_samples, ridge_types)
+    latency_models = rows.fit_latency(alpha)
     layer_model = SystemModel(system_key, system_label, latency_models, {}, energy_models)
     layer_predictions = [layer_model.predict_layers(run.network) for run in runs]
-    energy_c = None
-    if energy_models and all(run.whole.energy_j is not None for run in runs):
-        sums = [float(sum(lp.energy_j or 0.0 for lp in p)) for p in layer_predictions]
-        energy_c = fit_coefficient(sums, [float(run.whole.energy_j or 0.0) for run in runs])
     calibration_set = CalibrationSet(
         runs, [{p.layer: p.latency_s for p in layers} for layers in layer_predictions], profiled,
         None if roofline is None else roofline.ops_per_s_, None if roofline is None else roofline.bytes_per_s_,
@@ -97,7 +73,67 @@ def fit_system_model(runs: Sequence[MeasuredNetwork], system_key: str, system_la
         "layer_samples": len(layer_samples),
         "not_fitted": skipped,
     }
-    return SystemModel(system_key, system_label, latency_models, predictors, energy_models, energy_c, calibration)
+    return SystemModel(system_key, system_label, latency_models, predictors, energy_models,
+                       _energy_coefficient(runs, layer_predictions, energy_models), calibration)
+
+
+@dataclass(frozen=True)
+class _LayerRows:
+    """The samples of every layer-type model: feature rows, latencies (seconds) and energies (joules, None where
+    not measured), by model key."""
+
+    rows: dict[str, list[np.ndarray]] = field(default_factory=dict)
+    latency_s: dict[str, list[float]] = field(default_factory=dict)
+    energy_j: dict[str, list[float | None]] = field(default_factory=dict)
+
+    def add(self, key: str, row: np.ndarray, latency_s: float, energy_j: float | None = None,
+            with_energy: bool = True) -> None:
+        self.rows.setdefault(key, []).append(row)
+        self.latency_s.setdefault(key, []).append(latency_s)
+        if with_energy:
+            self.energy_j.setdefault(key, []).append(energy_j)
+
+    def add_samples(self, layer_samples: Sequence[tuple[Layer, float]], ridge_types: Collection[str]) -> None:
+        """The sampled layers (with their seconds) of ``ridge_types``, as latency samples of their type."""
+        for layer, seconds in layer_samples:
+            key = model_key(layer)
+            if key in ridge_types:
+                self.add(key, features(layer), seconds, with_energy=False)
+
+    def fit_latency(self, alpha: float) -> dict[str, RidgeModel]:
+        return {k: fit_ridge(k, "latency_s", np.array(self.rows[k]), self.latency_s[k], alpha) for k in self.rows}
+
+    def fit_energy(self, alpha: float) -> dict[str, RidgeModel]:
+        """The energy Ridge of every type whose samples all have an energy."""
+        models: dict[str, RidgeModel] = {}
+        for k, values in self.energy_j.items():
+            if values and all(v is not None for v in values):
+                models[k] = fit_ridge(k, "energy_j", np.array(self.rows[k]), [float(v or 0.0) for v in values], alpha)
+        return models
+
+
+def _calibration_rows(runs: Sequence[MeasuredNetwork]) -> _LayerRows:
+    """Every calibration layer's isolated median as a sample of each model it helps fit (``model_keys``)."""
+    rows = _LayerRows()
+    for run in runs:
+        measured = {r.layer: r for r in run.layers}
+        for layer in run.network.layers:
+            record = measured.get(layer.name)
+            if record is None:
+                raise NnperfError(f"calibration run {run.run.id} of {run.network.name} lacks layer {layer.name!r}")
+            row = features(layer)
+            for key in model_keys(layer):
+                rows.add(key, row, record.median_s, record.energy_j)
+    return rows
+
+
+def _energy_coefficient(runs: Sequence[MeasuredNetwork], layer_predictions: Sequence[Sequence[LayerPrediction]],
+                        energy_models: Mapping[str, RidgeModel]) -> float | None:
+    """c of the energy (Eq. 6 on joules), when every layer type has an energy model and every run an energy."""
+    if not energy_models or not all(run.whole.energy_j is not None for run in runs):
+        return None
+    sums = [float(sum(lp.energy_j or 0.0 for lp in p)) for p in layer_predictions]
+    return fit_coefficient(sums, [float(run.whole.energy_j or 0.0) for run in runs])
 
 
 def load_system_model(store: Store, system_key: str, label: str, backend: str = "torch") -> SystemModel:

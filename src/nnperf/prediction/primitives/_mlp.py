@@ -207,68 +207,106 @@ def _initial_params(stack: MlpStack, members: int, sizes: tuple[int, ...]) -> li
     return params
 
 
-def _train(x: np.ndarray, z: np.ndarray, x_val: np.ndarray, z_val: np.ndarray, per_column: bool,
-           settings: TrainingSettings, initial: MlpStack | None = None) -> tuple[MlpStack, TrainingLog]:
+def _random_params(members: int, sizes: tuple[int, ...], seed: int) -> list[torch.Tensor]:
+    """Trainable weights (J, in, out) and biases (J, 1, out) drawn as ``torch.nn.Linear`` draws them (uniform
+    within 1/sqrt(fan-in)), from a local generator seeded with ``seed``."""
     import torch
 
-    members, outputs = (z.shape[1], 1) if per_column else (1, z.shape[1])
-    target = _member_view(z, per_column)
-    present = ~np.isnan(target)
-    rows = [np.flatnonzero(present[j].any(axis=1)) for j in range(members)]
+    gen = torch.Generator().manual_seed(seed)
+    params: list[torch.Tensor] = []
+    for fan_in, fan_out in itertools.pairwise(sizes):
+        bound = fan_in ** -0.5
+        for shape in ((members, fan_in, fan_out), (members, 1, fan_out)):
+            params.append(((torch.rand(shape, generator=gen) * 2 - 1) * bound).requires_grad_())
+    return params
 
-    sizes = (x.shape[1], *settings.hidden, outputs)
-    if initial is not None:
-        params = _initial_params(initial, members, sizes)
-    else:
-        gen = torch.Generator().manual_seed(settings.seed)
-        params = []
-        for fan_in, fan_out in itertools.pairwise(sizes):
-            bound = fan_in ** -0.5
-            for shape in ((members, fan_in, fan_out), (members, 1, fan_out)):
-                params.append(((torch.rand(shape, generator=gen) * 2 - 1) * bound).requires_grad_())
 
-    def forward(h: torch.Tensor) -> torch.Tensor:
-        for i in range(0, len(params), 2):
-            h = torch.matmul(h, params[i]) + params[i + 1]
-            if i < len(params) - 2:
-                h = torch.relu(h)
-        return h
+def _forward(params: Sequence[torch.Tensor], h: torch.Tensor) -> torch.Tensor:
+    """The stack's outputs for inputs ``h``: ReLU between the layers, none after the last."""
+    import torch
 
-    x_t = torch.from_numpy(np.asarray(x, dtype=np.float32))
-    z_t = torch.from_numpy(np.nan_to_num(target).astype(np.float32))
-    m_t = torch.from_numpy(present)
-    val_target = _member_view(z_val, per_column)
-    val_present = ~np.isnan(val_target)
-    on_training = ~val_present.any(axis=(1, 2))
-    monitor_x = torch.from_numpy(np.asarray(x_val, dtype=np.float32))
-    monitor_z = torch.from_numpy(np.nan_to_num(val_target).astype(np.float32))
-    monitor_m = torch.from_numpy(val_present)
-    train_monitor = torch.from_numpy(on_training) if on_training.any() else None
+    for i in range(0, len(params), 2):
+        h = torch.matmul(h, params[i]) + params[i + 1]
+        if i < len(params) - 2:
+            h = torch.relu(h)
+    return h
 
-    def monitored_loss() -> torch.Tensor:
+
+@dataclass(frozen=True)
+class _Targets:
+    """Standardised features ``x`` (n, d) and each member's targets ``z`` with their ``mask`` as tensors."""
+
+    x: torch.Tensor
+    z: torch.Tensor
+    mask: torch.Tensor
+
+    @classmethod
+    def of(cls, x: np.ndarray, z: np.ndarray, per_column: bool) -> _Targets:
+        import torch
+
+        target = _member_view(z, per_column)
+        return cls(torch.from_numpy(np.asarray(x, dtype=np.float32)),
+                   torch.from_numpy(np.nan_to_num(target).astype(np.float32)), torch.from_numpy(~np.isnan(target)))
+
+    def loss(self, params: Sequence[torch.Tensor]) -> torch.Tensor:
+        """Each member's masked MSE on every row."""
+        return masked_mse(_forward(params, self.x[None]), self.z, self.mask, dim=(1, 2))
+
+
+@dataclass(frozen=True)
+class _Monitor:
+    """What early stopping watches: each member's loss on the validation rows, or on its training rows for a
+    member without a present validation entry (``on_training``)."""
+
+    validation: _Targets
+    training: _Targets
+    on_training: np.ndarray
+
+    def loss(self, params: Sequence[torch.Tensor]) -> torch.Tensor:
+        import torch
+
         with torch.no_grad():
-            loss = masked_mse(forward(monitor_x[None]), monitor_z, monitor_m, dim=(1, 2))
-            if train_monitor is not None:
-                loss = torch.where(train_monitor, masked_mse(forward(x_t[None]), z_t, m_t, dim=(1, 2)), loss)
+            loss = self.validation.loss(params)
+            if self.on_training.any():
+                loss = torch.where(torch.from_numpy(self.on_training), self.training.loss(params), loss)
         return loss
 
+
+@dataclass(frozen=True)
+class _Best:
+    """The weights each member keeps, the step they come from and their monitored loss; ``iterations`` steps
+    were taken."""
+
+    params: list[torch.Tensor]
+    iteration: torch.Tensor
+    loss: torch.Tensor
+    iterations: int
+
+
+def _optimise(params: list[torch.Tensor], train: _Targets, rows: Sequence[np.ndarray], monitor: _Monitor,
+              settings: TrainingSettings) -> _Best:
+    """Adam on mini-batches of each member's ``rows`` until every member stopped improving for ``patience``
+    steps or ``max_iterations`` steps were taken; each member's best weights are kept."""
+    import torch
+
+    members = len(rows)
     optimiser = torch.optim.Adam(params, lr=settings.learning_rate, weight_decay=settings.weight_decay)
     batches = _Batches(rows, settings.batch_size, np.random.default_rng(settings.seed))
     member = torch.arange(members)[:, None]
     best = [p.detach().clone() for p in params]
-    best_loss = monitored_loss()
+    best_loss = monitor.loss(params)
     best_iteration = torch.zeros(members, dtype=torch.long)
     active = torch.ones(members, dtype=torch.bool)
     iteration = 0
     while iteration < settings.max_iterations and bool(active.any()):
         iteration += 1
         index, valid = (torch.from_numpy(a) for a in batches.next())
-        mask = m_t[member, index] & valid[:, :, None]
-        loss = masked_mse(forward(x_t[index]), z_t[member, index], mask, dim=(1, 2)).sum()
+        mask = train.mask[member, index] & valid[:, :, None]
+        loss = masked_mse(_forward(params, train.x[index]), train.z[member, index], mask, dim=(1, 2)).sum()
         optimiser.zero_grad(set_to_none=True)
         loss.backward()
         optimiser.step()
-        current = monitored_loss()
+        current = monitor.loss(params)
         improved = active & (current < best_loss)
         if bool(improved.any()):
             best_loss = torch.where(improved, current, best_loss)
@@ -276,8 +314,23 @@ def _train(x: np.ndarray, z: np.ndarray, x_val: np.ndarray, z_val: np.ndarray, p
             for kept, p in zip(best, params):
                 kept[improved] = p.detach()[improved]
         active &= (iteration - best_iteration) < settings.patience
-    stack = MlpStack(tuple(best[i].numpy().copy() for i in range(0, len(best), 2)),
-                     tuple(best[i][:, 0, :].numpy().copy() for i in range(1, len(best), 2)))
-    log = TrainingLog(iteration, tuple(map(int, best_iteration)), tuple(map(float, best_loss)),
+    return _Best(best, best_iteration, best_loss, iteration)
+
+
+def _train(x: np.ndarray, z: np.ndarray, x_val: np.ndarray, z_val: np.ndarray, per_column: bool,
+           settings: TrainingSettings, initial: MlpStack | None = None) -> tuple[MlpStack, TrainingLog]:
+    members, outputs = (z.shape[1], 1) if per_column else (1, z.shape[1])
+    present = ~np.isnan(_member_view(z, per_column))
+    rows = [np.flatnonzero(present[j].any(axis=1)) for j in range(members)]
+    sizes = (x.shape[1], *settings.hidden, outputs)
+    params = (_initial_params(initial, members, sizes) if initial is not None
+              else _random_params(members, sizes, settings.seed))
+    train = _Targets.of(x, z, per_column)
+    validation = _Targets.of(x_val, z_val, per_column)
+    on_training = ~validation.mask.numpy().any(axis=(1, 2))
+    best = _optimise(params, train, rows, _Monitor(validation, train, on_training), settings)
+    stack = MlpStack(tuple(best.params[i].numpy().copy() for i in range(0, len(best.params), 2)),
+                     tuple(best.params[i][:, 0, :].numpy().copy() for i in range(1, len(best.params), 2)))
+    log = TrainingLog(best.iterations, tuple(map(int, best.iteration)), tuple(map(float, best.loss)),
                       tuple("training" if t else "validation" for t in on_training))
     return stack, log
