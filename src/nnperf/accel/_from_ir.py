@@ -29,7 +29,7 @@ from nnperf.errors import NnperfError
 from nnperf.ir import (
     ACTIVATIONS,
     ConvAttrs,
-    ConvTransposeAttrs,  # issue 17
+    ConvTransposeAttrs,
     Layer,
     Network,
     OpType,
@@ -147,7 +147,7 @@ def _linear_geometry(network: Network, layer: Layer) -> Geometry:
     return 1, layer.output_shape[-1], 1, features, 1, 1, 1, 1
 
 
-# resizing, normalisation and attention (issue 17)
+# resizing, normalisation and attention
 def _conv_transpose_geometry(network: Network, layer: Layer) -> Geometry:
     """The equivalent direct convolution: stride 1 over the input with stride - 1 zeros inserted between
     samples and dilation*(kernel-1) - padding zeros around it (output padding at the end). The row-stationary
@@ -180,12 +180,12 @@ NOT_MAPPED = frozenset({
     OpType.SCALE, OpType.RELU, OpType.RELU6, OpType.LEAKY_RELU, OpType.SIGMOID, OpType.TANH, OpType.HARDSWISH,
     OpType.SILU, OpType.ADD, OpType.MUL, OpType.MAX, OpType.CONCAT, OpType.SOFTMAX, OpType.LRN, OpType.FLATTEN,
     OpType.RESHAPE, OpType.UPSAMPLE, OpType.PAD, OpType.IDENTITY, OpType.DROPOUT,
-    # resizing, normalisation and attention (issue 17): normalisation, reductions and element-wise ops carry no
+    # resizing, normalisation and attention: normalisation, reductions and element-wise ops carry no
     # energy as the other non-MAC layers; a MATMUL of two activations has no stationary filter for the rows
     OpType.LAYER_NORM, OpType.GROUP_NORM, OpType.REDUCE_MEAN, OpType.REDUCE_MAX, OpType.MATMUL, OpType.SUB,
     OpType.DIV, OpType.POW, OpType.GELU, OpType.CONSTANT,
 })
-# activations and data movement (issue 17)
+# activations and data movement
 NOT_MAPPED = NOT_MAPPED | {
     OpType.HARD_SIGMOID, OpType.CLIP, OpType.PRELU, OpType.GELU, OpType.SOFTPLUS, OpType.MISH, OpType.EXP, OpType.LOG,
     OpType.SLICE, OpType.TRANSPOSE, OpType.CHANNEL_SHUFFLE, OpType.GATHER, OpType.EXPAND, OpType.GENERIC,

@@ -65,7 +65,7 @@ FUSION_ROLES: Mapping[OpType, FusionRole] = MappingProxyType({
     OpType.PAD: _HEAD,
     OpType.IDENTITY: _HEAD,
     OpType.DROPOUT: _HEAD,
-    # activations and data movement (issue 17): activations fold into the layer before, data movement runs alone
+    # activations and data movement: activations fold into the layer before, data movement runs alone
     OpType.HARD_SIGMOID: _SUCCESSOR,
     OpType.CLIP: _SUCCESSOR,
     OpType.PRELU: _SUCCESSOR,
@@ -79,7 +79,7 @@ FUSION_ROLES: Mapping[OpType, FusionRole] = MappingProxyType({
     OpType.CHANNEL_SHUFFLE: _HEAD,
     OpType.GATHER: _HEAD,
     OpType.EXPAND: _HEAD,
-    # resizing, normalisation and attention (issue 17)
+    # resizing, normalisation and attention
     OpType.CONV_TRANSPOSE: _HEAD,
     OpType.LAYER_NORM: _HEAD,
     OpType.GROUP_NORM: _HEAD,

@@ -1,1 +1,2 @@
-"""Optimisers that use predictions: partitioning (issue 5), primitive selection (select); later precision, synthesis."""
+"""Optimisers that use predictions: client/cloud partitioning (partition), primitive selection (select), width
+advice (advise) and program synthesis (synthesize)."""

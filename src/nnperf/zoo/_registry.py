@@ -13,10 +13,10 @@ from torch import nn
 from nnperf.errors import UnknownModelError
 from nnperf.zoo.alexnet import alexnet
 from nnperf.zoo.allcnn import allcnn_c
-from nnperf.zoo.convnext import convnext_tiny  # issue 17
+from nnperf.zoo.convnext import convnext_tiny
 from nnperf.zoo.googlenet import googlenet
 from nnperf.zoo.mobilenet import mobilenet_v1, mobilenet_v2
-from nnperf.zoo.mobilenet_v3 import mobilenet_v3_large  # activations and data movement (issue 17)
+from nnperf.zoo.mobilenet_v3 import mobilenet_v3_large
 from nnperf.zoo.previousnet import CONFIGURATIONS, previousnet01, previousnet02, previousnet03
 from nnperf.zoo.previousnet04 import previousnet04
 from nnperf.zoo.previousnet05 import previousnet05
@@ -25,10 +25,10 @@ from nnperf.zoo.shufflenet import shufflenet_v2_x1_0
 from nnperf.zoo.simplenet import simplenet
 from nnperf.zoo.squeezenet import squeezenet1_0, squeezenet1_1
 from nnperf.zoo.tinyyolo import tiny_yolo_v2
-from nnperf.zoo.unet import unet  # issue 17
+from nnperf.zoo.unet import unet
 from nnperf.zoo.vgg import vgg11, vgg16, vgg19
-from nnperf.zoo.vit import vit_tiny  # issue 17
-from nnperf.zoo.yolo import yolov8n  # issue 17
+from nnperf.zoo.vit import vit_tiny
+from nnperf.zoo.yolo import yolov8n
 
 
 @dataclass(frozen=True)
@@ -114,14 +114,14 @@ _ENTRIES: tuple[ZooEntry, ...] = (
     ZooEntry("vgg19", "VGG-19 (Simonyan & Zisserman 2015), ImageNet", _IMAGENET,
              "torchvision VGG-19 (configuration E), no BN",
              vgg19),
-    # activations and data movement (issue 17)
+    # activations and data movement
     ZooEntry("shufflenet_v2_x1_0", "ShuffleNet V2 1.0x (Ma et al. 2018), ImageNet", _IMAGENET,
              "torchvision ShuffleNetV2 1.0x (chunk, concat, channel shuffle in 2 groups; mean pool)",
              shufflenet_v2_x1_0),
     ZooEntry("mobilenet_v3_large", "MobileNetV3-Large 1.0 (Howard et al. 2019), ImageNet", _IMAGENET,
              "torchvision MobileNetV3-Large, width 1.0 (SE as 1x1 convs with hard sigmoid, dropout 0.2)",
              mobilenet_v3_large),
-    # resizing, normalisation and attention (issue 17)
+    # resizing, normalisation and attention
     ZooEntry("unet", "U-Net (Ronneberger et al. 2015), segmentation, 2 classes", (1, 3, 256, 256),
              "4 levels, base 32 (32-512), padded 3x3 convs with ReLU, 2x2/2 transposed-conv upsampling, no BN",
              unet),
@@ -159,11 +159,11 @@ _CALIBRATION: tuple[ZooEntry, ...] = (
     *_configurations("03", previousnet03,
                      "nnperf extension: ReLU6, leaky ReLU, sigmoid, tanh, hard-swish, SiLU, mul, max, LRN, pad,"
                      " upsample, reshape, global max pool, grouped conv in 4 levels"),
-    # activations and data movement (issue 17)
+    # activations and data movement
     *_configurations("04", previousnet04,
                      "nnperf extension: hard sigmoid, clip, PReLU, GELU, mish, softplus, log, exp, expand, channel"
                      " shuffle, slice, gather, transpose in 3 levels"),
-    # resizing, normalisation and attention (issue 17)
+    # resizing, normalisation and attention
     *(ZooEntry(f"previousnet05_{height}x{width}x{channels}",
                f"PreVIousNet-05 calibration network, input {height}x{width}x{channels} (HxWxC)",
                (1, channels, height, width),

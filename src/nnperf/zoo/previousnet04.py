@@ -1,4 +1,4 @@
-"""PreVIousNet-04: nnperf's calibration network for the activations and data movement of issue 17.
+"""PreVIousNet-04: nnperf's calibration network for the activation and data-movement ops.
 
 Like PreVIousNet-03 (see :mod:`nnperf.zoo.previousnet`), an nnperf extension
 of PreVIous's calibration networks (section V: the architecture "can be

@@ -1,4 +1,4 @@
-"""PreVIousNet-05, nnperf's calibration network for the resizing, normalisation and attention ops (issue 17).
+"""PreVIousNet-05, nnperf's calibration network for the resizing, normalisation and attention ops.
 
 Like PreVIousNet-03 (see :mod:`nnperf.zoo.previousnet`), not part of the paper: it holds the op types that
 U-Net, ConvNeXt and the vision transformer need and PreVIousNet-01/02/03 lack, so that ``nnperf calibrate``

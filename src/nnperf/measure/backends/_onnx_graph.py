@@ -414,7 +414,7 @@ def _resize(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
         raise _Unsupported(f"upsampling mode {attrs.mode!r}")
 
 
-# ---------------------------------------------------------------------- activations and data movement (issue 17)
+# ---------------------------------------------------------------------- activations and data movement
 def _hard_sigmoid(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
     assert isinstance(layer.attrs, HardSigmoidAttrs)
     g.node("HardSigmoid", ins[:1], layer.name, alpha=layer.attrs.alpha, beta=layer.attrs.beta)
@@ -512,7 +512,7 @@ ONNX_BUILDERS: Mapping[OpType, OnnxBuilder] = MappingProxyType({
     OpType.PAD: _pad,
     OpType.IDENTITY: _plain("Identity"),
     OpType.DROPOUT: _plain("Dropout"),
-    # activations and data movement (issue 17)
+    # activations and data movement
     OpType.HARD_SIGMOID: _hard_sigmoid,
     OpType.CLIP: _clip,
     OpType.PRELU: _prelu,
@@ -529,7 +529,7 @@ ONNX_BUILDERS: Mapping[OpType, OnnxBuilder] = MappingProxyType({
 })
 """IR op -> the builder of its ONNX nodes (adding an op type means adding its entry here)."""
 
-# resizing, normalisation and attention (issue 17)
+# resizing, normalisation and attention
 def _conv_transpose(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
     attrs, p = layer.attrs, layer.name + "/"
     assert isinstance(attrs, ConvTransposeAttrs)

@@ -52,7 +52,7 @@ from nnperf.ir import (
     UpsampleAttrs,
 )
 from nnperf.ir import Layer as IRLayer
-from nnperf.ir.modules import LayerNorm2d  # issue 17
+from nnperf.ir.modules import LayerNorm2d
 from nnperf.measure._memory import require_memory
 from nnperf.measure.backends._generic_node import GenericNodeError
 from nnperf.measure.backends._torch_generic import GenericModule
@@ -429,7 +429,7 @@ def _pad(layer: IRLayer, seed: int) -> nn.Module:
     return _Pad(pads, attrs.mode, attrs.value)
 
 
-# ---------------------------------------------------------------------- activations and data movement (issue 17)
+# ---------------------------------------------------------------------- activations and data movement
 class _Unary(nn.Module):
     def __init__(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> None:
         super().__init__()
@@ -580,7 +580,7 @@ TORCH_BUILDERS: Mapping[OpType, TorchBuilder] = MappingProxyType({
     OpType.PAD: _pad,
     OpType.IDENTITY: _plain(nn.Identity),
     OpType.DROPOUT: _plain(nn.Dropout),
-    # activations and data movement (issue 17)
+    # activations and data movement
     OpType.HARD_SIGMOID: _hard_sigmoid,
     OpType.CLIP: _clip,
     OpType.PRELU: _prelu,
@@ -597,7 +597,7 @@ TORCH_BUILDERS: Mapping[OpType, TorchBuilder] = MappingProxyType({
 })
 """IR op -> the builder of its module (adding an op type means adding its entry here)."""
 
-# resizing, normalisation and attention (issue 17)
+# resizing, normalisation and attention
 class _Binary(nn.Module):
     def __init__(self, op: OpType) -> None:
         super().__init__()

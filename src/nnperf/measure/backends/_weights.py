@@ -105,7 +105,7 @@ def _scale(layer: Layer, rng: np.random.Generator) -> dict[str, np.ndarray]:
     return out
 
 
-# activations and data movement (issue 17)
+# activations and data movement
 def _prelu(layer: Layer, rng: np.random.Generator) -> dict[str, np.ndarray]:
     assert isinstance(layer.attrs, PReluAttrs)
     size = layer.input_shape[1] if layer.attrs.per_channel else 1
@@ -117,9 +117,9 @@ WEIGHT_MAKERS: Mapping[OpType, WeightMaker] = MappingProxyType({
     OpType.LINEAR: _linear,
     OpType.BATCH_NORM: _batch_norm,
     OpType.SCALE: _scale,
-    # activations and data movement (issue 17)
+    # activations and data movement
     OpType.PRELU: _prelu,
-    # resizing, normalisation and attention (issue 17)
+    # resizing, normalisation and attention
     OpType.CONV_TRANSPOSE: lambda layer, rng: _conv_transpose(layer, rng),
     OpType.LAYER_NORM: lambda layer, rng: _norm(layer, rng),
     OpType.GROUP_NORM: lambda layer, rng: _norm(layer, rng),
@@ -132,10 +132,10 @@ NO_WEIGHTS = frozenset({
     OpType.LEAKY_RELU, OpType.SIGMOID, OpType.TANH, OpType.HARDSWISH, OpType.SILU, OpType.ADD, OpType.MUL, OpType.MAX,
     OpType.CONCAT, OpType.SOFTMAX, OpType.LRN, OpType.FLATTEN, OpType.RESHAPE, OpType.UPSAMPLE, OpType.PAD,
     OpType.IDENTITY, OpType.DROPOUT,
-    # resizing, normalisation and attention (issue 17)
+    # resizing, normalisation and attention
     OpType.REDUCE_MEAN, OpType.REDUCE_MAX, OpType.MATMUL, OpType.SUB, OpType.DIV, OpType.POW, OpType.GELU,
 })
-# activations and data movement (issue 17)
+# activations and data movement
 NO_WEIGHTS = NO_WEIGHTS | {
     OpType.HARD_SIGMOID, OpType.CLIP, OpType.GELU, OpType.SOFTPLUS, OpType.MISH, OpType.EXP, OpType.LOG, OpType.SLICE,
     OpType.TRANSPOSE, OpType.CHANNEL_SHUFFLE, OpType.GATHER, OpType.EXPAND, OpType.GENERIC,
@@ -154,7 +154,7 @@ def pad_amounts(layer: Layer) -> tuple[tuple[int, int], ...]:
     return tuple(((o - i) // 2, (o - i) - (o - i) // 2) for i, o in zip(layer.input_shape, layer.output_shape))
 
 
-# resizing, normalisation and attention (issue 17)
+# resizing, normalisation and attention
 def _conv_transpose(layer: Layer, rng: np.random.Generator) -> dict[str, np.ndarray]:
     """``weight`` (Cin, Cout/groups, kh, kw), PyTorch's and ONNX's layout, and ``bias`` (Cout,)."""
     attrs = layer.attrs
