@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import onnx
@@ -61,9 +62,38 @@ def generic_attrs(node: onnx.NodeProto, activations: Sequence[str], output_index
     comes in as an input (or stored operand) and an Identity gives it its name again before the node. Raises
     :class:`GenericRefusal` for a node that cannot run alone: one whose operands' shapes or types are unknown.
     """
+    outer = outer_names(node)
+    operands = _operands(node, outer, activations, value_of, shape_of, type_of, stored_names)
+    graph = _one_node_graph(node, outer, activations, output_index, operands, shape_of, type_of)
+    stated_at = GENERIC_OPSET
+    if not node.domain or node.domain == "ai.onnx":
+        graph, stated_at = _at_generic_opset(graph, opset)
+    operator = node.op_type if not node.domain or node.domain == "ai.onnx" else f"{node.domain}.{node.op_type}"
+    return GenericAttrs(
+        operator=operator, node=base64.b64encode(graph.SerializeToString()).decode("ascii"),
+        input_types=tuple(computed_type(type_of.get(t, 0)) for t in activations),
+        output_type=computed_type(type_of.get(node.output[output_index], 0)), output_index=output_index,
+        stored_elements=operands.stored, opset=stated_at)
+
+
+@dataclass(frozen=True)
+class _Operands:
+    """What the node's copy reads: a name for each of its inputs and outer tensors ('' for an omitted input), and
+    its stored operands, as initializers or as typed graph inputs, with their number of elements."""
+
+    names: list[str]
+    initializers: list[onnx.TensorProto]
+    graph_inputs: list[onnx.ValueInfoProto]
+    stored: int
+
+
+def _operands(node: onnx.NodeProto, outer: Sequence[str], activations: Sequence[str],
+              value_of: Callable[[str], np.ndarray | None], shape_of: Callable[[str], Shape | None],
+              type_of: Mapping[str, int], stored_names: Collection[str]) -> _Operands:
+    """Names the node's inputs and outer tensors ``in0``, ... (activations), ``c0``, ... (stored operands small
+    enough to carry) or ``w0``, ... (stored operands that travel as shapes only)."""
     graph_inputs, initializers, names = [], [], []
     stored = 0
-    outer = outer_names(node)
     for tensor in [*node.input, *outer]:
         if not tensor:
             names.append("")
@@ -90,31 +120,30 @@ def generic_attrs(node: onnx.NodeProto, activations: Sequence[str], output_index
                 graph_inputs.append(helper.make_tensor_value_info(name, computed_type(type_of[tensor]), shape))
                 stored += numel(shape)
             names.append(name)
+    return _Operands(names, initializers, graph_inputs, stored)
+
+
+def _one_node_graph(node: onnx.NodeProto, outer: Sequence[str], activations: Sequence[str], output_index: int,
+                    operands: _Operands, shape_of: Callable[[str], Shape | None],
+                    type_of: Mapping[str, int]) -> onnx.GraphProto:
+    """The graph of the node's copy computing output ``output_index``, Identity nodes giving the outer tensors
+    their names before it, float types as float32."""
     inputs = [helper.make_tensor_value_info(f"in{i}", computed_type(type_of.get(t, 0)), shape_of(t))
               for i, t in enumerate(activations)]
     outputs = [f"out{k}" if out else "" for k, out in enumerate(node.output)]
-    captured = [helper.make_node("Identity", [source], [name]) for source, name in zip(names[len(node.input):], outer)]
-    names = names[:len(node.input)]
-    copy = helper.make_node(node.op_type, names, outputs, domain=node.domain or None)
+    captured = [helper.make_node("Identity", [source], [name])
+                for source, name in zip(operands.names[len(node.input):], outer)]
+    copy = helper.make_node(node.op_type, operands.names[:len(node.input)], outputs, domain=node.domain or None)
     copy.attribute.extend(node.attribute)
     for attribute in copy.attribute:  # a cast to a float type casts to the float32 the backends compute in
         if attribute.name in TYPE_ATTRIBUTES and attribute.type == onnx.AttributeProto.INT:
             attribute.i = computed_type(attribute.i)
     result = node.output[output_index]
-    graph = helper.make_graph([*captured, copy], node.op_type, inputs + graph_inputs,
-                              [helper.make_tensor_value_info(f"out{output_index}",
-                                                             computed_type(type_of.get(result, 0)),
-                                                             shape_of(result))],
-                              initializer=initializers)
-    stated_at = GENERIC_OPSET
-    if not node.domain or node.domain == "ai.onnx":
-        graph, stated_at = _at_generic_opset(graph, opset)
-    operator = node.op_type if not node.domain or node.domain == "ai.onnx" else f"{node.domain}.{node.op_type}"
-    return GenericAttrs(
-        operator=operator, node=base64.b64encode(graph.SerializeToString()).decode("ascii"),
-        input_types=tuple(computed_type(type_of.get(t, 0)) for t in activations),
-        output_type=computed_type(type_of.get(result, 0)), output_index=output_index, stored_elements=stored,
-        opset=stated_at)
+    return helper.make_graph([*captured, copy], node.op_type, inputs + operands.graph_inputs,
+                             [helper.make_tensor_value_info(f"out{output_index}",
+                                                            computed_type(type_of.get(result, 0)),
+                                                            shape_of(result))],
+                             initializer=operands.initializers)
 
 
 def outer_names(node: onnx.NodeProto) -> list[str]:
