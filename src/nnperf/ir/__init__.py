@@ -7,7 +7,7 @@ imported here.
 from nnperf.ir._json import load_network_json, network_from_dict, network_to_dict, save_network
 from nnperf.ir._limits import DEFAULT_SIZE_LIMITS, SIZE_LIMITS_ENV, SizeLimits, current_size_limits, size_limits
 from nnperf.ir._network import Layer, Network, TensorSpec
-from nnperf.ir._ops import (  # issue 17
+from nnperf.ir._ops import (
     ACTIVATIONS,
     ATTRIBUTES_OF,
     DATA_MOVEMENT,
@@ -45,7 +45,7 @@ from nnperf.ir._ops import (  # issue 17
 )
 from nnperf.ir._shapes import Shape, conv_output_size, numel, pool_output_size, same_padding, shape_text
 from nnperf.ir._transforms import (
-    fuse_channel_shuffle,  # activations and data movement (issue 17)
+    fuse_channel_shuffle,  # activations and data movement
     remove_noops,
 )
 
@@ -65,19 +65,24 @@ __all__ = [
     "ClipAttrs",
     "ConvAttrs",
     "ConvKind",
+    "ConvTransposeAttrs",
     "GatherAttrs",
     "GenericAttrs",
+    "GroupNormAttrs",
     "HardSigmoidAttrs",
     "Layer",
     "LeakyReluAttrs",
     "LinearAttrs",
     "LrnAttrs",
+    "MatmulAttrs",
     "Network",
     "NoAttrs",
+    "NormAttrs",
     "OpType",
     "PReluAttrs",
     "PadAttrs",
     "PoolAttrs",
+    "ReduceAttrs",
     "ScaleAttrs",
     "Shape",
     "SizeLimits",
@@ -100,5 +105,3 @@ __all__ = [
     "size_limits",
     "uncovered_ops",
 ]
-# resizing, normalisation and attention (issue 17)
-__all__ += ["ConvTransposeAttrs", "GroupNormAttrs", "MatmulAttrs", "NormAttrs", "ReduceAttrs"]

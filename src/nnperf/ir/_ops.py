@@ -45,7 +45,7 @@ class OpType(str, enum.Enum):
     PAD = "pad"
     IDENTITY = "identity"
     DROPOUT = "dropout"
-    # activations and data movement (issue 17)
+    # activations and data movement
     HARD_SIGMOID = "hard_sigmoid"
     CLIP = "clip"
     PRELU = "prelu"
@@ -59,7 +59,7 @@ class OpType(str, enum.Enum):
     CHANNEL_SHUFFLE = "channel_shuffle"
     GATHER = "gather"
     EXPAND = "expand"
-    # resizing, normalisation and attention (issue 17)
+    # resizing, normalisation and attention
     CONV_TRANSPOSE = "conv_transpose"
     LAYER_NORM = "layer_norm"
     GROUP_NORM = "group_norm"
@@ -75,20 +75,15 @@ class OpType(str, enum.Enum):
     memory-bound model of the calibration (:class:`GenericAttrs`)."""
 
 
-ACTIVATIONS = frozenset(
-    {OpType.RELU, OpType.RELU6, OpType.LEAKY_RELU, OpType.SIGMOID, OpType.TANH, OpType.HARDSWISH, OpType.SILU}
-)
-ELTWISE = frozenset({OpType.ADD, OpType.MUL, OpType.MAX})
+ACTIVATIONS = frozenset({
+    OpType.RELU, OpType.RELU6, OpType.LEAKY_RELU, OpType.SIGMOID, OpType.TANH, OpType.HARDSWISH, OpType.SILU,
+    OpType.HARD_SIGMOID, OpType.CLIP, OpType.PRELU, OpType.GELU, OpType.SOFTPLUS, OpType.MISH, OpType.EXP, OpType.LOG,
+})
+ELTWISE = frozenset({OpType.ADD, OpType.MUL, OpType.MAX, OpType.SUB, OpType.DIV, OpType.POW})
 NOOPS = frozenset({OpType.IDENTITY, OpType.DROPOUT})
 """Layers that do nothing at inference; importers drop them unless asked to keep them."""
-# activations and data movement (issue 17)
-ACTIVATIONS = ACTIVATIONS | {
-    OpType.HARD_SIGMOID, OpType.CLIP, OpType.PRELU, OpType.GELU, OpType.SOFTPLUS, OpType.MISH, OpType.EXP, OpType.LOG,
-}
 DATA_MOVEMENT = frozenset({OpType.SLICE, OpType.TRANSPOSE, OpType.CHANNEL_SHUFFLE, OpType.GATHER, OpType.EXPAND})
 """Layers that only move or copy elements (no arithmetic): #OPs 0."""
-# resizing, normalisation and attention (issue 17)
-ELTWISE = ELTWISE | {OpType.SUB, OpType.DIV, OpType.POW}
 
 
 class ConvKind(str, enum.Enum):
@@ -176,7 +171,7 @@ class PadAttrs:
     value: float = 0.0
 
 
-# activations and data movement (issue 17)
+# activations and data movement
 @dataclass(frozen=True)
 class HardSigmoidAttrs:
     """y = max(0, min(1, alpha*x + beta)); ONNX's defaults (torch's Hardsigmoid is alpha=1/6, beta=0.5)."""
@@ -230,7 +225,7 @@ class GatherAttrs:
 
     axis: int
     indices: tuple[int, ...]
-# resizing, normalisation and attention (issue 17)
+# resizing, normalisation and attention
 @dataclass(frozen=True)
 class ConvTransposeAttrs:
     """A transposed convolution (PyTorch's ConvTranspose2d, ONNX's ConvTranspose).
@@ -346,7 +341,7 @@ ATTRIBUTES_OF: dict[OpType, type] = {
     OpType.LRN: LrnAttrs,
     OpType.UPSAMPLE: UpsampleAttrs,
     OpType.PAD: PadAttrs,
-    # activations and data movement (issue 17)
+    # activations and data movement
     OpType.HARD_SIGMOID: HardSigmoidAttrs,
     OpType.CLIP: ClipAttrs,
     OpType.PRELU: PReluAttrs,
@@ -354,7 +349,7 @@ ATTRIBUTES_OF: dict[OpType, type] = {
     OpType.TRANSPOSE: TransposeAttrs,
     OpType.CHANNEL_SHUFFLE: ChannelShuffleAttrs,
     OpType.GATHER: GatherAttrs,
-    # resizing, normalisation and attention (issue 17)
+    # resizing, normalisation and attention
     OpType.CONV_TRANSPOSE: ConvTransposeAttrs,
     OpType.LAYER_NORM: NormAttrs,
     OpType.GROUP_NORM: GroupNormAttrs,
@@ -369,12 +364,13 @@ NO_ATTRIBUTES = frozenset({
     OpType.GLOBAL_AVG_POOL, OpType.GLOBAL_MAX_POOL, OpType.RELU, OpType.RELU6, OpType.SIGMOID, OpType.TANH,
     OpType.HARDSWISH, OpType.SILU, OpType.ADD, OpType.MUL, OpType.MAX, OpType.RESHAPE, OpType.IDENTITY,
     OpType.DROPOUT,
-    # resizing, normalisation and attention (issue 17)
-    OpType.SUB, OpType.DIV, OpType.POW, OpType.GELU, OpType.CONSTANT,
+    # activations and data movement
+    OpType.GELU, OpType.SOFTPLUS, OpType.MISH, OpType.EXP, OpType.LOG, OpType.EXPAND,
+    # resizing, normalisation and attention
+    OpType.SUB, OpType.DIV, OpType.POW, OpType.CONSTANT,
 })
-"""Ops whose layers carry :class:`NoAttrs`: their shapes say everything (a reshape's target is its output shape)."""
-# activations and data movement (issue 17): an expand's target is its output shape
-NO_ATTRIBUTES = NO_ATTRIBUTES | {OpType.GELU, OpType.SOFTPLUS, OpType.MISH, OpType.EXP, OpType.LOG, OpType.EXPAND}
+"""Ops whose layers carry :class:`NoAttrs`: their shapes say everything (a reshape's or an expand's target is its
+output shape)."""
 
 
 def attributes_class(op: OpType) -> type:

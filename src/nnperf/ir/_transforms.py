@@ -30,7 +30,7 @@ def remove_noops(network: Network) -> Network:
                    int8_layers=network.int8_layers & {layer.name for layer in kept})
 
 
-# activations and data movement (issue 17)
+# activations and data movement
 def fuse_channel_shuffle(network: Network) -> Network:
     """Each Reshape-Transpose-Reshape channel shuffle as one CHANNEL_SHUFFLE layer.
 

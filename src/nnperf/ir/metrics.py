@@ -23,7 +23,7 @@ op in ``METRIC_HANDLERS`` (adding an op type means adding its entry there):
   Eq. (2), n(I) + n(W) + n(O). ``mem_ops_im2col`` replaces a convolution's
   n(I) by the unrolled kh*kw*Cin*Hout*Wout*batch of im2col+GEMM (III-D).
 
-Activations and data movement (issue 17): hard sigmoid, clip, PReLU, GELU,
+Activations and data movement: hard sigmoid, clip, PReLU, GELU,
 softplus, mish, exp and log count 1 #OP per activation like the other
 element-wise activations, and no MACs (PReLU's slope multiply is as much a MAC
 as leaky ReLU's, which counts none); PReLU's n(W) is its slopes, one per
@@ -31,7 +31,7 @@ channel (or one). Slice, transpose, channel shuffle, gather and expand move
 data only: 0 #OPs; their n(I) is the whole input tensor, as for every layer,
 even where a slice or gather reads part of it.
 
-Issue 17 (resizing, normalisation and attention): a transposed convolution
+Resizing, normalisation and attention: a transposed convolution
 counts kh*kw*Cin*Cout/groups MACs per input position (plus a bias MAC per
 output); a matrix product of two activations K MACs per output element; layer,
 group and instance normalisation 4 #OPs per element (6 with the learnt scale
@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from nnperf.ir._layer_like import LayerLike, NetworkLike
-from nnperf.ir._ops import (  # issue 17
+from nnperf.ir._ops import (
     BatchNormAttrs,
     ConvAttrs,
     ConvTransposeAttrs,
@@ -64,7 +64,7 @@ from nnperf.ir._ops import (  # issue 17
     NormAttrs,
     OpType,
     PoolAttrs,
-    PReluAttrs,  # activations and data movement (issue 17)
+    PReluAttrs,  # activations and data movement
     ScaleAttrs,
     UpsampleAttrs,
 )
@@ -258,72 +258,14 @@ def _data_movement(layer: LayerLike) -> OpCounts:
     return OpCounts()
 
 
-# activations and data movement (issue 17)
+# activations and data movement
 def _prelu(layer: LayerLike) -> OpCounts:
     assert isinstance(layer.attrs, PReluAttrs)
     slopes = layer.input_shape[1] if layer.attrs.per_channel else 1
     return OpCounts(ops=numel(layer.output_shape), params=slopes)
 
 
-METRIC_HANDLERS: Mapping[OpType, MetricHandler] = MappingProxyType({
-    OpType.CONV: _conv,
-    OpType.LINEAR: _linear,
-    OpType.MAX_POOL: _pool,
-    OpType.AVG_POOL: _pool,
-    OpType.GLOBAL_AVG_POOL: _global_pool,
-    OpType.GLOBAL_MAX_POOL: _global_pool,
-    OpType.BATCH_NORM: _batch_norm,
-    OpType.SCALE: _scale,
-    OpType.RELU: _one_per_output,
-    OpType.RELU6: _one_per_output,
-    OpType.LEAKY_RELU: _one_per_output,
-    OpType.SIGMOID: _one_per_output,
-    OpType.TANH: _one_per_output,
-    OpType.HARDSWISH: _one_per_output,
-    OpType.SILU: _one_per_output,
-    OpType.ADD: _eltwise,
-    OpType.MUL: _eltwise,
-    OpType.MAX: _eltwise,
-    OpType.CONCAT: _data_movement,
-    OpType.SOFTMAX: _softmax,
-    OpType.LRN: _lrn,
-    OpType.FLATTEN: _data_movement,
-    OpType.RESHAPE: _data_movement,
-    OpType.UPSAMPLE: _upsample,
-    OpType.PAD: _data_movement,
-    OpType.IDENTITY: _data_movement,
-    OpType.DROPOUT: _data_movement,
-    # activations and data movement (issue 17)
-    OpType.HARD_SIGMOID: _one_per_output,
-    OpType.CLIP: _one_per_output,
-    OpType.PRELU: _prelu,
-    OpType.GELU: _one_per_output,
-    OpType.SOFTPLUS: _one_per_output,
-    OpType.MISH: _one_per_output,
-    OpType.EXP: _one_per_output,
-    OpType.LOG: _one_per_output,
-    OpType.SLICE: _data_movement,
-    OpType.TRANSPOSE: _data_movement,
-    OpType.CHANNEL_SHUFFLE: _data_movement,
-    OpType.GATHER: _data_movement,
-    OpType.EXPAND: _data_movement,
-    # resizing, normalisation and attention (issue 17)
-    OpType.CONV_TRANSPOSE: lambda layer: _conv_transpose(layer),
-    OpType.LAYER_NORM: lambda layer: _layer_norm(layer),
-    OpType.GROUP_NORM: lambda layer: _group_norm(layer),
-    OpType.REDUCE_MEAN: lambda layer: _reduce(layer),
-    OpType.REDUCE_MAX: lambda layer: _reduce(layer),
-    OpType.MATMUL: lambda layer: _matmul(layer),
-    OpType.SUB: _eltwise,
-    OpType.DIV: _eltwise,
-    OpType.POW: _eltwise,
-    OpType.CONSTANT: lambda layer: _constant(layer),
-    OpType.GENERIC: lambda layer: _generic(layer),
-})
-"""Each op's counts (MACs, #OPs, n(W), im2col input); every op has one, data movement counting zero."""
-
-
-# resizing, normalisation and attention (issue 17)
+# resizing, normalisation and attention
 def _conv_transpose(layer: LayerLike) -> OpCounts:
     """Every input element times every tap of its group's kernel: kh*kw*Cin*(Cout/groups)*Hin*Win*batch,
     plus one per output for the bias. im2col reads the zero-inserted, padded input of the equivalent direct
@@ -382,6 +324,64 @@ def _generic(layer: LayerLike) -> OpCounts:
     assert isinstance(attrs, GenericAttrs)
     reads = sum(numel(s) for s in layer.input_shapes)
     return OpCounts(ops=max(reads, numel(layer.output_shape)), params=attrs.stored_elements)
+
+
+METRIC_HANDLERS: Mapping[OpType, MetricHandler] = MappingProxyType({
+    OpType.CONV: _conv,
+    OpType.LINEAR: _linear,
+    OpType.MAX_POOL: _pool,
+    OpType.AVG_POOL: _pool,
+    OpType.GLOBAL_AVG_POOL: _global_pool,
+    OpType.GLOBAL_MAX_POOL: _global_pool,
+    OpType.BATCH_NORM: _batch_norm,
+    OpType.SCALE: _scale,
+    OpType.RELU: _one_per_output,
+    OpType.RELU6: _one_per_output,
+    OpType.LEAKY_RELU: _one_per_output,
+    OpType.SIGMOID: _one_per_output,
+    OpType.TANH: _one_per_output,
+    OpType.HARDSWISH: _one_per_output,
+    OpType.SILU: _one_per_output,
+    OpType.ADD: _eltwise,
+    OpType.MUL: _eltwise,
+    OpType.MAX: _eltwise,
+    OpType.CONCAT: _data_movement,
+    OpType.SOFTMAX: _softmax,
+    OpType.LRN: _lrn,
+    OpType.FLATTEN: _data_movement,
+    OpType.RESHAPE: _data_movement,
+    OpType.UPSAMPLE: _upsample,
+    OpType.PAD: _data_movement,
+    OpType.IDENTITY: _data_movement,
+    OpType.DROPOUT: _data_movement,
+    # activations and data movement
+    OpType.HARD_SIGMOID: _one_per_output,
+    OpType.CLIP: _one_per_output,
+    OpType.PRELU: _prelu,
+    OpType.GELU: _one_per_output,
+    OpType.SOFTPLUS: _one_per_output,
+    OpType.MISH: _one_per_output,
+    OpType.EXP: _one_per_output,
+    OpType.LOG: _one_per_output,
+    OpType.SLICE: _data_movement,
+    OpType.TRANSPOSE: _data_movement,
+    OpType.CHANNEL_SHUFFLE: _data_movement,
+    OpType.GATHER: _data_movement,
+    OpType.EXPAND: _data_movement,
+    # resizing, normalisation and attention
+    OpType.CONV_TRANSPOSE: _conv_transpose,
+    OpType.LAYER_NORM: _layer_norm,
+    OpType.GROUP_NORM: _group_norm,
+    OpType.REDUCE_MEAN: _reduce,
+    OpType.REDUCE_MAX: _reduce,
+    OpType.MATMUL: _matmul,
+    OpType.SUB: _eltwise,
+    OpType.DIV: _eltwise,
+    OpType.POW: _eltwise,
+    OpType.CONSTANT: _constant,
+    OpType.GENERIC: _generic,
+})
+"""Each op's counts (MACs, #OPs, n(W), im2col input); every op has one, data movement counting zero."""
 
 
 __all__ = [

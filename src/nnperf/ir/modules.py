@@ -26,7 +26,7 @@ class Scale(nn.Module):
         return y + self.bias if self.bias is not None else y
 
 
-# resizing, normalisation and attention (issue 17)
+# resizing, normalisation and attention
 class LayerNorm2d(nn.Module):
     """Layer normalisation over the channels of NCHW input, with a learnt scale and shift per channel.
 

@@ -74,7 +74,7 @@ def _clip_bounds(c: Converter, node: onnx.NodeProto, attrs: dict[str, Any]) -> M
         return OpType.RELU6, NoAttrs()
     if low == 0.0 and (high is None or np.isinf(high)):
         return OpType.RELU, NoAttrs()
-    if low is None and high is None:  # issue 17: any other bounds are a CLIP layer
+    if low is None and high is None:  # any other bounds are a CLIP layer
         return None
     return OpType.CLIP, ClipAttrs(low=-math.inf if low is None else f32(low),
                                   high=math.inf if high is None else f32(high))
@@ -110,7 +110,7 @@ def map_eltwise(op: OpType) -> OnnxHandler:
 
 def map_mul(c: Converter, n: Node) -> Result | None:
     """Mul of activations, or by a scalar or per-channel constant: a scale layer, with the Add of a bias after it."""
-    softplus = softplus_pattern(c, n)  # issue 17
+    softplus = softplus_pattern(c, n)
     if softplus is not None:
         return softplus
     if len(n.data_inputs) >= 2:

@@ -55,7 +55,7 @@ from nnperf.ir.importers._common import NameTable, Unsupported, adaptive_pool, r
 from nnperf.ir.importers._table import ImportRule, rule
 from nnperf.ir.importers._torch_export import first_line, via_onnx
 from nnperf.ir.modules import (
-    LayerNorm2d,  # issue 17
+    LayerNorm2d,
     Scale,
 )
 
@@ -155,8 +155,8 @@ class _Converter:
     def _convert_call(self, node: fx.Node) -> None:
         if self._convert_split_part(node):
             return
-        self._bind_constants(node)  # issue 17: a class token or position embedding becomes a CONSTANT layer
-        if self._fuse_transposes(node):  # issue 17: x.transpose(-2, -1) read by a matrix product
+        self._bind_constants(node)  # a class token or position embedding becomes a CONSTANT layer
+        if self._fuse_transposes(node):  # x.transpose(-2, -1) read by a matrix product
             return
         data_args = [n for n in _flat_nodes((node.args, node.kwargs)) if n in self.layer_of]
         out_shape = _shape(node)
@@ -200,7 +200,7 @@ class _Converter:
             self.scale_of[layer_name] = len(self.layers) - 1
         self._bind(node, layer_name, out_shape)
 
-    # resizing, normalisation and attention (issue 17)
+    # resizing, normalisation and attention
     def _fuse_transposes(self, node: fx.Node) -> bool:
         """Defers a swap of the last two axes whose readers are all matrix products, and makes a MATMUL that
         reads such swapped operands with ``transpose_a``/``transpose_b`` (True when ``node`` was handled)."""
@@ -247,7 +247,7 @@ class _Converter:
             self._bind(arg, name, shape)
 
 
-    # activations and data movement (issue 17)
+    # activations and data movement
     def _convert_split_part(self, node: fx.Node) -> bool:
         """``parts[i]`` of a torch.chunk or torch.split of an activation: one SLICE layer per part used."""
         if node.target is not operator.getitem or not isinstance(node.args[0], fx.Node):
@@ -404,7 +404,7 @@ def _hardtanh(m: nn.Module, ins: tuple[Shape, ...], out: Shape) -> Mapped | None
     assert isinstance(m, nn.Hardtanh)
     if (m.min_val, m.max_val) == (0.0, 6.0):
         return OpType.RELU6, NoAttrs()
-    return OpType.CLIP, ClipAttrs(low=float(m.min_val), high=float(m.max_val))  # issue 17
+    return OpType.CLIP, ClipAttrs(low=float(m.min_val), high=float(m.max_val))
 
 
 def _leaky_relu(m: nn.Module, ins: tuple[Shape, ...], out: Shape) -> Mapped | None:
@@ -448,7 +448,7 @@ def _pad_module(mode: str) -> ModuleHandler:
     return handle
 
 
-# activations and data movement (issue 17)
+# activations and data movement
 def _hard_sigmoid() -> Mapped:
     # torch's fixed relu6(x + 3) / 6; 1/6 to the 7 digits a float32 attribute keeps, as the ONNX importer reads it
     return OpType.HARD_SIGMOID, HardSigmoidAttrs(alpha=float(f"{1.0 / 6.0:.7g}"), beta=0.5)
@@ -544,7 +544,7 @@ TORCH_MODULE_IMPORTERS: Mapping[type[nn.Module], ImportRule[ModuleHandler]] = Ma
     nn.ConstantPad2d: rule({OpType.PAD}, _pad_module("constant")),
     nn.ReflectionPad2d: rule({OpType.PAD}, _pad_module("reflect")),
     nn.ReplicationPad2d: rule({OpType.PAD}, _pad_module("replicate")),
-    # activations and data movement (issue 17)
+    # activations and data movement
     nn.Hardsigmoid: rule({OpType.HARD_SIGMOID}, lambda m, ins, out: _hard_sigmoid()),
     nn.PReLU: rule({OpType.PRELU}, _prelu),
     nn.GELU: rule({OpType.GELU}, _gelu),
@@ -646,7 +646,7 @@ def _lrn_call(node: fx.Node, ins: tuple[Shape, ...], out: Shape, constants: list
                                 beta=float(_arg(node, 3, "beta", 0.75)), k=float(_arg(node, 4, "k", 1.0)))
 
 
-# activations and data movement (issue 17)
+# activations and data movement
 _SPLITS = frozenset({torch.chunk, torch.split, torch.functional.split, "chunk", "split"})
 """Calls whose parts ``parts[i]`` become SLICE layers (see ``_Converter._convert_split_part``)."""
 
@@ -828,7 +828,7 @@ TORCH_CALL_IMPORTERS: Mapping[Any, ImportRule[CallHandler]] = MappingProxyType({
     F.local_response_norm: rule({OpType.LRN}, _lrn_call),
     F.dropout: _call_plain(OpType.DROPOUT),
     "contiguous": _call_plain(OpType.IDENTITY), "clone": _call_plain(OpType.IDENTITY),
-    # activations and data movement (issue 17)
+    # activations and data movement
     F.hardsigmoid: rule({OpType.HARD_SIGMOID}, lambda node, ins, out, constants: _hard_sigmoid()),
     torch.clamp: rule({OpType.CLIP, OpType.RELU, OpType.RELU6}, _clamp_call),
     torch.clip: rule({OpType.CLIP, OpType.RELU, OpType.RELU6}, _clamp_call),
