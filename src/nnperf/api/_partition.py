@@ -1,0 +1,223 @@
+"""Where to split a network between a client and the cloud (NeuPart) from Python.
+
+The client is the CNNergy accelerator (:mod:`nnperf.api._accel`'s sources: a model, a shipped network or a layer
+table) or a calibrated CPU or GPU (a stored system), whose per-layer latency, and energy where it was calibrated
+with a power meter, its calibration predicts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from nnperf.accel import NetworkEnergy
+from nnperf.api._accel import AccelSource, PathLike, Progress, SpecLike, accel_source
+from nnperf.api._load import ModelLike
+from nnperf.api._session import StoreLike, opened_store
+from nnperf.errors import NnperfError
+from nnperf.ir import Network
+from nnperf.optimize.partition import (
+    NEUPART_INPUT_SPARSITIES,
+    Channel,
+    InputCoding,
+    PartitionResult,
+    QuartileRow,
+    SplitPoint,
+    cloud_macs_per_s,
+    network_points,
+    pareto_front,
+    parse_bitrate,
+    parse_power,
+    quartile_table,
+    table_points,
+)
+from nnperf.optimize.partition import partition as split_points
+from nnperf.prediction import SystemModel, load_stored_model
+
+NEUPART_INPUT_SPARSITY = 0.608
+"""The input image's zero fraction when neither a sparsity nor a JPEG size is given (NeuPart's median JPEG)."""
+
+SWEEP_BITRATES_BPS = tuple(m * 1e6 for m in range(5, 201, 5))
+"""The bit rates of the figures: 5 to 200 Mbit/s in steps of 5."""
+
+SWEEP_POWERS_W = (0.5, 1.3)
+"""The transmit powers of the figures (NeuPart's)."""
+
+SEND_MODES = ("both", "ofmap", "next-input")
+
+
+@dataclass(frozen=True)
+class NetworkPartition:
+    """The client's energy cost and the end-to-end delay at every split point, and the energy-optimal one."""
+
+    network: str
+    client: str
+    """What computes before the split: the accelerator (spec, bits) or a stored system and how its energy is had."""
+    input: str
+    """How the input image is sent at the fully-cloud point."""
+    result: PartitionResult
+    """Every point's costs (joules, seconds), ``best``, ``savings_vs_fcc`` and ``savings_vs_fisc``."""
+    quartiles: tuple[QuartileRow, ...]
+    """The optimum at NeuPart's input-sparsity quartile delimiters (none for a JPEG input)."""
+    pareto_front: tuple[str, ...]
+    """The split points on the Pareto front of client energy against end-to-end delay."""
+    sparsity_source: str = ""
+    files: tuple[Path, ...] = ()
+
+    @property
+    def best(self) -> str:
+        """The energy-optimal split point's name."""
+        return self.result.best_point.name
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``nnperf partition --json`` document."""
+        document = self.result.to_dict()
+        document.update({"network": self.network, "client": self.client, "input": self.input,
+                         "pareto_front": list(self.pareto_front), "quartiles": [vars(row) for row in self.quartiles],
+                         "files": [str(f) for f in self.files]})
+        if self.sparsity_source:
+            document["sparsity_source"] = self.sparsity_source
+        return document
+
+
+@dataclass(frozen=True)
+class _Client:
+    """What computes before the split: its label and per-layer energy (J) and latency (s)."""
+
+    label: str
+    energy_j: Mapping[str, float]
+    latency_s: Mapping[str, float]
+
+
+def partition(model: ModelLike | None = None, system: int | str | SystemModel | None = None,
+              store: StoreLike = None, *, spec: SpecLike = None, network: str | None = None,
+              table: PathLike | None = None, bits: int | None = None, control: bool = True,
+              sparsity: str | None = None, images: Sequence[PathLike] | None = None, bitrate: float | str = "60Mbps",
+              tx_power: float | str = "0.5W", input_sparsity: float | None = None, jpeg_bytes: float | None = None,
+              send: str = "both", cloud_tops: float = 92.0, client_power: float | str | None = None,
+              out: PathLike | None = None, sweep_bitrates_bps: Sequence[float] = SWEEP_BITRATES_BPS,
+              sweep_powers_w: Sequence[float] = SWEEP_POWERS_W, progress: Progress | None = None) -> NetworkPartition:
+    """The energy-optimal split of a network between the client and the cloud (NeuPart).
+
+    The client's cost at a split point is its compute up to there plus sending the rest (RLC-coded); the result
+    has the optimum, its savings against fully cloud (FCC) and fully in situ (FISC) computing, and the delays.
+
+    Parameters
+    ----------
+    model, spec, network, table, control, sparsity, images, progress
+        What runs, as for :func:`accel_energy` (``bits`` defaults to 8, NeuPart's partitioning results).
+    system : int, str or SystemModel, optional
+        The client is this calibrated system (a stored system's id or key prefix, or a fitted model), not the
+        accelerator: its per-layer latency (and energy, where calibrated with a power meter) predicted for
+        ``model``, which is then mapped through the IR even when it names a shipped table.
+    store : Store, path or None, default None
+        Where ``system`` is stored (None: ``$NNPERF_DB``, else ``./nnperf.db``); only read.
+    bitrate, tx_power : float or str, default '60Mbps', '0.5W'
+        The uplink's effective bit rate (bit/s, or text: '1.5Gbps') and transmit power (W, or text: '500mW').
+    input_sparsity, jpeg_bytes : float, optional
+        Send the image RLC-coded with this zero fraction (default 0.608, NeuPart's median), or as a JPEG of this
+        many bytes; not both.
+    send : {'both', 'ofmap', 'next-input'}, default 'both'
+        For layer tables: split after a layer's ofmap before pooling, after the next layer's input, or both.
+    cloud_tops : float, default 92
+        Cloud throughput in tera-operations per second, two per MAC (a TPU).
+    client_power : float or str, optional
+        A ``system`` calibrated without a power meter: its power while computing (energy = power x latency).
+    out : path, optional
+        Write fig10_energy_cost.png, fig12_savings.png, fig13a_delay.png and pareto.png into this folder, the
+        sweeps over ``sweep_bitrates_bps`` (bit/s) and ``sweep_powers_w`` (W).
+
+    Returns
+    -------
+    NetworkPartition
+        Every split point's energy cost and delay, ``best``, the quartile table and the Pareto front.
+    """
+    channel, coding, cloud = _setting(bitrate, tx_power, input_sparsity, jpeg_bytes, send, cloud_tops)
+    if system is not None and model is None:
+        raise NnperfError("--system partitions an IR network: name a MODEL (zoo name, .onnx or .json)")
+    source = accel_source(model, spec, network=network, table=table, bits=bits, default_bits=8, control=control,
+                          sparsity=sparsity, images=images, ir=system is not None, progress=progress)
+    energy = source.energy() if system is None else None
+    client = _accelerator_client(source.spec, energy) if energy is not None else _system_client(
+        system, store, source.network, client_power)  # type: ignore[arg-type]
+    points_for = partial(_points, source, energy, client, send, cloud)
+    points = points_for(coding)
+    result = split_points(points, channel)
+    quartiles = (quartile_table(lambda s: points_for(InputCoding(sparsity=s)), NEUPART_INPUT_SPARSITIES, channel)
+                 if jpeg_bytes is None else [])
+    files = _figures(Path(out), points, result, sweep_bitrates_bps, sweep_powers_w) if out is not None else ()
+    return NetworkPartition(source.name, client.label, coding.label, result, tuple(quartiles),
+                            tuple(result.points[i].name for i in pareto_front(result)), source.sparsity_note, files)
+
+
+def _points(source: AccelSource, energy: NetworkEnergy | None, client: _Client, send: str, cloud_macs_per_s: float,
+            coding: InputCoding) -> list[SplitPoint]:
+    """The split points of a layer table (the accelerator's energy) or of an IR network (the client's)."""
+    if source.mapping is None:
+        assert energy is not None
+        return table_points(energy, coding, send, cloud_macs_per_s)
+    assert source.sparsity is not None
+    return network_points(source.mapping.network, client.energy_j, client.latency_s, source.sparsity, coding,
+                          source.spec.rlc_factor, cloud_macs_per_s)
+
+
+def _setting(bitrate: float | str, tx_power: float | str, input_sparsity: float | None, jpeg_bytes: float | None,
+             send: str, cloud_tops: float) -> tuple[Channel, InputCoding, float]:
+    """The channel, the input's coding and the cloud's MACs per second, checked."""
+    channel = Channel(_quantity(bitrate, parse_bitrate), _quantity(tx_power, parse_power))
+    if send not in SEND_MODES:
+        raise NnperfError(f"send must be one of {', '.join(SEND_MODES)}, got {send!r}")
+    coding = InputCoding(sparsity=NEUPART_INPUT_SPARSITY if input_sparsity is None and jpeg_bytes is None
+                         else input_sparsity, jpeg_bytes=jpeg_bytes)
+    return channel, coding, cloud_macs_per_s(cloud_tops)
+
+
+def _quantity(value: float | str, parse: Any) -> float:
+    """Text with a unit read by ``parse``; a number is taken as it is (the channel checks it)."""
+    return parse(value) if isinstance(value, str) else value  # type: ignore[no-any-return]
+
+
+def _accelerator_client(spec: Any, energy: NetworkEnergy) -> _Client:
+    return _Client(f"CNNergy accelerator ({spec.name}, {spec.bits}-bit)",
+                   {row.layer.name: row.energy_j for row in energy.layers},
+                   {row.layer.name: row.latency_s for row in energy.layers})
+
+
+def _system_client(system: int | str | SystemModel, store: StoreLike, network: Network,
+                   client_power: float | str | None) -> _Client:
+    """The stored system's predicted per-layer latency and energy (calibrated, or ``client_power`` x latency)."""
+    if isinstance(system, SystemModel):
+        model = system
+    else:
+        with opened_store(store, create=False) as opened:
+            model = load_stored_model(opened, system)
+    prediction = model.predict(network)
+    latency = {p.layer: p.latency_s for p in prediction.layers}
+    if all(p.energy_j is not None for p in prediction.layers):
+        energy = {p.layer: float(p.energy_j or 0.0) for p in prediction.layers}
+        how = "energy predicted by its calibration"
+    elif client_power is not None:
+        power = _quantity(client_power, parse_power)
+        if not power > 0:
+            raise NnperfError(f"client_power must be > 0 W, got {client_power!r}")
+        energy = {name: power * seconds for name, seconds in latency.items()}
+        how = f"energy = {power:g} W x predicted latency"
+    else:
+        named = f" {system}" if not isinstance(system, SystemModel) else ""
+        raise NnperfError(f"system{named} ({model.system_label}) was calibrated without a power meter, so it "
+                          "predicts no energy: give the client's average power with --client-power W")
+    return _Client(f"{model.system_label} (latency predicted per layer; {how})", energy, latency)
+
+
+def _figures(out: Path, points: Sequence[SplitPoint], result: PartitionResult, bitrates_bps: Sequence[float],
+             powers_w: Sequence[float]) -> tuple[Path, ...]:
+    from nnperf.optimize.partition import sweep_channels
+    from nnperf.report.partition import plot_delay, plot_energy_cost, plot_pareto, plot_savings
+
+    sweep = sweep_channels(points, list(bitrates_bps), list(powers_w))
+    return (plot_energy_cost(result, out / "fig10_energy_cost.png"), plot_savings(sweep, out / "fig12_savings.png"),
+            plot_delay(sweep, out / "fig13a_delay.png"), plot_pareto(result, out / "pareto.png"))
+
