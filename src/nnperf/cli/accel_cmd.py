@@ -6,7 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
-from nnperf.cli._accel_source import add_source_arguments, load_source
+from nnperf.cli._accel_source import add_source_arguments, source_options
+from nnperf.cli._backend_args import Progress
 from nnperf.errors import NnperfError
 
 
@@ -57,71 +58,57 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run_energy(args: argparse.Namespace) -> int:
-    from nnperf.accel import network_energy
+    from nnperf.api import accel_energy
     from nnperf.report import console
-    from nnperf.report.accel import energy_table, explain_table, plot_energy
+    from nnperf.report.accel import energy_table, explain_table
 
-    source = load_source(args)
-    energy = network_energy(source.rows, source.spec, source.name, batch=source.batch)
-    written = plot_energy(energy, args.plot) if args.plot else None
+    with Progress(not args.json, "measuring sparsity") as progress:
+        result = accel_energy(args.model, args.spec, **source_options(args), plot=args.plot, progress=progress)
     if args.json:
-        document = energy.to_dict()
-        document["sparsity_source"] = source.sparsity_note or "layer table"
-        if written:
-            document["files"] = [str(written)]
-        print(json.dumps(document, indent=1))
+        print(json.dumps(result.to_dict(), indent=1))
         return 0
     out = console()
-    out.print(energy_table(energy, by_block=args.blocks))
+    out.print(energy_table(result.energy, by_block=args.blocks))
     if args.explain:
-        out.print(explain_table(energy))
-    if source.sparsity_note:
-        out.print(source.sparsity_note)
-    if written:
-        out.print(f"wrote {written}")
+        out.print(explain_table(result.energy))
+    if result.sparsity_source:
+        out.print(result.sparsity_source)
+    for path in result.files:
+        out.print(f"wrote {path}")
     return 0
 
 
 def run_sweep(args: argparse.Namespace) -> int:
-    from dataclasses import replace
-
-    from nnperf.accel import sweep_design
-    from nnperf.cli._backend_args import Progress
+    from nnperf.api import accel_sweep
     from nnperf.report import console
-    from nnperf.report.accel import plot_sweep, sweep_table
+    from nnperf.report.accel import sweep_table
 
     glb = _numbers(args.glb, "--glb")
     scales = _numbers(args.rf_scale, "--rf-scale")
     arrays = [_array(text) for text in args.pe.split(",")] if args.pe else None
-    source = load_source(args)
-    spec = replace(source.spec, glb_energy_law=args.glb_law)
-    with Progress(not args.json, "design sweep") as update:
-        sweep = sweep_design(source.rows, spec, glb, arrays, scales, source.name,
-                             progress=(lambda d, t: update("design sweep", d, t)) if update else None)
-    written = plot_sweep(sweep, args.plot) if args.plot else None
+    with Progress(not args.json, "design sweep") as progress:
+        result = accel_sweep(args.model, args.spec, glb_kb=glb, pe_arrays=arrays, rf_scales=scales,
+                             glb_law=args.glb_law, **source_options(args), plot=args.plot, progress=progress)
     if args.json:
-        document = sweep.to_dict()
-        if written:
-            document["files"] = [str(written)]
-        print(json.dumps(document, indent=1))
+        print(json.dumps(result.to_dict(), indent=1))
         return 0
     out = console()
-    out.print(sweep_table(sweep))
-    if written:
-        out.print(f"wrote {written}")
+    out.print(sweep_table(result.sweep))
+    for path in result.files:
+        out.print(f"wrote {path}")
     return 0
 
 
 def run_spec(args: argparse.Namespace) -> int:
-    from nnperf.accel import eyeriss_spec, load_spec, spec_yaml
+    from nnperf.accel import spec_yaml
+    from nnperf.api import accel_spec
 
-    spec = load_spec(args.spec) if args.spec else eyeriss_spec(args.bits)
+    spec = accel_spec(args.spec, bits=args.bits)
     if args.json:
         print(json.dumps(spec.to_dict(), indent=1))
     else:
         print(spec_yaml(spec), end="")
     return 0
-
 
 def _numbers(text: str, option: str) -> list[float]:
     try:

@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import TYPE_CHECKING
 
-from nnperf.cli._backend_args import Progress, add_backend_arguments, backend_from_args
-from nnperf.cli._store_arg import add_db_argument, open_store
-
-if TYPE_CHECKING:
-    from nnperf.measure.sweep import LayerConfig
+from nnperf.cli._backend_args import Progress, add_backend_arguments
+from nnperf.cli._store_arg import add_db_argument
 
 
 def _fraction(text: str) -> float:
@@ -44,41 +40,20 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace) -> int:
-    from nnperf.api import load_model
-    from nnperf.campaign import surround_width
-    from nnperf.errors import NnperfError
-    from nnperf.measure.sweep import SWEEP_HARNESS, profiling_network, time_in_context
-    from nnperf.optimize.advise import advise
-    from nnperf.prediction.steps import composed_models
+    from nnperf.api import advise
+    from nnperf.measure import System
     from nnperf.report import console
-    from nnperf.report.advice import advice_document, advice_table
+    from nnperf.report.advice import advice_table
 
-    network = load_model(args.model)
-    out = console()
-    with open_store(args) as store, backend_from_args(args) as backend:
-        spec = backend.system()
-        found = store.find_system(spec.key)
-        if found is None:
-            raise NnperfError(f"{store.path} has no step models of {spec.label}; measure sweeps with `nnperf sweep "
-                              "conv2d --param channels ...` (and filters) on these backend options, then `nnperf "
-                              "steps fit`")
-        system = found
-        models = composed_models(store, system.id)
-        if not models:
-            raise NnperfError(f"{store.path} has no fitted step model on {system.label}; run `nnperf sweep` and "
-                              "`nnperf steps fit` first")
-
-        def measure(config: LayerConfig) -> float:
-            """The median latency (seconds) of ``config`` inside the system's profiling network."""
-            profiling = profiling_network(config, surround_width(store, system.id, config.kind))
-            return time_in_context(backend, profiling, SWEEP_HARNESS).stats.median_s
-
-        with Progress(not args.json, "advising") as progress:
-            advice = advise(network, models, system.label, args.tolerance, args.min_bonus,
-                            measure if args.verify else None, progress)
+    system = System(args.backend, args.device, args.threads, args.option)
+    with Progress(not args.json, "advising") as progress:
+        result = advise(args.model, system, args.db, tolerance=args.tolerance, min_bonus=args.min_bonus,
+                        verify=args.verify, progress=progress)
     if args.json:
-        print(json.dumps(advice_document(advice), indent=1))
+        print(json.dumps(result.to_dict(), indent=1))
         return 0
+    advice = result.advice
+    out = console()
     out.print(advice_table(advice))
     out.print(f"{advice.considered} layer widths considered on {advice.system} (+/-{advice.tolerance:.0%}); "
               f"{len(advice.suggestions)} suggestion(s); {len(advice.skipped)} layer(s) skipped"

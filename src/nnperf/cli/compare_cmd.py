@@ -7,7 +7,7 @@ import json
 import sys
 
 from nnperf.cli._shapes import parse_input_shape
-from nnperf.cli._store_arg import add_db_argument, open_store
+from nnperf.cli._store_arg import add_db_argument
 
 EXIT_SLOWER = 4
 """The exit code when B is slower than --fail-if-slower allows (1 is an error, 2 a usage error, 3 an internal one)."""
@@ -45,22 +45,17 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace) -> int:
+    from nnperf.api import compare
     from nnperf.errors import NnperfError
-    from nnperf.report.compare import compare, load_side, parse_side, write_csv
+    from nnperf.report.compare import write_csv
 
-    specs = parse_side(args.a), parse_side(args.b)
     if args.fail_if_slower is not None and not args.fail_if_slower >= 0:
         raise NnperfError(f"--fail-if-slower takes a percentage >= 0, got {args.fail_if_slower}")
     if args.top < 0:
         raise NnperfError(f"--top takes a count >= 0, got {args.top}")
-    network = None
-    if any(s.kind == "predicted" for s in specs) and args.model:
-        from nnperf.api import load_model
-
-        network = load_model(args.model, dict(args.input_shape) or None, strict=args.strict)
-    with open_store(args, create=False) as store:
-        a, b = (load_side(store, s, args.model, network) for s in specs)
-    comparison = compare(a, b)
+    comparison = compare(args.a, args.b, args.db, model=args.model, input_shape=dict(args.input_shape) or None,
+                         strict=args.strict)
+    a, b = comparison.a, comparison.b
     if args.csv:
         rows = write_csv(comparison, args.csv)
         print(f"wrote {rows} layer row(s) to {args.csv}", file=sys.stderr)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+from contextlib import ExitStack
 from pathlib import Path
 
-from nnperf.cli._backend_args import add_backend_arguments
+from nnperf.cli._backend_args import Progress, add_backend_arguments
 from nnperf.cli._store_arg import add_db_argument, open_store
 from nnperf.cli.fleet_cmd import add_fleet_argument, measuring
-from nnperf.measure import ComparisonProtocol, RoundsConfig, resolve_protocol
+from nnperf.measure import ComparisonProtocol
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -40,68 +41,28 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.set_defaults(run=run)
 
 
-EVALUATE_ROUNDS = RoundsConfig(min_rounds=10, max_rounds=30, target_ci=0.01, budget_s=10.0)
-"""Each network beside the reference: 10 to 30 rounds, at most 10 s."""
-
-
 def run(args: argparse.Namespace) -> int:
-    from dataclasses import replace
-
-    from nnperf import __version__, zoo
-    from nnperf.api import load_model
-    from nnperf.campaign import CALIBRATION_HARNESS, ProfileConfig, measure_networks
-    from nnperf.errors import NnperfError
-    from nnperf.prediction import load_system_model
-    from nnperf.prediction.evaluation import evaluate
+    from nnperf.api import evaluate
+    from nnperf.measure import System
     from nnperf.report import console
-    from nnperf.report.evaluation import (
-        network_table,
-        provenance,
-        summary_lines,
-        table1,
-        table2,
-        write_layer_csv,
-        write_report,
-    )
+    from nnperf.report.evaluation import network_table, summary_lines, table1, table2
 
-    if args.budget_s is not None and args.budget_s <= 0:
-        raise NnperfError(f"--budget-s must be > 0, got {args.budget_s}")
-    networks = [load_model(name) for name in (args.models or zoo.names())]
-    harness = CALIBRATION_HARNESS if args.budget_s is None else replace(CALIBRATION_HARNESS, budget_s=args.budget_s)
-    with open_store(args) as store, measuring(args, store, "evaluating") as (backend, progress):
-        system = backend.system()
-        model = load_system_model(store, system.key, system.label, args.backend)
-        for network in networks:  # refuse an uncovered network before measuring anything
-            model.predict(network)
-        measured = measure_networks(backend, store, networks, ProfileConfig(per_layer="isolated", harness=harness),
-                                    progress=progress)
-        adjusted = {}
-        calibrated = model.reference_s
-        if args.protocol != "none" and not args.fleet and calibrated is not None:
-            from nnperf.campaign import store_referenced, time_with_reference
-
-            chosen = resolve_protocol(args.protocol, threads=args.threads).protocol
-            for i, network in enumerate(networks):
-                if progress is not None:  # no bar with --json
-                    progress(f"{network.name} beside the reference ({chosen.value})", i, len(networks))
-                timing = store_referenced(store, backend, network, network.name, time_with_reference(
-                    network, backend, chosen, EVALUATE_ROUNDS, calibrated[0]))
-                adjusted[network.name] = timing.at_reference_speed_s(calibrated[1])
-        evaluation = evaluate(model, measured, adjusted)
-        source = provenance(store, evaluation, __version__)
-    paths = write_report(evaluation, args.out, source)
-    if args.csv is not None:
-        write_layer_csv(evaluation, args.csv, source.system.key)
-        paths.append(args.csv)
+    with ExitStack() as stack:
+        store, system = args.db, System(args.backend, args.device, args.threads, args.option)
+        if args.fleet:  # the fleet's nodes of this system, with a progress line per node
+            store = stack.enter_context(open_store(args))
+            system, progress = stack.enter_context(measuring(args, store, "evaluating"))
+        else:
+            progress = stack.enter_context(Progress(not args.json, "evaluating"))
+        report = evaluate(args.models, system, store, budget_s=args.budget_s, protocol=args.protocol,
+                          out=args.out, csv=args.csv, progress=progress)
     if args.json:
-        document = evaluation.to_dict()
-        document["files"] = [str(p) for p in paths]
-        print(json.dumps(document, indent=1))
+        print(json.dumps(report.to_dict(), indent=1))
         return 0
     out = console()
-    for table in (table1(evaluation), table2(evaluation), network_table(evaluation)):
+    for table in (table1(report.evaluation), table2(report.evaluation), network_table(report.evaluation)):
         out.print(table)
-    for line in summary_lines(evaluation):
+    for line in summary_lines(report.evaluation):
         out.print(line)
-    out.print(f"wrote {', '.join(str(p) for p in paths)}")
+    out.print(f"wrote {', '.join(str(p) for p in report.files)}")
     return 0

@@ -5,15 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
-from nnperf.cli._backend_args import Progress, add_backend_arguments, backend_from_args
-from nnperf.cli._store_arg import add_db_argument, open_store
-
-if TYPE_CHECKING:
-    from nnperf.measure.backends import Backend
-    from nnperf.measure.sweep import LayerConfig
-    from nnperf.store import Store, SystemRecord
+from nnperf.cli._backend_args import Progress, add_backend_arguments
+from nnperf.cli._store_arg import add_db_argument
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -63,122 +57,46 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run_fit(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from nnperf.errors import NnperfError
-    from nnperf.prediction.steps import fit_sweep, load_sweep, save_fit, sweep_runs
+    from nnperf.api import fit_steps
     from nnperf.report import console
-    from nnperf.report.steps import fit_lines_text, fit_table, plot_sweep
+    from nnperf.report.steps import fit_lines_text, fit_table
 
-    out = console()
-    with open_store(args) as store:
-        system_id = store.system(args.system).id if args.system else None
-        if args.runs:
-            sweeps = [load_sweep(store, run) for run in args.runs]
-            if system_id is not None:
-                sweeps = [s for s in sweeps if s.system_id == system_id]
-        else:
-            sweeps = [s for s in (load_sweep(store, r.id) for r in sweep_runs(store, system_id))
-                      if len(s.timings) >= 2]
-        if not sweeps:
-            raise NnperfError(f"{store.path} holds no sweep to fit; measure one with `nnperf sweep conv2d --param "
-                              "channels --range 16:256:1`")
-        fits = []
-        with Progress(not args.json and len(sweeps) > 1, "fitting") as progress:
-            for i, sweep in enumerate(sweeps):
-                if progress:
-                    progress(sweep.spec.label, i, len(sweeps))
-                fit = fit_sweep(sweep)
-                save_fit(store, fit)
-                fits.append(fit)
-    plots = []
-    if args.out:
-        for fit in fits:
-            plots.append(plot_sweep(fit.sweep, fit.model, Path(args.out) / f"sweep-{fit.sweep.run_id}.png",
-                                    work=fit.work))
+    with _FirstReportProgress(not args.json, "fitting") as progress:
+        fitted = fit_steps(args.runs, args.system, args.db, out=args.out,
+                           progress=lambda what, done, total: progress(what, done, total) if total > 1 else None)
     if args.json:
-        print(json.dumps({"format": "nnperf-step-fits", "version": 1, "fits": [fit.to_dict() for fit in fits]},
-                         indent=1))
+        print(json.dumps(fitted.to_dict(), indent=1))
         return 0
-    out.print(fit_table(fits))
-    for fit in fits:
+    out = console()
+    out.print(fit_table(fitted.fits))
+    for fit in fitted.fits:
         out.print(f"run {fit.sweep.run_id}: {fit.model.shape.describe()}; {fit_lines_text(fit)}"
                   + (f"; {fit.note}" if fit.note else ""))
-    if plots:
-        out.print(f"plots: {', '.join(str(p) for p in plots)}")
+    if fitted.files:
+        out.print(f"plots: {', '.join(str(p) for p in fitted.files)}")
     return 0
 
 
 def run_predict(args: argparse.Namespace) -> int:
-    from nnperf.campaign import predict_steps
+    from nnperf.api import predict_steps
+    from nnperf.measure import System
     from nnperf.report import console
-    from nnperf.report.steps import plot_prediction, prediction_report
+    from nnperf.report.steps import prediction_report
 
-    config, values = _predict_request(args)
-    measuring = args.characterise or args.verify
-    with open_store(args) as store:
-        backend = backend_from_args(args) if measuring or args.system is None else None
-        try:
-            system = _predict_system(args, store, backend)
-            with _FirstReportProgress(not args.json and measuring, "measuring") as progress:
-                prediction = predict_steps(store, system.id, config, args.param, values,
-                                           characterise_with=backend if args.characterise else None,
-                                           verify_with=backend if args.verify else None, progress=progress)
-        finally:
-            if backend is not None:
-                backend.close()
-    plot = plot_prediction(prediction, args.plot) if args.plot and prediction.parameter is not None else None
+    system = System(args.backend, args.device, args.threads, args.option)
+    with _FirstReportProgress(not args.json and (args.characterise or args.verify), "measuring") as progress:
+        predicted = predict_steps(args.kind, system, args.db, config=args.config, parameter=args.param,
+                                  values=args.values, characterise=args.characterise, verify=args.verify,
+                                  models_of=args.system, plot=args.plot, progress=progress)
     if args.json:
-        print(json.dumps(prediction.to_dict(), indent=1))
+        print(json.dumps(predicted.to_dict(), indent=1))
         return 0
     out = console()
-    for item in prediction_report(prediction):
+    for item in prediction_report(predicted.prediction):
         out.print(item)
-    if plot is not None:
-        out.print(f"plot: {plot}")
+    for path in predicted.files:
+        out.print(f"plot: {path}")
     return 0
-
-
-def _predict_request(args: argparse.Namespace) -> tuple[LayerConfig, tuple[int, ...]]:
-    """The configuration and the values along ``--param`` that ``steps predict`` asks for, checked."""
-    from nnperf.errors import NnperfError
-    from nnperf.measure.sweep import LayerConfig, check_parameter, parse_fixed, parse_range
-    from nnperf.prediction.steps import STEPPED
-
-    config = LayerConfig.of(args.kind, parse_fixed(args.config))
-    if (args.param is None) != (args.values is None):
-        raise NnperfError("give --param and --range together")
-    if (args.characterise or args.verify) and args.param is None:
-        raise NnperfError("--characterise and --verify work along a range: give --param and --range")
-    if args.characterise and args.param not in STEPPED:
-        raise NnperfError(f"--characterise works along {' or '.join(STEPPED)} (the stepped parameters), "
-                          f"not {args.param}")
-    values: tuple[int, ...] = ()
-    if args.param is not None:
-        check_parameter(args.kind, args.param)
-        values = parse_range(args.values)
-        for value in values:  # every value makes a valid layer
-            config.with_value(args.param, value)
-    return config, values
-
-
-def _predict_system(args: argparse.Namespace, store: Store, backend: Backend | None) -> SystemRecord:
-    """The system whose models predict: ``--system``, which must be the backend's when one measures, or else the
-    backend's own."""
-    from nnperf.errors import NnperfError
-
-    if args.system is not None:
-        system = store.system(args.system)
-        if backend is not None and system.key != backend.system().key:
-            raise NnperfError(f"--system {args.system} is {system.label}, but the backend options describe "
-                              f"{backend.system().label}; measure on the system whose models you use")
-        return system
-    assert backend is not None
-    found = store.find_system(backend.system().key)
-    if found is None:
-        raise NnperfError(f"{store.path} has no sweeps of {backend.system().label}; measure them with "
-                          f"`nnperf sweep {args.kind} ...` on these backend options")
-    return found
 
 
 class _FirstReportProgress:

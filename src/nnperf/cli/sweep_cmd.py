@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from contextlib import ExitStack
 
 from nnperf.cli._backend_args import Progress, add_backend_arguments
 from nnperf.cli._store_arg import add_db_argument, open_store
@@ -48,68 +49,30 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace) -> int:
-    from dataclasses import replace
-
-    from nnperf.campaign import find_surround, recorded_surround, run_sweep
-    from nnperf.measure.sweep import (
-        SWEEP_HARNESS,
-        LayerConfig,
-        SweepInputError,
-        SweepSpec,
-        check_parameter,
-        parse_fixed,
-        parse_range,
-    )
+    from nnperf.api import sweep
+    from nnperf.measure import System
     from nnperf.report import console
-    from nnperf.report.steps import plot_sweep, sweep_document, sweep_summary
+    from nnperf.report.steps import sweep_summary
 
-    check_parameter(args.kind, args.param)
-    values = parse_range(args.values)
-    fixed = parse_fixed(args.fixed)
-    if args.param in fixed:
-        raise SweepInputError(f"--fixed gives {args.param}, the parameter being swept")
-    base = LayerConfig.of(args.kind, {**fixed, args.param: values[0]})
-    if args.rounds < 1:
-        raise SweepInputError(f"--rounds must be at least 1, got {args.rounds}")
-    harness = SWEEP_HARNESS
-    if args.target_ci is not None:
-        harness = replace(harness, target_ci=args.target_ci)
-    if args.budget_s is not None:
-        harness = replace(harness, budget_s=args.budget_s)
-    out = console()
-    with open_store(args) as store, measuring_backend(args, store) as backend:
-        if args.surround == "auto":
-            system = store.add_system(backend.system())
-            choice = recorded_surround(store, system.id, args.kind)
-            if choice is None and args.fleet:
-                raise SweepInputError(f"no surround is recorded for {args.kind} on system {system.key}: give "
-                                      "--surround WIDTH, or run the sweep once without --fleet to choose it")
-            if choice is None:
-                with Progress(not args.json, "choosing the surround") as progress:
-                    choice = find_surround(backend, store, LayerConfig.of(args.kind, fixed), harness=harness,
-                                           progress=progress)
-                if not args.json:
-                    out.print(f"surround: width {choice.chosen} chosen from "
-                              + ", ".join(f"{w}: {t * 1e3:.4g} ms" for w, t in zip(choice.widths, choice.latency_s))
-                              + ("" if choice.converged else " (not converged within "
-                                 f"{choice.margin:.0%}: the widest is used)"))
-            surround = choice.chosen
-        else:
-            try:
-                surround = int(args.surround)
-            except ValueError:
-                raise SweepInputError(f"--surround must be auto or a positive integer, got {args.surround!r}") from None
-            if surround < 1:
-                raise SweepInputError(f"--surround must be auto or a positive integer, got {surround}")
-        spec = SweepSpec(base, args.param, values, surround, harness, args.rounds)
-        with Progress(not args.json, f"sweeping {args.param}") as progress:
-            sweep = run_sweep(backend, store, spec, progress=progress, fresh=args.fresh)
-    if args.plot:
-        plot_sweep(sweep, None, args.plot)
+    with ExitStack() as stack:
+        store, system = args.db, System(args.backend, args.device, args.threads, args.option)
+        if args.fleet:  # the fleet's runner records where it measured in the store
+            store = stack.enter_context(open_store(args))
+            system = stack.enter_context(measuring_backend(args, store))
+        progress = stack.enter_context(Progress(not args.json, f"sweeping {args.param}"))
+        measured = sweep(args.kind, args.param, args.values, system, store, fixed=args.fixed, surround=args.surround,
+                         target_ci=args.target_ci, budget_s=args.budget_s, rounds=args.rounds, fresh=args.fresh,
+                         plot=args.plot, progress=progress)
     if args.json:
-        print(json.dumps(sweep_document(sweep), indent=1))
+        print(json.dumps(measured.to_dict(), indent=1))
         return 0
-    for line in sweep_summary(sweep, store.path):
+    out = console()
+    choice = measured.surround
+    if choice is not None:
+        out.print(f"surround: width {choice.chosen} chosen from "
+                  + ", ".join(f"{w}: {t * 1e3:.4g} ms" for w, t in zip(choice.widths, choice.latency_s))
+                  + ("" if choice.converged else f" (not converged within {choice.margin:.0%}: the widest is used)"))
+    for line in sweep_summary(measured.sweep, measured.store_path):
         out.print(line)
     if args.plot:
         out.print(f"plot: {args.plot}")
