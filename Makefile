@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.nnperf-installed
 TORCH := torch==2.13.0
 
-.PHONY: demo test install clean
+.PHONY: demo test test-slow coverage install clean
 
 install: $(STAMP)
 
@@ -23,8 +23,20 @@ demo: $(STAMP)
 	$(VENV)/bin/nnperf calibrate --backend torch --if-needed
 	$(VENV)/bin/nnperf predict resnet18 --backend torch --verify
 
+# The tests on every core (pytest-xdist), less those marked slow (about 10 s or more each on 2 cores):
+# under 8 minutes on a 2-core machine. `make test-slow` runs the slow ones; CI runs both.
+# Tests that share a Ray cluster or a port carry an xdist_group mark and run on one worker.
+PYTEST := $(PY) -m pytest -q -n auto --dist loadgroup
+
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PYTEST) -m "not slow"
+
+test-slow: $(STAMP)
+	$(PYTEST) -m slow
+
+# Line coverage of the whole suite (slow tests included), as BENCHMARKS.md reports it.
+coverage: $(STAMP)
+	$(PYTEST) --cov=nnperf --cov-report=term:skip-covered --cov-report=json:coverage.json
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .pytest_cache
