@@ -64,6 +64,7 @@ from nnperf.measure import HarnessConfig, host_info, measure
 from nnperf.measure.backends import Backend
 from nnperf.prediction import NetworkPrediction
 from nnperf.prediction.kernel import kernel_kind
+from nnperf.store import Store
 from nnperf.zoo import zoo_network
 
 ZOO_HELDOUT = ("shufflenet_v2_x1_0", "mobilenet_v3_large", "convnext_tiny", "googlenet")
@@ -109,6 +110,11 @@ class System:
     @property
     def label(self) -> str:
         return f"{self.backend}:{self.threads}"
+
+    @property
+    def settings(self) -> api.System:
+        """The settings that make this system here."""
+        return api.System(self.backend, threads=self.threads)
 
 
 def heldout_network(name: str, onnx_dir: Path) -> Network:
@@ -161,7 +167,7 @@ def calibration_sentinel_s(backend: Backend, db: Path) -> float | None:
     """The drift sentinel's median time around the system's calibration networks (their isolated runs), the
     speed the models were fitted at; None when the DB holds no reading."""
     names = set(zoo.calibration_names())
-    with api.opened_store(db) as store:
+    with Store(db) as store:
         record = store.find_system(backend.system().key)
         if record is None:
             return None
@@ -172,7 +178,7 @@ def calibration_sentinel_s(backend: Backend, db: Path) -> float | None:
 
 def timed_prediction(network: Network, system: System, db: Path) -> tuple[NetworkPrediction, float]:
     started = time.perf_counter()
-    prediction = api.predict(network, store=db, backend=system.backend, threads=system.threads)
+    prediction = api.predict(network, system.settings, db)
     return prediction, time.perf_counter() - started
 
 
@@ -180,7 +186,7 @@ def layer_errors(network: Network, name: str, prediction: NetworkPrediction, bac
                  ) -> list[dict[str, Any]]:
     """Each layer's predicted and isolated-measured latency (s), its kind and relative error."""
     config = ProfileConfig(per_layer="isolated", harness=CALIBRATION_HARNESS)
-    with api.opened_store(db) as store:
+    with Store(db) as store:
         report = profile_network(network, backend, store, config, progress=progress_logger(f"  layers {name}"),
                                  model=f"heldout/{name}", reuse=True)
     for warning in report.warnings:
@@ -302,7 +308,7 @@ def run_system(system: System, names: Sequence[str], rounds: int, db: Path, onnx
     log(f"{system.label}: calibrating into {db} ({'refitting on what it holds' if refit else 'if needed'}"
         f"{f', sampling {sample_budget_s:g} s' if sample_budget_s else ''})")
     started = time.perf_counter()
-    model = api.calibrate(system.backend, threads=system.threads, store=db, if_needed=not refit,
+    model = api.calibrate(system.settings, db, if_needed=not refit,
                           sample_budget_s=sample_budget_s, progress=progress_logger(f"{system.label} calibrate"))
     result = SystemResult(system.label, model.calibration.get("wall_s"), time.perf_counter() - started)
     networks: dict[str, Network] = {}
@@ -315,7 +321,7 @@ def run_system(system: System, names: Sequence[str], rounds: int, db: Path, onnx
             log(f"{system.label} {name}: {type(exc).__name__}: {exc}")
             result.failed[name] = f"{type(exc).__name__}: {exc}"
             networks.pop(name, None)
-    with api.open_backend(system.backend, threads=system.threads) as backend:
+    with system.settings.open() as backend:
         reference_s = calibration_sentinel_s(backend, db)
         log(f"{system.label}: {rounds} interleaved rounds of {len(networks)} networks; the sentinel took "
             f"{reference_s * 1e3 if reference_s else float('nan'):.3f} ms around the calibration networks")
@@ -337,7 +343,7 @@ def in_network_errors(network: Network, name: str, prediction: NetworkPrediction
     """The kernel-aware model's per-layer predictions (times inside the network) against the profiler's in-network
     times of the layers that ran alone (not fused with another; 10 profiled runs, stored in the DB)."""
     config = ProfileConfig(per_layer="profiler", profiler_runs=10, harness=CALIBRATION_HARNESS)
-    with api.opened_store(db) as store:
+    with Store(db) as store:
         report = profile_network(network, backend, store, config, model=f"heldout-profiled/{name}", reuse=True)
     predicted = model.predictors["kernel"].layer_latency_s(network, {p.layer: p.latency_s for p in prediction.layers})
     rows = []

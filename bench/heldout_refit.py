@@ -37,7 +37,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from heldout_prediction import System, heldout_network
 
-from nnperf import api
 from nnperf.campaign import (
     CALIBRATION_HARNESS,
     FUSION_PROFILER_RUNS,
@@ -82,7 +81,7 @@ def fit(system: System, db: Path, sample_budget_s: float) -> dict[str, SystemMod
     """Each of :data:`FITS` on the stored calibration (and sampling) of ``system`` in ``db``."""
     config = ProfileConfig(per_layer="isolated", harness=CALIBRATION_HARNESS)
     networks = calibration_networks()
-    with api.open_backend(system.backend, threads=system.threads) as backend, Store(db) as store:
+    with system.settings.open() as backend, Store(db) as store:
         runs = measure_networks(backend, store, networks, config)
         if not all(run.reused for run in runs):
             raise SystemExit(f"{db} lacked calibration networks of {system.label}; they were measured now, so "

@@ -227,9 +227,9 @@ def main() -> None:
                             "networks": list(nets), "sets": []}
     if not args.quick:
         log("calibrating torch, 1 thread (reused when done)")
-        model = api.calibrate("torch", "cpu", 1, store=args.db, if_needed=True)
+        model = api.calibrate(api.System("torch", "cpu", 1), args.db, if_needed=True)
         data["calibration_reference"] = model.reference_s
-        data["predictions"] = {name: api.predict(net, store=args.db).latency_s for name, net in nets.items()}
+        data["predictions"] = {name: api.predict(net, api.System("torch", "cpu", 1), args.db).latency_s for name, net in nets.items()}
     backend = create_backend("torch", BackendOptions())
     rng = random.Random(0)
     began = time.monotonic()

@@ -101,7 +101,7 @@ def verify_row(path: Path, store: Path) -> dict[str, Any]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            check = verify(str(path), store=store, backend="onnxruntime", protocol="interleaved")
+            check = verify(str(path), "onnxruntime", store, protocol="interleaved")
     except NnperfError as exc:
         return {"verify": "refused", "verify_reason": str(exc)[:200]}
     except Exception as exc:  # noqa: BLE001

@@ -351,7 +351,7 @@ def main() -> None:
         dataset = load_primitive_dataset(store, record.id)
         durations = {r.network_hash: (r.finished_at - r.started_at if r.finished_at else None)
                      for r in store.runs(system_id=record.id) if r.campaign.startswith(PRIMITIVE_CAMPAIGN)}
-    model, _ = stored_primitive_model(system=record.id, store=args.db)
+    model, _ = stored_primitive_model(record.id, args.db)
     host = host_info()
     print(f"{host.cpu_model}, {host.logical_cores} logical cores, {args.threads} thread(s); system {record.id}; "
           f"cost model {model.kind}; dataset {len(dataset.conv)} configurations; protocol {args.protocol} ("

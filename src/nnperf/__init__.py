@@ -5,9 +5,13 @@ The main job in four lines (see :mod:`nnperf.api` and the README)::
     import nnperf
 
     network = nnperf.load_model("resnet18")
-    nnperf.calibrate(backend="torch", if_needed=True)
-    print(nnperf.predict(network).latency_s)
-    print(nnperf.verify(network).error)
+    system = nnperf.System("torch", threads=1)
+    nnperf.calibrate(system, if_needed=True)
+    print(nnperf.predict(network, system).latency_s)
+    print(nnperf.verify(network, system).error)
+
+Every other command's counterpart is in :mod:`nnperf.api` (``nnperf.api.select``, ``nnperf.api.profile_primitives``,
+...).
 
 The public functions are imported on first use, so ``import nnperf`` stays
 light (the command line starts without loading PyTorch).
@@ -19,11 +23,11 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = ["Verification", "__version__", "calibrate", "load_model", "predict", "profile", "verify"]
+__all__ = ["System", "Verification", "__version__", "calibrate", "load_model", "predict", "profile", "verify"]
 _API = frozenset(__all__) - {"__version__"}
 
 if TYPE_CHECKING:
-    from nnperf.api import Verification, calibrate, load_model, predict, profile, verify
+    from nnperf.api import System, Verification, calibrate, load_model, predict, profile, verify
 
 
 def __getattr__(name: str) -> Any:

@@ -57,7 +57,7 @@ def test_a_short_noise_measurement_of_the_reference_workload(capsys: pytest.Capt
 @pytest.mark.parametrize(("flag", "value"), [("--noise-s", "-1"), ("--noise-s", "0"), ("--sample-s", "nan")])
 def test_a_bad_duration_is_a_clear_error(capsys: pytest.CaptureFixture[str], flag: str, value: str) -> None:
     code, _, err = run_cli(capsys, "check", flag, value)
-    assert_error(code, err, flag, "positive number of seconds", value)
+    assert_error(code, err, flag.removeprefix("--").replace("-", "_"), "positive number of seconds", value)
 
 
 def canned(level: Level) -> MachineCheck:

@@ -215,7 +215,7 @@ def test_the_primitive_dataset_is_profiled_on_the_fleet_as_in_one_process(cluste
     assert configs >= 3 and document["remaining"] == 0 and document["failures"] == []
     assert document["samples"] == configs * (1 + 6)  # direct and the 6 layout transformations of each input
     with Store(tmp_path / "one.db") as one:
-        profile_primitives([model], 1, primitives=["direct"], store=one)
+        profile_primitives([model], store=one, random=1, primitives=["direct"])
         with Store(db) as spread:
             assert stored_identities(spread) == stored_identities(one)
             system = spread.systems()[0]

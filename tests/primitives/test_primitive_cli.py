@@ -69,9 +69,9 @@ def test_profile_times_under_the_protocol_asked_or_chosen(capsys: pytest.Capture
 
 @pytest.mark.parametrize(("argv", "needles"), [
     (("--only", "nope"), ("unknown primitive 'nope'", "winograd-4x3")),
-    (("--random", "-1"), ("--random must be 0 or more",)),
+    (("--random", "-1"), ("random must be 0 or more",)),
     (("--budget", "ten"), ("--budget", "not a duration")),
-    (("--threads", "0"), ("--threads must be at least 1",)),
+    (("--backend", "torch"), ("profile_primitives", "nnperf.System(\"primitives\", threads=N)", "torch/cpu")),
 ])
 def test_profile_refuses_bad_arguments(capsys: pytest.CaptureFixture[str], tmp_path: Path, argv: tuple[str, ...],
                                        needles: tuple[str, ...]) -> None:
@@ -79,3 +79,10 @@ def test_profile_refuses_bad_arguments(capsys: pytest.CaptureFixture[str], tmp_p
     save_network(tiny_network(), net)
     code, _, err = run_cli(capsys, "primitives", "profile", str(net), "--db", str(tmp_path / "p.db"), *argv)
     assert_error(code, err, *needles)
+
+
+def test_profile_refuses_a_thread_count_below_one(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    with pytest.raises(SystemExit) as exited:
+        run_cli(capsys, "primitives", "profile", "--threads", "0", "--db", str(tmp_path / "p.db"))
+    assert exited.value.code == 2
+    assert "--threads: expected a positive integer, got 0" in capsys.readouterr().err

@@ -1,24 +1,43 @@
-"""nnperf's public functions: load a model, calibrate a system, predict, verify and profile.
-
-The command line calls these; so can any Python program::
+"""nnperf's public functions: one per command of the command line, which calls them; so can any Python program::
 
     import nnperf
 
-    network = nnperf.load_model("resnet18")          # a zoo name, .onnx/.json file, Network or torch module
-    nnperf.calibrate(backend="torch", if_needed=True)  # once per system, stored in ./nnperf.db
-    prediction = nnperf.predict(network)               # per-layer and network latency, no run needed
-    check = nnperf.verify(network)                     # measured against predicted
+    network = nnperf.load_model("resnet18")   # a zoo name, .onnx/.json file, Network or torch module
+    system = nnperf.System("torch", threads=1)  # the settings that make a system on this host
+    nnperf.calibrate(system, if_needed=True)   # once per system, stored in ./nnperf.db
+    prediction = nnperf.predict(network, system)  # per-layer and network latency, no run needed
+    check = nnperf.verify(network, system)        # measured against predicted
     program = nnperf.api.synthesize("digits-cnn", data="digits", budget=0.01, out="program")
+
+Arguments come in one order: the model(s), the system, the store, then keyword options. A system is a
+:class:`~nnperf.measure.System` (settings on this host; a function that measures also takes a backend name) or,
+where a function only reads a calibration, a :data:`StoredSystem` (a stored system's id or key prefix, or a
+fitted ``SystemModel``). The store is a ``Store``, a path, or None for ``$NNPERF_DB``, else ``./nnperf.db``.
 """
 
 from nnperf.api._accel import AccelEnergy, AccelSweep, accel_energy, accel_spec, accel_sweep
 from nnperf.api._advise import NetworkAdvice, advise
+from nnperf.api._catalog import (
+    Available,
+    Backends,
+    Exported,
+    Inspection,
+    Zoo,
+    ZooNetwork,
+    backends,
+    export,
+    inspect,
+    zoo,
+)
 from nnperf.api._compare import compare
 from nnperf.api._evaluate import EvaluationReport, evaluate
+from nnperf.api._fleet import FleetStatus, fleet_down, fleet_status, fleet_up
 from nnperf.api._load import InputShape, ModelLike, load_model
+from nnperf.api._machine import CheckResult, check
 from nnperf.api._partition import NetworkPartition, partition
-from nnperf.api._predict import System, Verification, calibrate, predict, stored_calibration, verify
+from nnperf.api._predict import Verification, calibrate, predict, stored_calibration, verify
 from nnperf.api._primitives import (
+    PRIMITIVES,
     LayerPrimitives,
     PrimitivePrediction,
     PrimitiveTraining,
@@ -32,18 +51,27 @@ from nnperf.api._primitives import (
     transfer_primitive_model,
 )
 from nnperf.api._profile import profile
-from nnperf.api._select import NetworkSelection, select_network_primitives
-from nnperf.api._session import StoreLike, open_backend, opened_store
+from nnperf.api._records import StoredSystems, export_measurements, systems
+from nnperf.api._select import NetworkSelection, select
+from nnperf.api._session import StoredSystem
 from nnperf.api._steps import StepFits, StepPrediction, fit_steps, predict_steps
 from nnperf.api._sweep import LayerSweep, MeasuringSystem, sweep
-from nnperf.api._synthesize import DIGITS_MODEL, Verified, parse_budget, synthesize, verify_program
+from nnperf.api._synthesize import DIGITS_MODEL, Verified, synthesize, verify_program
+from nnperf.measure import System
 
 __all__ = [
     "DIGITS_MODEL",
+    "PRIMITIVES",
     "AccelEnergy",
     "AccelSweep",
+    "Available",
+    "Backends",
+    "CheckResult",
     "EvaluationReport",
+    "Exported",
+    "FleetStatus",
     "InputShape",
+    "Inspection",
     "LayerPrimitives",
     "LayerSweep",
     "MeasuringSystem",
@@ -56,37 +84,47 @@ __all__ = [
     "PrimitiveTransfer",
     "StepFits",
     "StepPrediction",
-    "StoreLike",
+    "StoredSystem",
+    "StoredSystems",
     "System",
     "Verification",
     "Verified",
+    "Zoo",
+    "ZooNetwork",
     "accel_energy",
     "accel_spec",
     "accel_sweep",
     "advise",
+    "backends",
     "calibrate",
+    "check",
     "compare",
     "dataset_configs",
     "evaluate",
+    "export",
+    "export_measurements",
     "fit_steps",
+    "fleet_down",
+    "fleet_status",
+    "fleet_up",
+    "inspect",
     "load_model",
     "named_primitives",
-    "open_backend",
-    "opened_store",
-    "parse_budget",
     "partition",
     "predict",
     "predict_primitives",
     "predict_steps",
     "profile",
     "profile_primitives",
-    "select_network_primitives",
+    "select",
     "stored_calibration",
     "stored_primitive_model",
     "sweep",
     "synthesize",
+    "systems",
     "train_primitive_model",
     "transfer_primitive_model",
     "verify",
     "verify_program",
+    "zoo",
 ]

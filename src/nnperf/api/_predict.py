@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from nnperf.api._load import InputShape, ModelLike, load_model
-from nnperf.api._session import StoreLike, open_backend, opened_store
+from nnperf.api._session import DEFAULT_SYSTEM, StoredSystem, StoreLike, opened_store, settings
 from nnperf.campaign import CALIBRATION_HARNESS
 from nnperf.campaign import calibrate as calibrate_system
 from nnperf.errors import FormatVersionError, MissingStoreError, NnperfError, NnperfWarning
 from nnperf.ir import Network
-from nnperf.measure import REFERENCE, ComparisonProtocol, RoundsConfig, SpeedReading, resolve_protocol
+from nnperf.measure import REFERENCE, ComparisonProtocol, RoundsConfig, SpeedReading, System, resolve_protocol
 from nnperf.measure.backends import Backend
 from nnperf.prediction import (
     MissingCalibrationError,
@@ -26,12 +27,12 @@ from nnperf.prediction import (
 )
 from nnperf.store import Store, default_store_path
 
+if TYPE_CHECKING:
+    from nnperf.campaign import ReferencedTiming
+    from nnperf.measure import HarnessConfig
+
 Progress = Callable[[str, int, int], None]
 """Called with (what is being measured, done, total)."""
-
-System = int | str | SystemModel | None
-"""A stored system's id or key prefix (``nnperf systems``), a :class:`~nnperf.prediction.SystemModel`, or None for
-the system the backend settings describe on this host."""
 
 
 CHECK_NOISE_S = 5.0
@@ -42,8 +43,7 @@ VERIFY_ROUNDS = RoundsConfig(min_rounds=10, max_rounds=40, target_ci=0.01, budge
 network beside the reference, until their ratio is known within 1%, for at most 20 s."""
 
 
-def calibrate(backend: str = "torch", device: str = "cpu", threads: int = 1,
-              options: Mapping[str, str] | None = None, store: StoreLike = None, *, if_needed: bool = False,
+def calibrate(system: System | str = DEFAULT_SYSTEM, store: StoreLike = None, *, if_needed: bool = False,
               energy: str | None = None, budget_s: float | None = None, target_ci: float | None = None,
               sample_budget_s: float = 0.0, progress: Progress | None = None, check: bool = True,
               check_noise_s: float = CHECK_NOISE_S) -> SystemModel:
@@ -55,18 +55,13 @@ def calibrate(backend: str = "torch", device: str = "cpu", threads: int = 1,
 
     Parameters
     ----------
-    backend : str, default 'torch'
-        'torch', 'onnxruntime' or 'opencv' (``nnperf backends`` says which run here).
-    device : str, default 'cpu'
-        'cpu', 'cuda' or 'cuda:N'.
-    threads : int, default 1
-        Intra-op threads (one is the quietest on a shared machine).
-    options : mapping of str to str, optional
-        Backend options, e.g. ``{"memory_format": "channels_last"}`` (torch).
+    system : System or str, default System()
+        The system on this host: :class:`nnperf.System` settings (backend 'torch', 'onnxruntime' or 'opencv',
+        see ``nnperf backends``; device, threads, backend options), or a backend name with the default settings.
     store : Store, path or None, default None
         The measurement store (None: ``$NNPERF_DB``, else ``./nnperf.db``).
     if_needed : bool, default False
-        Return the stored model without measuring when the system has one.
+        Return the stored model without measuring when the system has one (:func:`stored_calibration`).
     energy : str, optional
         A power meter ('nvml', 'rapl') to fit energy models as well.
     budget_s, target_ci : float, optional
@@ -86,50 +81,81 @@ def calibrate(backend: str = "torch", device: str = "cpu", threads: int = 1,
     SystemModel
         The fitted models, also stored.
     """
+    from nnperf.campaign import ProfileConfig
+    from nnperf.measure.power import get_meter
+
+    chosen = settings(system, "calibrate")
+    meter = get_meter(energy) if energy else None
+    with opened_store(store) as opened, chosen.open() as runner:
+        existing = _readable_calibration(opened, runner) if if_needed else None
+        if existing is not None:
+            return existing
+        found = _machine_check(runner, chosen.threads, check_noise_s, progress) if check else None
+        config = ProfileConfig(per_layer="isolated", harness=_harness(budget_s, target_ci))
+        return calibrate_system(runner, opened, config=config, meter=meter, progress=progress,
+                                sample_budget_s=sample_budget_s, machine_check=found)
+
+
+def _harness(budget_s: float | None, target_ci: float | None) -> HarnessConfig:
+    """The calibration's harness with the per-layer budget and CI target replaced where given."""
     harness = CALIBRATION_HARNESS
     if budget_s is not None:
         harness = replace(harness, budget_s=budget_s)
     if target_ci is not None:
         harness = replace(harness, target_ci=target_ci)
-    from nnperf.campaign import ProfileConfig
-    from nnperf.measure.power import get_meter
-
-    meter = get_meter(energy) if energy else None
-    with opened_store(store) as opened, open_backend(backend, device, threads, options) as runner:
-        if if_needed:
-            try:
-                existing = stored_calibration(opened, runner)
-            except FormatVersionError:  # an older nnperf's model: refit (the stored measurements are reused)
-                existing = None
-            if existing is not None:
-                return existing
-        found = None
-        if check:
-            from nnperf.measure import check_document, check_machine, reference_workload
-
-            if progress is not None:
-                progress("checking the machine", 0, 1)
-            found = check_document(check_machine(reference_workload().timer(runner), noise_s=check_noise_s), threads)
-        return calibrate_system(runner, opened, config=ProfileConfig(per_layer="isolated", harness=harness),
-                                meter=meter, progress=progress, sample_budget_s=sample_budget_s,
-                                machine_check=found)
+    return harness
 
 
-def stored_calibration(store: Store, backend: Backend) -> SystemModel | None:
-    """The stored model of ``backend``'s system, or None when it has none.
+def _machine_check(runner: Backend, threads: int, noise_s: float, progress: Progress | None) -> dict[str, object]:
+    """The machine check stored with a calibration (``nnperf check``, timing the reference on ``runner``)."""
+    from nnperf.measure import check_document, check_machine, reference_workload
 
-    Raises :class:`~nnperf.errors.FormatVersionError` for a model an older
-    nnperf stored in a format this one cannot read (calibrating refits it from
-    the stored measurements).
-    """
+    if progress is not None:
+        progress("checking the machine", 0, 1)
+    return check_document(check_machine(reference_workload().timer(runner), noise_s=noise_s), threads)
+
+
+def _readable_calibration(store: Store, runner: Backend) -> SystemModel | None:
+    """The stored model of ``runner``'s system; None when it has none or an older nnperf stored it in a format
+    this one cannot read (calibrating refits it: the stored measurements are reused)."""
     try:
-        return _system_model(store, backend, None)
+        return _stored_model(store, runner)
+    except FormatVersionError:
+        return None
+
+
+def stored_calibration(system: System | str = DEFAULT_SYSTEM, store: StoreLike = None) -> SystemModel | None:
+    """The stored calibration of ``system`` on this host, or None when it has none (or no store exists yet).
+
+    Parameters
+    ----------
+    system : System or str, default System()
+        The system's settings (as for :func:`calibrate`).
+    store : Store, path or None, default None
+        Where calibrations are stored (None: ``$NNPERF_DB``, else ``./nnperf.db``).
+
+    Raises
+    ------
+    FormatVersionError
+        The stored model is in a format an older nnperf wrote, which this one cannot read (calibrating refits
+        it from the stored measurements).
+    """
+    chosen = settings(system, "stored_calibration")
+    try:
+        with opened_store(store, create=False) as opened, chosen.open() as runner:
+            return _stored_model(opened, runner)
+    except MissingStoreError:
+        return None
+
+
+def _stored_model(store: Store, runner: Backend) -> SystemModel | None:
+    try:
+        return _system_model(store, runner, None)
     except MissingCalibrationError:
         return None
 
 
-def predict(model: ModelLike, system: System = None, store: StoreLike = None, *, backend: str = "torch",
-            device: str = "cpu", threads: int = 1, options: Mapping[str, str] | None = None,
+def predict(model: ModelLike, system: System | StoredSystem | None = None, store: StoreLike = None, *,
             input_shape: InputShape | None = None) -> NetworkPrediction:
     """Predicts a network's per-layer and total latency from a calibration, without running it.
 
@@ -137,14 +163,12 @@ def predict(model: ModelLike, system: System = None, store: StoreLike = None, *,
     ----------
     model : str, path-like, Network or torch.nn.Module
         Anything :func:`load_model` takes.
-    system : int, str, SystemModel or None, default None
-        The calibrated system: a stored system's id or key prefix, a fitted
-        :class:`~nnperf.prediction.SystemModel`, or None for the system that
-        ``backend``, ``device``, ``threads`` and ``options`` describe on this host.
+    system : System, int, str, SystemModel or None, default None
+        The calibrated system: :class:`nnperf.System` settings (the calibration of the system they make on
+        this host), a stored system's id or key prefix (``nnperf systems``, any host), a fitted
+        :class:`~nnperf.prediction.SystemModel`, or None for ``nnperf.System()`` (torch on the CPU, one thread).
     store : Store, path or None, default None
         Where the calibration is stored (None: ``$NNPERF_DB``, else ``./nnperf.db``).
-    backend, device, threads, options
-        The system's settings when ``system`` is None (as for :func:`calibrate`).
     input_shape : optional
         As for :func:`load_model`.
 
@@ -160,14 +184,19 @@ def predict(model: ModelLike, system: System = None, store: StoreLike = None, *,
         The system has no calibration (the message names the command that makes one).
     UncoveredLayersError
         A layer type the calibration does not cover (every such layer is named).
+    NnperfError
+        ``system`` is none of the above.
     """
     network = load_model(model, input_shape)
     if isinstance(system, SystemModel):
         return _predicted(system, network)
-    if system is not None:
+    if isinstance(system, (int, str)) and not isinstance(system, bool):
         with opened_store(store, create=False) as opened:
             return _predicted(load_stored_model(opened, system), network)
-    with open_backend(backend, device, threads, options) as runner:
+    if system is not None and not isinstance(system, System):
+        raise NnperfError(f"predict: the system is nnperf.System settings, a stored system's id or key prefix, or "
+                          f"a SystemModel, not a {type(system).__name__} ({system!r})")
+    with (system or DEFAULT_SYSTEM).open() as runner:
         try:
             with opened_store(store, create=False) as opened:
                 return _predicted(_system_model(opened, runner, None), network)
@@ -186,7 +215,7 @@ def _predicted(system_model: SystemModel, network: Network) -> NetworkPrediction
     return system_model.predict(network)
 
 
-def _system_model(store: Store, backend: Backend, system: int | str | SystemModel | None) -> SystemModel:
+def _system_model(store: Store, backend: Backend, system: StoredSystem | None) -> SystemModel:
     """The model of ``system`` (default: ``backend``'s), refused when it is not the system ``backend`` measures."""
     spec = backend.system()
     if system is None:
@@ -201,11 +230,10 @@ def _system_model(store: Store, backend: Backend, system: int | str | SystemMode
     return model
 
 
-def verify(model: ModelLike, system: int | str | SystemModel | None = None, store: StoreLike = None, *,
-           backend: str = "torch", device: str = "cpu", threads: int = 1, options: Mapping[str, str] | None = None,
-           input_shape: InputShape | None = None, progress: Progress | None = None,
-           model_name: str | None = None, protocol: str | ComparisonProtocol = "auto",
-           rounds: RoundsConfig = VERIFY_ROUNDS) -> Verification:
+def verify(model: ModelLike, system: System | str = DEFAULT_SYSTEM, store: StoreLike = None, *,
+           calibration: StoredSystem | None = None, input_shape: InputShape | None = None,
+           progress: Progress | None = None, model_name: str | None = None,
+           protocol: str | ComparisonProtocol = "auto", rounds: RoundsConfig = VERIFY_ROUNDS) -> Verification:
     """Predicts ``model`` and measures it on the same system (each layer alone, then whole), then compares.
 
     The whole network is timed beside the machine-speed reference under ``protocol`` ('auto', the default: what a
@@ -216,32 +244,63 @@ def verify(model: ModelLike, system: int | str | SystemModel | None = None, stor
     here), the speed-adjusted error (against the network's time at the calibration's speed: its median per-round ratio to
     the reference times the reference's calibration time), with the noise floor (the spread of the rounds).
 
-    Parameters are those of :func:`predict`; ``system``, when given, must be
-    the system the backend settings describe here. The measurement is stored
-    as a new run (a finished run is never overwritten) under ``model_name``
-    (default: ``model`` when it is a name or path, else the network's name);
-    ``progress`` is called with (what, done, total) as it goes.
-    """
-    from nnperf.campaign import ProfileConfig, profile_network, store_referenced, time_with_reference
+    Parameters
+    ----------
+    model : str, path-like, Network or torch.nn.Module
+        Anything :func:`load_model` takes.
+    system : System or str, default System()
+        Where it is measured: :class:`nnperf.System` settings on this host, or a backend name (as for
+        :func:`calibrate`).
+    store : Store, path or None, default None
+        Where the calibration is, and where the measurement is stored as a new run (a finished run is never
+        overwritten).
+    calibration : int, str or SystemModel, optional
+        The stored calibration to predict with (id, key prefix or model; default: ``system``'s own); it must be
+        the system ``system`` makes here.
+    input_shape : optional
+        As for :func:`load_model`.
+    progress : callable, optional
+        Called with (what, done, total) as it goes.
+    model_name : str, optional
+        The name the run is stored under (default: ``model`` when it is a name or path, else the network's name).
+    protocol, rounds
+        How the whole network is timed beside the reference (see above).
 
-    chosen = resolve_protocol(protocol, threads=threads).protocol
+    Returns
+    -------
+    Verification
+        The prediction, the measurement and their errors.
+    """
+    from nnperf.campaign import ProfileConfig, profile_network
+
+    measured_on = settings(system, "verify")
+    chosen = resolve_protocol(protocol, threads=measured_on.threads).protocol
     network = load_model(model, input_shape)
     name = model_name or (os.fspath(model) if isinstance(model, (str, os.PathLike)) else network.name)
-    with opened_store(store) as opened, open_backend(backend, device, threads, options) as runner:
-        system_model = _system_model(opened, runner, system)
+    with opened_store(store) as opened, measured_on.open() as runner:
+        system_model = _system_model(opened, runner, calibration)
         prediction = _predicted(system_model, network)
         report = profile_network(network, runner, opened, ProfileConfig(per_layer="isolated"), progress=progress,
                                  model=name)
-        if progress is not None:
-            progress(f"whole network beside the reference ({chosen.value})", 0, 1)
         calibrated = system_model.reference_s  # the calibration's own reference, so that its reading applies
-        reference = calibrated[0] if calibrated is not None else REFERENCE
-        timing = store_referenced(opened, runner, network, name,
-                                  time_with_reference(network, runner, chosen, rounds, reference))
-        if progress is not None:
-            progress(f"whole network beside the reference ({chosen.value})", 1, 1)
+        timing = _beside_reference(opened, runner, network, name, chosen, rounds,
+                                   calibrated[0] if calibrated is not None else REFERENCE, progress)
         path = str(opened.path)
     speed = None if calibrated is None else SpeedReading(calibrated[0], calibrated[1], timing.reference_s)
     return Verification(prediction, timing.latency_s, report.layer_sum_s,
                         {m.layer: m.timing.stats.median_s for m in report.layers}, report.run_id, path,
                         tuple(report.warnings), timing.round_times_s, chosen.value, timing.ratio, speed)
+
+
+def _beside_reference(store: Store, runner: Backend, network: Network, name: str, protocol: ComparisonProtocol,
+                      rounds: RoundsConfig, reference: str, progress: Progress | None) -> ReferencedTiming:
+    """The whole network timed beside ``reference`` under ``protocol``, stored in a run of its own."""
+    from nnperf.campaign import store_referenced, time_with_reference
+
+    if progress is not None:
+        progress(f"whole network beside the reference ({protocol.value})", 0, 1)
+    timing = store_referenced(store, runner, network, name, time_with_reference(network, runner, protocol, rounds,
+                                                                                reference))
+    if progress is not None:
+        progress(f"whole network beside the reference ({protocol.value})", 1, 1)
+    return timing

@@ -4,9 +4,15 @@
 
     import nnperf
 
-    nnperf.profile_primitives(["resnet18", "model.onnx"], random=200, budget_s=600)  # stored as measured
-    model, scores = nnperf.train_primitive_model(kind="nn2")                          # fitted, stored
-    table = nnperf.predict_primitives("vgg16")                                        # every primitive, every layer
+    import nnperf.api as api
+
+    api.profile_primitives(["resnet18", "model.onnx"], random=200, budget_s=600)  # stored as measured
+    training = api.train_primitive_model(kind="nn2")                             # fitted, scored, stored
+    table = api.predict_primitives("vgg16")                                      # every primitive, every layer
+
+The primitive system is this CPU with a thread count, ``nnperf.System("primitives", threads=N)``
+(:data:`PRIMITIVES` has one thread); the functions that read the store take it, or a stored primitive system's id or
+key prefix.
 """
 
 from __future__ import annotations
@@ -21,7 +27,9 @@ import numpy as np
 
 from nnperf.api._load import InputShape, ModelLike, load_model
 from nnperf.api._predict import Progress
-from nnperf.api._session import StoreLike, opened_store
+from nnperf.api._session import StoredId, StoreLike, opened_store, stored_id
+from nnperf.errors import NnperfError
+from nnperf.measure import System
 
 if TYPE_CHECKING:
     from nnperf.campaign import ItemRunner, PrimitiveProfileReport
@@ -29,6 +37,44 @@ if TYPE_CHECKING:
     from nnperf.prediction.primitives import PrimitiveCostModel
     from nnperf.primitives import ConvConfig, Primitive, PrimitiveDataset
     from nnperf.store import Store, SystemRecord
+
+PRIMITIVES = System(backend="primitives")
+"""The primitive system of this CPU with one thread (``nnperf.System("primitives", threads=N)`` for N)."""
+
+
+def primitive_threads(system: System | None, what: str) -> int:
+    """The thread count of ``system``, a primitive system of this CPU (None: :data:`PRIMITIVES`); any other system
+    is an error."""
+    from nnperf.campaign import PRIMITIVE_BACKEND
+
+    chosen = PRIMITIVES if system is None else system
+    if not isinstance(chosen, System) or chosen.backend != PRIMITIVE_BACKEND or chosen.device != "cpu" \
+            or chosen.options:
+        shown = chosen.label if isinstance(chosen, System) else f"a {type(chosen).__name__} ({chosen!r})"
+        raise NnperfError(f"{what}: the primitives are profiled on this CPU, nnperf.System(\"primitives\", "
+                          f"threads=N), not {shown}")
+    return chosen.threads
+
+
+def primitive_target(system: System | StoredId | None, what: str) -> tuple[StoredId | None, int]:
+    """(the stored primitive system named, or None; the thread count of this CPU's) for ``system``: a stored id or
+    key prefix with one thread, or this CPU's primitive system."""
+    if isinstance(system, System) or system is None:
+        return None, primitive_threads(system, what)
+    return stored_id(system, what), 1
+
+
+def fraction(value: float | str, what: str) -> float:
+    """``"1%"`` or ``0.01`` (or the number) as a fraction in (0, 1]; anything else is an error naming ``what``."""
+    text = str(value).strip()
+    try:
+        number = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        number = math.nan
+    if not 0 < number <= 1:
+        raise NnperfError(f"{what} must be a percentage or fraction above 0 and at most 100% (1% or 0.01), "
+                          f"got {value!r}")
+    return number
 
 
 def dataset_configs(models: Sequence[ModelLike] = (), random: int = 0, seed: int = 0) -> list[ConvConfig]:
@@ -46,7 +92,6 @@ def named_primitives(names: Sequence[str]) -> list[Primitive]:
     """The primitives named by ``names``: primitive names or family names (``vendor``, ``winograd``, ...);
     every available primitive when empty. An unknown name is an error listing the known ones; a named primitive
     that cannot run here is an error saying why."""
-    from nnperf.errors import NnperfError
     from nnperf.primitives import Family, all_primitives, get_primitive
     from nnperf.registry import UnavailableError
 
@@ -68,20 +113,42 @@ def named_primitives(names: Sequence[str]) -> list[Primitive]:
     return list(chosen.values())
 
 
-def profile_primitives(models: Sequence[ModelLike] = (), random: int = 0, *, primitives: Sequence[str] = (),
-                       threads: int = 1, budget_s: float | None = None, store: StoreLike = None, seed: int = 0,
+def profile_primitives(models: Sequence[ModelLike] = (), system: System = PRIMITIVES, store: StoreLike = None, *,
+                       random: int = 0, primitives: Sequence[str] = (), budget_s: float | None = None, seed: int = 0,
                        progress: Progress | None = None, runner: ItemRunner | None = None,
                        protocol: str = "auto") -> PrimitiveProfileReport:
-    """Profiles the ``primitives`` (names or families, see :func:`named_primitives`; all available ones by
-    default) and every layout transformation on the configurations of :func:`dataset_configs` into the store,
-    each time stored as it is taken; what the store holds for this system is not measured again, so calling it
-    again after an interruption or a spent ``budget_s`` (seconds) goes on where it stopped. With ``runner`` (a
-    fleet's nodes of a primitive system, see ``nnperf.fleet``) the configurations are measured there. ``protocol``
-    is how one configuration's primitives and transformations are timed: 'interleaved', 'sequential', or 'auto'
-    (default: what a quick machine check recommends, interleaved for these in-process timings)."""
+    """Profiles primitives and layout transformations into the store: the primitive dataset (Mulder et al. 3.2).
+
+    Each time is stored as it is taken; what the store holds for this system is not measured again, so calling it
+    again after an interruption or a spent ``budget_s`` goes on where it stopped.
+
+    Parameters
+    ----------
+    models : sequence of models, default ()
+        Whose convolutions are profiled, with ``random`` configurations sampled around them (every zoo network
+        when empty; :func:`dataset_configs`).
+    system : System, default PRIMITIVES
+        The primitive system: this CPU, ``nnperf.System("primitives", threads=N)``.
+    store : Store, path or None, default None
+        Where the times go (None: ``$NNPERF_DB``, else ``./nnperf.db``).
+    random : int, default 0
+        Configurations sampled around the models' ones (seeded by ``seed``).
+    primitives : sequence of str, default ()
+        Primitive or family names (:func:`named_primitives`; all available ones when empty).
+    budget_s : float, optional
+        Stop starting new configurations after this many seconds.
+    runner : ItemRunner, optional
+        A fleet's nodes of a primitive system (``nnperf.fleet``): the configurations are measured there.
+    protocol : {'auto', 'interleaved', 'sequential'}, default 'auto'
+        How one configuration's primitives and transformations are timed ('auto': what a quick machine check
+        recommends, interleaved for these in-process timings).
+    """
     from nnperf.campaign import profile_primitives as profile
     from nnperf.measure import IN_PROCESS_PROTOCOLS, resolve_protocol
 
+    threads = primitive_threads(system, "profile_primitives")
+    if random < 0:
+        raise NnperfError(f"random must be 0 or more, got {random}")
     timing = resolve_protocol(protocol, IN_PROCESS_PROTOCOLS, "the primitive dataset", threads=threads).protocol
     chosen = named_primitives(primitives)
     configs = dataset_configs(models, random, seed)
@@ -94,11 +161,10 @@ MODEL_KIND = "primitive-cost"
 """The kind under which a primitive cost model is stored with its system."""
 
 
-def find_primitive_system(store: Store, system: int | str | None, threads: int) -> SystemRecord:
+def find_primitive_system(store: Store, system: StoredId | None, threads: int) -> SystemRecord:
     """The stored primitive system named by ``system``, else this CPU's with ``threads`` threads, else the only
     one stored; an error says what to do when there is none or several."""
     from nnperf.campaign import primitive_system, primitive_systems
-    from nnperf.errors import NnperfError
 
     if system is not None:
         return store.system(system)
@@ -133,16 +199,19 @@ class PrimitiveTraining:
     model_id: int
 
 
-def train_primitive_model(kind: str = "nn2", *, system: int | str | None = None, threads: int = 1,
-                          store: StoreLike = None, seed: int = 0) -> PrimitiveTraining:
-    """Fits a Lin, NN1 or NN2 cost model (``kind``) on the stored dataset of ``system`` (default: the primitives
-    of this CPU with ``threads`` threads) split 80/10/10, scores it on the test part and stores it with the
-    system (the newest is the one :func:`predict_primitives` uses)."""
+def train_primitive_model(system: System | StoredId | None = None, store: StoreLike = None, *, kind: str = "nn2",
+                          seed: int = 0) -> PrimitiveTraining:
+    """Fits a Lin, NN1 or NN2 cost model (``kind``) on the stored dataset of ``system`` split 80/10/10, scores it on
+    the test part and stores it with the system (the newest is the one :func:`predict_primitives` uses).
+
+    ``system`` is a stored primitive system's id or key prefix, or this CPU's primitive system
+    (``nnperf.System("primitives", threads=N)``; None: one thread), else the only one the store holds."""
+    stored, threads = primitive_target(system, "train_primitive_model")
     from nnperf.campaign import load_primitive_dataset
     from nnperf.prediction.primitives import PrimitiveCostModel, relative_errors, split_dataset
 
     with opened_store(store, create=False) as opened:
-        record = find_primitive_system(opened, system, threads)
+        record = find_primitive_system(opened, stored, threads)
         dataset = load_primitive_dataset(opened, record.id)
         train, validation, test = split_dataset(dataset, seed=seed)
         start = time.perf_counter()
@@ -155,16 +224,16 @@ def train_primitive_model(kind: str = "nn2", *, system: int | str | None = None,
                              {name: len(e) for name, e in errors.items()}, train_s, model_id)
 
 
-def stored_primitive_model(*, system: int | str | None = None, threads: int = 1,
+def stored_primitive_model(system: System | StoredId | None = None,
                            store: StoreLike = None) -> tuple[PrimitiveCostModel, int]:
-    """The newest cost model stored with ``system`` (default: this CPU with ``threads`` threads) and its system
-    id; an error says how to train one when there is none."""
-    from nnperf.errors import NnperfError
+    """The newest cost model stored with ``system`` (as for :func:`train_primitive_model`) and its system id; an
+    error says how to train one when there is none."""
     from nnperf.prediction import Predictor
     from nnperf.prediction.primitives import PrimitiveCostModel
 
+    stored, threads = primitive_target(system, "stored_primitive_model")
     with opened_store(store, create=False) as opened:
-        record = find_primitive_system(opened, system, threads)
+        record = find_primitive_system(opened, stored, threads)
         document = opened.latest_model(record.id, MODEL_KIND)
     if document is None:
         raise NnperfError(f"system {record.id} has no primitive cost model: train one with `nnperf primitives train`")
@@ -202,15 +271,15 @@ class PrimitivePrediction:
         return best[1], best[0]
 
 
-def predict_primitives(model: ModelLike, *, system: int | str | None = None, threads: int = 1,
-                       store: StoreLike = None, input_shape: InputShape | None = None) -> PrimitivePrediction:
-    """Predicts every primitive on every 2-D convolution of ``model`` with the newest stored cost model
-    (:func:`stored_primitive_model`); a network without convolutions is an error."""
+def predict_primitives(model: ModelLike, system: System | StoredId | None = None, store: StoreLike = None, *,
+                       input_shape: InputShape | None = None) -> PrimitivePrediction:
+    """Predicts every primitive on every 2-D convolution of ``model`` with the newest cost model stored with
+    ``system`` (:func:`stored_primitive_model`); a network without convolutions is an error."""
     from nnperf.primitives import conv_configs, conv_layer_configs
 
     network = load_model(model, input_shape)
     conv_configs(network)  # refuses a network without a convolution
-    cost, system_id = stored_primitive_model(system=system, threads=threads, store=store)
+    cost, system_id = stored_primitive_model(system, store)
     layers = conv_layer_configs(network)
     start = time.perf_counter()
     times = cost.predict(list(layers.values()))
@@ -263,63 +332,40 @@ def _sample_of(dataset: PrimitiveDataset, configs: Sequence[ConvConfig]) -> Prim
                             tuple(t for t in dataset.transforms if any(t in s.times_s for s in layout)), conv, layout)
 
 
-def transfer_primitive_model(source: int | str, *, samples: float = 0.01, method: str = "factor", threads: int = 1,
-                             store: StoreLike = None, seed: int = 0, progress: Progress | None = None,
-                             harness: HarnessConfig | None = None) -> PrimitiveTransfer:
-    """Moves the newest cost model of system ``source`` to this platform (the primitive system of this process
-    with ``threads`` threads) from a small sample of it (Mulder et al. 4.4 and 5.3), and stores the result with
-    this platform's system, where :func:`predict_primitives` and ``nnperf select`` find it.
+def transfer_primitive_model(source: StoredId, system: System = PRIMITIVES, store: StoreLike = None, *,
+                             samples: float | str = 0.01, method: str = "factor", seed: int = 0,
+                             progress: Progress | None = None, harness: HarnessConfig | None = None
+                             ) -> PrimitiveTransfer:
+    """Moves the newest cost model of system ``source`` to this platform (``system``, this CPU's primitive system,
+    ``nnperf.System("primitives", threads=N)``) from a small sample of it (Mulder et al. 4.4 and 5.3), and stores
+    the result with this platform's system, where :func:`predict_primitives` and :func:`select` find it.
 
-    A seeded ``samples`` fraction of the source dataset's configurations (at least one) is profiled here under the
-    model's primitives that are available here, with the layout transformations (what the store already holds for
-    this platform is not measured again); the model is then ``method``: ``"factor"`` (one factor per primitive and
-    transformation, :func:`~nnperf.prediction.primitives.factor_corrected`), ``"fine-tune"`` (trained further on
-    the sample, :func:`~nnperf.prediction.primitives.fine_tuned`) or ``"factor+fine-tune"`` (both, the factors
-    first). ``harness`` defaults to :data:`~nnperf.campaign.DATASET_HARNESS`, that of the source dataset.
+    A seeded ``samples`` fraction (``0.01`` or ``"1%"``) of the source dataset's configurations (at least one) is
+    profiled here under the model's primitives that are available here, with the layout transformations (what the
+    store already holds for this platform is not measured again); the model is then ``method``: ``"factor"`` (one
+    factor per primitive and transformation, :func:`~nnperf.prediction.primitives.factor_corrected`),
+    ``"fine-tune"`` (trained further on the sample, :func:`~nnperf.prediction.primitives.fine_tuned`) or
+    ``"factor+fine-tune"`` (both, the factors first). ``harness`` defaults to
+    :data:`~nnperf.campaign.DATASET_HARNESS`, that of the source dataset.
 
     The source must differ from this platform: the same CPU counts as another platform with another thread count
     or with ``ONEDNN_MAX_CPU_ISA``/``ATEN_CPU_CAPABILITY`` set.
     """
-    from nnperf.campaign import DATASET_HARNESS, load_primitive_dataset, primitive_system
+    from nnperf.campaign import DATASET_HARNESS, load_primitive_dataset
     from nnperf.campaign import profile_primitives as profile
-    from nnperf.errors import NnperfError
     from nnperf.prediction.primitives import correction_factors, factor_corrected, fine_tuned, subsample
-    from nnperf.primitives import get_primitive
-    from nnperf.registry import UnknownPluginError
 
-    fraction = float(samples)
-    if not (0 < fraction <= 1):
-        raise NnperfError(f"the sample must be a fraction in (0, 1] of the source's configurations (1% or 0.01), "
-                          f"got {samples!r}")
+    threads = primitive_threads(system, "transfer_primitive_model")
+    share = fraction(samples, "the sample")
     if method not in TRANSFER_METHODS:
         raise NnperfError(f"unknown transfer method {method!r}; known: {', '.join(TRANSFER_METHODS)}")
-    target_spec = primitive_system(threads)
     with opened_store(store, create=False) as opened:
-        record = opened.system(source)
-        if record.key == target_spec.key:
-            raise NnperfError(f"system {record.id} is this platform with {threads} thread(s): the source must be "
-                              "another one; set ONEDNN_MAX_CPU_ISA/ATEN_CPU_CAPABILITY or --threads to make another "
-                              "platform")
-        if opened.latest_model(record.id, MODEL_KIND) is None:
-            raise NnperfError(f"system {record.id} has no primitive cost model to transfer: train one with "
-                              f"`nnperf primitives train --system {record.id}`")
-        model, _ = stored_primitive_model(system=record.id, store=opened)
-        configs = [s.config for s in subsample(load_primitive_dataset(opened, record.id), fraction, seed).conv]
+        record, model = _transfer_source(opened, stored_id(source, "transfer_primitive_model"), threads)
+        configs = [s.config for s in subsample(load_primitive_dataset(opened, record.id), share, seed).conv]
         if not configs:
             raise NnperfError(f"system {record.id} holds no profiled configuration to draw a sample from")
-        chosen = []
-        for name in model.primitives_:
-            try:
-                primitive = get_primitive(name)
-            except UnknownPluginError:
-                continue
-            if primitive.availability().ok:
-                chosen.append(primitive)
-        if not chosen:
-            raise NnperfError(f"none of the primitives of system {record.id}'s model can run here: "
-                              f"{', '.join(model.primitives_)}")
-        report = profile(opened, configs, threads, harness=harness or DATASET_HARNESS, primitives=chosen,
-                         progress=progress)
+        report = profile(opened, configs, threads, harness=harness or DATASET_HARNESS,
+                         primitives=_runnable_primitives(model, record.id), progress=progress)
         sample = _sample_of(load_primitive_dataset(opened, report.system_id), configs)
         start = time.perf_counter()
         factors = correction_factors(model, sample) if method != "fine-tune" else None
@@ -328,6 +374,40 @@ def transfer_primitive_model(source: int | str, *, samples: float = 0.01, method
             moved = fine_tuned(moved, sample, seed=seed)
         transfer_s = time.perf_counter() - start
         model_id = opened.save_model(report.system_id, MODEL_KIND, moved.to_dict())
-    return PrimitiveTransfer(moved, record.id, report.system_id, method, fraction, tuple(configs), report.measured,
+    return PrimitiveTransfer(moved, record.id, report.system_id, method, share, tuple(configs), report.measured,
                              report.reused, sample.n_samples, report.failures, factors, report.elapsed_s, transfer_s,
                              model_id)
+
+
+def _transfer_source(store: Store, source: StoredId | None, threads: int) -> tuple[SystemRecord, PrimitiveCostModel]:
+    """The source system of a transfer and its newest cost model; refused when it is this platform or has none."""
+    from nnperf.campaign import primitive_system
+
+    record = store.system(source)
+    if record.key == primitive_system(threads).key:
+        raise NnperfError(f"system {record.id} is this platform with {threads} thread(s): the source must be "
+                          "another one; set ONEDNN_MAX_CPU_ISA/ATEN_CPU_CAPABILITY or --threads to make another "
+                          "platform")
+    if store.latest_model(record.id, MODEL_KIND) is None:
+        raise NnperfError(f"system {record.id} has no primitive cost model to transfer: train one with "
+                          f"`nnperf primitives train --system {record.id}`")
+    return record, stored_primitive_model(record.id, store)[0]
+
+
+def _runnable_primitives(model: PrimitiveCostModel, system_id: int) -> list[Primitive]:
+    """The primitives of ``model`` that are registered and can run here; none is an error."""
+    from nnperf.primitives import get_primitive
+    from nnperf.registry import UnknownPluginError
+
+    chosen = []
+    for name in model.primitives_:
+        try:
+            primitive = get_primitive(name)
+        except UnknownPluginError:
+            continue
+        if primitive.availability().ok:
+            chosen.append(primitive)
+    if not chosen:
+        raise NnperfError(f"none of the primitives of system {system_id}'s model can run here: "
+                          f"{', '.join(model.primitives_)}")
+    return chosen

@@ -2,9 +2,10 @@
 
 ::
 
+    import nnperf
     import nnperf.api as api
 
-    result = api.select_network_primitives("resnet18", costs="predicted", solver="pbqp", verify=True)
+    result = api.select("resnet18", nnperf.System("primitives", threads=1), costs="predicted", verify=True)
     print(result.predicted_s, result.default_predicted_s, result.measured_s, result.default_measured_s)
     print(result.speedup_over_default.median, result.speedup_over_default.ci_low, result.speedup_over_default.ci_high)
 """
@@ -12,17 +13,19 @@
 from __future__ import annotations
 
 import dataclasses
-import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from nnperf.api._load import InputShape, ModelLike, load_model
-from nnperf.api._primitives import find_primitive_system, stored_primitive_model
-from nnperf.api._session import StoreLike, opened_store
+from nnperf.api._primitives import PRIMITIVES, find_primitive_system, primitive_threads, stored_primitive_model
+from nnperf.api._session import StoredId, StoreLike, opened_store, stored_id
+from nnperf.errors import NnperfError
+from nnperf.measure import System
 
 if TYPE_CHECKING:
+    from nnperf.ir import Network
     from nnperf.measure import ComparisonProtocol, HarnessConfig, PairedRatio, RoundsConfig
-    from nnperf.optimize.select import Selection, SelectionComparison
+    from nnperf.optimize.select import PrimitiveCosts, Selection, SelectionComparison
 
 COST_SOURCES = ("predicted", "profiled")
 
@@ -96,19 +99,19 @@ class NetworkSelection:
         return None if self.comparison is None else self.comparison.speedup(SELECTED, over=BEST_UNIFORM)
 
 
-def select_network_primitives(model: ModelLike, *, costs: str = "predicted", solver: str = "pbqp",
-                              verify: bool = False, layer_costs: bool = True, system: int | str | None = None,
-                              threads: int = 1,
-                              store: StoreLike = None, harness: HarnessConfig | None = None,
-                              input_shape: InputShape | None = None,
-                              protocol: str | ComparisonProtocol = "auto",
-                              rounds: RoundsConfig | None = None) -> NetworkSelection:
+def select(model: ModelLike, system: System = PRIMITIVES, store: StoreLike = None, *,
+           calibration: StoredId | None = None, costs: str = "predicted", solver: str = "pbqp", verify: bool = False,
+           layer_costs: bool = True, harness: HarnessConfig | None = None, input_shape: InputShape | None = None,
+           protocol: str | ComparisonProtocol = "auto", rounds: RoundsConfig | None = None) -> NetworkSelection:
     """Chooses a primitive for every convolution of ``model`` and a layout for every other layer, minimising the
-    convolutions' times plus the layout transformations between them.
+    convolutions' times plus the layout transformations between them (Mulder et al. 4.3).
 
-    ``costs`` is ``predicted`` (the system's newest cost model, ``nnperf primitives train``) or ``profiled``
-    (the stored dataset's medians; what it lacks is timed now). With ``layer_costs`` (default) every other layer
-    costs its time in the layout it runs in, timed into the store the first time
+    ``system`` is the primitive system it selects for, this CPU with a thread count
+    (``nnperf.System("primitives", threads=N)``, default one thread): its stored costs are used, else those of
+    ``calibration`` (a stored primitive system's id or key prefix), else those of the only primitive system the
+    store holds. ``costs`` is ``predicted`` (the system's newest cost model, ``nnperf primitives train``) or
+    ``profiled`` (the stored dataset's medians; what it lacks is timed now). With ``layer_costs`` (default) every
+    other layer costs its time in the layout it runs in, timed into the store the first time
     (:func:`~nnperf.campaign.profile_layer_layouts`); without, those layers cost nothing in either layout.
     ``solver`` is ``pbqp``, ``ilp`` or ``exhaustive``. With ``verify`` the selected network runs end to end in
     torch, is checked against the reference network and is timed against the default selection (every
@@ -120,63 +123,82 @@ def select_network_primitives(model: ModelLike, *, costs: str = "predicted", sol
     :class:`~nnperf.measure.HarnessConfig`'s, up to 3 s each) and each speed-up is a ratio of medians, which
     drifts with this VM's speed. A bad ``protocol`` is refused before any work.
     """
-    from nnperf.campaign import load_primitive_dataset, profile_layer_layouts
-    from nnperf.errors import NnperfError
+    import time
+
+    from nnperf.optimize.select import check_protocol, default_selection, network_cost_graph, solve, uniform_selections
+    from nnperf.primitives import conv_configs, conv_layer_configs
+
+    chosen_protocol = check_protocol(protocol)  # before minutes of work, not after
+    threads = primitive_threads(system, "select")
+    stored = stored_id(calibration, "select")
+    if costs not in COST_SOURCES:
+        raise NnperfError(f"unknown cost source {costs!r}; use one of {', '.join(COST_SOURCES)}")
+    network = load_model(model, input_shape)
+    conv_configs(network)  # refuses a network without a convolution
+    start = time.perf_counter()
+    table, system_id = _cost_table(network, costs, stored, threads, store)
+    layer_profile_s = 0.0
+    if layer_costs:
+        table, layer_profile_s = _with_layer_costs(table, network, threads, store)
+    graph = network_cost_graph(network, table)
+    selection = solve(graph, solver)
+    optimise_s = time.perf_counter() - start - layer_profile_s
+    default = default_selection(graph)
+    best_uniform = min(uniform_selections(graph).values(), key=lambda s: s.cost_s)  # a convolution has an option
+    result = NetworkSelection(network.name, system_id, costs, solver, selection, default,
+                              tuple(conv_layer_configs(network)), optimise_s, layer_profile_s=layer_profile_s,
+                              best_uniform=best_uniform)
+    if not verify:
+        return result
+    return _verified(result, network, threads, chosen_protocol, rounds, harness)
+
+
+def _cost_table(network: Network, costs: str, stored: StoredId | None, threads: int,
+                store: StoreLike) -> tuple[PrimitiveCosts, int]:
+    """The network's convolution costs from the cost model or the profiled dataset, and the system they are of."""
+    from nnperf.campaign import load_primitive_dataset
+    from nnperf.optimize.select import predicted_costs, profiled_costs
+
+    if costs == "predicted":
+        cost_model, system_id = stored_primitive_model(System("primitives", threads=threads) if stored is None
+                                                       else stored, store)
+        return predicted_costs(cost_model, network), system_id
+    with opened_store(store, create=False) as opened:
+        record = find_primitive_system(opened, stored, threads)
+        dataset = load_primitive_dataset(opened, record.id)
+    return profiled_costs(dataset, network, measure_missing=True, threads=threads), record.id
+
+
+def _with_layer_costs(table: PrimitiveCosts, network: Network, threads: int, store: StoreLike) -> tuple[PrimitiveCosts, float]:
+    """``table`` with the other layers' times in each layout (timed into the store the first time), and the time
+    spent timing them (0 when the store held them all: a lookup alone counts as optimising)."""
+    from nnperf.campaign import profile_layer_layouts
+
+    with opened_store(store, create=False) as opened:
+        layers = profile_layer_layouts(opened, [network], threads)
+    return table.with_layers(layers.times_s), layers.elapsed_s if layers.measured else 0.0
+
+
+def _verified(result: NetworkSelection, network: Network, threads: int, protocol: ComparisonProtocol,
+              rounds: RoundsConfig | None, harness: HarnessConfig | None) -> NetworkSelection:
+    """``result`` with the selected, default and best uniform networks run, checked and timed against each other."""
     from nnperf.measure import HarnessConfig
     from nnperf.optimize.select import (
         BEST_UNIFORM,
         DEFAULT,
         SELECTED,
         SELECTION_ROUNDS,
-        check_protocol,
         compare_selections,
-        default_selection,
-        network_cost_graph,
-        predicted_costs,
-        profiled_costs,
         selection_labels,
-        solve,
-        uniform_selections,
         verify_selected,
     )
-    from nnperf.primitives import conv_configs, conv_layer_configs
 
-    chosen_protocol = check_protocol(protocol)  # before minutes of work, not after
-    if costs not in COST_SOURCES:
-        raise NnperfError(f"unknown cost source {costs!r}; use one of {', '.join(COST_SOURCES)}")
-    network = load_model(model, input_shape)
-    conv_configs(network)  # refuses a network without a convolution
-    start = time.perf_counter()
-    if costs == "predicted":
-        cost_model, system_id = stored_primitive_model(system=system, threads=threads, store=store)
-        table = predicted_costs(cost_model, network)
-    else:
-        with opened_store(store, create=False) as opened:
-            record = find_primitive_system(opened, system, threads)
-            dataset = load_primitive_dataset(opened, record.id)
-        system_id = record.id
-        table = profiled_costs(dataset, network, measure_missing=True, threads=threads)
-    layer_profile_s = 0.0
-    if layer_costs:
-        with opened_store(store, create=False) as opened:
-            layers = profile_layer_layouts(opened, [network], threads)
-        table = table.with_layers(layers.times_s)
-        layer_profile_s = layers.elapsed_s if layers.measured else 0.0  # a lookup alone counts as optimising
-    graph = network_cost_graph(network, table)
-    selection = solve(graph, solver)
-    optimise_s = time.perf_counter() - start - layer_profile_s
-    default = default_selection(graph)
-    uniform = uniform_selections(graph)
-    best_uniform = min(uniform.values(), key=lambda s: s.cost_s)  # a convolution has at least one option
-    result = NetworkSelection(network.name, system_id, costs, solver, selection, default,
-                              tuple(conv_layer_configs(network)), optimise_s, layer_profile_s=layer_profile_s,
-                              best_uniform=best_uniform)
-    if not verify:
-        return result
-    selection_labels(network, selection)
-    max_error = verify_selected(network, selection, threads=threads)
-    comparison = compare_selections(network, {SELECTED: selection, DEFAULT: default, BEST_UNIFORM: best_uniform},
-                                    chosen_protocol, rounds=rounds or SELECTION_ROUNDS,
+    assert result.best_uniform is not None
+    selection_labels(network, result.selection)
+    max_error = verify_selected(network, result.selection, threads=threads)
+    comparison = compare_selections(network, {SELECTED: result.selection, DEFAULT: result.default,
+                                              BEST_UNIFORM: result.best_uniform},
+                                    protocol, rounds=rounds or SELECTION_ROUNDS,
                                     harness=harness or HarnessConfig(), threads=threads)
     return dataclasses.replace(result, measured_s=comparison.median_s(SELECTED),
                                default_measured_s=comparison.median_s(DEFAULT), max_error=max_error,

@@ -1,16 +1,37 @@
-"""Opening what the public functions are given: a store (object, path or the default) and a backend."""
+"""Opening what the public functions are given: a store (object, path or the default) and a system (the settings
+of one on this host, or a stored one).
+
+Two kinds of value name a system in :mod:`nnperf.api`:
+
+- a :class:`~nnperf.measure.System`, the settings that make one on this host (backend, device, threads, options);
+  a function that measures takes one, or a backend name (``"onnxruntime"``: that backend with the defaults);
+- a :data:`StoredSystem`, a calibrated system read from the store: its id or key prefix (``nnperf systems``) or
+  a fitted :class:`~nnperf.prediction.SystemModel`; a function that only predicts takes one as well.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 
-from nnperf.measure.backends import Backend, BackendOptions, create_backend
+from nnperf.errors import NnperfError
+from nnperf.measure import System
+from nnperf.prediction import SystemModel
 from nnperf.store import Store, default_store_path
 
 StoreLike = Store | str | os.PathLike[str] | None
 """A :class:`~nnperf.store.Store`, the path of one, or None for ``$NNPERF_DB`` else ``./nnperf.db``."""
+
+StoredSystem = int | str | SystemModel
+"""A stored calibrated system: its id or key prefix (``nnperf systems``), or a fitted
+:class:`~nnperf.prediction.SystemModel`."""
+
+DEFAULT_SYSTEM = System()
+"""The system a function takes by default: torch on the CPU with one thread (the quietest on a shared machine)."""
+
+StoredId = int | str
+"""A stored system's id or key prefix (``nnperf systems``)."""
 
 
 @contextlib.contextmanager
@@ -24,7 +45,24 @@ def opened_store(store: StoreLike, create: bool = True) -> Iterator[Store]:
         yield opened
 
 
-def open_backend(backend: str, device: str = "cpu", threads: int = 1,
-                 options: Mapping[str, str] | None = None) -> Backend:
-    """A backend by name (see ``nnperf backends``) with its device, thread count and backend options."""
-    return create_backend(backend, BackendOptions(device=device, threads=threads, extra=dict(options or {})))
+def settings(system: System | str | None, what: str) -> System:
+    """The settings ``system`` names for the function ``what`` that measures on this host: a
+    :class:`~nnperf.measure.System` as it is, a backend name with the default settings, None the default system."""
+    if system is None:
+        return DEFAULT_SYSTEM
+    if isinstance(system, System):
+        return system
+    if isinstance(system, str):
+        return System(backend=system)
+    raise NnperfError(f"{what} measures on this host: give its system as nnperf.System(backend, device, threads, "
+                      f"options) or a backend name, not a {type(system).__name__} ({system!r})")
+
+
+def stored_id(system: object, what: str) -> StoredId | None:
+    """``system`` when it names a stored system by id or key prefix (None passes); anything else is an error
+    naming what ``what`` takes."""
+    if system is None or (isinstance(system, (int, str)) and not isinstance(system, bool)):
+        return system  # type: ignore[return-value]
+    raise NnperfError(f"{what}: a stored system is named by its id or key prefix (see `nnperf systems`), not a "
+                      f"{type(system).__name__} ({system!r})")
+

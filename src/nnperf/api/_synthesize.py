@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from nnperf.api._load import load_model
 from nnperf.api._session import StoreLike
 from nnperf.errors import NnperfError
+from nnperf.measure import System
 from nnperf.store import default_store_path
 
 if TYPE_CHECKING:
@@ -116,33 +117,38 @@ def _predictor(model: str | os.PathLike[str] | nn.Module, shape: tuple[int, ...]
     def predicted(spec: ProgramSpec) -> float | None:
         backend, threads, options = spec.backend_system()
         try:
-            return predict(network, store=store, backend=backend, threads=threads, options=options).latency_s
+            system = System(backend, threads=threads, options=options)
+            return predict(network, system, store).latency_s
         except MissingCalibrationError:
             if not calibrate_missing:
                 return None
         except NnperfError:
             return None
-        calibrate(backend, threads=threads, options=options, store=store, if_needed=True, progress=progress)
-        return predict(network, store=store, backend=backend, threads=threads, options=options).latency_s
+        calibrate(system, store, if_needed=True, progress=progress)
+        return predict(network, system, store).latency_s
 
     return predicted
 
 
-def synthesize(model: str | os.PathLike[str] | nn.Module, *, data: str | os.PathLike[str] | ValidationSet = "photos",
+def synthesize(model: str | os.PathLike[str] | nn.Module, store: StoreLike = None, *,
+               data: str | os.PathLike[str] | ValidationSet | None = None,
                budget: float | str = 0.01, out: str | os.PathLike[str] = "nnperf-program",
                max_threads: int | None = None, samples: int = DEFAULT_SAMPLES,
                calibration: int = DEFAULT_CALIBRATION, aot: bool = True, inexact: bool = True,
                input_shape: tuple[int, ...] | None = None, workdir: str | os.PathLike[str] | None = None,
-               store: StoreLike = None, predict: bool = True, calibrate_missing: bool = False,
+               predict: bool = True, calibrate_missing: bool = False,
                progress: Progress | None = None, protocol: str | ComparisonProtocol = "auto"
                ) -> SynthesisResult:
     """The fastest program for ``model`` on this device whose accuracy drop stays within ``budget``, written to
-    ``out`` (see :func:`nnperf.optimize.synthesize.synthesize`).
+    ``out`` (see :func:`nnperf.optimize.synthesize.synthesize`). It searches this device's programs (backends,
+    thread counts up to ``max_threads``, executors, precisions) itself, so it takes no system; ``store`` holds the
+    calibrations its latency predictions come from.
 
     ``model``: ``"digits-cnn"`` (trained here on scikit-learn's digits, cached), a zoo name (random weights: give
     ``data="photos"``, a proxy), an ONNX file (run with its own weights, in ONNX Runtime only) or a torch module
     (with ``input_shape``). ``data``: ``"digits"``, ``"photos"``, a folder with ``inputs.npy`` (and
-    ``labels.npy``), an ``.npz`` file, or a :class:`~nnperf.optimize.synthesize.ValidationSet`. The first
+    ``labels.npy``), an ``.npz`` file, or a :class:`~nnperf.optimize.synthesize.ValidationSet` (default: digits for
+    ``"digits-cnn"``, photos otherwise). ``max_threads`` is the most threads tried (default: this machine's cores). The first
     ``calibration`` samples (shuffled, seeded) calibrate int8; at most ``samples`` of the rest judge accuracy.
     With ``predict``, the fp32 candidates are ranked by the latency nnperf predicts from the calibrations in
     ``store`` (default ./nnperf.db) before they are measured; ``calibrate_missing`` calibrates the systems the
@@ -156,6 +162,10 @@ def synthesize(model: str | os.PathLike[str] | nn.Module, *, data: str | os.Path
 
     fraction = parse_budget(budget)
     chosen = check_protocol(protocol)  # before minutes of work, not after
+    if max_threads is not None and max_threads < 1:
+        raise NnperfError(f"max_threads must be at least 1, got {max_threads}")
+    if data is None:
+        data = "digits" if isinstance(model, str) and model == DIGITS_MODEL else "photos"
     if samples < 1 or calibration < 1:
         raise NnperfError(f"samples and calibration must be at least 1, got {samples} and {calibration}")
     name, module, onnx_path, validation, shape = _resolve(model, data, input_shape)

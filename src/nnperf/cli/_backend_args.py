@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from nnperf.measure import System
 from nnperf.measure.backends import Backend
 
 
@@ -24,10 +25,16 @@ def key_value(text: str) -> tuple[str, str]:
     return key, value
 
 
-def add_backend_arguments(parser: argparse.ArgumentParser, required: bool = False) -> None:
-    parser.add_argument("--backend", required=required, default=None if required else "torch", metavar="NAME",
-                        help="torch, onnxruntime or opencv (see `nnperf backends`)"
-                             + ("" if required else "; default torch"))
+BACKEND_HELP = "torch, onnxruntime or opencv (see `nnperf backends`)"
+PRIMITIVES_HELP = "primitives, this CPU's convolution primitives (the only system primitives are profiled on)"
+
+
+def add_backend_arguments(parser: argparse.ArgumentParser, required: bool = False, default: str = "torch",
+                          backend_help: str = BACKEND_HELP) -> None:
+    """``--backend``, ``--device``, ``--threads`` and ``--option``: the settings of a system
+    (:func:`system_from_args`)."""
+    parser.add_argument("--backend", required=required, default=None if required else default, metavar="NAME",
+                        help=backend_help + ("" if required else f"; default {default}"))
     parser.add_argument("--device", default="cpu", help="cpu (default), cuda or cuda:N")
     parser.add_argument("--threads", type=positive_int, default=1, help="intra-op threads (default 1, the quietest)")
     parser.add_argument("--option", action="append", type=key_value, default=[], metavar="KEY=VALUE",
@@ -35,11 +42,23 @@ def add_backend_arguments(parser: argparse.ArgumentParser, required: bool = Fals
                              "(onnxruntime), engine=classic (opencv); repeatable")
 
 
-def backend_from_args(args: argparse.Namespace) -> Backend:
-    from nnperf.measure.backends import BackendOptions, create_backend
+def add_primitive_system_arguments(parser: argparse.ArgumentParser) -> None:
+    """The settings of the primitive system (``--backend primitives``, ``--threads``) and ``--system ID|KEY``, a
+    stored one."""
+    add_backend_arguments(parser, default="primitives", backend_help=PRIMITIVES_HELP)
+    parser.add_argument("--system", metavar="ID|KEY",
+                        help="the stored primitive system (default: this CPU with --threads threads, else the only "
+                             "one stored; see `nnperf systems`)")
 
-    return create_backend(args.backend, BackendOptions(device=args.device, threads=args.threads,
-                                                       extra=dict(args.option)))
+
+def system_from_args(args: argparse.Namespace) -> System:
+    """The :class:`~nnperf.measure.System` of ``--backend``, ``--device``, ``--threads`` and ``--option``."""
+    return System(args.backend, args.device, args.threads, dict(args.option))
+
+
+def backend_from_args(args: argparse.Namespace) -> Backend:
+    """The backend of :func:`system_from_args`, on this host."""
+    return system_from_args(args).open()
 
 
 class Progress:

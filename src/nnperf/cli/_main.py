@@ -10,31 +10,7 @@ import warnings
 from collections.abc import Sequence
 from typing import TextIO
 
-from nnperf import __version__
-from nnperf.cli import (
-    accel_cmd,
-    advise_cmd,
-    backends_cmd,
-    calibrate_cmd,
-    check_cmd,
-    compare_cmd,
-    completion_cmd,
-    evaluate_cmd,
-    export_cmd,
-    fleet_cmd,
-    inspect_cmd,
-    measurements_cmd,
-    partition_cmd,
-    predict_cmd,
-    primitives_cmd,
-    profile_cmd,
-    select_cmd,
-    steps_cmd,
-    sweep_cmd,
-    synthesize_cmd,
-    systems_cmd,
-    zoo_cmd,
-)
+from nnperf.cli._parser import build_parser
 from nnperf.errors import NnperfError, NnperfWarning
 
 EXIT_ERROR = 1
@@ -42,24 +18,6 @@ EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141
 """128 + SIGPIPE, what a shell reports for a pipeline member whose reader went away."""
-
-COMMANDS = (zoo_cmd, inspect_cmd, export_cmd, backends_cmd, check_cmd, profile_cmd, systems_cmd, measurements_cmd,
-            calibrate_cmd, predict_cmd, evaluate_cmd, sweep_cmd, steps_cmd, advise_cmd, accel_cmd, partition_cmd,
-            compare_cmd, primitives_cmd, select_cmd, synthesize_cmd, fleet_cmd, completion_cmd)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="nnperf",
-        description="Predict and improve how a neural network performs on a device.",
-    )
-    parser.add_argument("--version", action="version", version=f"nnperf {__version__}")
-    parser.add_argument("--debug", action="store_true", help="show the full traceback on errors")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for command in COMMANDS:
-        command.register(sub)
-    return parser
-
 
 RESUMABLE_COMMANDS = frozenset({"calibrate", "profile", "evaluate", "sweep"})
 """Commands that store every measurement as it is taken and resume where an interrupted one stopped."""

@@ -17,15 +17,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
-    from nnperf.measure.backends import backend_report
-    from nnperf.measure.power import meter_report
+    from nnperf.api import backends as available_backends
     from nnperf.report import console
 
-    backends = [{"name": name, "device": device, "available": available.ok, "reason": available.reason,
-                 "measures": name != "fake"}
-                for device in ("cpu", "cuda") for name, available in backend_report(device)]
-    meters = [{"name": name, "available": available.ok, "reason": available.reason}
-              for name, available in meter_report()]
+    found = available_backends()
+    backends = [{"name": b.name, "device": b.device, "available": b.available, "reason": b.reason,
+                 "measures": b.measures} for b in found.backends]
+    meters = [{"name": m.name, "available": m.available, "reason": m.reason} for m in found.power_meters]
     if args.json:
         print(json.dumps({"format": "nnperf-backends", "version": 1, "backends": backends, "power_meters": meters},
                          indent=1))

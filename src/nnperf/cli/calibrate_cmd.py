@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from nnperf.cli._backend_args import Progress, add_backend_arguments
+from nnperf.cli._backend_args import Progress, add_backend_arguments, system_from_args
 from nnperf.cli._store_arg import add_db_argument
 from nnperf.cli._units import parse_duration
 from nnperf.cli.fleet_cmd import add_fleet_argument, calibrate_on_fleet
+from nnperf.store import default_store_path
+
+if TYPE_CHECKING:
+    from nnperf.prediction import SystemModel
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -44,44 +50,46 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def run(args: argparse.Namespace) -> int:
     if args.fleet:
         return calibrate_on_fleet(args)
-    from nnperf.api import calibrate, open_backend, opened_store, stored_calibration
+    from nnperf.api import calibrate, stored_calibration
     from nnperf.errors import FormatVersionError
     from nnperf.report import console
-    from nnperf.report.predictions import (
-        calibration_document,
-        calibration_header,
-        calibration_summary,
-        calibration_table,
-    )
-    from nnperf.store import default_store_path
+    from nnperf.report.predictions import calibration_document, calibration_header
 
     sample_budget_s = parse_duration(args.sample_budget, "--sample-budget") if args.sample_budget else 0.0
     out = console()
     store_path = str(args.db or default_store_path())
-    settings = {"backend": args.backend, "device": args.device, "threads": args.threads, "options": dict(args.option)}
+    system = system_from_args(args)
     if args.if_needed:
-        with opened_store(args.db) as store, open_backend(**settings) as backend:
-            try:
-                existing = stored_calibration(store, backend)
-            except FormatVersionError as exc:  # an older nnperf's model: refit (stored measurements are reused)
-                out.print(f"refitting: {exc}")
-                existing = None
-            if existing is not None and args.json:
-                print(json.dumps(calibration_document(existing, store_path), indent=1))
-                return 0
-            if existing is not None:
-                out.print(f"{existing.system_label} is already calibrated in {store.path} (c = "
-                          f"{existing.coefficient_c:.3f}, {len(existing.latency)} layer-type models); nothing to do")
-                return 0
+        try:
+            existing = stored_calibration(system, args.db)
+        except FormatVersionError as exc:  # an older nnperf's model: refit (stored measurements are reused)
+            out.print(f"refitting: {exc}")
+            existing = None
+        if existing is not None and args.json:
+            print(json.dumps(calibration_document(existing, store_path), indent=1))
+            return 0
+        if existing is not None:
+            out.print(f"{existing.system_label} is already calibrated in {Path(store_path)} (c = "
+                      f"{existing.coefficient_c:.3f}, {len(existing.latency)} layer-type models); nothing to do")
+            return 0
     if not args.json:
         out.print(calibration_header(args.backend, args.device, args.threads, store_path))
     with Progress(not args.json, "calibrating") as progress:
-        model = calibrate(store=args.db, energy=args.energy, budget_s=args.budget_s, target_ci=args.target_ci,
-                          sample_budget_s=sample_budget_s, progress=progress, check=not args.no_check, **settings)
-    if args.json:
+        model = calibrate(system, args.db, energy=args.energy, budget_s=args.budget_s, target_ci=args.target_ci,
+                          sample_budget_s=sample_budget_s, progress=progress, check=not args.no_check)
+    print_calibration(model, store_path, args.json)
+    return 0
+
+
+def print_calibration(model: SystemModel, store_path: str, as_json: bool) -> None:
+    """A calibration as JSON, or its table and summary."""
+    from nnperf.report import console
+    from nnperf.report.predictions import calibration_document, calibration_summary, calibration_table
+
+    if as_json:
         print(json.dumps(calibration_document(model, store_path), indent=1))
-        return 0
+        return
+    out = console()
     out.print(calibration_table(model))
     for line in calibration_summary(model, store_path):
         out.print(line)
-    return 0

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from typing import TYPE_CHECKING
 
 from nnperf.cli._backend_args import Progress
 
 if TYPE_CHECKING:
-    from nnperf.measure import MachineCheck, Timer
+    from nnperf.measure import MachineCheck
 
 EXIT_BAD = 4
 """The exit code of ``--strict`` when the verdict is bad (1 is an error, 3 an internal one)."""
@@ -38,31 +37,17 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.set_defaults(run=run)
 
 
-def noise_timer() -> Timer:
-    """The default noise workload: the machine-speed reference (:data:`nnperf.measure.REFERENCE`) on the torch
-    backend at 1 thread, the workload `calibrate`'s check times too."""
-    from nnperf.measure import reference_timer
-    from nnperf.measure.backends import BackendOptions
-
-    return reference_timer("torch", BackendOptions(threads=1))
-
-
 def run(args: argparse.Namespace) -> int:
-    from nnperf.measure import MeasurementError, check_document, check_machine
-    from nnperf.registry import UnavailableError
+    from nnperf.api import check as check_machine
+    from nnperf.measure import check_document
 
-    for flag, value in (("--noise-s", args.noise_s), ("--sample-s", args.sample_s)):
-        if not (math.isfinite(value) and value > 0):
-            raise MeasurementError(f"{flag} takes a positive number of seconds, got {value:g}")
     with Progress(not args.json, "checking the machine") as progress:
-        timer = None
-        if not args.no_noise:
-            try:
-                timer = noise_timer()
-            except UnavailableError as exc:  # the other findings need no backend: report them anyway
-                print(f"nnperf: the noise measurement needs the torch backend ({exc}); skipping it",
-                      file=sys.stderr)
-        check = check_machine(timer, noise_s=args.noise_s, sample_s=args.sample_s, progress=progress)
+        result = check_machine(noise_s=args.noise_s, sample_s=args.sample_s, noise=not args.no_noise,
+                               progress=progress)
+    if result.noise_skipped is not None:
+        print(f"nnperf: the noise measurement needs the torch backend ({result.noise_skipped}); skipping it",
+              file=sys.stderr)
+    check = result.check
     document = check_document(check)
     if args.json:
         print(json.dumps(document, indent=1))

@@ -20,7 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def run(args: argparse.Namespace) -> int:
     import shtab
 
-    from nnperf.cli._main import build_parser
+    from nnperf.cli._parser import build_parser
 
     print(shtab.complete(build_parser(), shell=args.shell), end="")
     return 0

@@ -18,16 +18,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace) -> int:
-    from nnperf import zoo
+    from nnperf.api import export
     from nnperf.ir import shape_text
-    from nnperf.ir.export import check_output_path, export_onnx
 
-    check_output_path(args.out)  # before the (slow) build
-    entry = zoo.get(args.name)
-    path = export_onnx(entry.build(args.seed), entry.example_input(args.seed), args.out)
+    written = export(args.name, args.out, seed=args.seed)
     if args.json:
-        print(json.dumps({"format": "nnperf-export", "version": 1, "network": entry.name, "path": str(path),
-                          "input_shape": list(entry.input_shape), "seed": args.seed}, indent=1))
+        print(json.dumps({"format": "nnperf-export", "version": 1, "network": written.network,
+                          "path": str(written.path), "input_shape": list(written.input_shape), "seed": written.seed},
+                         indent=1))
     else:
-        print(f"wrote {path} ({entry.name}, input {shape_text(entry.input_shape)})")
+        print(f"wrote {written.path} ({written.network}, input {shape_text(written.input_shape)})")
     return 0

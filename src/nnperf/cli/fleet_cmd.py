@@ -8,10 +8,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from nnperf.cli._backend_args import Progress, add_backend_arguments, backend_from_args, positive_int
+from nnperf.cli._backend_args import Progress, add_backend_arguments, backend_from_args, positive_int, system_from_args
 
 if TYPE_CHECKING:
-    from nnperf.fleet import SystemSettings
     from nnperf.store import Store
 
 
@@ -52,18 +51,12 @@ def add_fleet_argument(parser: argparse.ArgumentParser, default: str | None = No
                              "system (see `nnperf fleet`)" + (f"; default {default}" if default else ""))
 
 
-def settings_from_args(args: argparse.Namespace) -> SystemSettings:
-    from nnperf.fleet import SystemSettings
-
-    return SystemSettings(args.backend, args.device, args.threads, tuple(sorted(args.option)))
-
-
 def run_up(args: argparse.Namespace) -> int:
-    from nnperf.fleet import fleet_up
+    from nnperf.api import fleet_up
     from nnperf.report import console
 
-    settings = settings_from_args(args)
-    address = fleet_up([settings], address=args.address, slots=args.slots, num_cpus=args.num_cpus, port=args.port)
+    settings = system_from_args(args)
+    address = fleet_up([settings], args.address, slots=args.slots, num_cpus=args.num_cpus, port=args.port)
     action = "joined" if args.address else "started"
     console().print(f"{action} the fleet at {address}: this node measures {settings.label} ({args.slots} slot"
                     f"{'s' if args.slots > 1 else ''}); use --fleet {address}")
@@ -73,11 +66,11 @@ def run_up(args: argparse.Namespace) -> int:
 def run_status(args: argparse.Namespace) -> int:
     from rich.table import Table
 
-    from nnperf.fleet import Fleet
+    from nnperf.api import fleet_status
     from nnperf.report import console
 
-    with Fleet(args.fleet) as fleet:
-        nodes, busy = fleet.nodes(), fleet.busy_slots()
+    status = fleet_status(args.fleet)
+    nodes, busy = status.nodes, status.busy_slots
     if args.json:
         print(json.dumps({"format": "nnperf-fleet-status", "version": 1, "address": args.fleet, "nodes": [
             {"name": n.name, "node_id": n.node_id, "address": n.address, "alive": n.alive, "cpus": n.cpus,
@@ -97,7 +90,7 @@ def run_status(args: argparse.Namespace) -> int:
 
 
 def run_down(args: argparse.Namespace) -> int:
-    from nnperf.fleet import fleet_down
+    from nnperf.api import fleet_down
     from nnperf.report import console
 
     fleet_down()
@@ -141,7 +134,7 @@ def measuring(args: argparse.Namespace, store: Store, label: str = "profiling") 
         if len(runners) > 1:
             from nnperf.fleet import FleetError
 
-            raise FleetError(f"the fleet has {len(runners)} systems for {settings_from_args(args).label}: "
+            raise FleetError(f"the fleet has {len(runners)} systems for {system_from_args(args).label}: "
                              + ", ".join(f"{r.system().key} ({r.system().device_name}, {len(r.nodes)} nodes)"
                                          for r in runners) + "; this command measures one system at a time")
         yield runners[0], progress
@@ -155,7 +148,7 @@ def fleet_runners(args: argparse.Namespace, store: Store, label: str) -> Iterato
 
     bar = FleetProgress(not getattr(args, "json", False), label)
     with Fleet(args.fleet) as fleet:
-        runners = fleet.runners(settings_from_args(args), store=store, on_result=bar.node)
+        runners = fleet.runners(system_from_args(args), store=store, on_result=bar.node)
         try:
             with bar as progress:
                 yield runners, progress

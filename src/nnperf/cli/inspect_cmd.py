@@ -26,18 +26,16 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace) -> int:
-    from nnperf.api import load_model
-    from nnperf.ir import save_network
-    from nnperf.ir.metrics import DType, network_metrics
+    from nnperf.api import inspect
+    from nnperf.ir.metrics import DType
     from nnperf.report import console
     from nnperf.report.predictions import generic_summary, int8_summary
     from nnperf.report.tables import metrics_document, metrics_table
 
-    network = load_model(args.model, dict(args.input_shape) or None, strict=args.strict)
-    metrics = network_metrics(network)
     dtype = DType(args.dtype)
-    if args.save_ir:
-        save_network(network, args.save_ir)
+    found = inspect(args.model, input_shape=dict(args.input_shape) or None, strict=args.strict,
+                    save_ir=args.save_ir or None)
+    network, metrics = found.network, found.metrics
     if args.json:
         print(json.dumps(metrics_document(network, metrics, dtype), indent=1))
     else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from nnperf.cli._store_arg import add_db_argument, open_store
+from nnperf.cli._store_arg import add_db_argument
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -26,11 +26,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run_export(args: argparse.Namespace) -> int:
-    from nnperf.store import export_csv
+    from nnperf.api import export_measurements
 
-    with open_store(args, create=False) as store:
-        system_id = store.system(args.system).id if args.system else None
-        rows = export_csv(store, args.output or sys.stdout, args.table, system_id=system_id)
+    rows = export_measurements(args.output or sys.stdout, args.db, table=args.table, system=args.system)
     if args.output:
         print(f"wrote {rows} {args.table} measurement(s) to {args.output}", file=sys.stderr)
     return 0

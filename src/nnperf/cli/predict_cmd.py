@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from nnperf.cli._backend_args import Progress, add_backend_arguments
+from nnperf.cli._backend_args import Progress, add_backend_arguments, system_from_args
 from nnperf.cli._shapes import parse_input_shape
 from nnperf.cli._store_arg import add_db_argument
 from nnperf.measure import ComparisonProtocol
@@ -62,15 +62,15 @@ def run(args: argparse.Namespace) -> int:
     )
 
     network = load_model(args.model, dict(args.input_shape) or None, strict=args.strict)
-    settings = {"backend": args.backend, "device": args.device, "threads": args.threads, "options": dict(args.option)}
+    system = system_from_args(args)
     if args.verify:
         with Progress(not args.json, "verifying") as progress:
-            check = verify(network, args.system, args.db, progress=progress, model_name=args.model,
-                           protocol=args.protocol, **settings)
+            check = verify(network, system, args.db, calibration=args.system, progress=progress,
+                           model_name=args.model, protocol=args.protocol)
         prediction, measured = check.prediction, dict(check.layer_measured_s)
     else:
         check, measured = None, None
-        prediction = predict(network, args.system, args.db, **settings)
+        prediction = predict(network, system if args.system is None else args.system, args.db)
     if args.trace is not None:
         from nnperf.report.trace import predicted_trace, write_trace
 

@@ -8,11 +8,16 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nnperf.cli._backend_args import Progress
+from nnperf.cli._backend_args import (
+    PRIMITIVES_HELP,
+    Progress,
+    add_backend_arguments,
+    add_primitive_system_arguments,
+    system_from_args,
+)
 from nnperf.cli._store_arg import add_db_argument
 from nnperf.cli._units import parse_duration
 from nnperf.cli.fleet_cmd import add_fleet_argument
-from nnperf.errors import NnperfError
 
 if TYPE_CHECKING:
     from nnperf.campaign import PrimitiveProfileReport
@@ -35,7 +40,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                                               "why).")
     listing.add_argument("--json", action="store_true", help="print JSON")
     listing.set_defaults(run=run_list)
+    for add in (_register_profile, _register_train, _register_predict, _register_transfer):
+        add(commands)
 
+
+def _register_profile(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     profile = commands.add_parser(
         "profile", help="profile every primitive and layout transformation on layer configurations (the dataset)",
         description="Build the primitive-time dataset of Mulder et al. 3.2 in the store: the distinct convolutions of "
@@ -52,7 +61,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     profile.add_argument("--only", default="", metavar="NAME[,NAME...]",
                          help="profile only these primitives or families (e.g. vendor,winograd; default: every "
                               "available primitive)")
-    profile.add_argument("--threads", type=int, default=1, help="threads per primitive (default 1)")
+    add_backend_arguments(profile, default="primitives", backend_help=PRIMITIVES_HELP)  # the fleet's too
     profile.add_argument("--seed", type=int, default=0, help="seed of the random configurations (default 0)")
     profile.add_argument("--protocol", default="auto", choices=("auto", "sequential", "interleaved"),
                          help="how a configuration's primitives and transformations are timed: interleaved (in the "
@@ -61,10 +70,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                               "recommends, interleaved for these in-process timings")
     profile.add_argument("--json", action="store_true", help="print JSON")
     add_fleet_argument(profile)
-    profile.set_defaults(backend="primitives", device="cpu", option=[])  # the fleet's settings: see `fleet up`
     add_db_argument(profile)
     profile.set_defaults(run=run_profile)
 
+
+def _register_train(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     train = commands.add_parser(
         "train", help="fit a cost model (Lin, NN1 or NN2) on the profiled dataset and score it",
         description="Fit a performance model of Mulder et al. 3.3 on the stored primitive dataset, split 80/10/10 "
@@ -72,25 +82,29 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                     "or NN2 (one network for all, masked loss). Prints the median relative absolute error (MdRAE) of "
                     "every primitive and transformation on the test part and stores the model with the system.")
     train.add_argument("--kind", choices=("lin", "nn1", "nn2"), default="nn2", help="the model (default nn2)")
-    _system_arguments(train)
+    add_primitive_system_arguments(train)
     train.add_argument("--seed", type=int, default=0, help="seed of the split and the weights (default 0)")
     train.add_argument("--out", type=Path, metavar="FILE.json", help="also write the model's JSON document here")
     train.add_argument("--json", action="store_true", help="print JSON")
     add_db_argument(train)
     train.set_defaults(run=run_train)
 
+
+def _register_predict(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     predict = commands.add_parser(
         "predict", help="every primitive's predicted time on every convolution of a network, and the fastest",
         description="Predict the time of every primitive on every 2-D convolution of MODEL with the system's newest "
                     "cost model (`nnperf primitives train`), in one batched call, and name the fastest per layer.")
     predict.add_argument("model", metavar="MODEL", help="zoo name, .onnx or IR .json file")
-    _system_arguments(predict)
+    add_primitive_system_arguments(predict)
     predict.add_argument("--json", action="store_true", help="print JSON")
     predict.add_argument("--csv", type=Path, metavar="FILE.csv",
                          help="write every layer's time under every primitive (seconds) to this CSV file")
     add_db_argument(predict)
     predict.set_defaults(run=run_predict)
 
+
+def _register_transfer(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     transfer = commands.add_parser(
         "transfer", help="move another system's cost model to this platform from a small profiled sample",
         description="Transfer learning of Mulder et al. 4.4: profile a random --samples fraction of the source "
@@ -107,17 +121,16 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                                "(default 1%%, at least one configuration)")
     transfer.add_argument("--method", choices=TRANSFER_METHODS, default="factor",
                           help="how the model is moved (default factor)")
-    transfer.add_argument("--threads", type=int, default=1, help="threads per primitive here (default 1)")
+    add_backend_arguments(transfer, default="primitives", backend_help=PRIMITIVES_HELP)
     transfer.add_argument("--seed", type=int, default=0, help="seed of the sample and of fine-tuning (default 0)")
     transfer.add_argument("--json", action="store_true", help="print JSON")
     add_db_argument(transfer)
     transfer.set_defaults(run=run_transfer)
 
 
-def _system_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--system", metavar="ID|KEY",
-                        help="the primitive system (default: this CPU with --threads threads; see `nnperf systems`)")
-    parser.add_argument("--threads", type=int, default=1, help="threads of the default system (default 1)")
+def _stored_or_here(args: argparse.Namespace) -> Any:
+    """``--system`` when given, else this CPU's primitive system of ``--threads``."""
+    return args.system if args.system is not None else system_from_args(args)
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -150,17 +163,13 @@ def run_list(args: argparse.Namespace) -> int:
 def run_profile(args: argparse.Namespace) -> int:
     from nnperf.api import profile_primitives
 
-    if args.random < 0:
-        raise NnperfError(f"--random must be 0 or more, got {args.random}")
-    if args.threads < 1:
-        raise NnperfError(f"--threads must be at least 1, got {args.threads}")
     budget_s = None if args.budget is None else parse_duration(args.budget)
     only = [name.strip() for name in args.only.split(",") if name.strip()]
     if args.fleet:
         return _profile_on_fleet(args, only, budget_s)
     with Progress(not args.json, "profiling primitives") as progress:
-        report = profile_primitives(args.models, args.random, primitives=only, threads=args.threads, budget_s=budget_s,
-                                    store=args.db, seed=args.seed, progress=progress, protocol=args.protocol)
+        report = profile_primitives(args.models, system_from_args(args), args.db, random=args.random, primitives=only,
+                                    budget_s=budget_s, seed=args.seed, progress=progress, protocol=args.protocol)
     return _print_profile(args, report)
 
 
@@ -174,9 +183,9 @@ def _profile_on_fleet(args: argparse.Namespace, only: list[str], budget_s: float
     reports = []
     with open_store(args) as store, fleet_runners(args, store, "profiling primitives") as (runners, progress):
         for runner in runners:
-            reports.append(profile_primitives(args.models, args.random, primitives=only, budget_s=budget_s,
-                                              store=store, seed=args.seed, progress=progress, runner=runner,
-                                              protocol=args.protocol))
+            reports.append(profile_primitives(args.models, system_from_args(args), store, random=args.random,
+                                              primitives=only, budget_s=budget_s, seed=args.seed, progress=progress,
+                                              runner=runner, protocol=args.protocol))
     if args.json:
         documents = [_profile_document(report) for report in reports]
         print(json.dumps(documents[0] if len(documents) == 1 else documents, indent=1))
@@ -220,8 +229,7 @@ def run_train(args: argparse.Namespace) -> int:
     with Progress(not args.json, f"training {args.kind}") as progress:
         if progress is not None:
             progress(f"training {args.kind}", 0, 1)
-        result = train_primitive_model(args.kind, system=args.system, threads=args.threads, store=args.db,
-                                       seed=args.seed)
+        result = train_primitive_model(_stored_or_here(args), args.db, kind=args.kind, seed=args.seed)
     if args.out is not None:
         write_bytes(args.out, json.dumps(result.model.to_dict()).encode())
     if args.json:
@@ -254,7 +262,7 @@ def run_predict(args: argparse.Namespace) -> int:
     from nnperf.primitives import config_label
     from nnperf.report import console, write_csv
 
-    result = predict_primitives(args.model, system=args.system, threads=args.threads, store=args.db)
+    result = predict_primitives(args.model, _stored_or_here(args), args.db)
     if args.csv is not None:
         write_csv(args.csv, ["layer", "configuration", *(f"{name}_s" for name in result.primitives)],
                   [[layer.layer, config_label(layer.config), *(None if math.isnan(t) else t for t in layer.times_s)]
@@ -293,19 +301,6 @@ def run_predict(args: argparse.Namespace) -> int:
     return 0
 
 
-def parse_fraction(text: str) -> float:
-    """``1%`` or ``0.01`` as a fraction in (0, 1]; anything else is an error naming --samples."""
-    value = text.strip()
-    try:
-        fraction = float(value[:-1]) / 100 if value.endswith("%") else float(value)
-    except ValueError:
-        fraction = math.nan
-    if not 0 < fraction <= 1:
-        raise NnperfError(f"--samples must be a percentage or fraction above 0 and at most 100% (1% or 0.01), "
-                          f"got {text!r}")
-    return fraction
-
-
 def run_transfer(args: argparse.Namespace) -> int:
     from rich.table import Table
 
@@ -313,12 +308,9 @@ def run_transfer(args: argparse.Namespace) -> int:
     from nnperf.primitives import config_label, get_primitive
     from nnperf.report import console
 
-    samples = parse_fraction(args.samples)
-    if args.threads < 1:
-        raise NnperfError(f"--threads must be at least 1, got {args.threads}")
     with Progress(not args.json, "profiling the sample") as progress:
-        result = transfer_primitive_model(args.source, samples=samples, method=args.method, threads=args.threads,
-                                          store=args.db, seed=args.seed, progress=progress)
+        result = transfer_primitive_model(args.source, system_from_args(args), args.db, samples=args.samples,
+                                          method=args.method, seed=args.seed, progress=progress)
     if args.json:
         print(json.dumps({"format": "nnperf-primitive-transfer", "version": 1, "source_id": result.source_id,
                           "target_id": result.target_id, "model_id": result.model_id, "kind": result.model.kind,

@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from nnperf.cli._backend_args import add_primitive_system_arguments, system_from_args
 from nnperf.cli._store_arg import add_db_argument
 
 
@@ -34,9 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--no-layer-costs", dest="layer_costs", action="store_false",
                    help="charge the layers other than convolutions nothing in either layout, instead of their time "
                         "in each (timed into the store the first time)")
-    p.add_argument("--system", metavar="ID|KEY",
-                   help="the primitive system (default: this CPU with --threads threads; see `nnperf systems`)")
-    p.add_argument("--threads", type=int, default=1, help="threads (default 1)")
+    add_primitive_system_arguments(p)
     p.add_argument("--save", type=Path, metavar="FILE.json", help="write the selection to this JSON file")
     p.add_argument("--json", action="store_true", help="print JSON")
     add_db_argument(p)
@@ -72,21 +71,18 @@ def _speedup(ratio) -> str:  # type: ignore[no-untyped-def]
 def run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
-    from nnperf.api import select_network_primitives
+    from nnperf.api import select
     from nnperf.cli._backend_args import Progress
-    from nnperf.errors import NnperfError
     from nnperf.primitives import get_primitive
     from nnperf.report import console, write_bytes
 
-    if args.threads < 1:
-        raise NnperfError(f"--threads must be at least 1, got {args.threads}")
     with Progress(not args.json, "selecting") as progress:
         if progress is not None:
             progress("timing the layers in each layout (once), solving" + (", then running and timing" if args.verify
                                                                             else ""), 0, 1)
-        result = select_network_primitives(args.model, costs=args.costs, solver=args.solver, verify=args.verify,
-                                           layer_costs=args.layer_costs, system=args.system, threads=args.threads,
-                                           store=args.db, protocol=args.protocol)
+        result = select(args.model, system=system_from_args(args), store=args.db, calibration=args.system,
+                        costs=args.costs, solver=args.solver, verify=args.verify, layer_costs=args.layer_costs,
+                        protocol=args.protocol)
     document = _document(result)
     if args.save is not None:
         write_bytes(args.save, json.dumps(document, indent=1).encode())

@@ -57,17 +57,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace) -> int:
-    from nnperf.api import DIGITS_MODEL, synthesize, verify_program
+    from nnperf.api import synthesize, verify_program
     from nnperf.cli._backend_args import Progress
     from nnperf.cli._shapes import parse_shape
     from nnperf.errors import NnperfError
 
-    if args.threads is not None and args.threads < 1:
-        raise NnperfError(f"--threads must be at least 1, got {args.threads}")
-    data = args.data or ("digits" if args.model == DIGITS_MODEL else "photos")
     shape = parse_shape(args.input_shape) if args.input_shape else None
     with Progress(not args.json, "synthesising") as progress:
-        result = synthesize(args.model, data=data, budget=args.budget, out=args.out, max_threads=args.threads,
+        result = synthesize(args.model, data=args.data, budget=args.budget, out=args.out, max_threads=args.threads,
                             samples=args.samples, calibration=args.calibration, aot=args.aot, inexact=args.inexact,
                             input_shape=shape, store=args.db, predict=args.predict,
                             calibrate_missing=args.calibrate, progress=progress, protocol=args.protocol)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from nnperf.cli._store_arg import add_db_argument, open_store
+from nnperf.cli._store_arg import add_db_argument
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -19,22 +19,22 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace) -> int:
-    from nnperf.fleet import node_placements
+    from nnperf.api import systems as stored_systems
     from nnperf.report import console
     from nnperf.report.measurements import systems_table
 
-    with open_store(args, create=False) as store:
-        systems, counts, nodes = store.systems(), store.measurement_counts(), node_placements(store)
+    found = stored_systems(args.db)
+    systems, counts, nodes = list(found.systems), found.counts, found.nodes
     if args.json:
         rows = [{"id": s.id, "key": s.key, "backend": s.backend, "device": s.device, "device_name": s.device_name,
-                 "options": s.options, "host": s.host, "runs": counts.get(s.id, (0, 0, 0))[0],
-                 "layer_measurements": counts.get(s.id, (0, 0, 0))[1],
-                 "network_measurements": counts.get(s.id, (0, 0, 0))[2], "fleet_nodes": nodes.get(s.id, {})}
+                 "options": s.options, "host": s.host, "runs": found.count(s.id)[0],
+                 "layer_measurements": found.count(s.id)[1],
+                 "network_measurements": found.count(s.id)[2], "fleet_nodes": nodes.get(s.id, {})}
                 for s in systems]
-        print(json.dumps({"format": "nnperf-systems", "version": 1, "store": str(store.path), "systems": rows},
+        print(json.dumps({"format": "nnperf-systems", "version": 1, "store": str(found.path), "systems": rows},
                          indent=1))
     elif not systems:
-        console().print(f"no systems in {store.path} yet: measure one with `nnperf profile MODEL --backend torch`")
+        console().print(f"no systems in {found.path} yet: measure one with `nnperf profile MODEL --backend torch`")
     else:
         console().print(systems_table(systems, counts))
         for system_id, placed in sorted(nodes.items()):

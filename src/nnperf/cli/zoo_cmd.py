@@ -8,10 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from nnperf.zoo import ZooEntry
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -25,11 +21,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
-    from nnperf import zoo
+    from nnperf.api import zoo
     from nnperf.report import console, shape_text, si
 
-    reference = [_row(entry) for entry in zoo.entries()]
-    calibration = [_row(entry) for entry in zoo.calibration_entries()]
+    found = zoo()
+    reference = [network.to_dict() for network in found.networks]
+    calibration = [network.to_dict() for network in found.calibration_networks]
     if args.json:
         print(json.dumps({"format": "nnperf-zoo", "version": 1, "networks": reference,
                           "calibration_networks": calibration}, indent=1))
@@ -45,12 +42,3 @@ def run(args: argparse.Namespace) -> int:
         console().print(table)
     return 0
 
-
-def _row(entry: ZooEntry) -> dict[str, Any]:
-    from nnperf.ir.metrics import network_metrics
-    from nnperf.zoo import zoo_network
-
-    metrics = network_metrics(zoo_network(entry.name))
-    return {"name": entry.name, "input_shape": list(entry.input_shape), "macs": metrics.macs,
-            "params": metrics.params, "layers": len(metrics.layers), "description": entry.description,
-            "variant": entry.variant}

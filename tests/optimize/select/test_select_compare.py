@@ -126,10 +126,10 @@ def test_selections_of_a_real_network_are_compared_and_threads_restored(protocol
 
 
 def test_the_api_refuses_a_bad_protocol_before_any_work() -> None:
-    from nnperf.api import select_network_primitives
+    from nnperf.api import select
 
     with pytest.raises(SelectionProtocolError, match="'fastest'"):
-        select_network_primitives("no-such-model", protocol="fastest", verify=True)
+        select("no-such-model", protocol="fastest", verify=True)
 
 
 def test_the_cli_passes_protocol_on_and_refuses_a_bad_one(capsys: pytest.CaptureFixture[str],
@@ -137,18 +137,18 @@ def test_the_cli_passes_protocol_on_and_refuses_a_bad_one(capsys: pytest.Capture
     import nnperf.api
 
     asked = {}
-    real = nnperf.api.select_network_primitives
+    real = nnperf.api.select
 
     def fake_select(model: str, **kwargs: object) -> None:
         asked.update(kwargs)
         raise NnperfError("stopped before measuring")
 
-    monkeypatch.setattr(nnperf.api, "select_network_primitives", fake_select)
+    monkeypatch.setattr(nnperf.api, "select", fake_select)
     for given, expected in ((("--protocol", "sequential"), "sequential"), ((), "auto")):
         code, _, err = run_cli(capsys, "select", "resnet18", "--verify", "--json", *given)
         assert_error(code, err, "stopped before measuring")
         assert asked["protocol"] == expected
-    monkeypatch.setattr(nnperf.api, "select_network_primitives", real)
+    monkeypatch.setattr(nnperf.api, "select", real)
     code, _, err = run_cli(capsys, "select", "resnet18", "--verify", "--protocol", "duet")
     assert_error(code, err, "duet protocol", "use one of sequential, interleaved")
     code, _, err = run_cli(capsys, "select", "resnet18", "--verify", "--protocol", "paired")
