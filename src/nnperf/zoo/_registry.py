@@ -167,7 +167,7 @@ _CALIBRATION: tuple[ZooEntry, ...] = (
     *(ZooEntry(f"previousnet05_{height}x{width}x{channels}",
                f"PreVIousNet-05 calibration network, input {height}x{width}x{channels} (HxWxC)",
                (1, channels, height, width),
-               "nnperf extension (issue 17): transposed and dilated conv, layer/group/instance norm, GELU, mean and"
+               "nnperf extension: transposed and dilated conv, layer/group/instance norm, GELU, mean and"
                " max reductions, sub, div, pow, matmul (3-D and 4-D, transposed operands), softmax on any axis,"
                " class token and position embedding constants, bilinear upsample, in 2 levels",
                functools.partial(previousnet05, channels, height, width), calibration=True)
