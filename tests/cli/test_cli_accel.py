@@ -481,3 +481,13 @@ def test_energy_plot_naming_a_folder(tmp_path: Path, capsys: pytest.CaptureFixtu
     code, stdout, err = run_cli(capsys, "accel", "energy", "--network", "alexnet", "--plot", str(tmp_path))
     assert stdout == ""
     assert_error(code, err, str(tmp_path), "cannot write", "Is a directory")
+
+
+def test_partition_reads_the_figure_sweeps_only_for_figures(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    doc = run_json(capsys, "partition", "--network", "alexnet", "--sweep-bitrates", "1:0:1")  # no --out: not read
+    assert doc["best"] and doc["files"] == []
+    code, out, err = run_cli(capsys, "partition", "--network", "alexnet", "--out", str(tmp_path),
+                             "--sweep-bitrates", "1:0:1")
+    assert out == ""
+    assert_error(code, err, "--sweep-bitrates", "0 < START <= STOP", "'1:0:1'")

@@ -189,6 +189,14 @@ def test_steps_predict_one_configuration(capsys: pytest.CaptureFixture[str], cha
     assert "extrapolated beyond the measured data: filters=64 (covered 128-128)" in out
 
 
+def test_steps_predict_with_a_stored_systems_models_opens_no_backend(capsys: pytest.CaptureFixture[str],
+                                                                   channels_db: str) -> None:
+    doc = run_json(capsys, "steps", "predict", "conv2d", "--config", "channels=30,filters=64,size=8", "--system", "1",
+                   "--backend", "nosuch", "--db", channels_db)  # predicting only: the backend is never opened
+    assert doc["system"] == SYSTEM
+    assert doc["latency_s"] == pytest.approx(fake_cost("conv2d", channels=30, filters=64, size=8), rel=0.05)
+
+
 def test_steps_predict_characterise_and_verify(capsys: pytest.CaptureFixture[str], channels_db: str) -> None:
     doc = run_json(capsys, "steps", "predict", "conv2d", "--config", "size=8", "--param", "channels", "--range",
                    "12:36:2", "--characterise", "--verify", *FAKE, "--db", channels_db)

@@ -7,13 +7,13 @@ with a power meter, its calibration predicts.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from nnperf.accel import NetworkEnergy
+from nnperf.accel import AcceleratorSpec, NetworkEnergy
 from nnperf.api._accel import AccelSource, PathLike, Progress, SpecLike, accel_source
 from nnperf.api._load import ModelLike
 from nnperf.api._session import StoreLike, opened_store
@@ -153,15 +153,16 @@ def partition(model: ModelLike | None = None, system: int | str | SystemModel | 
                             tuple(result.points[i].name for i in pareto_front(result)), source.sparsity_note, files)
 
 
-def _points(source: AccelSource, energy: NetworkEnergy | None, client: _Client, send: str, cloud_macs_per_s: float,
+def _points(source: AccelSource, energy: NetworkEnergy | None, client: _Client, send: str, cloud_rate: float,
             coding: InputCoding) -> list[SplitPoint]:
-    """The split points of a layer table (the accelerator's energy) or of an IR network (the client's)."""
+    """The split points of a layer table (the accelerator's energy) or of an IR network (the client's); the cloud
+    computes ``cloud_rate`` MACs per second."""
     if source.mapping is None:
         assert energy is not None
-        return table_points(energy, coding, send, cloud_macs_per_s)
+        return table_points(energy, coding, send, cloud_rate)
     assert source.sparsity is not None
     return network_points(source.mapping.network, client.energy_j, client.latency_s, source.sparsity, coding,
-                          source.spec.rlc_factor, cloud_macs_per_s)
+                          source.spec.rlc_factor, cloud_rate)
 
 
 def _setting(bitrate: float | str, tx_power: float | str, input_sparsity: float | None, jpeg_bytes: float | None,
@@ -175,12 +176,12 @@ def _setting(bitrate: float | str, tx_power: float | str, input_sparsity: float 
     return channel, coding, cloud_macs_per_s(cloud_tops)
 
 
-def _quantity(value: float | str, parse: Any) -> float:
+def _quantity(value: float | str, parse: Callable[[str], float]) -> float:
     """Text with a unit read by ``parse``; a number is taken as it is (the channel checks it)."""
-    return parse(value) if isinstance(value, str) else value  # type: ignore[no-any-return]
+    return parse(value) if isinstance(value, str) else value
 
 
-def _accelerator_client(spec: Any, energy: NetworkEnergy) -> _Client:
+def _accelerator_client(spec: AcceleratorSpec, energy: NetworkEnergy) -> _Client:
     return _Client(f"CNNergy accelerator ({spec.name}, {spec.bits}-bit)",
                    {row.layer.name: row.energy_j for row in energy.layers},
                    {row.layer.name: row.latency_s for row in energy.layers})
