@@ -1,5 +1,5 @@
 """Every layer type of every zoo network has a model after calibration: the calibration networks hold at
-least one layer of each model key the zoo uses (issue 17: new ops come with calibration layers)."""
+least one layer of each model key the zoo uses (new ops come with calibration layers)."""
 
 from __future__ import annotations
 

@@ -26,10 +26,12 @@ from nnperf.prediction import (
     NetworkPredictor,
     NotFittedError,
     Predictor,
+    PredictorCategory,
     PreviousModel,
     RidgeModel,
     RooflineModel,
     fit_system_model,
+    network_predictor_classes,
     network_predictor_names,
     predictor_class,
 )
@@ -217,3 +219,41 @@ def test_a_registered_predictor_is_fitted_evaluated_and_reported(tmp_path, twice
     assert evaluation.to_dict()["methods"]["twice-the-sum"] == TwiceTheSum.description
     assert method_label("twice-the-sum") == "2 x sum"
     assert "2 x sum ms" in [column.header for column in network_table(evaluation).columns]
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_every_registered_predictor_describes_itself(name: str, calibrated: Calibrated) -> None:
+    predictor, fit_args, _ = EXAMPLES[name](calibrated)
+    klass = type(predictor)
+    assert klass.display_label() and klass.description and isinstance(klass.category, PredictorCategory)
+    assert (klass.category is PredictorCategory.NETWORK) == issubclass(klass, NetworkPredictor)
+    assert klass.category is not PredictorCategory.OTHER
+    with pytest.raises(NotFittedError):
+        predictor.summary()
+    predictor.fit(*fit_args)
+    summary = predictor.summary()
+    assert summary and "\n" not in summary
+    fitted_on = predictor.fitted_on()
+    assert fitted_on is None or (fitted_on.count > 0 and str(fitted_on).startswith(str(fitted_on.count)))
+
+
+def test_every_network_predictor_of_a_calibration_says_what_it_learnt_and_on_what(calibrated: Calibrated) -> None:
+    from nnperf.prediction import fit_network_predictors
+
+    fitted = fit_network_predictors(calibrated.calibration)
+    assert list(fitted) == [k.name for k in network_predictor_classes() if k.name in fitted]
+    previous = fitted["previous"]
+    assert previous.summary() == f"c = {previous.coefficient_c_:.3f}"  # type: ignore[attr-defined]
+    composition = fitted["composed"]
+    assert f"{composition.delta_s_ * 1e6:+.1f} us" in composition.summary()  # type: ignore[attr-defined]
+    assert f"{fitted['macs'].seconds_per_mac_ * 1e12:.4g} ps per MAC" == fitted["macs"].summary()  # type: ignore[attr-defined]
+    assert fitted["roofline"].summary() == "10.0 GOP/s, 10.0 GB/s"
+    kernel = fitted["kernel"]
+    assert all(kind in kernel.summary() for kind in kernel.models_)  # type: ignore[attr-defined]
+    assert kernel.fitted_on().count == sum(kernel.samples_.values())  # type: ignore[attr-defined, union-attr]
+    networks = [run.network.name for run in calibrated.calibration.runs]
+    from nnperf.prediction import SystemModel
+
+    model = SystemModel("k", "label", {}, fitted, calibration={"networks": networks})
+    assert model.fitted_on(previous).networks == tuple(networks)
+    assert str(model.fitted_on(previous)).startswith(f"{len(networks)} calibration networks")
