@@ -8,8 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nnperf.api._load import ModelLike, load_model
-from nnperf.api._session import StoreLike, opened_store
-from nnperf.api._steps import StoredId, check_stored_id
+from nnperf.api._session import DEFAULT_SYSTEM, StoredId, StoreLike, opened_store, stored_id
 from nnperf.api._sweep import MeasuringSystem, Progress, measuring_on
 from nnperf.campaign import Measurer
 from nnperf.errors import NnperfError
@@ -36,8 +35,8 @@ class NetworkAdvice:
         return advice_document(self.advice)
 
 
-def advise(model: ModelLike, system: MeasuringSystem = None, store: StoreLike = None, *, tolerance: float = 0.10,
-           min_bonus: float = 0.01, verify: bool = False, models_of: StoredId | None = None,
+def advise(model: ModelLike, system: MeasuringSystem = DEFAULT_SYSTEM, store: StoreLike = None, *,
+           tolerance: float = 0.10, min_bonus: float = 0.01, verify: bool = False, models_of: StoredId | None = None,
            progress: Progress | None = None) -> NetworkAdvice:
     """For each conv and fc layer, every filter count within ``tolerance`` predicted with the system's composed
     step models (:func:`sweep` and :func:`fit_steps` make them), the layer and the layers that read its output.
@@ -76,7 +75,7 @@ def advise(model: ModelLike, system: MeasuringSystem = None, store: StoreLike = 
     for name, value in (("tolerance", tolerance), ("min_bonus", min_bonus)):
         if not 0 < value < 1:
             raise NnperfError(f"{name} must be a fraction between 0 and 1, got {value!r}")
-    check_stored_id(models_of, "advise: models_of")
+    stored_id(models_of, "advise: models_of")
     network = load_model(model)
     with opened_store(store) as opened, ExitStack() as stack:
         backend = stack.enter_context(measuring_on(system)) if verify or models_of is None else None

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from nnperf.api._load import ModelLike, load_model
-from nnperf.api._session import StoreLike, opened_store
+from nnperf.api._session import DEFAULT_SYSTEM, StoreLike, opened_store
 from nnperf.api._sweep import MeasuringSystem, Progress, measuring_on
 from nnperf.campaign import Measurer
 from nnperf.errors import NnperfError
@@ -42,7 +42,8 @@ class EvaluationReport:
         return document
 
 
-def evaluate(models: Sequence[ModelLike] | None = None, system: MeasuringSystem = None, store: StoreLike = None, *,
+def evaluate(models: Sequence[ModelLike] | None = None, system: MeasuringSystem = DEFAULT_SYSTEM,
+             store: StoreLike = None, *,
              budget_s: float | None = None, protocol: str | ComparisonProtocol = "auto",
              rounds: RoundsConfig = EVALUATE_ROUNDS, out: str | os.PathLike[str] | None = None,
              csv: str | os.PathLike[str] | None = None, progress: Progress | None = None) -> EvaluationReport:

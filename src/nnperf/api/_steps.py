@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nnperf.api._session import StoreLike, opened_store
+from nnperf.api._session import DEFAULT_SYSTEM, StoredId, StoreLike, opened_store, stored_id
 from nnperf.api._sweep import MeasuringSystem, Progress, measuring_on
 from nnperf.campaign import Measurer
 from nnperf.errors import NnperfError
@@ -19,10 +19,6 @@ from nnperf.prediction.steps import STEPPED, StepsPrediction, SweepFit
 from nnperf.store import Store, SystemRecord
 
 STEP_FITS_FORMAT = ("nnperf-step-fits", 1)
-
-StoredId = int | str
-"""A stored system's id or key prefix (``nnperf systems``)."""
-
 
 @dataclass(frozen=True)
 class StepFits:
@@ -79,7 +75,7 @@ def fit_steps(runs: Sequence[int] | None = None, system: StoredId | None = None,
     from nnperf.prediction.steps import fit_sweep, load_sweep, save_fit, sweep_runs
     from nnperf.report.steps import plot_sweep
 
-    check_stored_id(system, "fit_steps")
+    stored_id(system, "fit_steps")
     with opened_store(store) as opened:
         system_id = opened.system(system).id if system is not None else None
         if runs:
@@ -102,7 +98,7 @@ def fit_steps(runs: Sequence[int] | None = None, system: StoredId | None = None,
     return StepFits(tuple(fits), plots)
 
 
-def predict_steps(kind: str, system: MeasuringSystem = None, store: StoreLike = None, *,
+def predict_steps(kind: str, system: MeasuringSystem = DEFAULT_SYSTEM, store: StoreLike = None, *,
                   config: str | Mapping[str, int] = "", parameter: str | None = None,
                   values: str | Sequence[int] | None = None, characterise: bool = False, verify: bool = False,
                   models_of: StoredId | None = None, plot: str | os.PathLike[str] | None = None,
@@ -147,7 +143,7 @@ def predict_steps(kind: str, system: MeasuringSystem = None, store: StoreLike = 
     from nnperf.report.steps import plot_prediction
 
     layer, points = _request(kind, config, parameter, values, characterise, verify)
-    check_stored_id(models_of, "predict_steps: models_of")
+    stored_id(models_of, "predict_steps: models_of")
     with opened_store(store) as opened, ExitStack() as stack:
         measurer = None
         if characterise or verify or models_of is None:
@@ -201,9 +197,3 @@ def _models_of(store: Store, stored: StoredId | None, measurer: Measurer | None,
     return found
 
 
-
-def check_stored_id(system: object, what: str) -> None:
-    """Refuses anything but None or a stored system's id or key prefix."""
-    if system is not None and (isinstance(system, bool) or not isinstance(system, (int, str))):
-        raise NnperfError(f"{what}: a stored system is named by its id or key prefix (see `nnperf systems`), not a "
-                          f"{type(system).__name__} ({system!r})")

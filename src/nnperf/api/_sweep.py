@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from nnperf.api._session import StoreLike, opened_store
+from nnperf.api._session import DEFAULT_SYSTEM, StoreLike, opened_store, settings
 from nnperf.campaign import Measurer
 from nnperf.measure import System
 from nnperf.measure.backends import Backend
@@ -41,8 +41,7 @@ open."""
 def measuring_on(system: MeasuringSystem) -> Iterator[Measurer]:
     """The backend or runner of ``system`` (see :data:`MeasuringSystem`) for the block."""
     if system is None or isinstance(system, (System, str)):
-        settings = System(backend=system) if isinstance(system, str) else system or System()
-        with settings.open() as backend:
+        with settings(system, "measuring").open() as backend:
             yield backend
         return
     yield system
@@ -72,7 +71,7 @@ class LayerSweep:
         return sweep_document(self.sweep)
 
 
-def sweep(kind: str, parameter: str, values: str | Sequence[int], system: MeasuringSystem = None,
+def sweep(kind: str, parameter: str, values: str | Sequence[int], system: MeasuringSystem = DEFAULT_SYSTEM,
           store: StoreLike = None, *, fixed: str | Mapping[str, int] = "", surround: int | str = "auto",
           target_ci: float | None = None, budget_s: float | None = None, rounds: int = 1, fresh: bool = False,
           plot: str | os.PathLike[str] | None = None, progress: Progress | None = None) -> LayerSweep:

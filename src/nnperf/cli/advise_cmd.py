@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from nnperf.cli._backend_args import Progress, add_backend_arguments
+from nnperf.cli._backend_args import Progress, add_backend_arguments, system_from_args
 from nnperf.cli._store_arg import add_db_argument
 
 
@@ -41,11 +41,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def run(args: argparse.Namespace) -> int:
     from nnperf.api import advise
-    from nnperf.measure import System
     from nnperf.report import console
     from nnperf.report.advice import advice_table
 
-    system = System(args.backend, args.device, args.threads, args.option)
+    system = system_from_args(args)
     with Progress(not args.json, "advising") as progress:
         result = advise(args.model, system, args.db, tolerance=args.tolerance, min_bonus=args.min_bonus,
                         verify=args.verify, progress=progress)

@@ -7,7 +7,7 @@ import json
 from contextlib import ExitStack
 from pathlib import Path
 
-from nnperf.cli._backend_args import Progress, add_backend_arguments
+from nnperf.cli._backend_args import Progress, add_backend_arguments, system_from_args
 from nnperf.cli._store_arg import add_db_argument, open_store
 from nnperf.cli.fleet_cmd import add_fleet_argument, measuring
 from nnperf.measure import ComparisonProtocol
@@ -43,12 +43,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def run(args: argparse.Namespace) -> int:
     from nnperf.api import evaluate
-    from nnperf.measure import System
     from nnperf.report import console
     from nnperf.report.evaluation import network_table, summary_lines, table1, table2
 
     with ExitStack() as stack:
-        store, system = args.db, System(args.backend, args.device, args.threads, args.option)
+        store, system = args.db, system_from_args(args)
         if args.fleet:  # the fleet's nodes of this system, with a progress line per node
             store = stack.enter_context(open_store(args))
             system, progress = stack.enter_context(measuring(args, store, "evaluating"))

@@ -6,7 +6,7 @@ import argparse
 import json
 from collections.abc import Callable
 
-from nnperf.cli._backend_args import Progress, add_backend_arguments
+from nnperf.cli._backend_args import Progress, add_backend_arguments, system_from_args
 from nnperf.cli._store_arg import add_db_argument
 
 
@@ -79,11 +79,10 @@ def run_fit(args: argparse.Namespace) -> int:
 
 def run_predict(args: argparse.Namespace) -> int:
     from nnperf.api import predict_steps
-    from nnperf.measure import System
     from nnperf.report import console
     from nnperf.report.steps import prediction_report
 
-    system = System(args.backend, args.device, args.threads, args.option)
+    system = system_from_args(args)
     with _FirstReportProgress(not args.json and (args.characterise or args.verify), "measuring") as progress:
         predicted = predict_steps(args.kind, system, args.db, config=args.config, parameter=args.param,
                                   values=args.values, characterise=args.characterise, verify=args.verify,

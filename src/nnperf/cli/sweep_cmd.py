@@ -6,7 +6,7 @@ import argparse
 import json
 from contextlib import ExitStack
 
-from nnperf.cli._backend_args import Progress, add_backend_arguments
+from nnperf.cli._backend_args import Progress, add_backend_arguments, system_from_args
 from nnperf.cli._store_arg import add_db_argument, open_store
 from nnperf.cli.fleet_cmd import add_fleet_argument, measuring_backend
 
@@ -50,12 +50,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def run(args: argparse.Namespace) -> int:
     from nnperf.api import sweep
-    from nnperf.measure import System
     from nnperf.report import console
     from nnperf.report.steps import sweep_summary
 
     with ExitStack() as stack:
-        store, system = args.db, System(args.backend, args.device, args.threads, args.option)
+        store, system = args.db, system_from_args(args)
         if args.fleet:  # the fleet's runner records where it measured in the store
             store = stack.enter_context(open_store(args))
             system = stack.enter_context(measuring_backend(args, store))
