@@ -73,9 +73,7 @@ class KernelModel(NetworkPredictor):
 
     name = "kernel"
     label = "nnperf kernel-aware"
-    description = "nnperf: a regressor per kernel kind on in-network layer times, composed (issue 21)"
-    """Shown in evaluation documents and reports as it was first written, reference included: changing it would
-    change their text."""
+    description = "nnperf: a regressor per kernel kind on in-network layer times, composed"
     display_order = 25
 
     def __init__(self, candidates: Sequence[str] = REGRESSORS, other_candidates: Sequence[str] = OTHER_CANDIDATES,
