@@ -16,7 +16,7 @@ from typing import Any
 from nnperf.accel import AcceleratorSpec, NetworkEnergy
 from nnperf.api._accel import AccelSource, PathLike, Progress, SpecLike, accel_source
 from nnperf.api._load import ModelLike
-from nnperf.api._session import StoreLike, opened_store
+from nnperf.api._session import StoredSystem, StoreLike, opened_store
 from nnperf.errors import NnperfError
 from nnperf.ir import Network
 from nnperf.optimize.partition import (
@@ -92,7 +92,7 @@ class _Client:
     latency_s: Mapping[str, float]
 
 
-def partition(model: ModelLike | None = None, system: int | str | SystemModel | None = None,
+def partition(model: ModelLike | None = None, system: StoredSystem | None = None,
               store: StoreLike = None, *, spec: SpecLike = None, network: str | None = None,
               table: PathLike | None = None, bits: int | None = None, control: bool = True,
               sparsity: str | None = None, images: Sequence[PathLike] | None = None, bitrate: float | str = "60Mbps",
@@ -187,7 +187,7 @@ def _accelerator_client(spec: AcceleratorSpec, energy: NetworkEnergy) -> _Client
                    {row.layer.name: row.latency_s for row in energy.layers})
 
 
-def _system_client(system: int | str | SystemModel, store: StoreLike, network: Network,
+def _system_client(system: StoredSystem, store: StoreLike, network: Network,
                    client_power: float | str | None) -> _Client:
     """The stored system's predicted per-layer latency and energy (calibrated, or ``client_power`` x latency)."""
     if isinstance(system, SystemModel):
