@@ -102,13 +102,16 @@ def test_calibrate_starts_with_a_header(
                      "is stored as it is taken, so an interrupted calibration resumes")
 
 
-def test_every_command_with_a_backend_defaults_to_torch() -> None:
-    # profile required --backend while every other command defaulted to torch
+def test_every_command_with_a_backend_defaults_to_torch_or_the_primitive_system() -> None:
+    # profile required --backend while every other command defaulted to torch; the commands on convolution
+    # primitives (primitives, select) measure the primitive system, so it is their default
     with_backend = {}
     for path, parser in every_parser():
         for action in parser._actions:
             if "--backend" in action.option_strings:
                 with_backend[path] = action
-    assert {"nnperf profile", "nnperf calibrate", "nnperf predict", "nnperf sweep"} <= set(with_backend)
+    assert {"nnperf profile", "nnperf calibrate", "nnperf predict", "nnperf sweep", "nnperf select",
+            "nnperf primitives train"} <= set(with_backend)
+    on_primitives = {path for path in with_backend if path == "nnperf select" or path.startswith("nnperf primitives")}
     assert {path: (a.default, a.required) for path, a in with_backend.items()} == {
-        path: ("torch", False) for path in with_backend}
+        path: ("primitives" if path in on_primitives else "torch", False) for path in with_backend}

@@ -45,4 +45,5 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for command in COMMANDS:
         command.register(sub)
+    parser.set_defaults(root_parser=parser)  # what `nnperf completion` describes, without importing this module
     return parser

@@ -20,7 +20,5 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def run(args: argparse.Namespace) -> int:
     import shtab
 
-    from nnperf.cli._parser import build_parser
-
-    print(shtab.complete(build_parser(), shell=args.shell), end="")
+    print(shtab.complete(args.root_parser, shell=args.shell), end="")
     return 0
