@@ -1,4 +1,4 @@
-"""What every test shares: the GPU skip. Helpers that tests import by name live in modules beside this one.
+"""What every test shares: the GPU skip and, on pytest-xdist's workers, the terminal width of a piped run. Helpers that tests import by name live in modules beside this one.
 
 - ``cli_helpers``: the CLI run in-process (``run_cli``), its JSON (``run_json``) and the one-line user error
   (``assert_error``).
@@ -11,7 +11,16 @@ pytest does not import ``conftest.py`` as an ordinary module, so these are not d
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """pytest-xdist's workers get ``COLUMNS=80``: a worker prints to a pipe, as a serial run does, so it loses
+    that width and tables are as wide as piped output is (200 columns), whatever ran them."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        os.environ.pop("COLUMNS", None)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
