@@ -23,20 +23,22 @@ demo: $(STAMP)
 	$(VENV)/bin/nnperf calibrate --backend torch --if-needed
 	$(VENV)/bin/nnperf predict resnet18 --backend torch --verify
 
-# The tests on every core (pytest-xdist), less those marked slow (about 10 s or more each on 2 cores):
-# under 8 minutes on a 2-core machine. `make test-slow` runs the slow ones; CI runs both.
-# Tests that share a Ray cluster or a port carry an xdist_group mark and run on one worker.
-PYTEST := $(PY) -m pytest -q -n auto --dist loadgroup
+# The tests on every core (pytest-xdist, a test file per worker), less those marked slow (about 10 s or
+# more each on 2 cores), then those marked serial alone: under 8 minutes on a 2-core machine.
+# `make test-slow` runs the slow ones one at a time (several time real measurements); CI runs both.
+PYTEST := $(PY) -m pytest -q
 
 test: $(STAMP)
-	$(PYTEST) -m "not slow"
+	$(PYTEST) -n auto --dist loadfile -m "not slow and not serial"
+	$(PYTEST) -m "serial and not slow"
 
 test-slow: $(STAMP)
 	$(PYTEST) -m slow
 
 # Line coverage of the whole suite (slow tests included), as BENCHMARKS.md reports it.
 coverage: $(STAMP)
-	$(PYTEST) --cov=nnperf --cov-report=term:skip-covered --cov-report=json:coverage.json
+	$(PYTEST) -n auto --dist loadfile -m "not serial" --cov=nnperf --cov-report=
+	$(PYTEST) -m serial --cov=nnperf --cov-append --cov-report=term:skip-covered --cov-report=json:coverage.json
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .pytest_cache

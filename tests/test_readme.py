@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
@@ -18,6 +20,7 @@ def readme_block(marker: str) -> str:
     return found.group(1)
 
 
+@pytest.mark.slow
 def test_the_main_job_from_python_runs_as_the_readme_shows(tmp_path: Path) -> None:
     code = readme_block("main-job")
     system = 'nnperf.System("torch", threads=1)'

@@ -47,6 +47,7 @@ def test_export_json_says_what_was_written(capsys: pytest.CaptureFixture[str], t
     assert out.stat().st_size > 4 * 1_000_000  # 1.24 M float32 weights
 
 
+@pytest.mark.slow
 def test_calibrate_json_summarises_the_fitted_models(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

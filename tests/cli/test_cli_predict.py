@@ -2,24 +2,49 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import io
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
 from cli_helpers import run_cli as run
 from networks import conv_net, tiny_network
+from nnperf.cli import main
 from nnperf.ir import save_network
+
+CALIBRATION_NETWORKS = "nnperf.campaign._calibration.calibration_networks"
+FAKE = ["--backend", "fake", "--budget-s", "0.02"]
+
+
+def _small_networks() -> list:
+    return [conv_net(f"cal{c}x{hw}", c, hw) for c in (4, 8, 16) for hw in (8, 16)]
 
 
 @pytest.fixture
 def small_calibration(monkeypatch: pytest.MonkeyPatch) -> None:
-    nets = [conv_net(f"cal{c}x{hw}", c, hw) for c in (4, 8, 16) for hw in (8, 16)]
-    monkeypatch.setattr("nnperf.campaign._calibration.calibration_networks", lambda: nets)
+    nets = _small_networks()
+    monkeypatch.setattr(CALIBRATION_NETWORKS, lambda: nets)
 
 
-FAKE = ["--backend", "fake", "--budget-s", "0.02"]
+@pytest.fixture(scope="module")
+def _calibrated_once(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One calibration on the small networks, made once for the tests that only read or add to it."""
+    db = tmp_path_factory.mktemp("calibrated") / "m.db"
+    nets = _small_networks()
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(io.StringIO()):
+        patch.setattr(CALIBRATION_NETWORKS, lambda: nets)
+        assert main(["calibrate", *FAKE, "--db", str(db)]) == 0
+    return db
+
+
+@pytest.fixture
+def calibrated_db(_calibrated_once: Path, tmp_path: Path, small_calibration: None) -> str:
+    """A copy of the shared calibration's store, this test's own."""
+    return str(shutil.copy(_calibrated_once, tmp_path / "m.db"))
 
 
 def test_calibrate_then_predict_with_verify(capsys, tmp_path: Path, small_calibration: None) -> None:
@@ -104,9 +129,8 @@ def test_predict_without_calibration_says_how(capsys, tmp_path: Path) -> None:
     assert "nnperf calibrate --backend torch" in err
 
 
-def test_predict_names_uncovered_layer_types(capsys, tmp_path: Path, small_calibration: None) -> None:
-    db = str(tmp_path / "m.db")
-    assert run(capsys, "calibrate", *FAKE, "--db", db)[0] == 0
+def test_predict_names_uncovered_layer_types(capsys, tmp_path: Path, calibrated_db: str) -> None:
+    db = calibrated_db
     net = tmp_path / "tiny.json"
     save_network(tiny_network(), net)
     code, _, err = run(capsys, "predict", str(net), "--backend", "fake", "--db", db)
@@ -116,17 +140,15 @@ def test_predict_names_uncovered_layer_types(capsys, tmp_path: Path, small_calib
 
 
 def test_predict_on_another_system_needs_its_own_calibration(capsys, tmp_path: Path,
-                                                             small_calibration: None) -> None:
-    db = str(tmp_path / "m.db")
-    assert run(capsys, "calibrate", *FAKE, "--db", db)[0] == 0
+                                                             calibrated_db: str) -> None:
+    db = calibrated_db
     code, _, err = run(capsys, "predict", "resnet18", "--backend", "fake", "--threads", "2", "--db", db)
     assert code == 1 and "no calibration for fake/cpu[threads=2]" in err
 
 
 def test_evaluate_writes_tables_figures_and_a_self_contained_report(capsys, tmp_path: Path,
-                                                                    small_calibration: None) -> None:
-    db, out_dir = str(tmp_path / "m.db"), tmp_path / "eval"
-    assert run(capsys, "calibrate", *FAKE, "--db", db)[0] == 0
+                                                                    calibrated_db: str) -> None:
+    db, out_dir = calibrated_db, tmp_path / "eval"
     nets = []
     for c, hw in ((12, 12), (6, 20)):
         nets.append(str(tmp_path / f"n{c}.json"))
@@ -184,6 +206,7 @@ def test_evaluate_refuses_before_measuring(capsys, tmp_path: Path, small_calibra
     assert code == 1 and "--budget-s must be > 0" in err
 
 
+@pytest.mark.slow
 def test_calibrate_if_needed_refits_an_older_model(capsys, tmp_path: Path, small_calibration: None) -> None:
     from nnperf.measure.backends import BackendOptions, create_backend
     from nnperf.store import Store
@@ -202,9 +225,8 @@ def test_calibrate_if_needed_refits_an_older_model(capsys, tmp_path: Path, small
         assert len(store.layer_measurements()) == measured  # refitted from the stored measurements
 
 
-def test_predict_with_a_stored_system(capsys, tmp_path: Path, small_calibration: None) -> None:
-    db = str(tmp_path / "m.db")
-    assert run(capsys, "calibrate", *FAKE, "--db", db)[0] == 0
+def test_predict_with_a_stored_system(capsys, tmp_path: Path, calibrated_db: str) -> None:
+    db = calibrated_db
     net = tmp_path / "unseen.json"
     save_network(conv_net("unseen", 12, 12), net)
     code, out, _ = run(capsys, "predict", str(net), "--system", "1", "--db", db, "--json")

@@ -35,6 +35,7 @@ BLOCKED = str(get_primitive("ort-nchwc").input_layout)  # chw16c with AVX-512, c
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 
+@pytest.mark.slow
 def test_the_in_process_path_never_imports_ray(tmp_path: Path) -> None:
     script = textwrap.dedent(f"""
         import sys

@@ -31,6 +31,7 @@ from nnperf.measure.backends import create_backend
 from nnperf.store import Store
 
 ray = pytest.importorskip("ray")
+pytestmark = pytest.mark.slow  # a Ray cluster of two nodes: about a minute in all
 from ray.cluster_utils import Cluster
 
 NODE = {"num_cpus": 1, "object_store_memory": 80 * 2**20}

@@ -18,6 +18,7 @@ from nnperf.optimize.partition import parse_bitrate, parse_power
 CLI_ARGS = PARSERS["cli_args"]
 
 
+@pytest.mark.slow
 @FUZZ
 @given(CLI_ARGS.inputs)
 def test_any_argument_text_parses_or_is_refused(case: tuple[str, str]) -> None:

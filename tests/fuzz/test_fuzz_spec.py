@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -14,6 +15,7 @@ from nnperf.accel import AcceleratorSpec, eyeriss_spec, spec_yaml
 SPEC_YAML = PARSERS["spec_yaml"]
 
 
+@pytest.mark.slow
 @FUZZ
 @given(SPEC_YAML.inputs)
 def test_any_spec_file_loads_or_is_refused(data: bytes) -> None:
@@ -34,6 +36,7 @@ def specs(draw) -> AcceleratorSpec:  # type: ignore[no-untyped-def]
         control_fraction=draw(st.floats(0, 0.99)), glb_energy_law=draw(st.sampled_from(("constant", "sqrt"))))
 
 
+@pytest.mark.slow
 @FUZZ
 @given(specs())
 def test_valid_spec_reads_back_unchanged(spec: AcceleratorSpec) -> None:

@@ -174,6 +174,7 @@ def conformance_sample() -> list[object]:
     return [c for i, c in enumerate(cases) if i % 24 == 0 or (c.name.startswith("test_attention") and "padded" in c.name)]
 
 
+@pytest.mark.slow
 def test_conformance_models_import_or_are_refused_with_a_reason(tmp_path: Path) -> None:
     from nnperf.errors import NnperfError
 

@@ -32,6 +32,8 @@ from nnperf.measure import (
 )
 from nnperf.registry import UnavailableError, UnknownPluginError
 
+pytestmark = pytest.mark.serial  # times hogs and slowdowns: a test on the other core would move them
+
 if not hasattr(os, "sched_setaffinity"):
     pytest.skip("interference injectors need os.sched_setaffinity (Linux)", allow_module_level=True)
 

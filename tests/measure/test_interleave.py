@@ -27,6 +27,8 @@ from nnperf.measure import (
 from nnperf.measure.backends import BackendOptions, LoopTimer
 from nnperf.measure.backends._fake import CostModel, FakeBackend
 
+pytestmark = pytest.mark.serial  # times hogs and slowdowns: a test on the other core would move them
+
 
 def test_a_slow_phase_moves_the_sequential_ratio_but_not_the_interleaved_one() -> None:
     # B costs 3x A; the machine halves its speed after 0.75 s of work, which falls between A's sequential
@@ -125,6 +127,7 @@ def _python_work(times: int) -> None:
         sum(range(2000))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="the injector pins its hog to a CPU")
 def test_a_hog_on_the_measured_core_slows_a_sequential_measurement_but_not_the_interleaved_ratio() -> None:
     cpu = max(os.sched_getaffinity(0))

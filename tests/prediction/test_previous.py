@@ -56,6 +56,7 @@ def test_coefficient_c_is_the_slope_through_the_origin() -> None:
     assert fit_coefficient([1, 2, 3], [2, 3, 7]) == pytest.approx(29 / 14)
 
 
+@pytest.mark.slow
 def test_calibrate_then_predict_an_unseen_network(tmp_path) -> None:  # type: ignore[no-untyped-def]
     backend = FakeBackend(model=CostModel(noise_sigma=0.0, network_factor=0.9))
     calibration = [residual_conv_net(f"cal{c}x{hw}", c, hw) for c in (4, 8, 16, 32) for hw in (8, 16, 32)]
@@ -81,6 +82,7 @@ def test_calibrate_then_predict_an_unseen_network(tmp_path) -> None:  # type: ig
         assert len(store.layer_measurements()) == before
 
 
+@pytest.mark.slow
 def test_the_composition_recovers_a_per_call_difference(tmp_path) -> None:  # type: ignore[no-untyped-def]
     # inside the network each layer call costs 4 us less than alone (the fake's isolated overhead is 5 us)
     backend = FakeBackend(model=CostModel(noise_sigma=0.0, network_call_delta_s=-4e-6))

@@ -87,6 +87,7 @@ def test_errors_are_one_line(capsys: pytest.CaptureFixture[str], profiled: Path,
     assert_error(code, err, "configuration")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("costs", ["predicted", "profiled"])
 def test_select_solves_runs_and_times_the_network(capsys: pytest.CaptureFixture[str], profiled: Path, tmp_path: Path,
                                                   costs: str) -> None:

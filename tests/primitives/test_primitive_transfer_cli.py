@@ -49,6 +49,7 @@ def db(source_store: Path, tmp_path: Path) -> str:
     return str(copy)
 
 
+@pytest.mark.slow
 def test_transfer_profiles_a_sample_and_stores_the_model_for_the_target(capsys: pytest.CaptureFixture[str], db: str,
                                                                         tmp_path: Path) -> None:
     run_json(capsys, "primitives", "train", "--kind", "lin", "--db", db)

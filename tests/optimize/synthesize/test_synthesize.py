@@ -160,6 +160,7 @@ def test_the_written_program_reproduces_its_outputs_in_a_fresh_process(digits: T
                                atol=1e-4)
 
 
+@pytest.mark.slow
 def test_the_faster_of_the_onnx_and_aotinductor_artifacts_is_written(digits: TrainedDigits, tmp_path: Path) -> None:
     pytest.importorskip("torch._inductor")
     result = run_planted(digits, tmp_path, 0.01, aot=True)
@@ -174,6 +175,7 @@ def test_the_faster_of_the_onnx_and_aotinductor_artifacts_is_written(digits: Tra
     assert verified.returncode == 0, verified.output
 
 
+@pytest.mark.slow
 def test_the_generated_runner_runs_an_aotinductor_package_in_a_fresh_process(digits: TrainedDigits,
                                                                              tmp_path: Path) -> None:
     from nnperf.optimize.synthesize._artifact import runner_script, write_artifact

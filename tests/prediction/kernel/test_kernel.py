@@ -86,6 +86,7 @@ def test_stored_numbers_predict_what_scikit_learn_predicts(name: str) -> None:
     np.testing.assert_allclose(stored.predict_s(x), np.exp(estimator.predict(z)), rtol=1e-9)
 
 
+@pytest.mark.slow
 def test_cross_validation_picks_the_power_law_for_a_power_law_and_trees_for_a_step() -> None:
     x, y = _planted(120, 4)
     chosen, scores = choose(x, y)
