@@ -171,15 +171,14 @@ def test_two_items_at_once_measure_on_different_cores_and_every_thread_is_pinned
 
 
 def test_a_simulated_node_takes_an_items_duration_over_its_speed(monkeypatch: pytest.MonkeyPatch) -> None:
-    import time
-
     from nnperf.fleet import SimulatedItem
     from nnperf.fleet._simulate import SPEED_VARIABLE
 
+    slept: list[float] = []
+    monkeypatch.setattr("nnperf.fleet._simulate.time.sleep", slept.append)  # what it sleeps, not a clock
     monkeypatch.setenv(SPEED_VARIABLE, "4")
-    start = time.perf_counter()
     measured = SimulatedItem("a", 0.2).measure(create_backend("fake"))
-    assert 0.05 <= time.perf_counter() - start < 0.2
+    assert slept == [pytest.approx(0.05)]
     assert measured.timing.stats.median_s == pytest.approx(0.05)
     monkeypatch.delenv(SPEED_VARIABLE)
     assert SimulatedItem("b", 0.01).measure(create_backend("fake")).timing.stats.median_s == pytest.approx(0.01)
