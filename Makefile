@@ -35,10 +35,11 @@ test: $(STAMP)
 test-slow: $(STAMP)
 	$(PYTEST) -m slow
 
-# Line coverage of the whole suite (slow tests included), as BENCHMARKS.md reports it.
+# Line coverage of the whole suite (slow tests included, one at a time as in make test-slow), as BENCHMARKS.md
+# reports it.
 coverage: $(STAMP)
-	$(PYTEST) -n auto --dist loadfile -m "not serial" --cov=nnperf --cov-report=
-	$(PYTEST) -m serial --cov=nnperf --cov-append --cov-report=term:skip-covered --cov-report=json:coverage.json
+	$(PYTEST) -n auto --dist loadfile -m "not slow and not serial" --cov=nnperf --cov-report=
+	$(PYTEST) -m "serial or slow" --cov=nnperf --cov-append --cov-report=term:skip-covered --cov-report=json:coverage.json
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .pytest_cache
