@@ -98,10 +98,8 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
 def _package_inits(graph: dict[str, set[str]]) -> dict[str, set[str]]:
     """The graph without the edges from a module to the ``__init__`` of a package that contains it: a package's
     ``__init__`` gathers what its files offer, and a file reading a sibling through it is the package's business,
-    not a circle between two files."""
-    modules = _modules()
-    return {name: {t for t in targets if not (modules[t].name == "__init__.py" and name.startswith(t + "."))}
-            for name, targets in graph.items()}
+    not a circle between two files (a module whose name starts another's is that package's ``__init__``)."""
+    return {name: {t for t in targets if not name.startswith(t + ".")} for name, targets in graph.items()}
 
 
 def test_the_circle_finder_finds_a_circle_and_passes_a_chain() -> None:
