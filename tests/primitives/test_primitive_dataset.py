@@ -88,3 +88,45 @@ def test_dataset_counts_are_table_2() -> None:
                                (TransformSample(1, 8, (8, 8), {"chw->hwc": 1e-5}),))
     assert dataset.counts() == {"direct": 2, "winograd-2x3": 1, "chw->hwc": 1}
     assert dataset.n_samples == 4
+
+
+# ---------------------------------------------------------------------------------------------- the paper's grid
+def test_grid_shapes_hold_table7_networks_and_leave_the_held_out_ones_out():
+    from nnperf.primitives import grid_shapes
+
+    shapes = grid_shapes()
+    by_shape = {(s.c, s.f, s.im, s.groups): s.architectures for s in shapes}
+    assert len(by_shape) == len(shapes) == 208
+    # ResNet-18's stem (3 -> 64 at 224) and MobileNet's first depthwise layer (32 channels at 112)
+    assert "resnet18" in by_shape[(3, 64, 224, 1)]
+    assert by_shape[(32, 32, 112, 32)] == ("mobilenet_v1",)
+    # Inception v3 runs at 299, the largest input of Table 1
+    assert max(s.im for s in shapes) == 299
+    names = {name for s in shapes for name in s.architectures}
+    assert not {n for n in names if n.startswith(("densenet", "resnext"))}
+    assert len(names) == 19
+
+
+def test_paper_grid_combines_every_shape_with_table1_kernels_and_strides():
+    from nnperf.primitives import GRID_KERNELS, GRID_STRIDES, grid_shapes, paper_grid
+
+    grid = paper_grid(seed=None)
+    possible = sum(1 for s in grid_shapes() for k in GRID_KERNELS for _ in GRID_STRIDES if k <= s.im)
+    assert len(grid) == possible == 3510
+    assert all(c.k[0] <= c.im[0] and c.padding == (c.k[0] // 2,) * 4 and c.batch == 1 for c in grid)
+    assert {c.k[0] for c in grid} == {1, 3, 5, 7, 9, 11} and {c.stride[0] for c in grid} == {1, 2, 4}
+    # a 7x7 input allows kernels up to 7 only: 4 kernels x 3 strides for each 7x7 shape
+    sevens = [s for s in grid_shapes() if s.im == 7]
+    assert sum(1 for c in grid if c.im[0] == 7) == 12 * len(sevens)
+
+
+def test_paper_grid_order_is_a_seeded_permutation_and_max_macs_filters():
+    from nnperf.primitives import paper_grid
+
+    plain = paper_grid(seed=None)
+    assert sorted(map(str, paper_grid(seed=0))) == sorted(map(str, plain))
+    assert paper_grid(seed=0) == paper_grid(seed=0) != paper_grid(seed=1)
+    small = paper_grid(max_macs=10**9, seed=None)
+    assert small == [c for c in plain if c.macs <= 10**9] and len(small) < len(plain)
+    with pytest.raises(PrimitiveError, match="max_macs must be positive"):
+        paper_grid(max_macs=0)

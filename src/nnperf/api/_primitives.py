@@ -77,12 +77,24 @@ def fraction(value: float | str, what: str) -> float:
     return number
 
 
-def dataset_configs(models: Sequence[ModelLike] = (), random: int = 0, seed: int = 0) -> list[ConvConfig]:
-    """The configurations a primitive dataset profiles: the distinct convolutions of ``models`` (every zoo
-    network when none is given) followed by ``random`` configurations sampled around them."""
-    from nnperf.primitives import conv_configs, sample_configs
+def dataset_configs(models: Sequence[ModelLike] = (), random: int = 0, seed: int = 0, grid: str | None = None,
+                    max_macs: int | None = None) -> list[ConvConfig]:
+    """The configurations a primitive dataset profiles.
+
+    Without ``grid``: the distinct convolutions of ``models`` (every zoo network when none is given) followed by
+    ``random`` configurations sampled around them. With ``grid="paper"``: Mulder et al.'s grid
+    (:func:`nnperf.primitives.paper_grid`, in a seeded random order, at most ``max_macs`` multiply-accumulates
+    each), after the convolutions of ``models`` if any are given.
+    """
+    from nnperf.primitives import conv_configs, paper_grid, sample_configs
     from nnperf.zoo import names
 
+    if grid not in (None, "paper"):
+        raise NnperfError(f"unknown configuration grid {grid!r}; known: paper (Mulder et al. Table 1 and 7)")
+    if grid == "paper":
+        networks = [load_model(m) for m in models]
+        found = list(dict.fromkeys(c for network in networks for c in conv_configs(network)))
+        return list(dict.fromkeys(found + paper_grid(max_macs=max_macs, seed=seed)))
     networks = [load_model(m) for m in (models or names())]
     found = list(dict.fromkeys(c for network in networks for c in conv_configs(network)))
     return found + (sample_configs(found, random, seed) if random else [])
@@ -116,7 +128,8 @@ def named_primitives(names: Sequence[str]) -> list[Primitive]:
 def profile_primitives(models: Sequence[ModelLike] = (), system: System = PRIMITIVES, store: StoreLike = None, *,
                        random: int = 0, primitives: Sequence[str] = (), budget_s: float | None = None, seed: int = 0,
                        progress: Progress | None = None, runner: ItemRunner | None = None,
-                       protocol: str = "auto") -> PrimitiveProfileReport:
+                       protocol: str = "auto", grid: str | None = None,
+                       max_macs: int | None = None) -> PrimitiveProfileReport:
     """Profiles primitives and layout transformations into the store: the primitive dataset (Mulder et al. 3.2).
 
     Each time is stored as it is taken; what the store holds for this system is not measured again, so calling it
@@ -142,6 +155,11 @@ def profile_primitives(models: Sequence[ModelLike] = (), system: System = PRIMIT
     protocol : {'auto', 'interleaved', 'sequential'}, default 'auto'
         How one configuration's primitives and transformations are timed ('auto': what a quick machine check
         recommends, interleaved for these in-process timings).
+    grid : {'paper'}, optional
+        Profile Mulder et al.'s grid (Table 7's shapes x Table 1's kernels and strides) in a seeded random order,
+        after ``models``' convolutions when models are given (:func:`dataset_configs`).
+    max_macs : int, optional
+        With ``grid``, leave out configurations of more multiply-accumulates.
     """
     from nnperf.campaign import profile_primitives as profile
     from nnperf.measure import IN_PROCESS_PROTOCOLS, resolve_protocol
@@ -151,7 +169,7 @@ def profile_primitives(models: Sequence[ModelLike] = (), system: System = PRIMIT
         raise NnperfError(f"random must be 0 or more, got {random}")
     timing = resolve_protocol(protocol, IN_PROCESS_PROTOCOLS, "the primitive dataset", threads=threads).protocol
     chosen = named_primitives(primitives)
-    configs = dataset_configs(models, random, seed)
+    configs = dataset_configs(models, random, seed, grid, max_macs)
     with opened_store(store) as opened:
         return profile(opened, configs, threads, budget_s=budget_s, primitives=chosen, progress=progress,
                        runner=runner, protocol=timing)

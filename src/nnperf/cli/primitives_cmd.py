@@ -18,6 +18,7 @@ from nnperf.cli._backend_args import (
 from nnperf.cli._store_arg import add_db_argument
 from nnperf.cli._units import parse_duration
 from nnperf.cli.fleet_cmd import add_fleet_argument
+from nnperf.errors import NnperfError
 
 if TYPE_CHECKING:
     from nnperf.campaign import PrimitiveProfileReport
@@ -63,6 +64,12 @@ def _register_profile(commands: argparse._SubParsersAction) -> None:  # type: ig
                               "available primitive)")
     add_backend_arguments(profile, default="primitives", backend_help=PRIMITIVES_HELP)  # the fleet's too
     profile.add_argument("--seed", type=int, default=0, help="seed of the random configurations (default 0)")
+    profile.add_argument("--grid", choices=("paper",), default=None,
+                         help="profile Mulder et al.'s grid instead of sampled configurations: the convolution shapes "
+                              "of their Table 7 networks (DenseNet and ResNeXt held out) x kernels 1-11 (odd) x "
+                              "strides 1, 2, 4, in a seeded random order so that --budget keeps a uniform sample")
+    profile.add_argument("--max-gmacs", type=float, default=None, metavar="G",
+                         help="with --grid, leave out configurations of more than G billion multiply-accumulates")
     profile.add_argument("--protocol", default="auto", choices=("auto", "sequential", "interleaved"),
                          help="how a configuration's primitives and transformations are timed: interleaved (in the "
                               "same rounds, in random order: their ratios hold when the machine drifts) or "
@@ -169,8 +176,20 @@ def run_profile(args: argparse.Namespace) -> int:
         return _profile_on_fleet(args, only, budget_s)
     with Progress(not args.json, "profiling primitives") as progress:
         report = profile_primitives(args.models, system_from_args(args), args.db, random=args.random, primitives=only,
-                                    budget_s=budget_s, seed=args.seed, progress=progress, protocol=args.protocol)
+                                    budget_s=budget_s, seed=args.seed, progress=progress, protocol=args.protocol,
+                                    grid=args.grid, max_macs=_max_macs(args))
     return _print_profile(args, report)
+
+
+def _max_macs(args: argparse.Namespace) -> int | None:
+    """``--max-gmacs`` in multiply-accumulates; only with ``--grid`` and positive."""
+    if args.max_gmacs is None:
+        return None
+    if args.grid is None:
+        raise NnperfError("--max-gmacs applies to --grid only")
+    if args.max_gmacs <= 0:
+        raise NnperfError(f"--max-gmacs must be positive, got {args.max_gmacs}")
+    return int(args.max_gmacs * 1e9)
 
 
 def _profile_on_fleet(args: argparse.Namespace, only: list[str], budget_s: float | None) -> int:
@@ -185,7 +204,8 @@ def _profile_on_fleet(args: argparse.Namespace, only: list[str], budget_s: float
         for runner in runners:
             reports.append(profile_primitives(args.models, system_from_args(args), store, random=args.random,
                                               primitives=only, budget_s=budget_s, seed=args.seed, progress=progress,
-                                              runner=runner, protocol=args.protocol))
+                                              runner=runner, protocol=args.protocol, grid=args.grid,
+                                              max_macs=_max_macs(args)))
     if args.json:
         documents = [_profile_document(report) for report in reports]
         print(json.dumps(documents[0] if len(documents) == 1 else documents, indent=1))

@@ -15,9 +15,12 @@ configurations of the profiled dataset (:class:`PrimitiveDataset`). Nothing is i
 from nnperf.primitives._base import ERROR_BOUNDS, Bound, Family, Primitive
 from nnperf.primitives._config import ConvConfig, PrimitiveError, pad_input, reference_conv2d
 from nnperf.primitives._dataset import (
+    GRID_KERNELS,
+    GRID_STRIDES,
     IM_RANGE,
     MAX_CHANNELS,
     ConvSample,
+    GridShape,
     PrimitiveDataset,
     TransformSample,
     config_from_dict,
@@ -25,6 +28,8 @@ from nnperf.primitives._dataset import (
     config_label,
     conv_configs,
     conv_layer_configs,
+    grid_shapes,
+    paper_grid,
     sample_configs,
 )
 from nnperf.primitives._layers import LAYER_LAYOUTS, layer_key, layer_layouts, layer_signature, time_layer
@@ -50,9 +55,9 @@ from nnperf.primitives._registry import (
 from nnperf.primitives._timing import primitive_timer, time_primitive, time_transform, transform_timer
 
 __all__ = [
-    "CHW", "ERROR_BOUNDS", "HWC", "IM_RANGE", "LAYER_LAYOUTS", "MAX_CHANNELS", "PRIMITIVES", "Bound", "ConvConfig", "ConvSample", "Family", "Layout",
+    "CHW", "ERROR_BOUNDS", "GRID_KERNELS", "GRID_STRIDES", "GridShape", "HWC", "IM_RANGE", "LAYER_LAYOUTS", "MAX_CHANNELS", "PRIMITIVES", "Bound", "ConvConfig", "ConvSample", "Family", "Layout",
     "LayoutTransform", "Primitive", "PrimitiveDataset", "PrimitiveError", "TransformSample", "all_primitives",
     "all_transforms", "blocked", "config_from_dict", "config_key", "config_label", "conv_configs", "conv_layer_configs", "from_layout",
-    "get_primitive", "layer_key", "layer_layouts", "layer_signature", "layout_transforms", "pad_input", "parse_layout", "primitive_layouts", "primitive_report", "primitive_timer",
+    "get_primitive", "grid_shapes", "layer_key", "layer_layouts", "layer_signature", "layout_transforms", "pad_input", "paper_grid", "parse_layout", "primitive_layouts", "primitive_report", "primitive_timer",
     "reference_conv2d", "sample_configs", "time_layer", "time_primitive", "time_transform", "to_layout", "transform_timer",
 ]

@@ -19,6 +19,11 @@ from dataclasses import dataclass
 from nnperf.ir import Network, OpType
 from nnperf.primitives._config import ConvConfig, PrimitiveError
 
+GRID_KERNELS = (1, 3, 5, 7, 9, 11)
+"""The kernel sizes of Mulder et al.'s grid (Table 1: 1 to 11, odd)."""
+GRID_STRIDES = (1, 2, 4)
+"""The strides of Mulder et al.'s grid (Table 1)."""
+
 MAX_CHANNELS = 2048
 """The largest c and f of a sampled configuration (Mulder et al. Table 1)."""
 IM_RANGE = (7, 299)
@@ -133,6 +138,56 @@ def sample_configs(seeds: Sequence[ConvConfig], n: int, seed: int = 0) -> list[C
             seen.add(config)
             out.append(config)
     return out
+
+
+@dataclass(frozen=True)
+class GridShape:
+    """One (c, f, im, groups) shape of a convolution in one of Mulder et al.'s Table 7 architectures, with the
+    architectures it occurs in (``tables/table7_shapes.csv``, written by ``bench/grid_triplets.py``)."""
+
+    c: int
+    f: int
+    im: int
+    groups: int
+    architectures: tuple[str, ...]
+
+
+def grid_shapes() -> tuple[GridShape, ...]:
+    """The shapes of the convolutions of Mulder et al.'s Table 7 architectures, DenseNet and ResNeXt left out
+    (they are held out of the primitive selection benchmark): the first half of the paper's grid."""
+    import csv
+    import importlib.resources
+
+    text = importlib.resources.files("nnperf.primitives").joinpath("tables/table7_shapes.csv").read_text()
+    rows = list(csv.DictReader(text.splitlines()))
+    return tuple(GridShape(int(r["c"]), int(r["f"]), int(r["im"]), int(r["groups"]), tuple(r["architectures"].split()))
+                 for r in rows)
+
+
+def paper_grid(kernels: Sequence[int] = GRID_KERNELS, strides: Sequence[int] = GRID_STRIDES,
+               max_macs: int | None = None, seed: int | None = 0) -> list[ConvConfig]:
+    """Mulder et al.'s grid (3.2.1): every :func:`grid_shapes` shape with every kernel size and stride, "same"
+    padding (k // 2), batch 1; impossible ones (a kernel larger than the input) left out.
+
+    ``max_macs`` leaves out configurations of more multiply-accumulates (a machine that cannot afford the
+    largest); ``seed`` shuffles the list (seeded, the same order in every process) so that a profile stopped by
+    its budget holds a uniform sample of the grid; ``None`` keeps the table's order.
+    """
+    if max_macs is not None and max_macs < 1:
+        raise PrimitiveError(f"max_macs must be positive, got {max_macs}")
+    out: list[ConvConfig] = []
+    for shape in grid_shapes():
+        for k in kernels:
+            for s in strides:
+                if k > shape.im:
+                    continue
+                config = ConvConfig.make(1, shape.c, shape.f, shape.im, k, s, k // 2, shape.groups)
+                if max_macs is None or config.macs <= max_macs:
+                    out.append(config)
+    unique = list(dict.fromkeys(out))
+    if seed is not None:
+        random.Random(seed).shuffle(unique)
+    return unique
 
 
 def _channels(value: int, rng: random.Random) -> int:
