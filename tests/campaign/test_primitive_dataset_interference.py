@@ -1,0 +1,62 @@
+"""The interleaved primitive dataset keeps a configuration's relative times when the machine's speed moves: the same
+configurations profiled quietly and under a periodic slowdown on the measured core give the same ratios."""
+
+from __future__ import annotations
+
+import os
+import statistics
+
+import pytest
+
+from nnperf.campaign import load_primitive_dataset, profile_primitives
+from nnperf.measure import HarnessConfig, PeriodicSlowdown
+from nnperf.primitives import ConvConfig, get_primitive
+from nnperf.store import Store
+
+pytestmark = [pytest.mark.slow, pytest.mark.serial,
+              pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="the injector pins its hog to a CPU")]
+
+CONFIGS = [ConvConfig.make(1, 32, 32, 28, 3, 1, 1), ConvConfig.make(1, 64, 32, 14, 1, 1, 0)]
+PRIMITIVES = ("im2col-fhw", "kn2row", "direct")
+# 5 to 15 rounds of blocks of at least 20 ms: a block spans a good part of the slowdown's 0.2 s period
+HARNESS = HarnessConfig(warmup_s=0.02, warmup_runs=1, min_block_s=0.02, target_ci=0.01, min_samples=9,
+                        max_samples=15, budget_s=0.5)
+
+
+def _ratios(path: str, slowed: PeriodicSlowdown | None) -> tuple[dict[tuple[ConvConfig, str], float], list[float]]:
+    """Each primitive's time over im2col-fhw's on each configuration, and im2col-fhw's own times."""
+    primitives = [get_primitive(name) for name in PRIMITIVES]
+    with Store(path) as store:
+        if slowed is None:
+            report = profile_primitives(store, CONFIGS, primitives=primitives, harness=HARNESS)
+        else:
+            with slowed:
+                report = profile_primitives(store, CONFIGS, primitives=primitives, harness=HARNESS)
+        dataset = load_primitive_dataset(store, report.system_id)
+    ratios = {(s.config, name): s.times_s[name] / s.times_s["im2col-fhw"] for s in dataset.conv
+              for name in PRIMITIVES[1:]}
+    return ratios, [s.times_s["im2col-fhw"] for s in dataset.conv]
+
+
+def test_a_periodic_slowdown_moves_absolute_times_but_not_the_interleaved_ratios(tmp_path) -> None:
+    cpu = max(os.sched_getaffinity(0))
+    before = os.sched_getaffinity(0)
+    tries = []
+    os.sched_setaffinity(0, {cpu})
+    try:
+        # other work on a shared machine can land on this core for a while: up to three tries, each judged whole
+        for attempt in range(3):
+            quiet, quiet_s = _ratios(str(tmp_path / f"quiet{attempt}.db"), None)
+            slowed, slowed_s = _ratios(str(tmp_path / f"slowed{attempt}.db"),
+                                       PeriodicSlowdown(cpus=(cpu,), period_s=0.2, busy_fraction=0.5, max_s=120.0))
+            moved = statistics.median(abs(slowed[key] / quiet[key] - 1) for key in quiet)
+            slowdown = statistics.median(b / a for a, b in zip(quiet_s, slowed_s))
+            tries.append((round(slowdown, 3), round(moved, 3)))
+            if slowdown >= 1.3 and moved < 0.08:
+                break
+    finally:
+        os.sched_setaffinity(0, before)
+    print("tries (slowdown, ratio moved):", tries)
+    slowdown, moved = tries[-1]
+    assert slowdown >= 1.3, tries  # the injector did slow the primitives down
+    assert moved < 0.08, tries  # their ratios stayed where they were
