@@ -1,7 +1,7 @@
 """Profile the primitive-time dataset (Mulder et al. 3.2) and print its Table 1/2 counts and profiling time.
 
 Run: PYTHONPATH=src .venv/bin/python bench/primitive_dataset.py [--db bench/results/primitives.db] [--random 200]
-     [--budget-s 3000] [--threads 1] [--repeat 40] [--max-configs N]
+     [--grid paper] [--max-gmacs G] [--shard I/N] [--budget-s 3000] [--threads 1] [--repeat 40] [--max-configs N]
 
 Configurations: the distinct 2-D convolutions of every zoo network, then --random configurations sampled around
 them (``nnperf.primitives.sample_configs``). Every applicable primitive and every layout transformation of the
@@ -9,6 +9,9 @@ configuration's input is timed with ``nnperf.campaign.DATASET_HARNESS`` and stor
 the script again resumes. --max-configs N profiles a random N of them only (seeded: the same N on every run, so
 it resumes too), enough for a second platform to transfer a model to (bench/primitive_transfer.py), e.g.
 ``ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2 ... --db bench/results/primitives-avx2.db --max-configs 120``.
+--grid paper profiles Mulder et al.'s grid instead (``nnperf.primitives.paper_grid``: Table 7's shapes x Table 1's
+kernels and strides, in a seeded random order, at most --max-gmacs billion MACs each); --shard I/N keeps every N-th
+configuration from the I-th (0-based), so that N processes pinned to N cores profile disjoint parts into N stores.
 With --repeat N, N configurations already profiled are timed again into a second store (``<db>.repeat``): the
 median relative difference between the two passes is the noise floor of the dataset on this machine, the error
 a model cannot go below. Stdout gets Markdown tables.
@@ -64,6 +67,9 @@ def main() -> None:
     parser.add_argument("--budget-s", type=float, default=None)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--repeat", type=int, default=0, help="configurations to time again for the noise floor")
+    parser.add_argument("--grid", choices=("paper",), default=None, help="profile Mulder et al.'s grid")
+    parser.add_argument("--max-gmacs", type=float, default=None, help="with --grid: the largest configuration")
+    parser.add_argument("--shard", default=None, metavar="I/N", help="profile the I-th of N disjoint parts")
     parser.add_argument("--max-configs", type=int, default=None, metavar="N",
                         help="profile a seeded random N of the configurations (default: all)")
     args = parser.parse_args()
@@ -71,7 +77,11 @@ def main() -> None:
         parser.error(f"--max-configs must be at least 1, got {args.max_configs}")
     host = host_info()
     print(f"{host.cpu_model}, {host.logical_cores} logical cores, {args.threads} thread(s)\n")
-    configs = dataset_configs(random=args.random)
+    max_macs = None if args.max_gmacs is None else int(args.max_gmacs * 1e9)
+    configs = dataset_configs(random=args.random, grid=args.grid, max_macs=max_macs)
+    if args.shard:
+        index, count = (int(v) for v in args.shard.split("/"))
+        configs = configs[index::count]
     asked = len(configs)
     if args.max_configs is not None and args.max_configs < len(configs):
         configs = [configs[i] for i in sorted(random.Random(0).sample(range(len(configs)), args.max_configs))]
@@ -91,8 +101,9 @@ def main() -> None:
         runs = [r for r in store.runs(system_id=system.id) if r.finished_at]
         profiling_s = sum(r.finished_at - r.started_at for r in runs if r.finished_at)
     subset = f"; a random {len(configs)} of them profiled" if len(configs) < asked else ""
-    print(f"\nTable 1: {len(dataset.conv)} configurations ({asked} asked: "
-          f"{asked - args.random} from the zoo networks, {args.random} sampled{subset}), "
+    origin = (f"the paper's grid{', shard ' + args.shard if args.shard else ''}" if args.grid else
+              f"{asked - args.random} from the zoo networks, {args.random} sampled")
+    print(f"\nTable 1: {len(dataset.conv)} configurations ({asked} asked: {origin}{subset}), "
           f"{len(dataset.layout)} activations; {dataset.n_samples} samples; profiling time (sum over finished "
           f"configurations) {profiling_s / 60:.1f} min\n")
     print("| parameter | paper's common range | this dataset |\n|---|---|---|")

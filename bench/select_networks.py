@@ -4,7 +4,7 @@ Table 4).
 Run: PYTHONPATH=src .venv/bin/python bench/select_networks.py [--networks alexnet vgg11 googlenet resnet18
      resnet34 mobilenet_v2 densenet121 ...] [--protocol interleaved] [--rounds-budget 20] [--max-rounds 60]
      [--budget 1.0] [--ilp] [--no-layer-costs] [--threads 1] [--system ID]
-     [--db bench/results/primitives.db] [--json bench/results/select_networks.json]
+     [--db bench/results/primitives.db] [--model-db DB] [--json bench/results/select_networks.json]
 
 The paper's six networks, with VGG-19 swapped for MobileNet v2 to keep a run within minutes (--networks takes
 zoo names, .onnx files and the held-out architectures of bench/architectures.py, exported to ONNX and imported).
@@ -326,6 +326,9 @@ def main() -> None:
     parser.add_argument("--no-layer-costs", dest="layer_costs", action="store_false",
                         help="charge the other layers nothing in either layout (the default times them in each)")
     parser.add_argument("--db", type=Path, default=Path("bench/results/primitives.db"))
+    parser.add_argument("--model-db", type=Path, default=None,
+                        help="the store whose newest cost model of this system predicts (a) (default --db): a model "
+                             "trained on another dataset, e.g. the paper's grid, judged on these networks' profiles")
     parser.add_argument("--system", default=None, help="the primitive system id or key (default: this CPU's)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--protocol", default="interleaved", choices=("interleaved", "sequential"),
@@ -351,7 +354,7 @@ def main() -> None:
         dataset = load_primitive_dataset(store, record.id)
         durations = {r.network_hash: (r.finished_at - r.started_at if r.finished_at else None)
                      for r in store.runs(system_id=record.id) if r.campaign.startswith(PRIMITIVE_CAMPAIGN)}
-    model, _ = stored_primitive_model(record.id, args.db)
+    model, _ = stored_primitive_model(record.key if args.model_db else record.id, args.model_db or args.db)
     host = host_info()
     print(f"{host.cpu_model}, {host.logical_cores} logical cores, {args.threads} thread(s); system {record.id}; "
           f"cost model {model.kind}; dataset {len(dataset.conv)} configurations; protocol {args.protocol} ("
