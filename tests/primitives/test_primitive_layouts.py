@@ -1,4 +1,5 @@
-"""Layouts and the transformations between them: exact round trips, the blocked layout's zero padding."""
+"""Layouts and the transformations between them: exact round trips, the memory order of hwc and hcw, the blocked
+layout's zero padding."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import torch
 
 from nnperf.primitives import (
     CHW,
+    HCW,
     HWC,
+    PLAIN_LAYOUTS,
     LayoutTransform,
     PrimitiveError,
     all_transforms,
@@ -21,7 +24,7 @@ from nnperf.primitives import (
 X = torch.randn(2, 20, 5, 7, generator=torch.Generator().manual_seed(0))
 
 
-@pytest.mark.parametrize("middle", [HWC, blocked(8), blocked(16)], ids=str)
+@pytest.mark.parametrize("middle", [HWC, HCW, blocked(8), blocked(16)], ids=str)
 def test_chw_to_a_layout_and_back_is_identical(middle) -> None:  # type: ignore[no-untyped-def]
     there = LayoutTransform(CHW, middle).run(X)
     back = LayoutTransform(middle, CHW).run(there, channels=20)
@@ -34,6 +37,39 @@ def test_hwc_is_channels_last_memory_of_the_same_logical_tensor() -> None:
     assert y.shape == X.shape and torch.equal(y, X)
     assert y.is_contiguous(memory_format=torch.channels_last) and not y.is_contiguous()
     assert torch.equal(y.permute(0, 2, 3, 1).reshape(-1), X.permute(0, 2, 3, 1).reshape(-1))
+
+
+def test_hcw_is_the_same_logical_tensor_with_each_row_a_channels_by_width_matrix() -> None:
+    y = to_layout(X, HCW)
+    _, c, h, w = X.shape  # 2, 20, 5, 7
+    assert y.shape == X.shape and torch.equal(y, X)
+    assert y.stride() == (h * c * w, w, c * w, 1)  # bytes (n, h, c, w)
+    flat = torch.as_strided(y, (y.numel(),), (1,))  # its memory in order
+    assert torch.equal(flat, X.permute(0, 2, 1, 3).reshape(-1))
+    assert flat[(1 * h + 3) * c * w + 4 * w + 6] == X[1, 4, 3, 6]
+    assert to_layout(y, HCW).data_ptr() == y.data_ptr()  # already hcw: no copy
+    back = from_layout(y, HCW)
+    assert torch.equal(back, X) and back.is_contiguous()
+
+
+@pytest.mark.parametrize("src", [CHW, HWC, HCW, blocked(8)], ids=str)
+@pytest.mark.parametrize("dst", [CHW, HWC, HCW, blocked(8)], ids=str)
+def test_every_transform_between_the_layouts_keeps_the_values_and_writes_dst(src, dst) -> None:  # type: ignore[no-untyped-def]
+    y = LayoutTransform(src, dst).run(to_layout(X, src), channels=20)
+    assert torch.equal(from_layout(y, dst, 20), X)
+    assert torch.equal(y, to_layout(X, dst))
+    assert y.stride() == to_layout(X, dst).stride()
+
+
+def test_a_move_between_plain_layouts_of_an_activation_with_the_same_bytes_copies_nothing() -> None:
+    # one channel: chw, hwc and hcw are all (n, h, w); one row: chw and hcw are (n, c, w)
+    one_channel, one_row = X[:, :1].contiguous(), X[:, :, :1].contiguous()
+    for a in PLAIN_LAYOUTS:
+        for b in PLAIN_LAYOUTS:
+            x = to_layout(one_channel, a)
+            assert LayoutTransform(a, b).run(x).data_ptr() == x.data_ptr()
+    assert to_layout(one_row, HCW).data_ptr() == one_row.data_ptr()
+    assert to_layout(to_layout(one_row, HCW), CHW).data_ptr() == one_row.data_ptr()
 
 
 def test_blocked_layout_groups_channels_in_blocks_and_pads_with_zeros() -> None:
@@ -65,5 +101,6 @@ def test_all_transforms_pairs_every_layout_the_primitives_use() -> None:
 def test_layout_names_parse() -> None:
     assert parse_layout("chw16c") == blocked(16)
     assert parse_layout("hwc") is HWC
-    with pytest.raises(PrimitiveError, match="unknown layout 'nchw'"):
+    assert parse_layout("hcw") is HCW
+    with pytest.raises(PrimitiveError, match="unknown layout 'nchw'; known: chw, hwc, hcw, chw<B>c"):
         parse_layout("nchw")

@@ -35,11 +35,14 @@ from nnperf.primitives._dataset import (
 from nnperf.primitives._layers import LAYER_LAYOUTS, layer_key, layer_layouts, layer_signature, time_layer
 from nnperf.primitives._layout import (
     CHW,
+    HCW,
     HWC,
+    PLAIN_LAYOUTS,
     Layout,
     LayoutTransform,
     blocked,
     from_layout,
+    layout_order,
     layout_transforms,
     parse_layout,
     to_layout,
@@ -55,9 +58,9 @@ from nnperf.primitives._registry import (
 from nnperf.primitives._timing import primitive_timer, time_primitive, time_transform, transform_timer
 
 __all__ = [
-    "CHW", "ERROR_BOUNDS", "GRID_KERNELS", "GRID_STRIDES", "GridShape", "HWC", "IM_RANGE", "LAYER_LAYOUTS", "MAX_CHANNELS", "PRIMITIVES", "Bound", "ConvConfig", "ConvSample", "Family", "Layout",
+    "CHW", "ERROR_BOUNDS", "GRID_KERNELS", "GRID_STRIDES", "HCW", "HWC", "IM_RANGE", "LAYER_LAYOUTS", "MAX_CHANNELS", "PLAIN_LAYOUTS", "PRIMITIVES", "Bound", "ConvConfig", "ConvSample", "Family", "GridShape", "Layout",
     "LayoutTransform", "Primitive", "PrimitiveDataset", "PrimitiveError", "TransformSample", "all_primitives",
     "all_transforms", "blocked", "config_from_dict", "config_key", "config_label", "conv_configs", "conv_layer_configs", "from_layout",
-    "get_primitive", "grid_shapes", "layer_key", "layer_layouts", "layer_signature", "layout_transforms", "pad_input", "paper_grid", "parse_layout", "primitive_layouts", "primitive_report", "primitive_timer",
+    "get_primitive", "grid_shapes", "layer_key", "layer_layouts", "layer_signature", "layout_order", "layout_transforms", "pad_input", "paper_grid", "parse_layout", "primitive_layouts", "primitive_report", "primitive_timer",
     "reference_conv2d", "sample_configs", "time_layer", "time_primitive", "time_transform", "to_layout", "transform_timer",
 ]

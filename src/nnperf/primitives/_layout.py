@@ -5,6 +5,10 @@ A tensor in a layout is always a torch tensor:
 * ``chw`` (NCHW): a contiguous (n, c, h, w) tensor;
 * ``hwc`` (NHWC): a logical (n, c, h, w) tensor in ``torch.channels_last`` memory, so that torch ops take it
   as it is and its bytes are (n, h, w, c);
+* ``hcw`` (the paper's im x c x im): a logical (n, c, h, w) tensor whose bytes are (n, h, c, w), each input row
+  a (c, w) matrix (``x.permute(0, 2, 1, 3).contiguous().permute(0, 2, 1, 3)``). torch's ops take it as any strided
+  tensor and its element-wise ops keep it, but its convolutions and poolings write chw: as with the blocked
+  layout, only primitives read and write it (MEC's row-partitioned GEMMs), and other layers get it transformed;
 * ``chw<B>c`` (NCHWc, blocked): a contiguous (n, ceil(c/B), h, w, B) tensor whose channels past c are zero,
   the layout of ONNX Runtime's NCHWc kernels (B = 16 with AVX-512, 8 with AVX2).
 
@@ -36,6 +40,16 @@ class Layout:
 
 CHW = Layout("chw")
 HWC = Layout("hwc")
+HCW = Layout("hcw")
+
+PLAIN_LAYOUTS: tuple[Layout, ...] = (CHW, HWC, HCW)
+"""The layouts without channel blocks, in the order listings give them (the blocked ones come after)."""
+
+
+def layout_order(layout: Layout) -> tuple[int, int, str]:
+    """A sort key: chw, hwc, hcw, then the blocked layouts by block size."""
+    plain = PLAIN_LAYOUTS.index(layout) if layout in PLAIN_LAYOUTS else len(PLAIN_LAYOUTS)
+    return layout.block, plain, layout.name
 
 
 def blocked(block: int) -> Layout:
@@ -46,22 +60,26 @@ def blocked(block: int) -> Layout:
 
 
 def parse_layout(name: str) -> Layout:
-    """``chw``, ``hwc`` or ``chw<B>c``."""
-    if name in ("chw", "hwc"):
-        return CHW if name == "chw" else HWC
+    """``chw``, ``hwc``, ``hcw`` or ``chw<B>c``."""
+    for layout in PLAIN_LAYOUTS:
+        if name == layout.name:
+            return layout
     if name.startswith("chw") and name.endswith("c") and name[3:-1].isdigit():
         return blocked(int(name[3:-1]))
-    raise PrimitiveError(f"unknown layout {name!r}; known: chw, hwc, chw<B>c (e.g. chw16c)")
+    raise PrimitiveError(f"unknown layout {name!r}; known: chw, hwc, hcw, chw<B>c (e.g. chw16c)")
 
 
 def to_layout(x: torch.Tensor, layout: Layout) -> torch.Tensor:
-    """``x`` (a logical NCHW tensor in chw or hwc memory) in ``layout``."""
+    """``x`` (a logical NCHW tensor in chw, hwc or hcw memory) in ``layout``; ``x`` itself (or, for hcw, a view of
+    it) when it is in ``layout`` already."""
     import torch
 
     if layout == CHW:
         return x.contiguous()
     if layout == HWC:
         return x.contiguous(memory_format=torch.channels_last)
+    if layout == HCW:
+        return x.permute(0, 2, 1, 3).contiguous().permute(0, 2, 1, 3)
     n, c, h, w = x.shape
     b = layout.block
     blocks = -(-c // b)
@@ -77,7 +95,7 @@ def to_layout(x: torch.Tensor, layout: Layout) -> torch.Tensor:
 
 def from_layout(x: torch.Tensor, layout: Layout, channels: int | None = None) -> torch.Tensor:
     """The logical NCHW tensor (chw memory) of ``x`` in ``layout``; ``channels`` drops a blocked layout's padding."""
-    if layout in (CHW, HWC):
+    if not layout.block:
         return x.contiguous()
     n, blocks, h, w, b = x.shape
     y = x.permute(0, 1, 4, 2, 3).reshape(n, blocks * b, h, w)

@@ -6,7 +6,7 @@ import functools
 from collections.abc import Callable
 
 from nnperf.primitives._base import Primitive
-from nnperf.primitives._layout import CHW, HWC, Layout, LayoutTransform, layout_transforms
+from nnperf.primitives._layout import CHW, HWC, Layout, LayoutTransform, layout_order, layout_transforms
 from nnperf.registry import Availability, Registry
 
 PRIMITIVES: Registry[Primitive] = Registry("primitive", "nnperf.primitives")
@@ -62,11 +62,12 @@ def primitive_report() -> list[tuple[Primitive, Availability]]:
 
 
 def primitive_layouts() -> tuple[Layout, ...]:
-    """The layouts the registered primitives read or write: chw, hwc and any blocked one, in that order."""
+    """The layouts the registered primitives read or write, chw and hwc always: chw, hwc, hcw, then any blocked
+    one (:func:`~nnperf.primitives.layout_order`)."""
     found = {CHW, HWC}
     for p in all_primitives():
         found |= {p.input_layout, p.output_layout}
-    return tuple(sorted(found, key=lambda layout: (layout.block, layout.name != "chw")))
+    return tuple(sorted(found, key=layout_order))
 
 
 def all_transforms() -> list[LayoutTransform]:

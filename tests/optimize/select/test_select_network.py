@@ -28,6 +28,7 @@ from nnperf.optimize.select import (
 from nnperf.prediction.primitives import PrimitiveCostModel
 from nnperf.primitives import (
     CHW,
+    HCW,
     HWC,
     ConvConfig,
     ConvSample,
@@ -220,6 +221,18 @@ def test_default_falls_back_to_the_fastest_option_where_onednn_does_not_apply() 
     assert chosen["c1"] == chosen["c2"] == "onednn-chw"
     assert chosen["c3"] == ("ort-nchwc" if NCHWC else "im2col-hwf")  # the cheapest c3 option by its node cost
     assert selection_from_labels(graph, {"c1": "direct"}).chosen["c1"] == "direct"
+
+
+def test_moves_between_plain_layouts_with_the_same_bytes_cost_nothing() -> None:
+    costs = PrimitiveCosts({})  # no transformation times at all: only a free move can be asked for
+    assert costs.transform_time((1, 1, (5, 7)), CHW, HCW) == 0.0  # one channel: all three are (h, w)
+    assert costs.transform_time((1, 1, (5, 7)), HCW, HWC) == 0.0
+    assert costs.transform_time((2, 4, (1, 7)), HCW, CHW) == 0.0  # one row: chw and hcw are (c, w)
+    assert costs.transform_time((2, 4, (5, 1)), HWC, HCW) == 0.0  # one column: hwc and hcw are (h, c)
+    assert costs.transform_time((2, 4, (1, 1)), HCW, HWC) == 0.0  # one pixel
+    for shape, src, dst in [((2, 4, (1, 7)), CHW, HWC), ((2, 4, (5, 1)), CHW, HCW), ((2, 4, (5, 7)), HCW, HWC)]:
+        with pytest.raises(MissingCostError, match=f"no {src}->{dst} transformation"):
+            costs.transform_time(shape, src, dst)
 
 
 # ----------------------------------------------------------------------------- the other layers' layout costs

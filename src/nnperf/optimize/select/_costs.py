@@ -28,7 +28,6 @@ from nnperf.optimize.select._graph import CostGraphError, SelectionError
 from nnperf.prediction.primitives import ActivationShape, PrimitiveCostModel
 from nnperf.primitives import (
     CHW,
-    HWC,
     ConvConfig,
     Layout,
     LayoutTransform,
@@ -82,13 +81,17 @@ def activation_key(shape: Shape | ActivationShape) -> ActivationShape:
 
 
 def same_bytes(shape: ActivationShape, src: Layout, dst: Layout) -> bool:
-    """Whether moving an activation from ``src`` to ``dst`` copies nothing: the identity, or chw <-> hwc on an
-    activation with one channel or one pixel, whose chw and hwc bytes are the same (torch returns the tensor
-    itself)."""
+    """Whether moving an activation from ``src`` to ``dst`` copies nothing: the identity, or a move between two of
+    chw, hwc and hcw (whose names are their memory orders) on an activation whose dimensions longer than 1 come
+    in the same order in both: chw <-> hwc with one channel or one pixel, chw <-> hcw with one channel or one row,
+    hwc <-> hcw with one channel or one column. torch then returns the tensor itself or a view of it."""
     if src == dst:
         return True
+    if src.block or dst.block:
+        return False
     _, c, (h, w) = shape
-    return {src, dst} == {CHW, HWC} and (c == 1 or h * w == 1)
+    sizes = {"c": c, "h": h, "w": w}
+    return [d for d in src.name if sizes[d] > 1] == [d for d in dst.name if sizes[d] > 1]
 
 
 def data_edges(network: Network) -> list[tuple[str, str]]:
@@ -171,8 +174,8 @@ class PrimitiveCosts:
     NaN or inf entries are dropped on construction (a primitive without a finite time is not an option for its
     layer); a negative one, a key that is not a configuration or activation and a transformation name that is
     not ``"<layout>-><layout>"`` raise :class:`CostGraphError`. Identities are never stored: they cost 0
-    (Mulder et al. 3.2.2), as does chw <-> hwc on an activation whose two layouts have the same bytes
-    (:func:`same_bytes`). ``layers_s[key]["hwc"]`` is the time of a layer other than a convolution in a
+    (Mulder et al. 3.2.2), as does a move between two of chw, hwc and hcw on an activation whose two layouts have
+    the same bytes (:func:`same_bytes`). ``layers_s[key]["hwc"]`` is the time of a layer other than a convolution in a
     layout, by :func:`~nnperf.primitives.layer_key` (measured: :func:`~nnperf.primitives.time_layer`); left
     empty, such layers are taken to cost the same in every layout (0). ``source`` says where the numbers come
     from ("predicted by nn2", "profiled", ...). The mappings are copied on construction.
