@@ -60,6 +60,17 @@ def asymmetric_residual_network() -> Network:
     ), ("c3",))
 
 
+def conv_chain_network() -> Network:
+    """x (batch 2) -> a (3x3) -> b (5x5, stride 2, asymmetric padding, 4 groups) -> c (3x3 depthwise, dilation 2)
+    -> output: three convolutions in a row, nothing between them, on non-square maps."""
+    x, a, b = (2, 16, 9, 11), (2, 16, 9, 11), (2, 32, 4, 5)
+    return Network("chain", (TensorSpec("x", x),), (
+        Layer("a", OpType.CONV, ("x",), (x,), a, ConvAttrs((3, 3), padding=(1,) * 4)),
+        Layer("b", OpType.CONV, ("a",), (a,), b, ConvAttrs((5, 5), stride=(2, 2), padding=(0, 1, 2, 1), groups=4)),
+        Layer("c", OpType.CONV, ("b",), (b,), b, ConvAttrs((3, 3), padding=(2,) * 4, dilation=(2, 2), groups=32)),
+    ), ("c",))
+
+
 def relu_network(name: str = "plain") -> Network:
     """One ReLU on a 4 x 4 x 4 map: a network without a convolution."""
     s = (1, 4, 4, 4)

@@ -40,7 +40,7 @@ BLOCKED = str(get_primitive("ort-nchwc").input_layout)  # chw16c with AVX-512, c
 
 THREE_BY_THREE = ConvConfig.make(1, 8, 16, 12, 3, 1, 1)
 ONE_BY_ONE = ConvConfig.make(1, 8, 16, 12, 1)
-TRANSFORMS = 6  # chw, hwc, chw16c: 3 x 3 pairs less the identities
+TRANSFORMS = 12  # chw, hwc, hcw, chw16c: 4 x 4 pairs less the identities
 
 
 def chosen() -> list[Primitive]:
@@ -65,8 +65,9 @@ def test_every_applicable_primitive_and_transformation_is_stored_and_read_back(s
     dataset = load_primitive_dataset(store, report.system_id)
     assert dataset.system_key == primitive_system().key
     assert dataset.primitives == ("direct", "im2col-fhw", "winograd-2x3")
-    assert set(dataset.transforms) == {"chw->hwc", "hwc->chw", f"chw->{BLOCKED}", f"{BLOCKED}->chw", f"hwc->{BLOCKED}",
-                                       f"{BLOCKED}->hwc"}
+    layouts = ("chw", "hwc", "hcw", BLOCKED)
+    assert set(dataset.transforms) == {f"{a}->{b}" for a in layouts for b in layouts if a != b}
+    assert len(dataset.transforms) == TRANSFORMS
     times = {s.config: s.times_s for s in dataset.conv}
     assert set(times) == {THREE_BY_THREE, ONE_BY_ONE} and set(times[ONE_BY_ONE]) == {"direct", "im2col-fhw"}
     assert all(0 < t < 1 for row in times.values() for t in row.values())

@@ -214,7 +214,7 @@ def test_the_primitive_dataset_is_profiled_on_the_fleet_as_in_one_process(cluste
     document = json.loads(capsys.readouterr().out)
     configs = document["measured"]
     assert configs >= 3 and document["remaining"] == 0 and document["failures"] == []
-    assert document["samples"] == configs * (1 + 6)  # direct and the 6 layout transformations of each input
+    assert document["samples"] == configs * (1 + 12)  # direct and the 12 layout transformations of each input
     with Store(tmp_path / "one.db") as one:
         profile_primitives([model], store=one, random=1, primitives=["direct"])
         with Store(db) as spread:

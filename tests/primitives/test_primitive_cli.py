@@ -24,12 +24,19 @@ def test_list_json_has_every_primitive_with_layouts_and_availability(capsys: pyt
         "reason": ""}
     assert all(r["available"] or r["reason"] for r in rows.values())
     assert "chw->hwc" in document["layout_transforms"] and "hwc->chw" in document["layout_transforms"]
+    assert {"chw->hcw", "hcw->chw", "hwc->hcw", "hcw->hwc"} <= set(document["layout_transforms"])
+    assert rows["mec-row-partition"] | {"available": True, "reason": ""} == {
+        "name": "mec-row-partition", "family": "mec", "library": "torch ops", "input_layout": "hcw",
+        "output_layout": "hcw", "applies": "any kernel, stride, padding, groups, dilation", "error_bound": 1e-5,
+        "available": True, "reason": ""}
+    assert (rows["mec-col"]["input_layout"], rows["mec-col"]["output_layout"]) == ("hwc", "hwc")
 
 
 def test_list_prints_a_table(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run_cli(capsys, "primitives", "list")
     assert code == 0
     assert "winograd-4x3" in out and "3x3 kernel, stride 1, dilation 1" in out
+    assert "mec-row-partition" in out
     assert "layout transformations: chw->hwc" in out
 
 
@@ -47,8 +54,9 @@ def test_profile_stores_each_configuration_once_and_resumes(capsys: pytest.Captu
     args = ("primitives", "profile", str(net), "--random", "1", "--only", "direct", "--db", db)
     first = run_json(capsys, *args)
     assert first["format"] == "nnperf-primitive-profile"
-    # 3 convolutions and 1 sampled configuration, each under direct and the 6 layout transformations
-    assert (first["measured"], first["reused"], first["samples"], first["failures"]) == (4, 0, 4 * 7, [])
+    # 3 convolutions and 1 sampled configuration, each under direct and the 12 layout transformations (between
+    # chw, hwc, hcw and the blocked layout)
+    assert (first["measured"], first["reused"], first["samples"], first["failures"]) == (4, 0, 4 * 13, [])
     again = run_json(capsys, *args)
     assert (again["measured"], again["reused"], again["samples"]) == (0, 4, 0)
     code, out, _ = run_cli(capsys, *args)

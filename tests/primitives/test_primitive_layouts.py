@@ -92,10 +92,14 @@ def test_the_identity_returns_its_input() -> None:
 
 def test_all_transforms_pairs_every_layout_the_primitives_use() -> None:
     layouts = primitive_layouts()
-    assert layouts[:2] == (CHW, HWC)
+    # the paper's three (mec-row-partition reads and writes hcw), then ort-nchwc's blocked one
+    assert layouts[:3] == (CHW, HWC, HCW) == PLAIN_LAYOUTS
+    assert len(layouts) == 4 and layouts[3].block in (8, 16)
+    assert primitive_layouts() == layouts  # the same order every time
     transforms = all_transforms()
-    assert len(transforms) == len(layouts) ** 2  # Mulder et al. 3.2.2: K*K, identities included
-    assert {t.name for t in transforms} >= {"chw->hwc", "hwc->chw", "chw->chw"}
+    assert len(transforms) == len(layouts) ** 2 == 16  # Mulder et al. 3.2.2: K*K, identities included
+    assert [t.name for t in transforms[:4]] == ["chw->chw", "chw->hwc", "chw->hcw", f"chw->{layouts[3]}"]
+    assert {t.name for t in transforms} >= {"hwc->hcw", "hcw->hwc", "hcw->chw", f"hcw->{layouts[3]}"}
 
 
 def test_layout_names_parse() -> None:

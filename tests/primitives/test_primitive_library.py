@@ -13,6 +13,7 @@ from nnperf.errors import NnperfError
 from nnperf.primitives import (
     CHW,
     ERROR_BOUNDS,
+    HCW,
     HWC,
     ConvConfig,
     Family,
@@ -62,6 +63,7 @@ def test_every_edge_config_is_computed_by_some_primitive_of_each_family_that_cou
 
 def test_the_error_bounds_by_family() -> None:
     assert ERROR_BOUNDS[Family.IM2] == ERROR_BOUNDS[Family.DIRECT] == ERROR_BOUNDS[Family.VENDOR] == 1e-5
+    assert ERROR_BOUNDS[Family.MEC] == 1e-5
     assert ERROR_BOUNDS[Family.FFT] == 3e-5
     assert ERROR_BOUNDS[Family.WINOGRAD] == 1e-4
     assert get_primitive("nnpack").error_bound == get_primitive("opencv-winograd").error_bound == 1e-4
@@ -87,6 +89,8 @@ BATCH_S2 = ConvConfig.make(2, 8, 8, 8, 3, 2, 1)
     ("aten-im2col", {S1, S2, K5, K1, BATCH_S2}),
     ("nnpack", {S1, S2, K5, K1}),  # strided only at batch 1
     ("onednn-chw", {S1, S2, GROUPED, DILATED, K5, K1, BATCH_S2}),
+    ("mec-col", {S1, S2, ASYM, GROUPED, DILATED, K5, K1, BATCH_S2}),
+    ("mec-row-partition", {S1, S2, ASYM, GROUPED, DILATED, K5, K1, BATCH_S2}),
     ("opencv-winograd", {S1, ASYM}),
     ("direct", {S1, S2, ASYM, GROUPED, DILATED, K5, K1, BATCH_S2}),
     ("fft", {S1, S2, ASYM, GROUPED, DILATED, K5, K1, BATCH_S2}),
@@ -127,8 +131,9 @@ def test_layouts_of_the_library() -> None:
     assert (by_name["onednn-hwc"].input_layout, by_name["onednn-hwc"].output_layout) == (HWC, HWC)
     assert (by_name["im2col-hwf"].input_layout, by_name["im2col-hwf"].output_layout) == (CHW, HWC)
     assert (by_name["im2row-fhw"].input_layout, by_name["im2row-fhw"].output_layout) == (HWC, CHW)
+    assert (by_name["mec-row-partition"].input_layout, by_name["mec-row-partition"].output_layout) == (HCW, HCW)
     assert {p.family for p in PRIMITIVES} == set(Family)
-    assert len(NAMES) == 21
+    assert len(NAMES) == 23
 
 
 def test_an_unknown_primitive_is_an_nnperf_error_listing_the_known_ones() -> None:

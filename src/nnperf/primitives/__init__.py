@@ -2,10 +2,12 @@
 
 A :class:`Primitive` computes one :class:`ConvConfig` from an input in its input layout to an output in its
 output layout, if it ``applies`` and is ``available`` here. The library holds the vendor kernels reachable
-from Python (oneDNN in chw and hwc, NNPACK, ATen's im2col, ONNX Runtime in chw and NCHWc, OpenCV DNN with
-Winograd on and off) and the algorithm families of Mulder et al. 3.1 written on torch ops (direct, im2col and
-im2row in both GEMM orientations, kn2row/kn2col, Winograd F(2,3), F(4,3), F(2,5), FFT and 1x1-as-GEMM).
-:class:`LayoutTransform` objects move activations between layouts; :func:`time_primitive` and
+from Python (oneDNN in chw and hwc, NNPACK, ATen's
+im2col, ONNX Runtime in chw and NCHWc, OpenCV DNN with Winograd on and off) and the algorithm families of Mulder
+et al. 3.1 written on torch ops (direct, im2col and im2row in both GEMM orientations, kn2row/kn2col, Winograd
+F(2,3), F(4,3), F(2,5), FFT, 1x1-as-GEMM, and MEC's mec-col and mec-row-partition). Activations are in one of
+the layouts chw, hwc, hcw (the paper's three) or a blocked chw<B>c; :class:`LayoutTransform` objects move them
+between layouts; :func:`time_primitive` and
 :func:`time_transform` time them with the measurement harness (:func:`primitive_timer` and
 :func:`transform_timer` build their timers, to time several together), :func:`time_layer` a layer other than a
 convolution in a layout. :func:`conv_configs` and :func:`sample_configs` make the layer

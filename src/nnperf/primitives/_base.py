@@ -27,6 +27,7 @@ class Family(str, enum.Enum):
     WINOGRAD = "winograd"
     FFT = "fft"
     CONV_1X1 = "conv-1x1"
+    MEC = "mec"
     VENDOR = "vendor"
 
 
@@ -35,6 +36,7 @@ ERROR_BOUNDS: dict[Family, float] = {
     Family.IM2: 1e-5,
     Family.KN2: 1e-5,
     Family.CONV_1X1: 1e-5,
+    Family.MEC: 1e-5,
     Family.VENDOR: 1e-5,
     Family.FFT: 3e-5,
     Family.WINOGRAD: 1e-4,

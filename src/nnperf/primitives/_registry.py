@@ -25,9 +25,10 @@ def _vendors() -> dict[str, Primitive]:
 def _algorithm(name: str) -> Callable[[], Primitive]:
     def factory() -> Primitive:
         from nnperf.primitives._algorithms import ALGORITHMS
+        from nnperf.primitives._mec import MECS
         from nnperf.primitives._winograd import WINOGRADS
 
-        return next(p for p in ALGORITHMS + WINOGRADS if p.name == name)
+        return next(p for p in ALGORITHMS + WINOGRADS + MECS if p.name == name)
 
     return factory
 
@@ -37,7 +38,8 @@ def _vendor(name: str) -> Callable[[], Primitive]:
 
 
 ALGORITHM_NAMES = ("direct", "im2col-fhw", "im2col-hwf", "im2row-hwf", "im2row-fhw", "kn2row", "kn2col",
-                   "conv1x1-fhw", "conv1x1-hwf", "winograd-2x3", "winograd-4x3", "winograd-2x5", "fft")
+                   "conv1x1-fhw", "conv1x1-hwf", "winograd-2x3", "winograd-4x3", "winograd-2x5", "fft", "mec-col",
+                   "mec-row-partition")
 
 for _name in VENDOR_NAMES:
     PRIMITIVES.register(_name, _vendor(_name))

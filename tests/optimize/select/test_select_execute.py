@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from harness_presets import SMOKE_HARNESS
-from networks import asymmetric_residual_network, relu_network, tiny_network
+from networks import asymmetric_residual_network, conv_chain_network, relu_network, tiny_network
 from nnperf.ir import Network
 from nnperf.optimize.select import (
     NETWORK_TOLERANCE,
@@ -87,6 +87,60 @@ def test_a_mixed_selection_with_the_blocked_layout_matches_build_torch() -> None
     assert verify_selected(network, selection) <= NETWORK_TOLERANCE
     selection = {"c1": "im2col-hwf", "r1": "hwc", "c2": "conv1x1-hwf", "add": "chw", "c3": "ort-nchwc"}
     assert verify_selected(network, selection) <= NETWORK_TOLERANCE
+
+
+def counted_moves(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the layout transformations run from now on, in order."""
+    moves: list[str] = []
+    run = LayoutTransform.run
+
+    def counted(self: LayoutTransform, x: torch.Tensor, channels: int | None = None) -> torch.Tensor:
+        moves.append(self.name)
+        return run(self, x, channels)
+
+    monkeypatch.setattr(LayoutTransform, "run", counted)
+    return moves
+
+
+def test_mec_on_a_residual_network_matches_build_torch_with_the_moves_around_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    network = asymmetric_residual_network()
+    selection = {"c1": "mec-row-partition", "r1": "chw", "c2": "mec-row-partition", "add": "hwc", "r2": "hwc",
+                 "c3": "mec-col"}
+    moves = counted_moves(monkeypatch)
+    error = verify_selected(network, selection)
+    assert error <= 1e-5  # three GEMM-like convolutions, each within 1e-5
+    # x to hcw for c1; c1's hcw to chw for r1; r1 to hcw for c2; c2's hcw and x to hwc for add; add, r2 and c3 stay
+    # hwc (mec-col reads it); c3's hwc output back to chw
+    assert sorted(moves) == ["chw->hcw", "chw->hcw", "chw->hwc", "hcw->chw", "hcw->hwc", "hwc->chw"]
+
+
+def test_convolutions_in_a_row_on_mec_row_partition_keep_hcw_between_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    network = conv_chain_network()
+    moves = counted_moves(monkeypatch)
+    assert verify_selected(network, dict.fromkeys(("a", "b", "c"), "mec-row-partition")) <= 1e-5
+    assert moves == ["chw->hcw", "hcw->chw"]  # in once, out once
+    moves.clear()
+    assert verify_selected(network, {"a": "mec-col", "b": "mec-row-partition", "c": "direct"}) <= 1e-5
+    assert moves == ["chw->hwc", "hwc->hcw", "hcw->chw"]
+
+
+@pytest.mark.skipif(not NCHWC, reason="ONNX Runtime has no NCHWc kernels here")
+def test_the_blocked_layout_moves_straight_to_and_from_hcw(monkeypatch: pytest.MonkeyPatch) -> None:
+    network = conv_chain_network()
+    blocked = str(get_primitive("ort-nchwc").input_layout)
+    layers = conv_layer_configs(network)
+    if not get_primitive("ort-nchwc").applies(layers["a"]):
+        pytest.skip("ONNX Runtime does not block the first layer here")
+    moves = counted_moves(monkeypatch)
+    assert verify_selected(network, {"a": "ort-nchwc", "b": "mec-row-partition", "c": "mec-col"}) <= 1e-5
+    assert moves == [f"chw->{blocked}", f"{blocked}->hcw", "hcw->hwc", "hwc->chw"]
+
+
+def test_mec_on_the_tiny_network_matches_build_torch() -> None:
+    selection = {"conv1": "mec-col", "bn1": "hwc", "relu1": "hwc", "conv2": "mec-row-partition", "add": "chw",
+                 "pool": "hwc", "dw": "mec-row-partition", "cat": "hwc", "gap": "chw", "flatten": "chw"}
+    assert verify_selected(tiny_network(), selection) <= 1e-5
 
 
 def test_an_activation_moves_once_per_layout(monkeypatch: pytest.MonkeyPatch) -> None:

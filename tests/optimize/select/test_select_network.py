@@ -18,6 +18,7 @@ from nnperf.optimize.select import (
     NoConvolutionError,
     PrimitiveCosts,
     default_selection,
+    needed_transforms,
     network_cost_graph,
     predicted_costs,
     profiled_costs,
@@ -221,6 +222,32 @@ def test_default_falls_back_to_the_fastest_option_where_onednn_does_not_apply() 
     assert chosen["c1"] == chosen["c2"] == "onednn-chw"
     assert chosen["c3"] == ("ort-nchwc" if NCHWC else "im2col-hwf")  # the cheapest c3 option by its node cost
     assert selection_from_labels(graph, {"c1": "direct"}).chosen["c1"] == "direct"
+
+
+HCW_RATE = {"chw->hcw": 7e-9, "hcw->chw": 8e-9, "hwc->hcw": 9e-9, "hcw->hwc": 10e-9}
+"""Seconds per element of the moves to and from hcw, each its own number."""
+
+
+def test_mec_row_partition_reads_and_writes_hcw_in_the_graph() -> None:
+    network = asymmetric_residual_network()
+    configs = set(conv_layer_configs(network).values())
+    prims = {"direct": 6e-5, "mec-col": 5e-5, "mec-row-partition": 4e-5}
+    needed = needed_transforms(network, {name: list(prims) for name in conv_layer_configs(network)})
+    assert {name for _, name in needed} == {"chw->hwc", "hwc->chw", *HCW_RATE}
+    costs = PrimitiveCosts({c: prims for c in configs}, transform_table(network, {**RATE, **HCW_RATE}))
+    graph = network_cost_graph(network, costs)
+    n = 16 * 8 * 8
+    assert node(graph, "c1")[0] == ("direct", "mec-col", "mec-row-partition")
+    # x (chw) -> c1: direct reads chw, mec-col hwc, mec-row-partition hcw
+    assert np.allclose(matrix(graph, "x", "c1"), [[0.0, RATE["chw->hwc"] * n, HCW_RATE["chw->hcw"] * n]],
+                       rtol=1e-12, atol=0)
+    # c1 -> r1 (chw, hwc): each row is what the c1 option writes
+    assert np.allclose(matrix(graph, "c1", "r1"), [[0.0, RATE["chw->hwc"] * n], [RATE["hwc->chw"] * n, 0.0],
+                                                   [HCW_RATE["hcw->chw"] * n, HCW_RATE["hcw->hwc"] * n]],
+                       rtol=1e-12, atol=0)
+    # the output c3 (1x32x4x4) hands hcw back in chw
+    assert np.allclose(node(graph, "c3")[1], [6e-5, 5e-5 + RATE["hwc->chw"] * 512, 4e-5 + HCW_RATE["hcw->chw"] * 512],
+                       rtol=1e-12, atol=0)
 
 
 def test_moves_between_plain_layouts_with_the_same_bytes_cost_nothing() -> None:

@@ -17,8 +17,10 @@
 An activation read in one layout by two consumers is charged on both edges, though the selected network moves it
 once (the costs of a PBQP are per edge, as in Mulder et al.): a graph's total can over-count such moves.
 
-A primitive's layouts are its own (``im2col-hwf`` reads chw and writes hwc); only ``ort-nchwc`` reads and writes
-the blocked ``chw16c``, so a layer reading its output pays ``chw16c->chw`` or ``chw16c->hwc``.
+A primitive's layouts are its own (``im2col-hwf`` reads chw and writes hwc). Two layouts are read and written by
+primitives only: the blocked ``chw16c`` (``ort-nchwc``) and ``hcw`` (``mec-row-partition``), so a layer reading
+such an output pays ``chw16c->chw`` or ``hcw->hwc``, and a run of such convolutions keeps their layout between
+them for free.
 
 :func:`default_selection` is what a framework does by default (oneDNN on chw, every layer chw) and
 :func:`uniform_selections` one primitive for every convolution it applies to: Mulder et al.'s baselines
