@@ -11,6 +11,7 @@ from nnperf.primitives import (
     HCW,
     HWC,
     PLAIN_LAYOUTS,
+    Layout,
     LayoutTransform,
     PrimitiveError,
     all_transforms,
@@ -54,7 +55,7 @@ def test_hcw_is_the_same_logical_tensor_with_each_row_a_channels_by_width_matrix
 
 @pytest.mark.parametrize("src", [CHW, HWC, HCW, blocked(8)], ids=str)
 @pytest.mark.parametrize("dst", [CHW, HWC, HCW, blocked(8)], ids=str)
-def test_every_transform_between_the_layouts_keeps_the_values_and_writes_dst(src, dst) -> None:  # type: ignore[no-untyped-def]
+def test_every_transform_between_the_layouts_keeps_the_values_and_writes_dst(src: Layout, dst: Layout) -> None:
     y = LayoutTransform(src, dst).run(to_layout(X, src), channels=20)
     assert torch.equal(from_layout(y, dst, 20), X)
     assert torch.equal(y, to_layout(X, dst))
