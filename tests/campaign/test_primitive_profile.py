@@ -23,6 +23,7 @@ from nnperf.campaign import (
 )
 from nnperf.campaign._primitives import (
     DATASET_REFERENCE,
+    EARLIER_REFERENCE,
     _config_campaign,
     _Job,
     _store_outcomes,
@@ -151,7 +152,7 @@ def test_a_system_without_primitives_has_no_dataset(store: Store) -> None:
 
 
 COSTS_S = {DATASET_REFERENCE: 1e-3, "im2col-fhw": 3e-3, "fft": 0.5e-3}
-"""The reference (oneDNN on chw) first; 3x and 0.5x the reference."""
+"""The reference (torch's conv2d on chw) first; 3x and 0.5x the reference."""
 
 TEN_ROUNDS = HarnessConfig(warmup_s=0.0, warmup_runs=1, min_block_s=2e-3, target_ci=0.0, min_samples=10,
                            max_samples=10, budget_s=1e9)
@@ -211,6 +212,22 @@ def test_the_round_medians_alone_would_not_keep_the_ratios() -> None:
     # timed apart (different windows), each keeps its own median
     apart = [replace(measurements[1], timing=replace(measurements[1].timing, started_at=2e9)), measurements[0]]
     assert paired_times(apart) == medians
+
+
+def test_rounds_timed_before_torch_conv2d_keep_onednn_as_their_reference() -> None:
+    # the same rounds as above, stored with oneDNN on chw (the reference then) after im2col-fhw: oneDNN is still the
+    # reference, not the first one stored (which would give im2col-fhw its median, 4.5 ms, and oneDNN a third of it)
+    assert DATASET_REFERENCE == "torch-conv2d" and EARLIER_REFERENCE == "onednn-chw"
+    window = {"started_at": 1e9, "ended_at": 1e9 + 1}
+    measurements = [LayerMeasurement(name, "primitive", Method.ISOLATED,
+                                     replace(fixed_timing([t / 1e3 for t in ms]), **window))
+                    for name, ms in (("im2col-fhw", [3.0] * 5 + [6.0] * 5), (EARLIER_REFERENCE, [1.0] * 4 + [2.0] * 6))]
+    assert paired_times(measurements) == {EARLIER_REFERENCE: pytest.approx(2e-3), "im2col-fhw": pytest.approx(6e-3)}
+    # with torch-conv2d in the rounds, it is the reference
+    newer = [*measurements, replace(measurements[1], layer=DATASET_REFERENCE,
+                                    timing=replace(fixed_timing([t / 2e3 for t in [1.0] * 4 + [2.0] * 6]), **window))]
+    assert paired_times(newer) == {DATASET_REFERENCE: pytest.approx(1e-3), EARLIER_REFERENCE: pytest.approx(2e-3),
+                                   "im2col-fhw": pytest.approx(6e-3)}
 
 
 def test_the_rounds_keep_block_sizes_and_report_their_spread() -> None:

@@ -30,13 +30,15 @@ def test_list_json_has_every_primitive_with_layouts_and_availability(capsys: pyt
         "output_layout": "hcw", "applies": "any kernel, stride, padding, groups, dilation", "error_bound": 1e-5,
         "available": True, "reason": ""}
     assert (rows["mec-col"]["input_layout"], rows["mec-col"]["output_layout"]) == ("hwc", "hwc")
+    assert rows["torch-conv2d"]["family"] == "vendor" and rows["torch-conv2d"]["available"]
+    assert rows["torch-conv2d"]["applies"] == "any kernel, stride, padding, groups, dilation"
 
 
 def test_list_prints_a_table(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run_cli(capsys, "primitives", "list")
     assert code == 0
     assert "winograd-4x3" in out and "3x3 kernel, stride 1, dilation 1" in out
-    assert "mec-row-partition" in out
+    assert "mec-row-partition" in out and "torch-conv2d" in out
     assert "layout transformations: chw->hwc" in out
 
 

@@ -89,6 +89,7 @@ BATCH_S2 = ConvConfig.make(2, 8, 8, 8, 3, 2, 1)
     ("aten-im2col", {S1, S2, K5, K1, BATCH_S2}),
     ("nnpack", {S1, S2, K5, K1}),  # strided only at batch 1
     ("onednn-chw", {S1, S2, GROUPED, DILATED, K5, K1, BATCH_S2}),
+    ("torch-conv2d", {S1, S2, ASYM, GROUPED, DILATED, K5, K1, BATCH_S2}),
     ("mec-col", {S1, S2, ASYM, GROUPED, DILATED, K5, K1, BATCH_S2}),
     ("mec-row-partition", {S1, S2, ASYM, GROUPED, DILATED, K5, K1, BATCH_S2}),
     ("opencv-winograd", {S1, ASYM}),
@@ -132,8 +133,9 @@ def test_layouts_of_the_library() -> None:
     assert (by_name["im2col-hwf"].input_layout, by_name["im2col-hwf"].output_layout) == (CHW, HWC)
     assert (by_name["im2row-fhw"].input_layout, by_name["im2row-fhw"].output_layout) == (HWC, CHW)
     assert (by_name["mec-row-partition"].input_layout, by_name["mec-row-partition"].output_layout) == (HCW, HCW)
+    assert (by_name["torch-conv2d"].input_layout, by_name["torch-conv2d"].output_layout) == (CHW, CHW)
     assert {p.family for p in PRIMITIVES} == set(Family)
-    assert len(NAMES) == 23
+    assert len(NAMES) == 24
 
 
 def test_an_unknown_primitive_is_an_nnperf_error_listing_the_known_ones() -> None:

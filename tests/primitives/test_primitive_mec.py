@@ -1,6 +1,6 @@
-"""MEC (mec-col on hwc, mec-row-partition on hcw): each against torch.nn.functional.conv2d over kernels 1 to 11,
-strides 1 to 4, asymmetric padding, dilation, groups, depthwise and batches; MEC's compact lowering and its strided
-windows checked element by element; the layouts written."""
+"""MEC (mec-col on hwc, mec-row-partition on hcw) and torch's own conv2d as a primitive: each against
+torch.nn.functional.conv2d over kernels 1 to 11, strides 1 to 4, asymmetric padding, dilation, groups, depthwise
+and batches; MEC's compact lowering and its strided windows checked element by element; the layouts written."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import torch
 from prims_helpers import relative_error
 
 from nnperf.primitives import (
+    CHW,
     ERROR_BOUNDS,
     HCW,
     HWC,
@@ -41,7 +42,7 @@ CONFIGS = {
     "one column out": ConvConfig.make(2, 4, 5, (7, 3), 3),
 }
 
-NEW = ("mec-col", "mec-row-partition")
+NEW = ("mec-col", "mec-row-partition", "torch-conv2d")
 
 
 @pytest.mark.parametrize("config", CONFIGS.values(), ids=CONFIGS.keys())
@@ -120,3 +121,25 @@ def test_the_row_windows_are_strided_views_of_the_lowering_not_copies() -> None:
         assert torch.equal(view[1, h], low[1, :, 2 * h:2 * h + 3].reshape(2 * ow, -1))
     one = windows(low, config, row=2, rows=1)  # a dilated kernel's third row alone
     assert torch.equal(one[0, 1], low[0, :, 2 + 2].reshape(2 * ow, -1))
+
+
+def test_torch_conv2d_is_conv2d_as_a_model_calls_it() -> None:
+    primitive = get_primitive("torch-conv2d")
+    assert (primitive.family, primitive.input_layout, primitive.output_layout) == (Family.VENDOR, CHW, CHW)
+    config = CONFIGS["5x5 asymmetric padding"]
+    x, w, b = config.random_operands()
+    with torch.inference_mode():
+        # asymmetric padding is padded first, as the reference does: the same call, the same bits
+        assert torch.equal(primitive.run(x, w, b, config), reference_conv2d(x, w, b, config))
+        symmetric = CONFIGS["7x7 stride 2 pad 3"]
+        x, w, b = symmetric.random_operands()
+        want = torch.nn.functional.conv2d(x, w, b, 2, 3)  # padding is conv2d's own argument
+        assert torch.equal(primitive.run(x, w, b, symmetric), want)
+
+
+def test_torch_conv2d_may_pick_winograd_when_onednn_is_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    primitive = get_primitive("torch-conv2d")
+    assert primitive.error_bound == ERROR_BOUNDS[Family.VENDOR]
+    monkeypatch.setattr(torch.backends.mkldnn, "enabled", False)  # conv2d then sends batches >= 16 to NNPACK
+    assert primitive.error_bound == ERROR_BOUNDS[Family.WINOGRAD]
+    assert primitive.availability().ok

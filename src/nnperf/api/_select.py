@@ -115,9 +115,9 @@ def select(model: ModelLike, system: System = PRIMITIVES, store: StoreLike = Non
     (:func:`~nnperf.campaign.profile_layer_layouts`); without, those layers cost nothing in either layout.
     ``solver`` is ``pbqp``, ``ilp`` or ``exhaustive``. With ``verify`` the selected network runs end to end in
     torch, is checked against the reference network and is timed against the default selection (every
-    convolution on oneDNN, NCHW) and the best uniform one, under ``protocol``: ``"auto"`` (default) is what a quick machine
-    check recommends (interleaved, for in-process programs); ``"interleaved"`` times
-    the three in the same rounds, in random order (``rounds``, default
+    convolution through torch's own conv2d, NCHW) and the best uniform one, under ``protocol``: ``"auto"``
+    (default) is what a quick machine check recommends (interleaved, for in-process programs); ``"interleaved"``
+    times the three in the same rounds, in random order (``rounds``, default
     :data:`~nnperf.optimize.select.SELECTION_ROUNDS`: up to 20 s), and each speed-up is the median per-round
     ratio with its 95% bootstrap interval; ``"sequential"`` measures each in turn with ``harness`` (default
     :class:`~nnperf.measure.HarnessConfig`'s, up to 3 s each) and each speed-up is a ratio of medians, which

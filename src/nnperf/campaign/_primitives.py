@@ -85,10 +85,15 @@ runs; here at most 25 blocks, stopping at a 2% confidence interval or after 0.4 
 blocks, which is what a primitive taking seconds per call gets). The interleaved protocol takes its rounds from
 the same settings (:func:`dataset_rounds`)."""
 
-DATASET_REFERENCE = "onednn-chw"
-"""The primitive that a configuration's rounds are judged against (the stopping rule, :func:`ratio_spread`): the
-framework default, oneDNN on chw (``nnperf.optimize.select.DEFAULT_PRIMITIVE``, a layer above this one). Where
-it was not timed, the first workload timed is the reference."""
+DATASET_REFERENCE = "torch-conv2d"
+"""The primitive that a configuration's rounds are judged against (the stopping rule, :func:`ratio_spread`) and
+its paired times taken from (:func:`paired_times`): the framework default, torch's own ``conv2d`` on chw
+(``nnperf.optimize.select.DEFAULT_PRIMITIVE``, a layer above this one), which applies to every configuration.
+Where it was not timed, :data:`EARLIER_REFERENCE` is, else the first workload timed."""
+
+EARLIER_REFERENCE = "onednn-chw"
+"""The reference of rounds timed before ``torch-conv2d`` was a primitive (oneDNN on chw, which needs symmetric
+padding): the stored rounds of those datasets were judged against it, and their paired times keep it."""
 
 _FAILURES = (RuntimeError, ValueError, NnperfError)
 """What a primitive or transformation raises when its library refuses the shape: noted, and the profile goes on."""
@@ -384,7 +389,7 @@ def _timed_interleaved(jobs: Sequence[_Job], harness: HarnessConfig, seed: int,
             outcomes[job.name] = _failed(job, exc)
     by_name = {job.name: job for job in jobs}
     # the reference first: the stopping rule judges every other workload's ratio to the first one
-    names = sorted(timers, key=lambda name: name != DATASET_REFERENCE)
+    names = sorted(timers, key=lambda name: (name != DATASET_REFERENCE, name != EARLIER_REFERENCE))
     rounds: Rounds | None = None
     while len(names) >= 2 and rounds is None:
         try:
@@ -509,10 +514,10 @@ def paired_times(measurements: Sequence[LayerMeasurement]) -> dict[str, float]:
 
     Measurements whose timings share one window of interleaved rounds (the same first and last Unix time and
     number of rounds: round ``r`` of each was taken in the same round) are paired: each is the reference's median
-    (:data:`DATASET_REFERENCE`, else the first of them) times the median of its per-round ratios to the
-    reference. The median of each alone would not keep their ratios: when the machine's speed changes during the
-    rounds, each workload's median falls on either side of the change, depending on where the change fell in
-    the round that straddles it. Any other measurement (timed alone) is its median.
+    (:data:`DATASET_REFERENCE`, else :data:`EARLIER_REFERENCE`, else the first of them) times the median of its
+    per-round ratios to the reference. The median of each alone would not keep their ratios: when the machine's
+    speed changes during the rounds, each workload's median falls on either side of the change, depending on where
+    the change fell in the round that straddles it. Any other measurement (timed alone) is its median.
     """
     times = {m.layer: m.timing.stats.median_s for m in measurements}
     windows: dict[tuple[float, float, int], list[LayerMeasurement]] = {}
@@ -522,7 +527,8 @@ def paired_times(measurements: Sequence[LayerMeasurement]) -> dict[str, float]:
     for members in windows.values():
         if len(members) < 2:
             continue
-        reference = next((m for m in members if m.layer == DATASET_REFERENCE), members[0])
+        by_name = {m.layer: m for m in members}
+        reference = by_name.get(DATASET_REFERENCE) or by_name.get(EARLIER_REFERENCE) or members[0]
         ref = np.asarray(reference.timing.times_s)
         for m in members:
             times[m.layer] = float(np.median(ref) * np.median(np.asarray(m.timing.times_s) / ref))

@@ -279,6 +279,7 @@ def run_predict(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from nnperf.api import predict_primitives
+    from nnperf.optimize.select import DEFAULT_PRIMITIVE, DEFAULT_STAND_IN
     from nnperf.primitives import config_label
     from nnperf.report import console, write_csv
 
@@ -297,7 +298,7 @@ def run_predict(args: argparse.Namespace) -> int:
                                                   if not math.isnan(t)}}
                                      for layer in result.layers]}, indent=1))
         return 0
-    default = "onednn-chw" if "onednn-chw" in result.primitives else None
+    default = next((name for name in (DEFAULT_PRIMITIVE, DEFAULT_STAND_IN) if name in result.primitives), None)
     table = Table(title=f"{result.network}: predicted primitive times ({result.kind}, system {result.system_id})",
                   title_justify="left")
     for column, justify in (("layer", "left"), ("configuration", "left"), ("fastest", "left"), ("ms", "right"),

@@ -16,10 +16,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         description="Build the network's cost graph (every applicable primitive of every convolution, the layout "
                     "transformations between neighbours) from the cost model (`nnperf primitives train`) or the "
                     "profiled dataset, solve it with PBQP or an ILP, and print the chosen primitive and layout per "
-                    "layer with the predicted network time against the framework default (oneDNN, NCHW) and the "
-                    "best uniform choice (one primitive wherever it applies). With --verify the selected network "
-                    "also runs end to end in torch, is checked against the reference and is timed against both, "
-                    "in the same interleaved rounds by default (--protocol).")
+                    "layer with the predicted network time against the framework default (torch's conv2d, NCHW) "
+                    "and the best uniform choice (one primitive wherever it applies). With --verify the selected "
+                    "network also runs end to end in torch, is checked against the reference and is timed against "
+                    "both, in the same interleaved rounds by default (--protocol).")
     p.add_argument("model", metavar="MODEL", help="zoo name, .onnx or IR .json file")
     p.add_argument("--costs", choices=("predicted", "profiled"), default="predicted",
                    help="the cost model's predictions or the profiled medians (default predicted)")
@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
         "convolutions and transformations only"
     uniform = result.best_uniform
     out.print(f"predicted: {result.predicted_s * 1e3:.2f} ms selected, {result.default_predicted_s * 1e3:.2f} ms "
-              f"default (oneDNN, NCHW)"
+              f"default ({', '.join(sorted({result.default.chosen[layer] for layer in result.convolutions}))}, NCHW)"
               + (f", {uniform.cost_s * 1e3:.2f} ms best uniform ({result.best_uniform_primitive})" if uniform else "")
               + f"; {counted}")
     comparison = result.comparison

@@ -2,7 +2,7 @@
 
 A :class:`Primitive` computes one :class:`ConvConfig` from an input in its input layout to an output in its
 output layout, if it ``applies`` and is ``available`` here. The library holds the vendor kernels reachable
-from Python (oneDNN in chw and hwc, NNPACK, ATen's
+from Python (torch's own ``conv2d`` dispatch, the framework default; oneDNN in chw and hwc, NNPACK, ATen's
 im2col, ONNX Runtime in chw and NCHWc, OpenCV DNN with Winograd on and off) and the algorithm families of Mulder
 et al. 3.1 written on torch ops (direct, im2col and im2row in both GEMM orientations, kn2row/kn2col, Winograd
 F(2,3), F(4,3), F(2,5), FFT, 1x1-as-GEMM, and MEC's mec-col and mec-row-partition). Activations are in one of

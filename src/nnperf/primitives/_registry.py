@@ -11,8 +11,8 @@ from nnperf.registry import Availability, Registry
 
 PRIMITIVES: Registry[Primitive] = Registry("primitive", "nnperf.primitives")
 
-VENDOR_NAMES = ("onednn-chw", "onednn-hwc", "nnpack", "aten-im2col", "ort-chw", "ort-nchwc", "opencv",
-                "opencv-winograd")
+VENDOR_NAMES = ("torch-conv2d", "onednn-chw", "onednn-hwc", "nnpack", "aten-im2col", "ort-chw", "ort-nchwc",
+                "opencv", "opencv-winograd")
 
 
 @functools.lru_cache(maxsize=1)

@@ -1,5 +1,6 @@
-"""Vendor convolutions reachable from Python: oneDNN and NNPACK through torch, ATen's im2col + GEMM, ONNX
-Runtime (NCHW and its NCHWc blocked kernels) and OpenCV DNN (Winograd on and off).
+"""Vendor convolutions reachable from Python: torch's own ``conv2d`` dispatch (the framework default), oneDNN and
+NNPACK through torch, ATen's im2col + GEMM, ONNX Runtime (NCHW and its NCHWc blocked kernels) and OpenCV DNN
+(Winograd on and off).
 
 Each is one library call on an already prepared layer (weights reordered, session or net built), so that
 timing it times the library's kernel and the Python call, nothing else.
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from nnperf.primitives._base import ERROR_BOUNDS, Bound, Family, Primitive
-from nnperf.primitives._config import ConvConfig, PrimitiveError
+from nnperf.primitives._config import ConvConfig, PrimitiveError, pad_input
 from nnperf.primitives._layout import CHW, HWC, Layout, blocked
 from nnperf.registry import Availability
 
@@ -24,6 +25,33 @@ if TYPE_CHECKING:
 
 def _torch_tuple(config: ConvConfig) -> tuple[list[int], list[int], list[int]]:
     return list(config.stride), [config.padding[0], config.padding[1]], list(config.dilation)
+
+
+@dataclass(frozen=True)
+class TorchConv2d(Primitive):
+    """``torch.nn.functional.conv2d`` as a user's model calls it: torch picks the kernel for each layer (on a CPU
+    with torch 2.13: oneDNN for larger or grouped layers, ATen's slow_conv2d or slow_conv_dilated2d for small batch-1
+    NCHW ones). This is the framework default a selection is judged against. Symmetric padding is ``conv2d``'s own
+    argument; asymmetric padding, which ``conv2d`` cannot express, is applied with ``F.pad`` first, as an exported
+    model's padding module does (and as :func:`~nnperf.primitives.reference_conv2d` does)."""
+
+    @property
+    def error_bound(self) -> float:
+        import torch
+
+        # with oneDNN off, conv2d sends batches of 16 or more to NNPACK, which may choose Winograd
+        onednn = torch.backends.mkldnn.is_available() and torch.backends.mkldnn.enabled
+        return ERROR_BOUNDS[Family.VENDOR if onednn else Family.WINOGRAD]
+
+    def prepare(self, w: torch.Tensor, b: torch.Tensor | None, config: ConvConfig, threads: int = 1) -> Bound:
+        import torch.nn.functional as F
+
+        wc = w.contiguous()
+        stride, dilation, groups = list(config.stride), list(config.dilation), config.groups
+        if config.symmetric_padding:
+            padding = [config.padding[0], config.padding[1]]
+            return lambda x: F.conv2d(x, wc, b, stride, padding, dilation, groups)
+        return lambda x: F.conv2d(pad_input(x, config), wc, b, stride, 0, dilation, groups)
 
 
 @dataclass(frozen=True)
@@ -349,6 +377,8 @@ def vendor_primitives() -> tuple[Primitive, ...]:
     block = nchwc_block() or 8
     nchwc: Layout = blocked(block)
     return (
+        TorchConv2d("torch-conv2d", Family.VENDOR, CHW, CHW, "torch (conv2d's own dispatch)",
+                    "any kernel, stride, padding, groups, dilation"),
         OneDnn("onednn-chw", Family.VENDOR, CHW, CHW, "oneDNN (torch mkldnn_convolution)",
                f"{SYMMETRIC}; any kernel, stride, groups, dilation"),
         OneDnn("onednn-hwc", Family.VENDOR, HWC, HWC, "oneDNN (torch mkldnn_convolution)",

@@ -12,6 +12,8 @@ from harness_presets import SHORT_HARNESS
 from networks import asymmetric_residual_network, relu_network, tiny_network
 from nnperf.ir import Network
 from nnperf.optimize.select import (
+    DEFAULT_PRIMITIVE,
+    DEFAULT_STAND_IN,
     CostGraph,
     CostGraphError,
     MissingCostError,
@@ -199,7 +201,7 @@ def test_exhaustive_pbqp_and_ilp_find_the_hand_computed_mixed_optimum() -> None:
 
 def test_default_and_uniform_selections_cost_what_hand_arithmetic_says() -> None:
     graph = network_cost_graph(tiny_network(), tiny_costs())
-    default = default_selection(graph)
+    default = default_selection(graph)  # tiny_costs has no torch-conv2d time: oneDNN on chw stands in
     assert default.cost_s == pytest.approx((10 + 10 + 2) * 1e-3, rel=1e-12)
     assert set(default.chosen.values()) == {"chw", "onednn-chw"}
     uniform = uniform_selections(graph)
@@ -216,7 +218,20 @@ def test_default_and_uniform_selections_cost_what_hand_arithmetic_says() -> None
     assert min(s.cost_s for s in uniform.values()) >= solve(graph, "exhaustive").cost_s
 
 
-def test_default_falls_back_to_the_fastest_option_where_onednn_does_not_apply() -> None:
+def test_the_default_is_torch_conv2d_on_every_convolution_asymmetric_padding_included() -> None:
+    network = asymmetric_residual_network()
+    configs = set(conv_layer_configs(network).values())
+    costs = PrimitiveCosts({c: {**CONV_S, "torch-conv2d": 7e-5} for c in configs}, transform_table(network, RATE))
+    assert DEFAULT_PRIMITIVE == "torch-conv2d"
+    default = default_selection(network_cost_graph(network, costs))
+    assert {default.chosen[name] for name in ("c1", "c2", "c3")} == {"torch-conv2d"}
+    assert {default.chosen[name] for name in ("x", "r1", "add", "r2")} == {"chw"}
+    assert default.cost_s == pytest.approx(3 * 7e-5, rel=1e-12)  # everything chw: no move is paid
+
+
+def test_without_a_torch_conv2d_time_the_default_is_onednn_else_the_fastest_option() -> None:
+    # costs made before torch-conv2d was a primitive: oneDNN on chw stands in for it where it applies
+    assert DEFAULT_STAND_IN == "onednn-chw"
     graph = network_cost_graph(asymmetric_residual_network(), residual_costs())
     chosen = default_selection(graph).chosen
     assert chosen["c1"] == chosen["c2"] == "onednn-chw"

@@ -70,6 +70,7 @@ from nnperf.optimize.select._graph import (
 from nnperf.optimize.select._ilp import ilp_size, solve_ilp
 from nnperf.optimize.select._network import (
     DEFAULT_PRIMITIVE,
+    DEFAULT_STAND_IN,
     default_selection,
     network_cost_graph,
     selection_from_labels,
@@ -84,6 +85,7 @@ __all__ = [
     "DEFAULT",
     "DEFAULT_MAX_STATES",
     "DEFAULT_PRIMITIVE",
+    "DEFAULT_STAND_IN",
     "LAYER_LAYOUTS",
     "NETWORK_TOLERANCE",
     "PROFILED",

@@ -22,8 +22,8 @@ primitives only: the blocked ``chw16c`` (``ort-nchwc``) and ``hcw`` (``mec-row-p
 such an output pays ``chw16c->chw`` or ``hcw->hwc``, and a run of such convolutions keeps their layout between
 them for free.
 
-:func:`default_selection` is what a framework does by default (oneDNN on chw, every layer chw) and
-:func:`uniform_selections` one primitive for every convolution it applies to: Mulder et al.'s baselines
+:func:`default_selection` is what a framework does by default (torch's own ``conv2d`` on chw, every layer chw)
+and :func:`uniform_selections` one primitive for every convolution it applies to: Mulder et al.'s baselines
 (c) and (d) against the solved selection.
 """
 
@@ -57,8 +57,14 @@ from nnperf.optimize.select._graph import (
 from nnperf.optimize.select._solvers import solve
 from nnperf.primitives import CHW, Layout, config_label
 
-DEFAULT_PRIMITIVE = "onednn-chw"
-"""The convolution torch runs by default on a CPU: oneDNN on an NCHW (chw) tensor."""
+DEFAULT_PRIMITIVE = "torch-conv2d"
+"""The convolution a user's torch model runs: ``torch.nn.functional.conv2d`` on an NCHW (chw) tensor, torch
+choosing the kernel per layer (oneDNN for most layers on a CPU). It applies to every convolution."""
+
+DEFAULT_STAND_IN = "onednn-chw"
+"""What stands for :data:`DEFAULT_PRIMITIVE` on a convolution whose costs hold no time for it (a cost model or
+dataset made before ``torch-conv2d`` was a primitive): oneDNN on chw, the kernel ``conv2d`` runs for most layers
+here."""
 
 
 def network_cost_graph(network: Network, costs: PrimitiveCosts) -> CostGraph:
@@ -114,16 +120,18 @@ def _is_layout_node(node: CostNode) -> bool:
 def _default_index(node: CostNode) -> int:
     if _is_layout_node(node):
         return node.options.index(str(CHW))
-    if DEFAULT_PRIMITIVE in node.options and math.isfinite(node.costs_s[node.options.index(DEFAULT_PRIMITIVE)]):
-        return node.options.index(DEFAULT_PRIMITIVE)
+    for name in (DEFAULT_PRIMITIVE, DEFAULT_STAND_IN):
+        if name in node.options and math.isfinite(node.costs_s[node.options.index(name)]):
+            return node.options.index(name)
     return int(np.argmin(node.costs_s))
 
 
 def default_selection(graph: CostGraph) -> Selection:
     """The framework's default on a graph of :func:`network_cost_graph`: every convolution runs
-    :data:`DEFAULT_PRIMITIVE` (oneDNN on chw), or its fastest option where that does not apply (asymmetric
-    padding), and every other node chw (baseline (c) of Mulder et al. 4.3). A node is told to be a layer
-    or an input by having a ``chw`` option; every other node is a convolution."""
+    :data:`DEFAULT_PRIMITIVE` (torch's ``conv2d`` on chw), or :data:`DEFAULT_STAND_IN` (oneDNN on chw) where the
+    costs hold no time for it, or its fastest option where neither has one (oneDNN refuses asymmetric padding),
+    and every other node chw (baseline (c) of Mulder et al. 4.3). A node is told to be a layer or an input by
+    having a ``chw`` option; every other node is a convolution."""
     indices = [_default_index(node) for node in graph.nodes]
     return make_selection(graph, indices, solver="default", optimal=False, solve_s=0.0, status="framework default")
 
