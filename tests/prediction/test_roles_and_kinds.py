@@ -85,7 +85,7 @@ def test_the_system_model_finds_its_predictors_by_role_and_type() -> None:
 
 
 def test_model_kinds_are_the_text_they_store() -> None:
-    assert KINDS == CostModelKind.values() == ("lin", "nn1", "nn2")
+    assert KINDS == CostModelKind.values() == ("lin", "nn1", "nn2", "gb", "ens")
     assert REGRESSORS == Regressor.values() == ("ridge", "boosting", "forest", "mlp")
     assert CONV_KINDS == ("conv:standard", "conv:pointwise", "conv:depthwise", "conv:grouped")
     assert [ConvKernel.of(kind) for kind in ConvKind] == list(ConvKernel)

@@ -145,6 +145,12 @@ class Predictor(ABC):
         if not self.is_fitted:
             raise NotFittedError(f"this {self.name or type(self).__name__} predictor is not fitted yet: call fit first")
 
+    @classmethod
+    def migrated_state(cls, state_version: object, state: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The fitted state of an older ``state_version`` as this version's, or None when it cannot be read
+        (the default: the document is refused, "fit it again"); override to migrate an old version."""
+        return None
+
     def params_to_dict(self) -> dict[str, Any]:
         """``get_params()`` as JSON values; override when a parameter is not a JSON value."""
         return self.get_params()
@@ -172,12 +178,16 @@ class Predictor(ABC):
         klass = predictor_class(str(document.get("name")))
         if not issubclass(klass, cls):
             raise NnperfError(f"the document holds a {klass.name} predictor, not a {cls.name or cls.__name__}")
+        fitted = document.get("fitted")
         if document.get("state_version") != klass.version:
-            raise FormatVersionError(f"{klass.name} predictor state version {document.get('state_version')!r}; "
-                                     f"this nnperf reads version {klass.version}: fit it again")
+            fitted = klass.migrated_state(document.get("state_version"), fitted) if isinstance(fitted, Mapping) \
+                else None
+            if fitted is None:
+                raise FormatVersionError(f"{klass.name} predictor state version {document.get('state_version')!r}; "
+                                         f"this nnperf reads version {klass.version}: fit it again")
         try:
             predictor = klass(**klass.params_from_dict(document["params"]))
-            predictor.load_fitted_state(document["fitted"])
+            predictor.load_fitted_state(fitted)
         except (KeyError, TypeError, ValueError) as exc:
             raise NnperfError(f"a stored {klass.name} predictor is malformed: {exc!r}") from exc
         return predictor  # type: ignore[return-value]

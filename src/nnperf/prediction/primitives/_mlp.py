@@ -96,15 +96,23 @@ class MlpStack:
     def members(self) -> int:
         return int(self.weights[0].shape[0])
 
+    def hidden(self, x: np.ndarray) -> np.ndarray:
+        """The (J, n, width) activations of the last hidden layer for inputs ``x`` (n, in), in float32 (the
+        inputs themselves for a network without a hidden layer): what the last layer combines."""
+        h = np.broadcast_to(np.asarray(x, dtype=np.float32)[None], (self.members, len(x), np.shape(x)[1]))
+        for w, b in zip(self.weights[:-1], self.biases[:-1]):
+            h = np.matmul(h, w) + b[:, None, :]
+            np.maximum(h, 0.0, out=h)
+        return h
+
     def forward(self, x: np.ndarray) -> np.ndarray:
         """The (J, n, out) outputs for inputs ``x`` (n, in), in float32, every member at once."""
-        h = np.asarray(x, dtype=np.float32)[None]
-        last = len(self.weights) - 1
-        for i, (w, b) in enumerate(zip(self.weights, self.biases)):
-            h = np.matmul(h, w) + b[:, None, :]
-            if i < last:
-                np.maximum(h, 0.0, out=h)
-        return h
+        return np.matmul(self.hidden(x), self.weights[-1]) + self.biases[-1][:, None, :]
+
+    def with_last_layer(self, weight: np.ndarray, bias: np.ndarray) -> MlpStack:
+        """A copy whose last layer has these (J, width, out) weights and (J, out) biases (float32)."""
+        return MlpStack((*self.weights[:-1], np.asarray(weight, dtype=np.float32)),
+                        (*self.biases[:-1], np.asarray(bias, dtype=np.float32)))
 
     def to_dict(self) -> dict[str, Any]:
         return {"layers": [{"weight": encode_array(w), "bias": encode_array(b)}

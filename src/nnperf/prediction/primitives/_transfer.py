@@ -9,6 +9,14 @@ The paper compares four ways to predict a target platform's times with a model t
   learning rate lowered 10x (Table 3's note), early stopping as before;
 - :func:`from_scratch`: a new model trained on the same target sample, which the paper expects to do worse.
 
+Two more that work from a single configuration, where fine-tuning every layer has nothing to stop it early on
+(``_ridge.py`` fits both in closed form, choosing their regularisation by leave-one-out error):
+
+- :func:`residual_corrected`: the source model's times times exp(g(x)), g a per-column bias shrunk toward the
+  other columns' plus a ridge on the features, fitted on the sample's log residuals;
+- :func:`fine_tuned_frozen`: the networks' last layer alone tuned toward the sample, regularised toward the
+  source weights (weight decay toward them, at its optimum), the hidden layers frozen.
+
 :func:`subsample` draws those random fractions (the paper repeats each fraction over 25 subsets) and
 :func:`family_subset` keeps one primitive family, for fine-tuning on one family and scoring on every family
 (Table 5). Every result is a plain :class:`PrimitiveCostModel`: it predicts seconds, is stored as the same
@@ -26,10 +34,12 @@ import numpy as np
 
 from nnperf.errors import NnperfError
 from nnperf.prediction.primitives._columns import ColumnModel, CostModelKind
-from nnperf.prediction.primitives._features import Standardiser, conv_features, transform_features
+from nnperf.prediction.primitives._features import conv_features, transform_features
 from nnperf.prediction.primitives._mlp import TrainingSettings
 from nnperf.prediction.primitives._model import DatasetTooSmallError, PrimitiveCostModel, _holdout, _table
+from nnperf.prediction.primitives._ridge import DEFAULT_RESIDUALS, ResidualSettings
 from nnperf.prediction.primitives._split import _subset
+from nnperf.prediction.primitives._targets import encode
 from nnperf.primitives import Family, PrimitiveDataset, get_primitive
 
 CORRECTION_STATISTICS = ("median", "geometric-mean")
@@ -146,11 +156,11 @@ def correction_factors(model: PrimitiveCostModel, target_sample: PrimitiveDatase
 
 def _scaled(column_model: ColumnModel, factors: Mapping[str, float]) -> ColumnModel:
     """The sub-model whose every column predicts ``factor`` times as long: a model predicts
-    exp(z * std + mean), so adding ln(factor) to the column's target mean multiplies its time by the factor."""
-    shift = np.log([factors.get(name, 1.0) for name in column_model.columns])
-    targets = Standardiser(tuple(map(float, np.asarray(column_model.targets.mean) + shift)),
-                           column_model.targets.std)
-    return replace(column_model, targets=targets)
+    exp(decode(z * std + mean)), so adding the encoded ln(factors) (for absolute targets ln(factor) itself; for
+    relative ones the reference's ln(factor) and every other column's ln(factor / reference's factor)) to the
+    target means multiplies each column's time by its factor."""
+    log_factors = np.log([[factors.get(name, 1.0) for name in column_model.columns]])
+    return column_model.shifted(encode(log_factors, column_model.reference_index)[0])
 
 
 def factor_corrected(model: PrimitiveCostModel, target_sample: PrimitiveDataset,
@@ -182,7 +192,7 @@ def _tuned(column_model: ColumnModel, keys: list[Any], times: list[Mapping[str, 
     present = ~np.isnan(table).all(axis=1)
     x, table = featurise([k for k, p in zip(keys, present) if p]), table[present]
     if val_keys is None:
-        if column_model.kind is CostModelKind.LIN:
+        if column_model.kind in (CostModelKind.LIN, CostModelKind.GB):
             x_val, table_val = x[:0], table[:0]
         else:
             fit_rows, val_rows = _holdout(len(x), rng)
@@ -238,17 +248,77 @@ def fine_tuned(model: PrimitiveCostModel, target_train: PrimitiveDataset,
     validation = target_validation
     conv, layout = model.conv_model_, model.transform_model_
     if primitives:
+        conv_set = conv.feature_set
         conv = _tuned(conv, [s.config for s in target_train.conv], [s.times_s for s in target_train.conv],
                       [s.config for s in validation.conv] if validation is not None else None,
                       [s.times_s for s in validation.conv] if validation is not None else [], rng, settings,
-                      conv_features)
+                      lambda keys: conv_features(keys, conv_set))
     if transforms and layout is not None:
+        layout_set = layout.feature_set
         layout = _tuned(layout, [(s.batch, s.c, s.im) for s in target_train.layout],
                         [s.times_s for s in target_train.layout],
                         [(s.batch, s.c, s.im) for s in validation.layout] if validation is not None else None,
                         [s.times_s for s in validation.layout] if validation is not None else [], rng, settings,
-                        transform_features)
+                        lambda keys: transform_features(keys, layout_set))
     return _copy(model, conv, layout, **params)
+
+
+# ------------------------------------------------------------------------------- corrections for small samples
+
+def _adapted(model: PrimitiveCostModel, target_sample: PrimitiveDataset,
+             adapt: Callable[[ColumnModel, np.ndarray, np.ndarray], ColumnModel]) -> PrimitiveCostModel:
+    """A copy of ``model`` whose sub-models with a time in ``target_sample`` are ``adapt(sub-model, raw
+    features, times)`` of the sample's rows with a time of theirs (the others are kept)."""
+    model.check_fitted()
+    _check_sample(target_sample, "target sample")
+    primitives, transforms = _shared(model, target_sample)
+    conv, layout = model.conv_model_, model.transform_model_
+    if primitives:
+        table = _table([s.times_s for s in target_sample.conv], conv.columns, [str(s.config) for s in target_sample.conv])
+        rows = ~np.isnan(table).all(axis=1)
+        x = conv_features([s.config for s, keep in zip(target_sample.conv, rows) if keep], conv.feature_set)
+        conv = adapt(conv, x, table[rows])
+    if transforms and layout is not None:
+        shapes = [(s.batch, s.c, s.im) for s in target_sample.layout]
+        table = _table([s.times_s for s in target_sample.layout], layout.columns, [str(k) for k in shapes])
+        rows = ~np.isnan(table).all(axis=1)
+        x = transform_features([k for k, keep in zip(shapes, rows) if keep], layout.feature_set)
+        layout = adapt(layout, x, table[rows])
+    return _copy(model, conv, layout)
+
+
+def residual_corrected(model: PrimitiveCostModel, target_sample: PrimitiveDataset,
+                       settings: ResidualSettings = DEFAULT_RESIDUALS) -> PrimitiveCostModel:
+    """A copy of ``model`` whose predictions are its own times exp(g(x)), g fitted on the target sample's log
+    residuals (``_ridge.fit_residuals``): per column a bias shrunk toward the median of the columns' biases (a
+    column the sample never timed gets that median, so a uniformly slower platform moves every column while one
+    odd primitive moves only itself), plus a ridge on the standardised features once a column has
+    ``settings.min_rows_for_slopes`` times, its penalty chosen by leave-one-out error. For relative targets the
+    fit is encoded like the targets (the reference's correction, and each other column's less the
+    reference's), so the copy stays a model of the reference's time and ratios.
+
+    Works from one configuration (then only biases move); nothing is held out. Any kind; the copy is an
+    ordinary :class:`PrimitiveCostModel` (the correction is stored with it). An empty sample raises
+    :class:`DatasetTooSmallError`; one timing nothing the model predicts, :class:`NoSharedColumnsError`.
+    """
+    return _adapted(model, target_sample, lambda sub, x, times: sub.corrected(x, times, settings))
+
+
+def fine_tuned_frozen(model: PrimitiveCostModel, target_sample: PrimitiveDataset,
+                      settings: ResidualSettings = DEFAULT_RESIDUALS) -> PrimitiveCostModel:
+    """A copy of ``model`` fine-tuned on the target sample with every hidden layer frozen: only the networks'
+    last layer moves (Mulder et al. 4.4's fine-tuning, restricted to what a few samples can determine).
+
+    The last layer is linear in the frozen hidden activations h(x), so training it with weight decay toward
+    the source weights has a closed-form optimum: the ridge fit of the residuals on h(x) that
+    ``_ridge.fit_residuals`` makes (bias shrunk toward the group's, slopes penalised toward zero change, the
+    penalty chosen per column by leave-one-out error), folded into the last layer's weights and biases. No step
+    count or early stopping is needed, nothing is held out, and one configuration is enough. A column without
+    a target time keeps its source weights exactly. Lin folds the same fit on its features into its
+    coefficients; boosted trees, which have no layer to tune, get :func:`residual_corrected`'s correction; an
+    ensemble tunes each member. Errors as for :func:`residual_corrected`.
+    """
+    return _adapted(model, target_sample, lambda sub, x, times: sub.head_tuned(x, times, settings))
 
 
 # ------------------------------------------------------------------------------------------------ baseline
