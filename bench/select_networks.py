@@ -16,7 +16,7 @@ activations no convolution reads, is timed now), and each graph is solved with P
 
 - (a) PBQP on the predicted costs (the paper's approach);
 - (b) PBQP on the profiled costs (the optimum of Anderson & Gregg, the paper's reference);
-- (c) the framework default: oneDNN on NCHW for every convolution;
+- (c) the framework default: torch's own ``conv2d`` dispatch on NCHW for every convolution (``torch-conv2d``);
 - (d) the best uniform choice: one primitive for every convolution it applies to, layouts solved, the one of
   least profiled cost.
 
@@ -32,8 +32,11 @@ resampling each side on its own). A time is the program's median over its rounds
 
 Stdout gets Markdown tables: (i) the measured times and speed-ups, Fig. 7's increase of (a) over (b) and how many
 layers (a) and (b) choose differently; (ii) the same comparison on the profiled cost graph (no measurement noise);
-(iii) Table 4: the optimisation time with the model (cost-model call, graph, PBQP) against profiling (the stored
-run time of the network's configurations, plus what was timed now, plus graph and PBQP); with --ilp (iv) PBQP
+(iii) where (a) loses to (d) on the profiled graph or end to end, the layers that carry the difference: each node's
+cost under (a)'s and (d)'s choice on the profiled and on the predicted graph (a node's cost is its option's time
+plus half of every edge it touches), so a layer the model got wrong reads as predicted cheaper but profiled dearer;
+(iv) Table 4: the optimisation time with the model (cost-model call, graph, PBQP) against profiling (the stored
+run time of the network's configurations, plus what was timed now, plus graph and PBQP); with --ilp (v) PBQP
 against the ILP on both graphs.
 """
 
@@ -151,6 +154,34 @@ def cost_on(graph: CostGraph, selection: Selection) -> float | None:
         return None
 
 
+def node_costs(graph: CostGraph, chosen: dict[str, str]) -> dict[str, float]:
+    """Each node's share of the total cost of the labels ``chosen`` on ``graph``: its option's time plus half of
+    every edge it touches (s); a label the graph does not offer costs nan."""
+    index = {node.name: node.options.index(chosen[node.name]) if chosen[node.name] in node.options else -1
+             for node in graph.nodes}
+    share = {node.name: node.costs_s[index[node.name]] if index[node.name] >= 0 else float("nan")
+             for node in graph.nodes}
+    for edge in graph.edges:
+        i, j = index[edge.source], index[edge.target]
+        half = edge.costs_s[i][j] / 2 if i >= 0 and j >= 0 else float("nan")
+        share[edge.source] += half
+        share[edge.target] += half
+    return share
+
+
+def loss_breakdown(profiled: CostGraph, predicted: CostGraph, a: Selection, d: Selection,
+                   top: int = 6) -> list[dict[str, Any]]:
+    """The nodes where (a) and (d) choose differently, the largest profiled differences first: each with both
+    choices and their shares on the profiled and on the predicted graph (ms)."""
+    pa, pd = node_costs(profiled, a.chosen), node_costs(profiled, d.chosen)
+    qa, qd = node_costs(predicted, a.chosen), node_costs(predicted, d.chosen)
+    rows = [{"node": n, "a": a.chosen[n], "d": d.chosen[n], "profiled_a_ms": pa[n] * 1e3, "profiled_d_ms": pd[n] * 1e3,
+             "predicted_a_ms": qa[n] * 1e3, "predicted_d_ms": qd[n] * 1e3}
+            for n in pa if a.chosen[n] != d.chosen[n] or abs(pa[n] - pd[n]) > 1e-9]
+    rows.sort(key=lambda r: -(r["profiled_a_ms"] - r["profiled_d_ms"]))
+    return rows[:top]
+
+
 def summary(values: Sequence[float]) -> dict[str, float]:
     return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
@@ -248,6 +279,7 @@ def run_network(name: str, model: PrimitiveCostModel, dataset: PrimitiveDataset,
                       "total_s": stored_s + profiled.optimise_s, "pbqp_optimal": profiled.selection.optimal,
                       "pbqp_rn": profiled.selection.heuristic_used},
     }
+    result["a_vs_d_layers"] = loss_breakdown(profiled.graph, predicted.graph, predicted.selection, selections["d"])
     if args.ilp:
         result["ilp"] = {"predicted": ilp_row(predicted.graph, predicted.selection, args.ilp_time_limit),
                          "profiled": ilp_row(profiled.graph, profiled.selection, args.ilp_time_limit)}
@@ -290,8 +322,23 @@ def _solver_note(optimal: bool, rn: bool) -> str:
     return "optimal" if optimal else ("RN heuristic" if rn else "not proved")
 
 
+def print_losses(results: list[dict[str, Any]]) -> None:
+    losing = [r for r in results if r["a_over_d"]["median"] < 1.0
+              or (r["profiled_cost_s"]["a"] or 0.0) > r["profiled_cost_s"]["d"]]
+    if not losing:
+        return
+    print("\n(iii) where (a) loses to (d): the layers that differ most on the profiled graph, ms (a node's option "
+          "plus half of its edges)\n")
+    print("| network | layer | (a) chose | (d) chose | profiled (a) | profiled (d) | predicted (a) | predicted (d) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in losing:
+        for row in r["a_vs_d_layers"]:
+            print(f"| {r['network']} | {row['node']} | {row['a']} | {row['d']} | {row['profiled_a_ms']:.3f} "
+                  f"| {row['profiled_d_ms']:.3f} | {row['predicted_a_ms']:.3f} | {row['predicted_d_ms']:.3f} |")
+
+
 def print_table4(results: list[dict[str, Any]]) -> None:
-    print("\n(iii) Table 4: time to optimise each network; PBQP included on both sides. The other layers are timed "
+    print("\n(iv) Table 4: time to optimise each network; PBQP included on both sides. The other layers are timed "
           "in each layout once (stored runs), which both sides need: the model's total is shown without and with it\n")
     print("| network | convolutions (distinct) | with the model, ms | of it PBQP, ms | other layers timed, s "
           "| profiling: stored runs, s | timed now, s | profiling total, s | profiling / model | (profiling + layers) "
@@ -310,7 +357,7 @@ def print_table4(results: list[dict[str, Any]]) -> None:
 
 
 def print_ilp(results: list[dict[str, Any]]) -> None:
-    print("\n(iv) PBQP against the ILP (HiGHS)\n")
+    print("\n(v) PBQP against the ILP (HiGHS)\n")
     print("| network | costs | PBQP ms | PBQP | ILP ms | ILP status | (PBQP - ILP) / ILP |")
     print("|---|---|---|---|---|---|---|")
     for r in results:
@@ -368,6 +415,7 @@ def main() -> None:
         print(f"{name}: {results[-1]['wall_s']:.0f} s", file=sys.stderr, flush=True)
     print_measured(results, args.protocol)
     print_costs(results)
+    print_losses(results)
     print_table4(results)
     if args.ilp:
         print_ilp(results)
