@@ -109,8 +109,7 @@ class PrimitiveCostModel(Predictor):
         column, the ensemble of NN2 networks and boosted trees, or the best of lin, nn2, gb and ens on the
         validation rows (``selection_`` keeps every candidate's validation MdRAE).
     seed : int, default 0
-        Seeds the validation hold-out, the initial weights, the mini-batches and the trees' subsamples: a fit
-        is repeatable.
+        Seeds the validation hold-out, the initial weights and the mini-batches: a fit is repeatable.
     hidden, learning_rate, weight_decay : default None
         The networks' hidden layer widths and Adam's settings; None takes Table 3's value for ``kind`` (NN2's
         for the ensemble and ``auto``; :data:`PAPER_HYPERPARAMETERS`). Lin and GB read none of them.
@@ -140,7 +139,7 @@ class PrimitiveCostModel(Predictor):
     feature_set : {1, 2}, default 2
         The features (``_features.py``): set 1, the first models' 16 (5 for a transformation), or set 2, 27
         (8) with the bytes moved, GEMM sizes, a depthwise flag and the blocked layouts' padding.
-    n_trees, tree_depth, tree_learning_rate : default 300, 3, 0.05
+    n_trees, tree_depth, tree_learning_rate : default 300, 4, 0.05
         The boosted trees of GB and the ensemble (``_trees.BoostingSettings``).
     ensemble_networks : int, default 2
         The ensemble's NN2 networks (seeds ``seed``, ``seed + 1``, ...), averaged with one GB.
@@ -164,7 +163,7 @@ class PrimitiveCostModel(Predictor):
                  learning_rate: float | None = None, weight_decay: float | None = None, batch_size: int = 1024,
                  patience: int = 250, max_iterations: int = 6000, min_samples: int = 8,
                  min_configs: int = 20, threads: int | None = 1, targets: str = TargetKind.ABSOLUTE.value,
-                 reference: str | None = None, feature_set: int = 2, n_trees: int = 300, tree_depth: int = 3,
+                 reference: str | None = None, feature_set: int = 2, n_trees: int = 300, tree_depth: int = 4,
                  tree_learning_rate: float = 0.05, ensemble_networks: int = 2) -> None:
         self.kind = kind
         self.seed = seed

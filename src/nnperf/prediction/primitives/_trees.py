@@ -1,10 +1,14 @@
 """Gradient-boosted regression trees per column, fitted by scikit-learn and kept as plain arrays.
 
-Each column gets its own :class:`sklearn.ensemble.GradientBoostingRegressor` on the rows where it is present
+Each column gets its own :class:`sklearn.ensemble.HistGradientBoostingRegressor` on the rows where it is present
 (as NN1 gets its own network); :class:`BoostedTrees` keeps every tree's node arrays packed end to end and
 predicts with NumPy alone, all trees of all columns at once, so a stored model needs neither scikit-learn nor a
 pickle. Trees split on standardised log features, which a tree does not need but which keeps one feature
-matrix for every kind.
+matrix for every kind. The histogram version is the one that fits: it grew 300 trees on 800 rows in 0.23 s
+here, where ``GradientBoostingRegressor`` took 1.6 s (2.3 s with the Huber loss), and a model has a set per
+column. Its fitted trees are read from its ``_predictors`` (node arrays) and ``_baseline_prediction``, which
+scikit-learn keeps private: ``test_packed_trees_predict_what_scikit_learn_predicts`` checks them against its
+own ``predict``.
 """
 
 from __future__ import annotations
@@ -24,15 +28,16 @@ ROWS_PER_CHUNK = 256
 @dataclass(frozen=True)
 class BoostingSettings:
     """How each column's trees are grown: ``n_trees`` trees of at most ``depth`` levels, each scaled by
-    ``learning_rate``, fitted on a ``subsample`` of the rows (stochastic boosting) with at least ``min_leaf`` rows
-    per leaf, with scikit-learn's ``loss`` ("huber" is robust to a few badly timed entries), seeded."""
+    ``learning_rate``, with at least ``min_leaf`` rows per leaf (a quarter of a column's rows where it has
+    fewer than four times that) and ``l2`` regularisation of the leaf values, with scikit-learn's ``loss``
+    ("absolute_error" is robust to a few badly timed entries); seeded."""
 
     n_trees: int = 300
-    depth: int = 3
+    depth: int = 4
     learning_rate: float = 0.05
-    subsample: float = 0.8
-    min_leaf: int = 3
-    loss: str = "huber"
+    min_leaf: int = 5
+    l2: float = 0.0
+    loss: str = "squared_error"
     seed: int = 0
 
 
@@ -45,7 +50,7 @@ class BoostedTrees:
     """Boosted trees of ``m`` columns: column j predicts ``init[j]`` plus the leaf values of its trees.
 
     The node arrays hold every tree end to end: ``feature`` (-1 at a leaf), ``threshold`` (go left where the
-    float32 feature is at most it, as scikit-learn does), ``left``/``right`` (absolute node numbers) and
+    feature is at most it), ``left``/``right`` (absolute node numbers) and
     ``value`` (already scaled by the learning rate). ``roots`` is each tree's first node and ``starts`` the first
     tree of each column (trees are grouped by column, in column order); ``depth`` bounds every tree's depth.
     """
@@ -64,7 +69,7 @@ class BoostedTrees:
     def fit(cls, x: np.ndarray, z: np.ndarray, settings: BoostingSettings) -> BoostedTrees:
         """Trees for every column of ``z`` (n, m; NaN where absent) from features ``x`` (n, d); a column with
         fewer than two present rows keeps the mean of what it has (0 without any)."""
-        from sklearn.ensemble import GradientBoostingRegressor
+        from sklearn.ensemble import HistGradientBoostingRegressor
 
         parts: list[dict[str, np.ndarray]] = []
         init, starts = np.zeros(z.shape[1]), []
@@ -74,13 +79,13 @@ class BoostedTrees:
             if rows.sum() < 2:
                 init[j] = float(np.mean(z[rows, j])) if rows.any() else 0.0
                 continue
-            model = GradientBoostingRegressor(
-                loss=settings.loss, n_estimators=settings.n_trees, max_depth=settings.depth,
-                learning_rate=settings.learning_rate, subsample=settings.subsample if rows.sum() >= 20 else 1.0,
+            model = HistGradientBoostingRegressor(
+                loss=settings.loss, max_iter=settings.n_trees, max_depth=settings.depth, max_leaf_nodes=None,
+                learning_rate=settings.learning_rate, l2_regularization=settings.l2, early_stopping=False,
                 min_samples_leaf=min(settings.min_leaf, max(1, int(rows.sum()) // 4)), random_state=settings.seed)
             model.fit(x[rows], z[rows, j])
-            init[j] = float(np.ravel(model.init_.predict(x[rows][:1]))[0])
-            parts += [_tree_arrays(tree[0].tree_, model.learning_rate) for tree in model.estimators_]
+            init[j] = float(np.ravel(model._baseline_prediction)[0])
+            parts += [_tree_arrays(tree[0].nodes) for tree in model._predictors]
         return cls._packed(init, parts, np.asarray(starts, dtype=np.int64), settings.depth)
 
     @classmethod
@@ -110,9 +115,9 @@ class BoostedTrees:
             return out
         bounds = np.append(self.starts, len(self.roots))
         has_trees = bounds[:-1] < bounds[1:]
-        x32 = np.asarray(x, dtype=np.float32).astype(np.float64)
+        x64 = np.asarray(x, dtype=np.float64)
         for begin in range(0, len(x), ROWS_PER_CHUNK):
-            chunk = x32[begin:begin + ROWS_PER_CHUNK]
+            chunk = x64[begin:begin + ROWS_PER_CHUNK]
             rows = np.arange(len(chunk))[None, :]
             node = np.repeat(self.roots[:, None], len(chunk), axis=1)
             for _ in range(self.depth):
@@ -141,8 +146,14 @@ class BoostedTrees:
                    arrays["value"], ints["roots"], ints["starts"], int(data["depth"]))
 
 
-def _tree_arrays(tree: Any, learning_rate: float) -> dict[str, np.ndarray]:
-    """One fitted scikit-learn tree's node arrays (children local to the tree, -1 at a leaf), values scaled."""
-    return {"feature": np.where(tree.children_left >= 0, tree.feature, -1), "threshold": tree.threshold,
-            "left": tree.children_left, "right": tree.children_right,
-            "value": tree.value[:, 0, 0] * learning_rate}
+def _tree_arrays(nodes: np.ndarray) -> dict[str, np.ndarray]:
+    """One fitted tree's node arrays (children local to the tree, -1 at a leaf; values already scaled by the
+    learning rate, as scikit-learn stores them). No feature has missing values, so a split goes left where the
+    feature is at most its threshold."""
+    leaf = nodes["is_leaf"].astype(bool)
+
+    def index(field: str) -> np.ndarray:  # scikit-learn's are unsigned: -1 needs a signed type first
+        return np.where(leaf, -1, nodes[field].astype(np.int64))
+
+    return {"feature": index("feature_idx"), "threshold": nodes["num_threshold"].astype(np.float64),
+            "left": index("left"), "right": index("right"), "value": nodes["value"].astype(np.float64)}
