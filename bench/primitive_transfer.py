@@ -1,38 +1,48 @@
-"""Transfer a primitive cost model to another platform (Mulder et al. 4.4, 5.3, Fig. 8-10, Table 5).
+"""Transfer a primitive cost model to another platform from a few samples (Mulder et al. 4.4, 5.3, Fig. 8-10).
 
-Run: PYTHONPATH=src .venv/bin/python bench/primitive_transfer.py --target-db bench/results/primitives-avx2.db
-     [--source-db bench/results/primitives.db] [--source ID] [--target ID] [--retuned] [--repeats 5]
-     [--fractions 0.01 0.05 0.1 0.25 0.5 1.0] [--factor-fraction 0.01] [--no-table5] [--seed 0]
-     [--select resnet18 mobilenet_v2 ...] [--target-threads 1] [--json bench/results/primitive_transfer.json]
+Run: PYTHONPATH=src .venv/bin/python bench/primitive_transfer.py --db SOURCE_STORE --target-db TARGET_STORE
+     [--source ID] [--target ID] [--source-model nn2/relative] [--network paper|small] [--repeats 25]
+     [--fractions 0.001 0.01 0.025 0.05 0.1 0.25 0.5 1.0] [--methods direct factor residual frozen scratch]
+     [--test-fraction 0.3] [--seed 0] [--select NETWORK ...] [--target-threads 1] [--table5]
+     [--json PATH]
 
-The target platform is a second profiled dataset, e.g. this CPU capped to AVX2:
+The target platform is a second profiled dataset, e.g. this CPU capped to AVX2 or SSE4.1:
 
-    ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2 PYTHONPATH=src .venv/bin/python bench/primitive_dataset.py \\
-        --db bench/results/primitives-avx2.db --max-configs 120
+    ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2 PYTHONPATH=src .venv/bin/python -m nnperf primitives profile \\
+        --grid paper --budget 30m --db bench/results/primitives-avx2.db
 
-Source: the primitive system of --source-db with the most configurations (or --source); an NN2 (Table 3's
-settings, or with --retuned the width retuned by bench/primitive_models.py --tune: hidden 32-64-64-32, learning
-rate 3e-3) is fitted on its dataset split 80/10/10. Target: the largest primitive system of --target-db (or
---target), split (seeded) into a held-out test part (30 % of its configurations and activations) and a pool the
-transfer methods draw their samples from. Every figure is the MdRAE on the target's test part: per primitive
-and transformation, then the median over the primitives, over each family's primitives and over the layout
-transformations (the "layout" family). Stdout gets Markdown tables:
+Source: the primitive system of --db with the most configurations (or --source); a --source-model
+(``kind/targets``, default NN2 on targets relative to the dataset's reference primitive; ``--network`` paper
+is Table 3's width, small 32-64-64-32) is fitted on its dataset split 80/10/10. Target: the largest primitive
+system of --target-db (or --target; another than the source when both stores are one), split (seeded) into a
+held-out test part (--test-fraction of its configurations and activations) and a pool. For every fraction of
+the pool (the paper's 0.1 to 25%, and more), --repeats random subsets are drawn and each method moves the
+source model with that subset:
 
-- (i)-(ii) Fig. 8: the source model used directly; factor-corrected from --factor-fraction of the pool (at least
-  one configuration; the paper's 1 %), repeated over --repeats random samples, with the factors; the native
-  model (from scratch on the whole pool) when 1.0 is among the fractions;
-- (iii) Fig. 9-10: fine-tuning the source model (learning rate lowered 10x), a model from scratch, and
-  fine-tuning the factor-corrected model, on random --fractions of the pool, each over --repeats random subsets
-  (and seeds): median [min, max] over the repeats;
-- (iv) Table 5: the source model fine-tuned on one primitive family of the whole pool at a time, scored on every
-  family; as MdRAE and with each row divided by its diagonal (the paper's normalisation);
-- (v) with --select NETWORK ...: selection quality. Each network's cost graph on the target is built from the
-  target's profiled medians (what the target dataset lacks is timed now, on this process's platform: run the
-  script under the target's ISA caps, and give --target-threads; the other layers' layout times are profiled into
-  --target-db) and solved; every model above also solves the network from its predictions, and the table gives
-  how much more that selection costs on the target's graph than the target's optimum.
+- direct: the source model as it is (the same for every subset);
+- factor: one factor per primitive and transformation, the median measured / predicted (Mulder et al. 4.4);
+- residual: ``residual_corrected``, per-column biases shrunk toward the all-column bias plus a ridge on the
+  features, regularisation chosen by leave-one-out error;
+- frozen: ``fine_tuned_frozen``, the last layer tuned in closed form toward the subset, hidden layers frozen;
+- scratch: a model of the source's kind and targets trained on the subset alone (``from_scratch``; its networks
+  are the small ones, at most 150 steps, patience 50: the baseline, not the best a subset can give);
+- fine-tune (not by default): the paper's fine-tuning of every layer at a tenth of the learning rate.
 
-A source and target that are the same system run (the script's smoke check) but measure nothing of interest.
+Every figure is scored on the target's test part with ``evaluate``: the median over primitives of each
+primitive's MdRAE of its time (and of its ratio to the reference), over the transformations, and per family;
+each cell is the median over the subsets with the interquartile range [q1, q3]. At fraction 1 every subset is
+the whole pool: the deterministic methods are computed once there.
+
+--select NETWORK ...: each network's cost graph on the target is built from the target's profiled medians (what
+the target dataset lacks is timed now, on this process's platform: run the script under the target's ISA caps,
+and give --target-threads; the other layers' layout times are profiled into --target-db) and solved; every model
+then solves the network from its predictions, and a table gives how much more that selection costs on the
+target's graph than the target's optimum. --table5: the source model tuned (frozen) on one primitive family of
+the whole pool at a time, scored per family (Table 5).
+
+Cost (one core, about 1,000 target configurations, the default 25 subsets x 8 fractions x 5 methods, NN2
+source, no --select): the source model 0.5-2 min, then about 5-8 min, most of it the from-scratch networks
+(about 1 s each on the larger subsets); each --select network adds a PBQP solve per model.
 """
 
 from __future__ import annotations
@@ -42,13 +52,18 @@ import json
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from primitive_models import NETWORKS, family, load, pct, reference_of, variant_model
+
 from nnperf.api import load_model
-from nnperf.campaign import load_primitive_dataset, primitive_systems, profile_layer_layouts
+from nnperf.campaign import profile_layer_layouts
 from nnperf.ir import Network
 from nnperf.measure import host_info
 from nnperf.optimize.select import (
@@ -63,65 +78,60 @@ from nnperf.optimize.select import (
 )
 from nnperf.prediction.primitives import (
     DatasetTooSmallError,
+    Evaluation,
     NoSharedColumnsError,
     PrimitiveCostModel,
-    correction_factors,
+    evaluate,
     factor_corrected,
     family_subset,
     fine_tuned,
+    fine_tuned_frozen,
     from_scratch,
-    mdrae,
+    residual_corrected,
     split_dataset,
     subsample,
 )
-from nnperf.primitives import PrimitiveDataset, get_primitive
-from nnperf.store import Store, SystemRecord
+from nnperf.primitives import PrimitiveDataset, config_key
+from nnperf.store import Store
 
-FRACTIONS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0)
-METHODS = ("fine-tune", "from-scratch", "factor+fine-tune")
-RETUNED: dict[str, Any] = {"hidden": (32, 64, 64, 32), "learning_rate": 3e-3}
-"""bench/primitive_models.py --tune's choice on this CPU's dataset (BENCHMARKS.md)."""
-
-Scores = dict[str, Any]
-"""One model's MdRAE on the target test part: ``columns`` (name -> MdRAE), ``primitives`` (median over the
-primitives), ``families`` (family -> median over its primitives; ``layout`` for the transformations)."""
-
-
-def family(name: str) -> str:
-    return "layout" if "->" in name else get_primitive(name).family.value
+FRACTIONS = (0.001, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
+METHODS = ("direct", "factor", "residual", "frozen", "scratch")
+ALL_METHODS = (*METHODS, "fine-tune")
+DETERMINISTIC = {"direct", "factor", "residual", "frozen"}
+"""Methods whose model depends on the subset alone (not on a seed)."""
+SCRATCH = {"hidden": (32, 64, 64, 32), "learning_rate": 3e-3, "max_iterations": 150, "patience": 50}
+"""The from-scratch networks: small and short (the baseline's cost dominates the bench otherwise)."""
 
 
 def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def load(db: Path, chosen: str | None, avoid: SystemRecord | None = None) -> tuple[SystemRecord, PrimitiveDataset]:
-    """The primitive system ``chosen`` (id or key prefix) of ``db``, else its one with the most configurations
-    (another than ``avoid`` when there is one), and its dataset."""
-    with Store(db, create=False) as store:
-        if chosen is not None:
-            record = store.system(chosen)
-            return record, load_primitive_dataset(store, record.id)
-        found = [(s, load_primitive_dataset(store, s.id)) for s in primitive_systems(store)]
-        if not found:
-            raise SystemExit(f"{db} holds no profiled primitives")
-        others = [(s, d) for s, d in found if avoid is None or s.key != avoid.key] or found
-        return max(others, key=lambda item: len(item[1].conv))
+@dataclass(frozen=True)
+class Score:
+    """One model on the target's test part: medians over primitives (time, ratio), over transformations (time),
+    per family (time), the selection increases, and the seconds the method took."""
 
+    primitives: float | None
+    ratio: float | None
+    transforms: float | None
+    families: dict[str, float]
+    select: dict[str, float | None]
+    method_s: float
 
-def score(model: PrimitiveCostModel, test: PrimitiveDataset) -> Scores:
-    columns = mdrae(model, test)
-    groups: dict[str, list[float]] = {}
-    for name, value in columns.items():
-        groups.setdefault(family(name), []).append(value)
-    primitives = [v for name, v in columns.items() if "->" not in name]
-    return {"columns": columns, "primitives": statistics.median(primitives) if primitives else None,
-            "families": {f: statistics.median(v) for f, v in sorted(groups.items())}}
+    @classmethod
+    def of(cls, result: Evaluation, select: dict[str, float | None], method_s: float) -> Score:
+        groups: dict[str, list[float]] = {}
+        for name in result.primitives:
+            groups.setdefault(family(name), []).append(result.columns[name].absolute)
+        return cls(result.median(result.primitives), result.median(result.primitives, ratio=True),
+                   result.median(result.transforms), {f: statistics.median(v) for f, v in groups.items()},
+                   select, method_s)
 
 
 @dataclass(frozen=True)
 class TargetGraph:
-    """A network on the target platform: its profiled cost graph, the optimum of that graph, and the other layers'
+    """A network on the target platform: its profiled cost graph, that graph's optimum, and the other layers'
     layout times (on the target) that a predicted graph is given too."""
 
     network: Network
@@ -148,217 +158,226 @@ def selection_increase(model: PrimitiveCostModel, target: TargetGraph) -> float 
     target graph lacks."""
     try:
         graph = network_cost_graph(target.network, predicted_costs(model, target.network).with_layers(target.layers_s))
-        chosen = solve(graph, "pbqp")
-        return selection_from_labels(target.graph, chosen.chosen).cost_s / target.optimum_s - 1
+        return selection_from_labels(target.graph, solve(graph, "pbqp").chosen).cost_s / target.optimum_s - 1
     except (CostGraphError, SelectionError):
         return None
 
 
-def timed(make: Callable[[], PrimitiveCostModel], test: PrimitiveDataset,
-          targets: dict[str, TargetGraph] | None = None) -> Scores:
-    start = time.perf_counter()
-    model = make()
-    train_s = time.perf_counter() - start
-    select = {name: selection_increase(model, t) for name, t in (targets or {}).items()}
-    return {**score(model, test), "train_s": train_s, "select": select}
+@dataclass(frozen=True)
+class Setup:
+    """What every method reads: the source model, its kind and targets, the target's test part and graphs."""
+
+    source: PrimitiveCostModel
+    variant: str
+    network: dict[str, Any]
+    reference: str | None
+    test: PrimitiveDataset
+    graphs: dict[str, TargetGraph]
+
+    def makers(self, sample: PrimitiveDataset, seed: int) -> dict[str, Callable[[], PrimitiveCostModel]]:
+        kind = self.variant.split("/")[0]
+        scratch = {**variant_model(self.variant, seed, self.network, self.reference).get_params(), **SCRATCH}
+        scratch.pop("kind"), scratch.pop("seed")
+        return {"direct": lambda: self.source,
+                "factor": lambda: factor_corrected(self.source, sample),
+                "residual": lambda: residual_corrected(self.source, sample),
+                "frozen": lambda: fine_tuned_frozen(self.source, sample),
+                "scratch": lambda: from_scratch(kind, sample, seed=seed, **scratch),
+                "fine-tune": lambda: fine_tuned(self.source, sample, seed=seed)}
+
+    def score(self, make: Callable[[], PrimitiveCostModel]) -> Score:
+        start = time.perf_counter()
+        model = make()
+        method_s = time.perf_counter() - start
+        select = {name: selection_increase(model, graph) for name, graph in self.graphs.items()}
+        return Score.of(evaluate(model, self.test, self.reference), select, method_s)
 
 
-def pct(value: float | None) -> str:
-    return "-" if value is None else f"{value * 100:.1f}%"
+def run_fractions(setup: Setup, pool: PrimitiveDataset, fractions: Sequence[float], methods: Sequence[str],
+                  repeats: int, begin: float) -> tuple[dict[str, dict[float, list[Score]]], dict[float, int]]:
+    """Every method on --repeats random subsets of every fraction of the pool; a deterministic method's score is
+    reused for a subset seen before (fraction 1: the whole pool every time)."""
+    runs: dict[str, dict[float, list[Score]]] = {m: {f: [] for f in fractions} for m in methods}
+    sizes: dict[float, int] = {}
+    seen: dict[tuple[str, tuple[str, ...]], Score] = {}
+    for fraction in fractions:
+        for repeat in range(repeats):
+            sample = subsample(pool, fraction, seed=repeat)
+            sizes[fraction] = len(sample.conv)
+            identity = tuple(config_key(s.config) for s in sample.conv) + tuple(str(s.im) + str(s.c)
+                                                                                 for s in sample.layout)
+            makers = setup.makers(sample, repeat)
+            for method in methods:
+                key = (method, () if method == "direct" else identity)
+                if method in DETERMINISTIC and key in seen:
+                    runs[method][fraction].append(seen[key])
+                    continue
+                scored = setup.score(makers[method])
+                seen[key] = scored
+                runs[method][fraction].append(scored)
+        log(f"fraction {fraction:g} ({sizes[fraction]} configurations) x {repeats} done "
+            f"({time.perf_counter() - begin:.0f} s)")
+    return runs, sizes
 
 
-def spread(values: list[float]) -> str:
-    """median [min, max] in percent; the median alone for one value."""
-    if not values:
+def spread(values: Sequence[float | None]) -> str:
+    """median [q1, q3] in percent; the median alone for one value."""
+    present = [v for v in values if v is not None]
+    if not present:
         return "-"
-    if len(values) == 1:
-        return pct(values[0])
-    return f"{pct(statistics.median(values))} [{pct(min(values))}, {pct(max(values))}]"
+    if len(set(present)) == 1:
+        return pct(present[0])
+    q1, q3 = np.percentile(present, [25, 75])
+    return f"{pct(statistics.median(present))} [{pct(float(q1))}, {pct(float(q3))}]"
 
 
-def increases(scored: list[Scores], network: str) -> str:
-    values = [s["select"][network] for s in scored if s["select"].get(network) is not None]
-    return spread(values) if values else "-"
+def print_fractions(runs: dict[str, dict[float, list[Score]]], sizes: dict[float, int], fractions: Sequence[float],
+                    methods: Sequence[str], what: str, get: Callable[[Score], float | None]) -> None:
+    print(f"\n### {what}: median [q1, q3] over the subsets\n")
+    print("| fraction | configurations | " + " | ".join(methods) + " |\n|---|---|" + "---|" * len(methods))
+    for fraction in fractions:
+        cells = [spread([get(s) for s in runs[m][fraction]]) for m in methods]
+        print(f"| {fraction * 100:g}% | {sizes[fraction]} | " + " | ".join(cells) + " |")
 
 
-def print_selection(targets: dict[str, TargetGraph], direct: Scores, factor_runs: list[Scores],
-                    runs: dict[str, dict[float, list[Scores]]], sizes: dict[float, int], fractions: list[float],
-                    repeats: int) -> None:
-    print(f"\n## (v) selection quality on the target: how much more each model's PBQP selection costs on the "
-          f"target's profiled graph than the target's optimum; median [min, max] over {repeats} random subsets\n")
-    print("| network | target optimum, ms | source direct | factor-corrected | "
-          + " | ".join(f"{f:g} ({sizes[f]}): {m}" for f in fractions for m in METHODS) + " |")
-    print("|---|---|---|---|" + "---|" * (len(fractions) * len(METHODS)))
-    for name, target in targets.items():
-        cells = [increases([direct], name), increases(factor_runs, name)]
-        cells += [increases(runs[m][f], name) for f in fractions for m in METHODS]
-        print(f"| {name} | {target.optimum_s * 1e3:.2f} | " + " | ".join(cells) + " |")
+def print_verdict(runs: dict[str, dict[float, list[Score]]], fractions: Sequence[float], methods: Sequence[str]) -> None:
+    """Whether each method's median beats the source model used directly at every fraction from 1%."""
+    if "direct" not in runs:
+        return
+    direct = runs["direct"][fractions[0]][0].primitives
+    print(f"\nThe source model used directly: {pct(direct)} (median over primitives).")
+    for method in methods:
+        if method == "direct" or direct is None:
+            continue
+        worse = [f for f in fractions if f >= 0.01 and
+                 statistics.median([s.primitives for s in runs[method][f] if s.primitives is not None]) >= direct]
+        print(f"- {method}: " + ("better than direct use at every fraction from 1%" if not worse else
+                                 "not better than direct use at " + ", ".join(f"{f * 100:g}%" for f in worse)))
 
 
-def main() -> None:
+def print_families(runs: dict[str, dict[float, list[Score]]], fractions: Sequence[float],
+                   methods: Sequence[str]) -> None:
+    families = sorted({f for m in methods for s in runs[m][fractions[0]] for f in s.families})
+    print("\n### Per family (time MdRAE, median over the family's primitives, then over the subsets)\n")
+    print("| fraction | method | method s | " + " | ".join(families) + " |\n|---|---|---|" + "---|" * len(families))
+    for fraction in fractions:
+        for method in methods:
+            scored = runs[method][fraction]
+            cells = [pct(statistics.median(v)) if (v := [s.families[f] for s in scored if f in s.families]) else "-"
+                     for f in families]
+            print(f"| {fraction * 100:g}% | {method} | {statistics.median(s.method_s for s in scored):.2f} | "
+                  + " | ".join(cells) + " |")
+
+
+def print_selection(graphs: dict[str, TargetGraph], runs: dict[str, dict[float, list[Score]]],
+                    sizes: dict[float, int], fractions: Sequence[float], methods: Sequence[str]) -> None:
+    print("\n### Selection on the target: how much more each model's PBQP selection costs on the target's profiled "
+          "graph than its optimum; median [q1, q3] over the subsets\n")
+    print("| network | optimum, ms | " + " | ".join(f"{f * 100:g}% ({sizes[f]}): {m}" for f in fractions for m in methods)
+          + " |")
+    print("|---|---|" + "---|" * (len(fractions) * len(methods)))
+    for name, graph in graphs.items():
+        cells = [spread([s.select.get(name) for s in runs[m][f]]) for f in fractions for m in methods]
+        print(f"| {name} | {graph.optimum_s * 1e3:.2f} | " + " | ".join(cells) + " |")
+
+
+def table5(setup: Setup, pool: PrimitiveDataset) -> dict[str, Score]:
+    out = {}
+    for trained_on in sorted({family(p) for p in pool.primitives}):
+        try:
+            out[trained_on] = setup.score(lambda f=trained_on: fine_tuned_frozen(setup.source, family_subset(pool, f)))
+        except (NoSharedColumnsError, DatasetTooSmallError) as exc:
+            log(f"Table 5: nothing tuned on {trained_on}: {exc}")
+    families = sorted({f for s in out.values() for f in s.families})
+    print("\n### Table 5: tuned (frozen) on one family of the whole pool (rows), time MdRAE per family (columns)\n")
+    print("| tuned on | " + " | ".join(families) + " |\n|---|" + "---|" * len(families))
+    for trained_on, scored in out.items():
+        print(f"| {trained_on} | " + " | ".join(pct(scored.families.get(f)) for f in families) + " |")
+    return out
+
+
+def parse() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--source-db", type=Path, default=Path("bench/results/primitives.db"))
+    parser.add_argument("--db", "--source-db", dest="db", type=Path, required=True, help="the source platform's store")
     parser.add_argument("--source", default=None, help="source system id or key prefix (default: the largest)")
-    parser.add_argument("--target-db", type=Path, required=True)
+    parser.add_argument("--target-db", type=Path, required=True, help="the target platform's store")
     parser.add_argument("--target", default=None, help="target system id or key prefix (default: the largest, "
-                                                       "another than the source when the databases are the same)")
-    parser.add_argument("--retuned", action="store_true", help="NN2 hidden 32-64-64-32, learning rate 3e-3")
+                                                       "another than the source when the stores are the same)")
+    parser.add_argument("--source-model", default="nn2/relative", metavar="KIND/TARGETS")
+    parser.add_argument("--network", choices=tuple(NETWORKS), default="paper")
     parser.add_argument("--test-fraction", type=float, default=0.3)
-    parser.add_argument("--factor-fraction", type=float, default=0.01)
     parser.add_argument("--fractions", type=float, nargs="+", default=list(FRACTIONS))
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--no-table5", action="store_true", help="leave out the per-family fine-tuning")
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=ALL_METHODS)
+    parser.add_argument("--repeats", type=int, default=25)
     parser.add_argument("--seed", type=int, default=0, help="seed of the source split and model, the target split")
     parser.add_argument("--select", nargs="*", default=[], metavar="NETWORK",
                         help="also score each model's selection on these networks against the target's optimum")
     parser.add_argument("--target-threads", type=int, default=1,
                         help="threads of the target platform, for timing what its dataset lacks (default 1)")
+    parser.add_argument("--table5", action="store_true", help="also tune on one family at a time (Table 5)")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures as JSON here")
     args = parser.parse_args()
     if args.repeats < 1 or not 0 < args.test_fraction < 1 or not all(0 < f <= 1 for f in args.fractions):
         parser.error("--repeats must be at least 1, --test-fraction in (0, 1) and every fraction in (0, 1]")
-    params: dict[str, Any] = dict(RETUNED) if args.retuned else {}
-    begin = time.perf_counter()
+    return args
 
-    source, source_data = load(args.source_db, args.source)
-    same_db = args.target_db.resolve() == args.source_db.resolve()
-    target, target_data = load(args.target_db, args.target, source if same_db else None)
-    log(f"fitting NN2 {params or '(Table 3)'} on system {source.id} ({len(source_data.conv)} configurations)")
+
+def main() -> None:
+    args = parse()
+    begin = time.perf_counter()
+    source_record, source_data = load(args.db, args.source)
+    same = args.target_db.resolve() == args.db.resolve()
+    target_record, target_data = load(args.target_db, args.target, source_record if same else None)
+    reference = reference_of(source_data)
+    network = NETWORKS[args.network]
+    log(f"fitting {args.source_model} on system {source_record.id} ({len(source_data.conv)} configurations)")
     train, validation, source_test = split_dataset(source_data, seed=args.seed)
     start = time.perf_counter()
-    model = PrimitiveCostModel("nn2", seed=args.seed, **params).fit(train, validation)
-    source_train_s = time.perf_counter() - start
-    source_scores = score(model, source_test)
+    source = variant_model(args.source_model, args.seed, network, reference).fit(train, validation)
+    source_s = time.perf_counter() - start
+    source_score = Score.of(evaluate(source, source_test, reference), {}, source_s)
     pool, _, test = split_dataset(target_data, (1 - args.test_fraction, 0.0, args.test_fraction), seed=args.seed)
-
-    print(f"{host_info().cpu_model}\n")
-    print(f"source: {args.source_db} system {source.id} `{source.key}`: {len(source_data.conv)} configurations; "
-          f"NN2 {params or '(Table 3)'} fitted on {len(train.conv)} in {source_train_s:.1f} s, test MdRAE (median "
-          f"over primitives) {pct(source_scores['primitives'])}")
-    print(f"target: {args.target_db} system {target.id} `{target.key}`: {len(target_data.conv)} configurations, "
-          f"{len(target_data.layout)} activations; pool {len(pool.conv)} configurations / {len(pool.layout)} "
-          f"activations, test part {len(test.conv)} / {len(test.layout)}")
-    if target.key == source.key:
-        print("\n**source and target are the same system: a smoke check, not a transfer**")
-
-    targets = {}
+    graphs = {}
     for name in args.select:
         log(f"the target's cost graph of {name} (what the target dataset lacks is timed now)")
-        targets[name] = target_graph(name, target_data, args.target_db, args.target_threads)
-
-    # (i) and (ii): the source model directly and factor-corrected from a small sample
-    direct = timed(lambda: model, test, targets)
-    factor_runs: list[Scores] = []
-    factors: list[dict[str, float]] = []
-    factor_configs = 0
-    for repeat in range(args.repeats):
-        sample = subsample(pool, args.factor_fraction, seed=repeat)
-        factor_configs = len(sample.conv)
-        factors.append(correction_factors(model, sample))
-        factor_runs.append(timed(lambda sample=sample: factor_corrected(model, sample), test, targets))
-    log(f"direct and factor-corrected scored ({time.perf_counter() - begin:.0f} s)")
-
-    # (iii) fine-tuning, from scratch and factor + fine-tuning on fractions of the pool
-    runs: dict[str, dict[float, list[Scores]]] = {m: {f: [] for f in args.fractions} for m in METHODS}
-    sizes: dict[float, int] = {}
-    for fraction in args.fractions:
-        for repeat in range(args.repeats):
-            sample = subsample(pool, fraction, seed=repeat)
-            sizes[fraction] = len(sample.conv)
-            makers: dict[str, Callable[[], PrimitiveCostModel]] = {
-                "fine-tune": lambda s=sample, r=repeat: fine_tuned(model, s, seed=r),
-                "from-scratch": lambda s=sample, r=repeat: from_scratch("nn2", s, seed=r, **params),
-                "factor+fine-tune": lambda s=sample, r=repeat: fine_tuned(factor_corrected(model, s), s, seed=r),
-            }
-            for method, make in makers.items():
-                runs[method][fraction].append(timed(make, test, targets))
-            log(f"fraction {fraction:g} repeat {repeat + 1}/{args.repeats} done "
-                f"({time.perf_counter() - begin:.0f} s)")
-
-    # (iv) Table 5: fine-tuning on one family of the whole pool
-    table5: dict[str, Scores] = {}
-    if not args.no_table5:
-        for trained_on in sorted({family(p) for p in pool.primitives}):
-            try:
-                table5[trained_on] = timed(lambda f=trained_on: fine_tuned(model, family_subset(pool, f),
-                                                                           seed=args.seed), test)
-            except (NoSharedColumnsError, DatasetTooSmallError) as exc:
-                log(f"Table 5: no fine-tuning on {trained_on}: {exc}")
-            log(f"Table 5: {trained_on} done ({time.perf_counter() - begin:.0f} s)")
-
-    families = sorted({family(n) for n in direct["columns"]}, key=lambda f: (f == "layout", f))
-    native = runs["from-scratch"].get(1.0)
-
-    print(f"\n## (i)-(ii) Fig. 8: MdRAE on the target test part\n\n"
-          f"factor correction from {args.factor_fraction:g} of the pool ({factor_configs} configuration(s)), "
-          f"median [min, max] over {args.repeats} random samples\n")
-    print("| model | primitives | " + " | ".join(families) + " |\n|---|---|" + "---|" * len(families))
-    rows: list[tuple[str, list[Scores]]] = [("source model, direct", [direct]), ("factor-corrected", factor_runs)]
-    if native:
-        rows.append((f"native: from scratch on the whole pool ({sizes[1.0]} configurations)", native))
-    for label, scored in rows:
-        cells = [spread([s["primitives"] for s in scored if s["primitives"] is not None])]
-        cells += [spread([s["families"][f] for s in scored if f in s["families"]]) for f in families]
-        print(f"| {label} | " + " | ".join(cells) + " |")
-    print("\n| primitive or transformation | family | factor (median over samples) | direct MdRAE | "
-          "factor-corrected MdRAE |\n|---|---|---|---|---|")
-    for name in (*model.primitives_, *model.transforms_):
-        corrected = [s["columns"][name] for s in factor_runs if name in s["columns"]]
-        print(f"| {name} | {family(name)} | {statistics.median(f[name] for f in factors):.3g} | "
-              f"{pct(direct['columns'].get(name))} | {spread(corrected)} |")
-
-    print(f"\n## (iii) Fig. 9-10: median MdRAE over the primitives on the target test part, by the fraction of "
-          f"the pool trained on; median [min, max] over {args.repeats} random subsets\n")
-    print("| fraction | configurations | " + " | ".join(METHODS) + " |\n|---|---|" + "---|" * len(METHODS))
-    for fraction in args.fractions:
-        cells = [spread([s["primitives"] for s in runs[m][fraction] if s["primitives"] is not None])
-                 for m in METHODS]
-        print(f"| {fraction:g} | {sizes[fraction]} | " + " | ".join(cells) + " |")
-    print("\nPer family (median over the repeats):\n")
-    print("| fraction | method | train s | " + " | ".join(families) + " |\n|---|---|---|" + "---|" * len(families))
-    for fraction in args.fractions:
-        for method in METHODS:
-            scored = runs[method][fraction]
-            cells = [pct(statistics.median(v)) if (v := [s["families"][f] for s in scored if f in s["families"]])
-                     else "-" for f in families]
-            print(f"| {fraction:g} | {method} | {statistics.median(s['train_s'] for s in scored):.1f} | "
-                  + " | ".join(cells) + " |")
-
-    if table5:
-        print("\n## (iv) Table 5: fine-tuned on one family of the whole pool (rows), MdRAE per family (columns)\n")
-        print("| trained on | " + " | ".join(families) + " |\n|---|" + "---|" * len(families))
-        print("| (source model, direct) | " + " | ".join(pct(direct["families"].get(f)) for f in families) + " |")
-        for trained_on, scored in table5.items():
-            print(f"| {trained_on} | " + " | ".join(pct(scored["families"].get(f)) for f in families) + " |")
-        print("\nEach row divided by its diagonal (the paper's normalisation):\n")
-        print("| trained on | " + " | ".join(families) + " |\n|---|" + "---|" * len(families))
-        for trained_on, scored in table5.items():
-            diagonal = scored["families"].get(trained_on)
-            cells = ["-" if not diagonal or f not in scored["families"] else f"{scored['families'][f] / diagonal:.2g}"
-                     for f in families]
-            print(f"| {trained_on} | " + " | ".join(cells) + " |")
-
-    if targets:
-        print_selection(targets, direct, factor_runs, runs, sizes, args.fractions, args.repeats)
-
+        graphs[name] = target_graph(name, target_data, args.target_db, args.target_threads)
+    print(f"{host_info().cpu_model}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n")
+    print(f"source: {args.db} system {source_record.id}: {len(source_data.conv)} configurations; {args.source_model} "
+          f"({args.network} networks; ratios to {reference or 'the most timed primitive'}) fitted on {len(train.conv)} in "
+          f"{source_s:.1f} s; on its own test part: time {pct(source_score.primitives)}, ratio "
+          f"{pct(source_score.ratio)}, transformations {pct(source_score.transforms)}")
+    print(f"target: {args.target_db} system {target_record.id}: {len(target_data.conv)} configurations, "
+          f"{len(target_data.layout)} activations; pool {len(pool.conv)} / {len(pool.layout)}, test part "
+          f"{len(test.conv)} / {len(test.layout)}")
+    if target_record.key == source_record.key:
+        print("\n**source and target are the same system: a check of the methods, not a transfer**")
+    setup = Setup(source, args.source_model, network, reference, test, graphs)
+    runs, sizes = run_fractions(setup, pool, args.fractions, args.methods, args.repeats, begin)
+    print_fractions(runs, sizes, args.fractions, args.methods, "Time MdRAE, median over the primitives",
+                    lambda s: s.primitives)
+    print_verdict(runs, args.fractions, args.methods)
+    print_fractions(runs, sizes, args.fractions, args.methods, "Ratio-to-reference MdRAE, median over the primitives",
+                    lambda s: s.ratio)
+    print_fractions(runs, sizes, args.fractions, args.methods, "Time MdRAE, median over the transformations",
+                    lambda s: s.transforms)
+    print_families(runs, args.fractions, args.methods)
+    if graphs:
+        print_selection(graphs, runs, sizes, args.fractions, args.methods)
+    families = table5(setup, pool) if args.table5 else {}
     elapsed = time.perf_counter() - begin
     print(f"\nran in {elapsed / 60:.1f} min")
     if args.json:
         args.json.write_text(json.dumps({
-            "host": host_info().cpu_model, "seed": args.seed, "repeats": args.repeats, "retuned": args.retuned,
-            "params": {k: list(v) if isinstance(v, tuple) else v for k, v in params.items()},
-            "source": {"db": str(args.source_db), "system_id": source.id, "key": source.key,
-                       "configurations": len(source_data.conv), "train_s": source_train_s, "test": source_scores},
-            "target": {"db": str(args.target_db), "system_id": target.id, "key": target.key,
-                       "configurations": len(target_data.conv), "pool_configurations": len(pool.conv),
-                       "test_configurations": len(test.conv)},
-            "direct": direct,
-            "factor": {"fraction": args.factor_fraction, "configurations": factor_configs, "factors": factors,
-                       "runs": factor_runs},
-            "fractions": {m: {f"{f:g}": {"configurations": sizes[f], "runs": runs[m][f]} for f in args.fractions}
-                          for m in METHODS},
-            "table5": table5, "select_optimum_s": {n: t.optimum_s for n, t in targets.items()},
-            "elapsed_s": elapsed}, indent=1))
+            "host": host_info().cpu_model, "seed": args.seed, "repeats": args.repeats, "model": args.source_model,
+            "network": args.network, "reference": reference,
+            "source": {"db": str(args.db), "system_id": source_record.id, "configurations": len(source_data.conv),
+                       "train_s": source_s, "test": source_score.__dict__},
+            "target": {"db": str(args.target_db), "system_id": target_record.id,
+                       "configurations": len(target_data.conv), "pool": len(pool.conv), "test": len(test.conv)},
+            "fractions": {m: {f"{f:g}": {"configurations": sizes[f], "runs": [s.__dict__ for s in runs[m][f]]}
+                              for f in args.fractions} for m in args.methods},
+            "table5": {f: s.__dict__ for f, s in families.items()},
+            "select_optimum_s": {n: g.optimum_s for n, g in graphs.items()}, "elapsed_s": elapsed}, indent=1))
 
 
 if __name__ == "__main__":
