@@ -49,6 +49,19 @@ def test_train_scores_every_primitive_and_stores_the_model(capsys: pytest.Captur
     assert code == 0 and "MdRAE" in text and "24 train, 3 validation, 3 test" in text
 
 
+def test_train_relative_targets_reports_the_ratio_errors(capsys: pytest.CaptureFixture[str], profiled: Path) -> None:
+    document = run_json(capsys, "primitives", "train", "--kind", "gb", "--targets", "relative", "--db", str(profiled))
+    # the store timed direct and im2col-fhw alone (no torch-conv2d): the reference is the first most-timed one
+    assert (document["kind"], document["targets"], document["reference"]) == ("gb", "relative", "direct")
+    assert document["fitted"].startswith("gb (relative to direct): 2 primitive(s)")
+    transforms = sorted(t for t in document["mdrae"] if "->" in t)  # every activation timed all: the first is theirs
+    assert set(document["ratio_mdrae"]) == {"im2col-fhw", *transforms[1:]}
+    assert all(0 <= v < 10 for v in document["ratio_mdrae"].values()) and document["selection"] == {}
+    code, text, _ = run_cli(capsys, "primitives", "train", "--kind", "lin", "--targets", "relative", "--db",
+                            str(profiled))
+    assert code == 0 and "ratio to direct" in text and "lin (relative to direct)" in text
+
+
 def test_predict_names_the_fastest_primitive_of_every_convolution(capsys: pytest.CaptureFixture[str],
                                                                   profiled: Path, tmp_path: Path) -> None:
     run_json(capsys, "primitives", "train", "--kind", "lin", "--db", str(profiled))

@@ -20,10 +20,8 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
-
-import numpy as np
 
 from nnperf.api._load import InputShape, ModelLike, load_model
 from nnperf.api._predict import Progress
@@ -205,7 +203,9 @@ class PrimitiveTraining:
 
     ``mdrae`` is the median relative absolute error of every primitive and transformation on the test part,
     ``test_counts`` how many test times each has; ``train_s`` the fitting time (seconds); ``model_id`` where the
-    model is stored with the system."""
+    model is stored with the system; ``ratio_mdrae`` the MdRAE of each one's ratio to ``reference`` (the
+    primitive the dataset pairs its rounds to; transformations to the one timed most) on the same test rows,
+    where it has one (``nnperf.prediction.primitives.evaluate``)."""
 
     model: PrimitiveCostModel
     system_id: int
@@ -215,31 +215,40 @@ class PrimitiveTraining:
     test_counts: dict[str, int]
     train_s: float
     model_id: int
+    ratio_mdrae: dict[str, float] = field(default_factory=dict)
+    reference: str | None = None
 
 
 def train_primitive_model(system: System | StoredId | None = None, store: StoreLike = None, *, kind: str = "nn2",
-                          seed: int = 0) -> PrimitiveTraining:
-    """Fits a Lin, NN1 or NN2 cost model (``kind``) on the stored dataset of ``system`` split 80/10/10, scores it on
-    the test part and stores it with the system (the newest is the one :func:`predict_primitives` uses).
+                          seed: int = 0, targets: str = "absolute") -> PrimitiveTraining:
+    """Fits a cost model on the stored dataset of ``system`` split 80/10/10, scores it on the test part and stores
+    it with the system (the newest is the one :func:`predict_primitives` uses).
 
+    ``kind`` is Lin, NN1, NN2, GB (boosted trees), ens (NN2 and GB averaged) or auto (the best of them on the
+    validation part); ``targets`` absolute log times (Mulder et al.), times relative to the primitive the dataset
+    pairs its rounds to (when it has it), or auto (``nnperf.prediction.primitives.PrimitiveCostModel``).
     ``system`` is a stored primitive system's id or key prefix, or this CPU's primitive system
     (``nnperf.System("primitives", threads=N)``; None: one thread), else the only one the store holds."""
     stored, threads = primitive_target(system, "train_primitive_model")
     from nnperf.campaign import load_primitive_dataset
-    from nnperf.prediction.primitives import PrimitiveCostModel, relative_errors, split_dataset
+    from nnperf.campaign._primitives import DATASET_REFERENCE  # not exported by nnperf.campaign
+    from nnperf.prediction.primitives import PrimitiveCostModel, evaluate, split_dataset
 
     with opened_store(store, create=False) as opened:
         record = find_primitive_system(opened, stored, threads)
         dataset = load_primitive_dataset(opened, record.id)
+        reference = DATASET_REFERENCE if DATASET_REFERENCE in dataset.primitives else None
         train, validation, test = split_dataset(dataset, seed=seed)
         start = time.perf_counter()
-        model = PrimitiveCostModel(kind, seed=seed).fit(train, validation)
+        model = PrimitiveCostModel(kind, seed=seed, targets=targets,
+                                   reference=None if targets == "absolute" else reference).fit(train, validation)
         train_s = time.perf_counter() - start
-        errors = relative_errors(model, test)
+        scored = evaluate(model, test, reference)
         model_id = opened.save_model(record.id, MODEL_KIND, model.to_dict())
+    columns = scored.columns.values()
     return PrimitiveTraining(model, record.id, (len(train.conv), len(validation.conv), len(test.conv)),
-                             {name: float(np.median(e)) for name, e in errors.items() if len(e)},
-                             {name: len(e) for name, e in errors.items()}, train_s, model_id)
+                             {c.name: c.absolute for c in columns}, {c.name: c.count for c in columns}, train_s,
+                             model_id, {c.name: c.ratio for c in columns if c.ratio is not None}, scored.reference)
 
 
 def stored_primitive_model(system: System | StoredId | None = None,

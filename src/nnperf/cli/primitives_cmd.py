@@ -88,7 +88,13 @@ def _register_train(commands: argparse._SubParsersAction) -> None:  # type: igno
                     "(train, early-stopping validation, test): Lin (least squares), NN1 (one network per primitive) "
                     "or NN2 (one network for all, masked loss). Prints the median relative absolute error (MdRAE) of "
                     "every primitive and transformation on the test part and stores the model with the system.")
-    train.add_argument("--kind", choices=("lin", "nn1", "nn2"), default="nn2", help="the model (default nn2)")
+    train.add_argument("--kind", choices=("lin", "nn1", "nn2", "gb", "ens", "auto"), default="nn2",
+                       help="the model: the paper's lin, nn1, nn2, boosted trees (gb), nn2 and gb averaged (ens), or "
+                            "the best of lin, nn2, gb and ens on the validation part (auto) (default nn2)")
+    train.add_argument("--targets", choices=("absolute", "relative", "auto"), default="absolute",
+                       help="learn log times (the paper's), or the reference primitive's log time and every other "
+                            "primitive's log ratio to it on the same configuration, which interleaved timing keeps "
+                            "exact, or choose on the validation part (default absolute)")
     add_primitive_system_arguments(train)
     train.add_argument("--seed", type=int, default=0, help="seed of the split and the weights (default 0)")
     train.add_argument("--out", type=Path, metavar="FILE.json", help="also write the model's JSON document here")
@@ -240,39 +246,53 @@ def _print_profile(args: argparse.Namespace, report: PrimitiveProfileReport) -> 
 
 
 def run_train(args: argparse.Namespace) -> int:
-    from rich.table import Table
-
     from nnperf.api import train_primitive_model
-    from nnperf.primitives import get_primitive
-    from nnperf.report import console, write_bytes
+    from nnperf.report import write_bytes
 
     with Progress(not args.json, f"training {args.kind}") as progress:
         if progress is not None:
             progress(f"training {args.kind}", 0, 1)
-        result = train_primitive_model(_stored_or_here(args), args.db, kind=args.kind, seed=args.seed)
+        result = train_primitive_model(_stored_or_here(args), args.db, kind=args.kind, seed=args.seed,
+                                       targets=args.targets)
     if args.out is not None:
         write_bytes(args.out, json.dumps(result.model.to_dict()).encode())
     if args.json:
         print(json.dumps({"format": "nnperf-primitive-training", "version": 1, "system_id": result.system_id,
-                          "model_id": result.model_id, "kind": args.kind, "sizes": list(result.sizes),
+                          "model_id": result.model_id, "kind": args.kind, "targets": args.targets,
+                          "fitted": result.model.summary(), "sizes": list(result.sizes),
                           "train_s": result.train_s, "skipped": dict(result.model.skipped_),
-                          "mdrae": result.mdrae, "test_counts": result.test_counts}, indent=1))
+                          "mdrae": result.mdrae, "test_counts": result.test_counts, "reference": result.reference,
+                          "ratio_mdrae": result.ratio_mdrae, "selection": result.model.selection_}, indent=1))
         return 0
+    _print_training(args, result)
+    return 0
+
+
+def _print_training(args: argparse.Namespace, result: Any) -> None:
+    from rich.table import Table
+
+    from nnperf.primitives import get_primitive
+    from nnperf.report import console
+
     table = Table(title=f"{args.kind} on system {result.system_id}: MdRAE on the test part", title_justify="left")
-    for column, justify in (("primitive", "left"), ("family", "left"), ("test times", "right"), ("MdRAE", "right")):
+    for column, justify in (("primitive", "left"), ("family", "left"), ("test times", "right"), ("MdRAE", "right"),
+                            (f"ratio to {result.reference or 'the reference'}", "right")):
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
     for name, count in result.test_counts.items():
         family = "layout" if "->" in name else get_primitive(name).family.value
-        value = result.mdrae.get(name)
-        table.add_row(name, family, str(count), "-" if value is None else f"{value * 100:.1f}%")
+        value, ratio = result.mdrae.get(name), result.ratio_mdrae.get(name)
+        table.add_row(name, family, str(count), "-" if value is None else f"{value * 100:.1f}%",
+                      "-" if ratio is None else f"{ratio * 100:.1f}%")
     out = console()
     out.print(table)
     train, validation, test = result.sizes
     out.print(f"configurations: {train} train, {validation} validation, {test} test; fitted in "
-              f"{result.train_s:.1f} s; stored as model {result.model_id}")
+              f"{result.train_s:.1f} s; stored as model {result.model_id}: {result.model.summary()}")
+    for table_name, scores in result.model.selection_.items():
+        if scores:
+            out.print(f"{table_name}, validation MdRAE: " + ", ".join(f"{k} {v * 100:.1f}%" for k, v in scores.items()))
     for name, count in result.model.skipped_.items():
         out.print(f"[yellow]{name} left out: {count} training times[/yellow]")
-    return 0
 
 
 def run_predict(args: argparse.Namespace) -> int:
