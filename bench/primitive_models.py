@@ -10,7 +10,8 @@ training part; the validation part stops its networks and, for ``auto``, chooses
 absolute and relative targets; the test part scores it, with
 ``nnperf.prediction.primitives.evaluate``: per primitive and transformation the MdRAE of its time and of its
 ratio to the reference primitive of the same configuration (``DATASET_REFERENCE``, the primitive the dataset
-pairs its rounds to, when the dataset has it; transformations to the one timed on the most activations). With
+pairs its rounds to, when the dataset has it; transformations to the one timed on the most activations, for
+every model alike). With
 several --seeds the split, weights and trees change and every figure is the median over seeds.
 
 --network paper uses Table 3's NN2 (128-512-512-128, lr 1e-3) for every network; small uses 32-64-64-32 at lr
@@ -83,6 +84,14 @@ def reference_of(dataset: PrimitiveDataset) -> str | None:
     return DATASET_REFERENCE if DATASET_REFERENCE in dataset.primitives else None
 
 
+def transform_reference_of(dataset: PrimitiveDataset) -> str | None:
+    """The transformation timed on the most activations (the first on a tie): every model's transformation
+    ratios are scored against it, whatever its own reference."""
+    counts = dataset.counts()
+    return max(dataset.transforms, key=lambda t: (counts[t], -dataset.transforms.index(t))) if dataset.transforms \
+        else None
+
+
 def variant_model(variant: str, seed: int, network: dict[str, Any], reference: str | None,
                   threads: int = 1) -> PrimitiveCostModel:
     """The unfitted model of ``kind/targets``; nn2/absolute is Table 3's NN2 whatever ``network`` says."""
@@ -105,13 +114,14 @@ class Fitted:
 def fit_variant(variant: str, parts: tuple[PrimitiveDataset, ...], seed: int, network: dict[str, Any],
                 reference: str | None, threads: int) -> tuple[PrimitiveCostModel, Fitted]:
     train, validation, test = parts
+    layout_reference = transform_reference_of(train)
     start = time.perf_counter()
     model = variant_model(variant, seed, network, reference, threads).fit(train, validation)
     train_s = time.perf_counter() - start
     layout = model.transform_model_
     chosen = {"primitives": f"{model.conv_model_.kind}/{'relative' if model.reference_ else 'absolute'}",
               "transforms": f"{layout.kind}/{'relative' if layout.reference else 'absolute'}" if layout else "-"}
-    return model, Fitted(evaluate(model, test, reference), train_s, chosen, model.selection_)
+    return model, Fitted(evaluate(model, test, reference, layout_reference), train_s, chosen, model.selection_)
 
 
 def pct(value: float | None) -> str:
@@ -145,7 +155,7 @@ def repeat_noise(dataset: PrimitiveDataset, repeat: PrimitiveDataset, reference:
     a_conv = {s.config: s.times_s for s in dataset.conv}
     pairs += [(a_conv[s.config], s.times_s, reference) for s in repeat.conv if s.config in a_conv]
     a_layout = {(s.batch, s.c, s.im): s.times_s for s in dataset.layout}
-    layout_ref = max(dataset.transforms, key=lambda t: dataset.counts()[t]) if dataset.transforms else None
+    layout_ref = transform_reference_of(dataset)
     pairs += [(a_layout[(s.batch, s.c, s.im)], s.times_s, layout_ref) for s in repeat.layout
               if (s.batch, s.c, s.im) in a_layout]
     times: dict[str, list[float]] = {}

@@ -60,7 +60,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from primitive_models import NETWORKS, family, load, pct, reference_of, variant_model
+from primitive_models import NETWORKS, family, load, pct, reference_of, transform_reference_of, variant_model
 
 from nnperf.api import load_model
 from nnperf.campaign import profile_layer_layouts
@@ -171,6 +171,7 @@ class Setup:
     variant: str
     network: dict[str, Any]
     reference: str | None
+    layout_reference: str | None
     test: PrimitiveDataset
     graphs: dict[str, TargetGraph]
 
@@ -190,7 +191,7 @@ class Setup:
         model = make()
         method_s = time.perf_counter() - start
         select = {name: selection_increase(model, graph) for name, graph in self.graphs.items()}
-        return Score.of(evaluate(model, self.test, self.reference), select, method_s)
+        return Score.of(evaluate(model, self.test, self.reference, self.layout_reference), select, method_s)
 
 
 def run_fractions(setup: Setup, pool: PrimitiveDataset, fractions: Sequence[float], methods: Sequence[str],
@@ -351,7 +352,7 @@ def main() -> None:
           f"{len(test.conv)} / {len(test.layout)}")
     if target_record.key == source_record.key:
         print("\n**source and target are the same system: a check of the methods, not a transfer**")
-    setup = Setup(source, args.source_model, network, reference, test, graphs)
+    setup = Setup(source, args.source_model, network, reference, transform_reference_of(target_data), test, graphs)
     runs, sizes = run_fractions(setup, pool, args.fractions, args.methods, args.repeats, begin)
     print_fractions(runs, sizes, args.fractions, args.methods, "Time MdRAE, median over the primitives",
                     lambda s: s.primitives)
