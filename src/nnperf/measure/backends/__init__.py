@@ -17,7 +17,7 @@ from nnperf.measure.backends._base import (
     ProfileResult,
     random_inputs,
 )
-from nnperf.measure.backends._timers import LoopTimer
+from nnperf.measure.backends._timers import LoopTimer, SyncedLoopTimer
 from nnperf.registry import Availability, Registry
 
 if TYPE_CHECKING:
@@ -87,5 +87,6 @@ def layer_module(layer: Layer, seed: int = 0) -> nn.Module:
 
 __all__ = [
     "BACKENDS", "DEFAULT_OPTIONS", "REAL_BACKENDS", "Backend", "BackendOptionError", "BackendOptions", "LoopTimer",
-    "ProfileResult", "backend_report", "build_torch", "create_backend", "layer_module", "random_inputs",
+    "ProfileResult", "SyncedLoopTimer", "backend_report", "build_torch", "create_backend", "layer_module",
+    "random_inputs",
 ]

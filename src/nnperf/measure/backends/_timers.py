@@ -1,4 +1,5 @@
-"""Timers shared by the backends: a host-clock loop and a CUDA-event loop."""
+"""Timers shared by the backends: a host-clock loop, the same between two device synchronizations, and a CUDA-event
+loop."""
 
 from __future__ import annotations
 
@@ -18,6 +19,27 @@ class LoopTimer:
         start = time.perf_counter()
         for _ in range(n):
             run()
+        return time.perf_counter() - start
+
+
+class SyncedLoopTimer:
+    """Times ``n`` back-to-back calls of ``run`` with ``time.perf_counter`` between two calls of ``synchronize``
+    (e.g. ``torch.cuda.synchronize``): the first, before the clock starts, waits for work queued earlier; the
+    second, before it stops, for the ``n`` calls' own work, so that a device that runs them asynchronously has done
+    them all inside the block. One synchronization per block, not per call: a block of calls back to back keeps the
+    device's queue full, as a network's layers do."""
+
+    def __init__(self, run: Callable[[], Any], synchronize: Callable[[], Any]) -> None:
+        self.run = run
+        self.synchronize = synchronize
+
+    def time_block(self, n: int) -> float:
+        run, synchronize = self.run, self.synchronize
+        synchronize()
+        start = time.perf_counter()
+        for _ in range(n):
+            run()
+        synchronize()
         return time.perf_counter() - start
 
 
