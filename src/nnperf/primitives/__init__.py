@@ -11,10 +11,13 @@ between layouts; :func:`time_primitive` and
 :func:`time_transform` time them with the measurement harness (:func:`primitive_timer` and
 :func:`transform_timer` build their timers, to time several together), :func:`time_layer` a layer other than a
 convolution in a layout. :func:`conv_configs` and :func:`sample_configs` make the layer
-configurations of the profiled dataset (:class:`PrimitiveDataset`). Nothing is imported until used.
+configurations of the profiled dataset (:class:`PrimitiveDataset`). Primitives compute on the CPU, and those
+written on torch ops and torch's own ``conv2d`` on a CUDA GPU too (:attr:`Primitive.devices`,
+:meth:`Primitive.supports`; the timers take a ``device``, :func:`device_operands` makes operands there). Nothing is
+imported until used.
 """
 
-from nnperf.primitives._base import ERROR_BOUNDS, Bound, Family, Primitive
+from nnperf.primitives._base import CPU_AND_CUDA, CPU_ONLY, ERROR_BOUNDS, Bound, Family, Primitive
 from nnperf.primitives._config import ConvConfig, PrimitiveError, pad_input, reference_conv2d
 from nnperf.primitives._dataset import (
     GRID_KERNELS,
@@ -33,6 +36,16 @@ from nnperf.primitives._dataset import (
     grid_shapes,
     paper_grid,
     sample_configs,
+)
+from nnperf.primitives._device import (
+    DEVICE_TYPES,
+    device_availability,
+    device_name,
+    device_operands,
+    device_type,
+    ieee_float32,
+    require_device,
+    synchronizer,
 )
 from nnperf.primitives._layers import LAYER_LAYOUTS, layer_key, layer_layouts, layer_signature, time_layer
 from nnperf.primitives._layout import (
@@ -60,9 +73,13 @@ from nnperf.primitives._registry import (
 from nnperf.primitives._timing import primitive_timer, time_primitive, time_transform, transform_timer
 
 __all__ = [
-    "CHW", "ERROR_BOUNDS", "GRID_KERNELS", "GRID_STRIDES", "HCW", "HWC", "IM_RANGE", "LAYER_LAYOUTS", "MAX_CHANNELS", "PLAIN_LAYOUTS", "PRIMITIVES", "Bound", "ConvConfig", "ConvSample", "Family", "GridShape", "Layout",
-    "LayoutTransform", "Primitive", "PrimitiveDataset", "PrimitiveError", "TransformSample", "all_primitives",
-    "all_transforms", "blocked", "config_from_dict", "config_key", "config_label", "conv_configs", "conv_layer_configs", "from_layout",
-    "get_primitive", "grid_shapes", "layer_key", "layer_layouts", "layer_signature", "layout_order", "layout_transforms", "pad_input", "paper_grid", "parse_layout", "primitive_layouts", "primitive_report", "primitive_timer",
-    "reference_conv2d", "sample_configs", "time_layer", "time_primitive", "time_transform", "to_layout", "transform_timer",
+    "CHW", "CPU_AND_CUDA", "CPU_ONLY", "DEVICE_TYPES", "ERROR_BOUNDS", "GRID_KERNELS", "GRID_STRIDES", "HCW", "HWC",
+    "IM_RANGE", "LAYER_LAYOUTS", "MAX_CHANNELS", "PLAIN_LAYOUTS", "PRIMITIVES", "Bound", "ConvConfig", "ConvSample",
+    "Family", "GridShape", "Layout", "LayoutTransform", "Primitive", "PrimitiveDataset", "PrimitiveError",
+    "TransformSample", "all_primitives", "all_transforms", "blocked", "config_from_dict", "config_key", "config_label",
+    "conv_configs", "conv_layer_configs", "device_availability", "device_name", "device_operands", "device_type",
+    "from_layout", "get_primitive", "grid_shapes", "ieee_float32", "layer_key", "layer_layouts", "layer_signature",
+    "layout_order", "layout_transforms", "pad_input", "paper_grid", "parse_layout", "primitive_layouts",
+    "primitive_report", "primitive_timer", "reference_conv2d", "require_device", "sample_configs", "synchronizer",
+    "time_layer", "time_primitive", "time_transform", "to_layout", "transform_timer",
 ]

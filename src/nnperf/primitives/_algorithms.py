@@ -8,9 +8,9 @@ paper profiles), with grouped convolutions done as a batch of per-group GEMMs. T
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
-from nnperf.primitives._base import Bound, Family, Primitive
+from nnperf.primitives._base import CPU_AND_CUDA, Bound, Family, Primitive
 from nnperf.primitives._config import ConvConfig, pad_input
 from nnperf.primitives._layout import CHW, HWC
 
@@ -47,6 +47,8 @@ def _hwc_padded(x: torch.Tensor, config: ConvConfig) -> torch.Tensor:
 class Direct(Primitive):
     """direct-sum2d: for each kernel offset, the shifted input times that offset's weight slice, accumulated."""
 
+    devices: ClassVar[frozenset[str]] = CPU_AND_CUDA
+
     def prepare(self, w: torch.Tensor, b: torch.Tensor | None, config: ConvConfig, threads: int = 1) -> Bound:
         import torch
 
@@ -76,6 +78,8 @@ class Im2col(Primitive):
     (hw, f) result (hwc output).
     """
 
+    devices: ClassVar[frozenset[str]] = CPU_AND_CUDA
+
     orientation: str = "fhw"
 
     def prepare(self, w: torch.Tensor, b: torch.Tensor | None, config: ConvConfig, threads: int = 1) -> Bound:
@@ -101,6 +105,8 @@ class Im2col(Primitive):
 class Im2row(Primitive):
     """im2row: the (ho*wo, kh*kw*c) patch matrix gathered from an hwc input, times the weights reordered to
     (f, kh*kw*c). ``orientation`` "hwf" computes P @ W^T (hwc output); "fhw" computes W @ P^T (chw output)."""
+
+    devices: ClassVar[frozenset[str]] = CPU_AND_CUDA
 
     orientation: str = "hwf"
 
@@ -132,6 +138,8 @@ class Kn2row(Primitive):
     the kh*kw partial maps shifted and added (Vasudevan et al.; Mulder et al. 3.1). ``orientation`` "row"
     works on chw ((kh*kw*f, c) @ (c, hw)); "col" on hwc ((hw, c) @ (c, kh*kw*f)). Strided layers compute every
     input position and keep every s-th: correct, and why the paper finds kn2 poor for large strides."""
+
+    devices: ClassVar[frozenset[str]] = CPU_AND_CUDA
 
     orientation: str = "row"
 
@@ -176,6 +184,8 @@ class Conv1x1(Primitive):
     """conv-1x1: a 1x1 convolution is one GEMM of the (f, c) weights with the (strided) input pixels;
     ``orientation`` "fhw" on chw, "hwf" on hwc."""
 
+    devices: ClassVar[frozenset[str]] = CPU_AND_CUDA
+
     orientation: str = "fhw"
 
     def applies(self, config: ConvConfig) -> bool:
@@ -206,6 +216,8 @@ class Fft(Primitive):
     """FFT: the cross-correlation as a product of ``rfft2`` spectra, X * conj(K), summed over input channels
     and brought back with ``irfft2``; the kernel (dilated by inserting zeros) is transformed once, at the padded
     input size. Strided layers keep every s-th output of the unstrided result."""
+
+    devices: ClassVar[frozenset[str]] = CPU_AND_CUDA
 
     def prepare(self, w: torch.Tensor, b: torch.Tensor | None, config: ConvConfig, threads: int = 1) -> Bound:
         import torch

@@ -27,10 +27,10 @@ lowering and, for a batch, the output put in image order.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from nnperf.primitives._algorithms import EVERYTHING
-from nnperf.primitives._base import Bound, Family, Primitive
+from nnperf.primitives._base import CPU_AND_CUDA, Bound, Family, Primitive
 from nnperf.primitives._config import ConvConfig, pad_input
 from nnperf.primitives._layout import HCW, HWC
 
@@ -101,6 +101,8 @@ class Mec(Primitive):
     ``partition_bytes`` (at least one row each). The rows are independent GEMMs, so a partition is what a parallel
     implementation hands to one thread; here torch's GEMMs use the threads, and a partition bounds what one
     batched GEMM writes."""
+
+    devices: ClassVar[frozenset[str]] = CPU_AND_CUDA
 
     orientation: str = "col"
     partition_bytes: int = 256 * 1024

@@ -3,7 +3,8 @@ NNPACK through torch, ATen's im2col + GEMM, ONNX Runtime (NCHW and its NCHWc blo
 (Winograd on and off).
 
 Each is one library call on an already prepared layer (weights reordered, session or net built), so that
-timing it times the library's kernel and the Python call, nothing else.
+timing it times the library's kernel and the Python call, nothing else. All but torch's ``conv2d`` compute on the
+CPU only (:attr:`Primitive.devices`): on CUDA operands ``conv2d`` is cuDNN's dispatch.
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ import functools
 import os
 import tempfile
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from nnperf.primitives._base import ERROR_BOUNDS, Bound, Family, Primitive
+from nnperf.primitives._base import CPU_AND_CUDA, ERROR_BOUNDS, Bound, Family, Primitive
 from nnperf.primitives._config import ConvConfig, PrimitiveError, pad_input
+from nnperf.primitives._device import device_type
 from nnperf.primitives._layout import CHW, HWC, Layout, blocked
 from nnperf.registry import Availability
 
@@ -31,9 +33,12 @@ def _torch_tuple(config: ConvConfig) -> tuple[list[int], list[int], list[int]]:
 class TorchConv2d(Primitive):
     """``torch.nn.functional.conv2d`` as a user's model calls it: torch picks the kernel for each layer (on a CPU
     with torch 2.13: oneDNN for larger or grouped layers, ATen's slow_conv2d or slow_conv_dilated2d for small batch-1
-    NCHW ones). This is the framework default a selection is judged against. Symmetric padding is ``conv2d``'s own
-    argument; asymmetric padding, which ``conv2d`` cannot express, is applied with ``F.pad`` first, as an exported
-    model's padding module does (and as :func:`~nnperf.primitives.reference_conv2d` does)."""
+    NCHW ones; on CUDA, cuDNN's heuristics). This is the framework default a selection is judged against.
+    Symmetric padding is ``conv2d``'s own argument; asymmetric padding, which ``conv2d`` cannot express, is applied
+    with ``F.pad`` first, as an exported model's padding module does (and as
+    :func:`~nnperf.primitives.reference_conv2d` does)."""
+
+    devices: ClassVar[frozenset[str]] = CPU_AND_CUDA
 
     @property
     def error_bound(self) -> float:
@@ -42,6 +47,10 @@ class TorchConv2d(Primitive):
         # with oneDNN off, conv2d sends batches of 16 or more to NNPACK, which may choose Winograd
         onednn = torch.backends.mkldnn.is_available() and torch.backends.mkldnn.enabled
         return ERROR_BOUNDS[Family.VENDOR if onednn else Family.WINOGRAD]
+
+    def error_bound_on(self, device: str) -> float:
+        # cuDNN's heuristics may pick its FFT or Winograd algorithms for a float32 convolution
+        return ERROR_BOUNDS[Family.WINOGRAD] if device_type(device) == "cuda" else self.error_bound
 
     def prepare(self, w: torch.Tensor, b: torch.Tensor | None, config: ConvConfig, threads: int = 1) -> Bound:
         import torch.nn.functional as F

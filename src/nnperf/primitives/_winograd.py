@@ -10,11 +10,11 @@ A^T = V_m^T, G = V_r, B^T = V^-T. With points 0, 1, -1 this is, up to row scalin
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from nnperf.primitives._base import Bound, Family, Primitive
+from nnperf.primitives._base import CPU_AND_CUDA, Bound, Family, Primitive
 from nnperf.primitives._config import ConvConfig, pad_input
 from nnperf.primitives._layout import CHW
 
@@ -45,6 +45,8 @@ def winograd_matrices(m: int, r: int) -> tuple[np.ndarray, np.ndarray, np.ndarra
 class Winograd(Primitive):
     """F(m x m, r x r): r x r kernels, stride 1, dilation 1; any padding and groups."""
 
+    devices: ClassVar[frozenset[str]] = CPU_AND_CUDA
+
     m: int = 2
     r: int = 3
 
@@ -57,11 +59,11 @@ class Winograd(Primitive):
 
         m, r = self.m, self.r
         a = m + r - 1
-        at64, g64, bt64 = winograd_matrices(m, r)
-        at, bt = torch.from_numpy(at64).float(), torch.from_numpy(bt64).float()
+        at64, g64, bt64 = (torch.from_numpy(v).to(w.device) for v in winograd_matrices(m, r))  # on w's device
+        at, bt = at64.float(), bt64.float()
         groups, fg, cg = config.groups, config.f // config.groups, config.c // config.groups
         # the kernel transform in float64, then rounded once
-        u = torch.einsum("ai,fcij,bj->abfc", torch.from_numpy(g64), w.double(), torch.from_numpy(g64))
+        u = torch.einsum("ai,fcij,bj->abfc", g64, w.double(), g64)
         u = u.float().reshape(a * a, groups, fg, cg).contiguous()
         bias = 0.0 if b is None else b.view(1, config.f, 1, 1)
         (ho, wo), (hp, wp) = config.out, config.padded
