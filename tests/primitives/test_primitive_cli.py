@@ -20,18 +20,19 @@ def test_list_json_has_every_primitive_with_layouts_and_availability(capsys: pyt
     assert sorted(rows) == sorted(NAMES)
     assert rows["im2col-hwf"] | {"available": True, "reason": ""} == {
         "name": "im2col-hwf", "family": "im2", "library": "torch ops", "input_layout": "chw", "output_layout": "hwc",
-        "applies": "any kernel, stride, padding, groups, dilation", "error_bound": 1e-5, "available": True,
-        "reason": ""}
+        "applies": "any kernel, stride, padding, groups, dilation", "error_bound": 1e-5, "devices": ["cpu", "cuda"],
+        "available": True, "reason": ""}
     assert all(r["available"] or r["reason"] for r in rows.values())
     assert "chw->hwc" in document["layout_transforms"] and "hwc->chw" in document["layout_transforms"]
     assert {"chw->hcw", "hcw->chw", "hwc->hcw", "hcw->hwc"} <= set(document["layout_transforms"])
     assert rows["mec-row-partition"] | {"available": True, "reason": ""} == {
         "name": "mec-row-partition", "family": "mec", "library": "torch ops", "input_layout": "hcw",
         "output_layout": "hcw", "applies": "any kernel, stride, padding, groups, dilation", "error_bound": 1e-5,
-        "available": True, "reason": ""}
+        "devices": ["cpu", "cuda"], "available": True, "reason": ""}
     assert (rows["mec-col"]["input_layout"], rows["mec-col"]["output_layout"]) == ("hwc", "hwc")
     assert rows["torch-conv2d"]["family"] == "vendor" and rows["torch-conv2d"]["available"]
     assert rows["torch-conv2d"]["applies"] == "any kernel, stride, padding, groups, dilation"
+    assert rows["torch-conv2d"]["devices"] == ["cpu", "cuda"] and rows["onednn-chw"]["devices"] == ["cpu"]
 
 
 def test_list_prints_a_table(capsys: pytest.CaptureFixture[str]) -> None:
@@ -96,3 +97,22 @@ def test_profile_refuses_a_thread_count_below_one(capsys: pytest.CaptureFixture[
         run_cli(capsys, "primitives", "profile", "--threads", "0", "--db", str(tmp_path / "p.db"))
     assert exited.value.code == 2
     assert "--threads: expected a positive integer, got 0" in capsys.readouterr().err
+
+
+def test_profile_on_cuda_without_a_gpu_says_so_and_fails(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # as on a machine without one, even with one
+    net, db = tmp_path / "tiny.json", tmp_path / "p.db"
+    save_network(tiny_network(), net)
+    code, _, err = run_cli(capsys, "primitives", "profile", str(net), "--random", "0", "--device", "cuda", "--db",
+                           str(db))
+    assert_error(code, err, "--device cuda: torch.cuda.is_available() is False on this machine (torch ")
+
+
+def test_train_takes_a_gpus_dataset_by_its_stored_system_not_by_device(capsys: pytest.CaptureFixture[str],
+                                                                        tmp_path: Path) -> None:
+    code, _, err = run_cli(capsys, "primitives", "train", "--device", "cuda", "--db", str(tmp_path / "p.db"))
+    assert_error(code, err, "train_primitive_model: the primitives are profiled on this CPU",
+                 "not primitives/cuda[threads=1]; name a stored system of another device by its id or key (--system")

@@ -12,7 +12,8 @@
 
 The primitive system is this CPU with a thread count, ``nnperf.System("primitives", threads=N)``
 (:data:`PRIMITIVES` has one thread); the functions that read the store take it, or a stored primitive system's id or
-key prefix.
+key prefix. :func:`profile_primitives` also profiles on a CUDA GPU, ``nnperf.System("primitives", device="cuda")``
+(the primitives that run there: those written on torch ops and torch's own ``conv2d``).
 """
 
 from __future__ import annotations
@@ -43,15 +44,26 @@ PRIMITIVES = System(backend="primitives")
 def primitive_threads(system: System | None, what: str) -> int:
     """The thread count of ``system``, a primitive system of this CPU (None: :data:`PRIMITIVES`); any other system
     is an error."""
+    return primitive_settings(system, what, devices=("cpu",))[0]
+
+
+def primitive_settings(system: System | None, what: str, devices: Sequence[str] = ("cpu", "cuda")
+                       ) -> tuple[int, str]:
+    """(thread count, device) of ``system``, a primitive system (None: :data:`PRIMITIVES`) on one of ``devices``
+    (device types: "cpu", "cuda"); any other system is an error."""
     from nnperf.campaign import PRIMITIVE_BACKEND
+    from nnperf.primitives import device_type
 
     chosen = PRIMITIVES if system is None else system
-    if not isinstance(chosen, System) or chosen.backend != PRIMITIVE_BACKEND or chosen.device != "cpu" \
-            or chosen.options:
+    if not isinstance(chosen, System) or chosen.backend != PRIMITIVE_BACKEND or chosen.options \
+            or device_type(chosen.device) not in devices:
         shown = chosen.label if isinstance(chosen, System) else f"a {type(chosen).__name__} ({chosen!r})"
-        raise NnperfError(f"{what}: the primitives are profiled on this CPU, nnperf.System(\"primitives\", "
-                          f"threads=N), not {shown}")
-    return chosen.threads
+        where = " or ".join("this CPU" if d == "cpu" else "a CUDA GPU (device=\"cuda\")" for d in devices)
+        other_device = isinstance(chosen, System) and chosen.backend == PRIMITIVE_BACKEND and not chosen.options
+        hint = "; name a stored system of another device by its id or key (--system, `nnperf systems`)"
+        raise NnperfError(f"{what}: the primitives are profiled on {where}, nnperf.System(\"primitives\", "
+                          f"threads=N), not {shown}" + (hint if other_device else ""))
+    return chosen.threads, chosen.device
 
 
 def primitive_target(system: System | StoredId | None, what: str) -> tuple[StoredId | None, int]:
@@ -98,28 +110,36 @@ def dataset_configs(models: Sequence[ModelLike] = (), random: int = 0, seed: int
     return found + (sample_configs(found, random, seed) if random else [])
 
 
-def named_primitives(names: Sequence[str]) -> list[Primitive]:
+def named_primitives(names: Sequence[str], device: str = "cpu") -> list[Primitive]:
     """The primitives named by ``names``: primitive names or family names (``vendor``, ``winograd``, ...);
-    every available primitive when empty. An unknown name is an error listing the known ones; a named primitive
-    that cannot run here is an error saying why."""
+    every available primitive that runs on ``device`` when empty (a family: those of it that do). An unknown name
+    is an error listing the known ones; a named primitive that cannot run here, or not on ``device``, is an error
+    saying why."""
     from nnperf.primitives import Family, all_primitives, get_primitive
     from nnperf.registry import UnavailableError
 
+    def usable(p: Primitive) -> bool:
+        return p.availability().ok and p.supports(device).ok
+
     if not names:
-        return [p for p in all_primitives() if p.availability().ok]
+        return [p for p in all_primitives() if usable(p)]
     families = {f.value for f in Family}
     chosen: dict[str, Primitive] = {}
     for name in names:
         if name in families:
-            chosen |= {p.name: p for p in all_primitives() if p.family.value == name and p.availability().ok}
+            chosen |= {p.name: p for p in all_primitives() if p.family.value == name and usable(p)}
             continue
         primitive = get_primitive(name)
         available = primitive.availability()
         if not available.ok:
             raise UnavailableError(f"primitive {name} is unavailable: {available.reason}")
+        supported = primitive.supports(device)
+        if not supported.ok:
+            raise UnavailableError(f"primitive {name} cannot run on {device}: {supported.reason}")
         chosen[name] = primitive
     if not chosen:
-        raise NnperfError(f"no primitive of {', '.join(names)} can run here")
+        raise NnperfError(f"no primitive of {', '.join(names)} can run here" + ("" if device == "cpu" else
+                                                                              f" on {device}"))
     return list(chosen.values())
 
 
@@ -139,7 +159,8 @@ def profile_primitives(models: Sequence[ModelLike] = (), system: System = PRIMIT
         Whose convolutions are profiled, with ``random`` configurations sampled around them (every zoo network
         when empty; :func:`dataset_configs`).
     system : System, default PRIMITIVES
-        The primitive system: this CPU, ``nnperf.System("primitives", threads=N)``.
+        The primitive system: this CPU, ``nnperf.System("primitives", threads=N)``, or a CUDA GPU,
+        ``nnperf.System("primitives", device="cuda")`` (or "cuda:N"; the primitives that run there).
     store : Store, path or None, default None
         Where the times go (None: ``$NNPERF_DB``, else ``./nnperf.db``).
     random : int, default 0
@@ -161,16 +182,19 @@ def profile_primitives(models: Sequence[ModelLike] = (), system: System = PRIMIT
     """
     from nnperf.campaign import profile_primitives as profile
     from nnperf.measure import IN_PROCESS_PROTOCOLS, resolve_protocol
+    from nnperf.primitives import require_device
 
-    threads = primitive_threads(system, "profile_primitives")
+    threads, device = primitive_settings(system, "profile_primitives")
     if random < 0:
         raise NnperfError(f"random must be 0 or more, got {random}")
+    if runner is None:
+        require_device(device)  # before the models are read
     timing = resolve_protocol(protocol, IN_PROCESS_PROTOCOLS, "the primitive dataset", threads=threads).protocol
-    chosen = named_primitives(primitives)
+    chosen = named_primitives(primitives, device)
     configs = dataset_configs(models, random, seed, grid, max_macs)
     with opened_store(store) as opened:
         return profile(opened, configs, threads, budget_s=budget_s, primitives=chosen, progress=progress,
-                       runner=runner, protocol=timing)
+                       runner=runner, protocol=timing, device=device)
 
 
 MODEL_KIND = "primitive-cost"

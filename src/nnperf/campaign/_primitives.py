@@ -1,8 +1,9 @@
 """Profiling the primitive-time dataset into the store (Mulder et al. 3.2), and reading it back.
 
 Every configuration is profiled in a run of its own (campaign ``primitives|KEY``, ``KEY`` its
-:func:`config_key`) on the system ``primitives/cpu[threads=N]``: each applicable, available primitive and each
-layout transformation of the configuration's input activation is one layer measurement (``op`` 'primitive' or
+:func:`config_key`) on the system ``primitives/cpu[threads=N]``, or ``primitives/cuda[tf32=off,threads=N]`` on a
+CUDA GPU (:func:`primitive_system`): each applicable, available primitive that runs on the device and each layout
+transformation of the configuration's input activation is one layer measurement (``op`` 'primitive' or
 'transform', method 'isolated').
 
 How a configuration is timed is its ``protocol``. The default, interleaved, times every primitive and
@@ -67,7 +68,10 @@ from nnperf.primitives import (
     config_from_dict,
     config_key,
     config_label,
+    device_name,
+    device_type,
     primitive_timer,
+    require_device,
     transform_timer,
 )
 from nnperf.store import Store, SystemRecord
@@ -99,13 +103,22 @@ _FAILURES = (RuntimeError, ValueError, NnperfError)
 """What a primitive or transformation raises when its library refuses the shape: noted, and the profile goes on."""
 
 
-def primitive_system(threads: int = 1) -> SystemSpec:
+def primitive_system(threads: int = 1, device: str = "cpu") -> SystemSpec:
     """The system the primitives are profiled on: this CPU with ``threads`` threads (the instruction-set caps
-    ``ONEDNN_MAX_CPU_ISA`` and ``ATEN_CPU_CAPABILITY``, when set, are part of its identity through the host)."""
+    ``ONEDNN_MAX_CPU_ISA`` and ``ATEN_CPU_CAPABILITY``, when set, are part of its identity through the host).
+
+    With ``device`` "cuda" or "cuda:N", the CUDA GPU: device "cuda" (the GPU's model names it, not its index), its
+    name from ``torch.cuda.get_device_name``, and options ``threads`` (the host threads, which launch the kernels)
+    and ``tf32=off`` (the primitives compute in IEEE float32 there, ``nnperf.primitives.ieee_float32``). So a CPU's
+    and a GPU's datasets are two systems of one store. A device that is not here raises ``UnavailableError``.
+    """
     if threads < 1:
         raise NnperfError(f"threads must be at least 1, got {threads}")
+    kind = device_type(device)
     host = host_info()
-    return SystemSpec(PRIMITIVE_BACKEND, "cpu", host.cpu_model, (("threads", str(threads)),), host)
+    if kind == "cpu":
+        return SystemSpec(PRIMITIVE_BACKEND, "cpu", host.cpu_model, (("threads", str(threads)),), host)
+    return SystemSpec(PRIMITIVE_BACKEND, kind, device_name(device), (("tf32", "off"), ("threads", str(threads))), host)
 
 
 def dataset_rounds(harness: HarnessConfig, workloads: int, seed: int = 0) -> RoundsConfig:
@@ -158,7 +171,7 @@ def profile_primitives(store: Store, configs: Sequence[ConvConfig], threads: int
                        primitives: Sequence[Primitive] | None = None, progress: Progress | None = None,
                        runner: ItemRunner | None = None,
                        protocol: ComparisonProtocol | str = ComparisonProtocol.INTERLEAVED,
-                       seed: int = 0) -> PrimitiveProfileReport:
+                       seed: int = 0, device: str = "cpu") -> PrimitiveProfileReport:
     """Times every applicable primitive and every layout transformation on each of ``configs`` into ``store``.
 
     ``primitives`` defaults to every registered primitive that is available here. What the store already holds
@@ -171,40 +184,61 @@ def profile_primitives(store: Store, configs: Sequence[ConvConfig], threads: int
     ``protocol`` is 'interleaved' (default: a configuration's primitives and transformations timed in rounds,
     :func:`dataset_rounds` of ``harness``) or 'sequential' (each measured with ``harness``, one after the other).
     ``seed`` (default 0) is mixed with each configuration's key to seed the random order of its rounds.
+
+    ``device`` (default "cpu"; "cuda" or "cuda:N": :func:`primitive_system`'s CUDA system) is where the primitives
+    and transformations compute; ``primitives`` then defaults to those that run there
+    (:meth:`~nnperf.primitives.Primitive.supports`), and a given one that does not is an error, as is a device that
+    is not here (``UnavailableError``, before anything is measured).
     """
     if budget_s is not None and budget_s <= 0:
         raise NnperfError(f"the profiling budget must be positive, got {budget_s} s")
     timing = _protocol(protocol)
-    chosen = list(primitives) if primitives is not None else [p for p in all_primitives() if p.availability().ok]
-    return _profile(store, configs, runner or PrimitiveRunner(threads), harness, budget_s, chosen,
-                    progress or no_progress, timing, seed)
+    if runner is None:
+        require_device(device)
+    chosen = _device_primitives(primitives, device)
+    return _profile(store, configs, runner or PrimitiveRunner(threads, device), harness, budget_s, chosen,
+                    progress or no_progress, timing, seed, device)
+
+
+def _device_primitives(primitives: Sequence[Primitive] | None, device: str) -> list[Primitive]:
+    """``primitives`` (None: every available one that runs on ``device``); one that does not run there is an
+    error that names each such primitive and why."""
+    if primitives is None:
+        return [p for p in all_primitives() if p.availability().ok and p.supports(device).ok]
+    refused = [f"{p.name} ({p.supports(device).reason})" for p in primitives if not p.supports(device).ok]
+    if refused:
+        raise NnperfError(f"these primitives cannot be profiled on {device}: {'; '.join(refused)}")
+    return list(primitives)
 
 
 class PrimitiveRunner(LocalRunner):
     """Runs :class:`PrimitiveItem` s in this process, one after the other, lazily, on the primitive system of
-    ``threads`` threads: a local runner without a backend (the primitives are the libraries themselves) and
-    without a power meter."""
+    ``threads`` threads on ``device`` (:func:`primitive_system`): a local runner without a backend (the primitives
+    are the libraries themselves) and without a power meter."""
 
-    def __init__(self, threads: int = 1) -> None:
+    def __init__(self, threads: int = 1, device: str = "cpu") -> None:
         super().__init__(None)  # type: ignore[arg-type]  # primitives need no backend
         self.threads = threads
+        self.device = device
 
     def system(self) -> SystemSpec:
-        return primitive_system(self.threads)
+        return primitive_system(self.threads, self.device)
 
     with_meter = ItemRunner.with_meter  # no energy for primitives: refused as on a fleet
 
 
 def _profile(store: Store, configs: Sequence[ConvConfig], runner: ItemRunner, harness: HarnessConfig,
              budget_s: float | None, chosen: Sequence[Primitive], report: Progress,
-             protocol: ComparisonProtocol, seed: int) -> PrimitiveProfileReport:
+             protocol: ComparisonProtocol, seed: int, device: str = "cpu") -> PrimitiveProfileReport:
     """:func:`profile_primitives` with each configuration still needed a :class:`PrimitiveItem` measured by
-    ``runner``, stored (one transaction) as it comes back; the budget is checked before each result is taken (a
-    runner of this process measures nothing more once it is spent)."""
+    ``runner`` on ``device``, stored (one transaction) as it comes back; the budget is checked before each result is
+    taken (a runner of this process measures nothing more once it is spent)."""
     system = runner.system()
     if system.backend != PRIMITIVE_BACKEND:
         raise NnperfError(f"the primitive dataset is profiled on a system of backend {PRIMITIVE_BACKEND!r}, not on "
                           f"{system.label}: start the fleet's nodes with `nnperf fleet up --backend primitives`")
+    if system.device != device_type(device):
+        raise NnperfError(f"the primitives were asked for on {device}, but the runner measures on {system.label}")
     threads = int(dict(system.options).get("threads", "1"))
     record = store.add_system(system)
     stored = _stored_names(store, record)
@@ -212,9 +246,9 @@ def _profile(store: Store, configs: Sequence[ConvConfig], runner: ItemRunner, ha
     unique = list(dict.fromkeys(configs))
     items: list[PrimitiveItem] = []
     for config in unique:
-        if _still_needed(config, stored, chosen, threads):
+        if _still_needed(config, stored, chosen, threads, device):
             items.append(PrimitiveItem(config, tuple(chosen), frozenset(stored.get(config_key(config), set())), threads,
-                                       harness, protocol, seed))
+                                       harness, protocol, seed, device))
     measured = samples = 0
     failures: list[tuple[str, str, str]] = []
     spreads: list[tuple[str, float]] = []
@@ -236,10 +270,10 @@ def _profile(store: Store, configs: Sequence[ConvConfig], runner: ItemRunner, ha
 
 
 def _still_needed(config: ConvConfig, stored: dict[str, set[str]], primitives: Sequence[Primitive],
-                  threads: int) -> list[_Job]:
+                  threads: int, device: str = "cpu") -> list[_Job]:
     """The jobs of ``config`` whose names ``stored`` (see :func:`_stored_names`) does not hold."""
     have = stored.get(config_key(config), set())
-    return [job for job in _jobs(config, primitives, threads) if job.name not in have]
+    return [job for job in _jobs(config, primitives, threads, device) if job.name not in have]
 
 
 def _rounds_seed(config: ConvConfig, seed: int) -> int:
@@ -279,12 +313,14 @@ class _Job:
     timer: Callable[[], Timer]
 
 
-def _jobs(config: ConvConfig, primitives: Sequence[Primitive], threads: int) -> list[_Job]:
-    """Every applicable primitive and every layout transformation of the configuration's input."""
-    jobs = [_Job(p.name, "primitive", p.family.value, functools.partial(primitive_timer, p, config, threads))
+def _jobs(config: ConvConfig, primitives: Sequence[Primitive], threads: int, device: str = "cpu") -> list[_Job]:
+    """Every applicable primitive and every layout transformation of the configuration's input, on ``device``
+    (the primitives are those that run there: :func:`_device_primitives`)."""
+    jobs = [_Job(p.name, "primitive", p.family.value,
+                 functools.partial(primitive_timer, p, config, threads, device=device))
             for p in primitives if p.applies(config)]
     jobs += [_Job(t.name, "transform", "layout",
-                  functools.partial(transform_timer, t, config.batch, config.c, config.im, threads))
+                  functools.partial(transform_timer, t, config.batch, config.c, config.im, threads, device=device))
              for t in all_transforms() if t.src != t.dst]
     return jobs
 
@@ -422,9 +458,9 @@ def _config_spread(outcomes: Iterable[PrimitiveOutcome]) -> float:
 @dataclass(frozen=True)
 class PrimitiveItem:
     """A configuration's primitives (those that apply) and layout transformations not in ``done``, timed
-    with ``threads`` threads under ``protocol`` (default interleaved; ``seed`` as in :func:`profile_primitives`):
-    a fleet's measuring item (see ``nnperf.campaign._items``); gives a tuple of :class:`PrimitiveOutcome`. It
-    needs no backend: the primitives are the libraries themselves."""
+    with ``threads`` threads under ``protocol`` (default interleaved; ``seed`` as in :func:`profile_primitives`) on
+    ``device`` (default "cpu"): a fleet's measuring item (see ``nnperf.campaign._items``); gives a tuple of
+    :class:`PrimitiveOutcome`. It needs no backend: the primitives are the libraries themselves."""
 
     config: ConvConfig
     primitives: tuple[Primitive, ...]
@@ -433,14 +469,15 @@ class PrimitiveItem:
     harness: HarnessConfig
     protocol: ComparisonProtocol = ComparisonProtocol.INTERLEAVED
     seed: int = 0
+    device: str = "cpu"
 
     @property
     def label(self) -> str:
         return config_label(self.config)
 
     def measure(self, backend: object = None, meter: object = None) -> tuple[PrimitiveOutcome, ...]:
-        return tuple(_timed(_jobs(self.config, self.primitives, self.threads), self.done, self.protocol, self.harness,
-                            _rounds_seed(self.config, self.seed)))
+        return tuple(_timed(_jobs(self.config, self.primitives, self.threads, self.device), self.done, self.protocol,
+                            self.harness, _rounds_seed(self.config, self.seed)))
 
 
 def _store_outcomes(campaign: Campaign, label: str, outcomes: Iterable[PrimitiveOutcome],

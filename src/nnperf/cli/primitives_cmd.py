@@ -35,10 +35,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                                    "of their times, the cost models (Lin, NN1, NN2) that predict them, and their "
                                    "transfer to another platform. `nnperf select` uses them on a network.")
     commands = p.add_subparsers(dest="primitives_command", metavar="COMMAND", required=True)
-    listing = commands.add_parser("list", help="every primitive: family, layouts, where it applies, availability",
+    listing = commands.add_parser("list", help="every primitive: family, layouts, where it applies, devices, "
+                                               "availability",
                                   description="Every registered primitive with its family, library, input and output "
-                                              "layouts, applicability rule, and whether it can run here (and if not, "
-                                              "why).")
+                                              "layouts, applicability rule, the devices it computes on (cpu, cuda), "
+                                              "and whether it can run here (and if not, why).")
     listing.add_argument("--json", action="store_true", help="print JSON")
     listing.set_defaults(run=run_list)
     for add in (_register_profile, _register_train, _register_predict, _register_transfer):
@@ -52,7 +53,9 @@ def _register_profile(commands: argparse._SubParsersAction) -> None:  # type: ig
                     "the given networks (every zoo network when none is given) and --random configurations sampled "
                     "around them, each timed under every applicable primitive, with the layout transformations of "
                     "its input. Every time is stored as it is taken and what the store holds for this system is not "
-                    "measured again, so the same command resumes an interrupted or budget-limited profile.")
+                    "measured again, so the same command resumes an interrupted or budget-limited profile. With "
+                    "--device cuda the primitives that run on a CUDA GPU (those on torch ops and torch's own conv2d) "
+                    "are profiled there, a system of its own.")
     profile.add_argument("models", nargs="*", metavar="MODEL",
                          help="zoo names, .onnx or IR .json files (default: every zoo network)")
     profile.add_argument("--random", type=int, default=200, metavar="N",
@@ -154,7 +157,7 @@ def run_list(args: argparse.Namespace) -> int:
 
     rows = [{"name": p.name, "family": p.family.value, "library": p.library, "input_layout": p.input_layout.name,
              "output_layout": p.output_layout.name, "applies": p.rule, "error_bound": p.error_bound,
-             "available": available.ok, "reason": available.reason}
+             "devices": sorted(p.devices), "available": available.ok, "reason": available.reason}
             for p, available in primitive_report()]
     transforms = [t.name for t in all_transforms()]
     if args.json:
@@ -162,11 +165,11 @@ def run_list(args: argparse.Namespace) -> int:
                           "layout_transforms": transforms}, indent=1))
         return 0
     table = Table(title="convolution primitives", title_justify="left")
-    for column in ("name", "family", "library", "in", "out", "applies to", "available", "why not"):
+    for column in ("name", "family", "library", "in", "out", "applies to", "devices", "available", "why not"):
         table.add_column(column)
     for r in rows:
         table.add_row(r["name"], r["family"], r["library"], r["input_layout"], r["output_layout"], r["applies"],
-                      "yes" if r["available"] else "no", r["reason"])
+                      ", ".join(r["devices"]), "yes" if r["available"] else "no", r["reason"])
     out = console()
     out.print(table)
     out.print(f"layout transformations: {', '.join(t for t in transforms if t.split('->')[0] != t.split('->')[1])}")
@@ -180,11 +183,21 @@ def run_profile(args: argparse.Namespace) -> int:
     only = [name.strip() for name in args.only.split(",") if name.strip()]
     if args.fleet:
         return _profile_on_fleet(args, only, budget_s)
+    _device_here(args.device)
     with Progress(not args.json, "profiling primitives") as progress:
         report = profile_primitives(args.models, system_from_args(args), args.db, random=args.random, primitives=only,
                                     budget_s=budget_s, seed=args.seed, progress=progress, protocol=args.protocol,
                                     grid=args.grid, max_macs=_max_macs(args))
     return _print_profile(args, report)
+
+
+def _device_here(device: str) -> None:
+    """``--device`` names a device this machine has (the library's error would not name the option)."""
+    from nnperf.primitives import device_availability
+
+    available = device_availability(device)
+    if not available.ok:
+        raise NnperfError(f"--device {device}: {available.reason}")
 
 
 def _max_macs(args: argparse.Namespace) -> int | None:
