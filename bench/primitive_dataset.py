@@ -2,6 +2,7 @@
 
 Run: PYTHONPATH=src .venv/bin/python bench/primitive_dataset.py [--db bench/results/primitives.db] [--random 200]
      [--grid paper] [--max-gmacs G] [--shard I/N] [--budget-s 3000] [--threads 1] [--repeat 40] [--max-configs N]
+     [--device cpu|cuda|cuda:N]
 
 Configurations: the distinct 2-D convolutions of every zoo network, then --random configurations sampled around
 them (``nnperf.primitives.sample_configs``). Every applicable primitive and every layout transformation of the
@@ -14,7 +15,9 @@ kernels and strides, in a seeded random order, at most --max-gmacs billion MACs 
 configuration from the I-th (0-based), so that N processes pinned to N cores profile disjoint parts into N stores.
 With --repeat N, N configurations already profiled are timed again into a second store (``<db>.repeat``): the
 median relative difference between the two passes is the noise floor of the dataset on this machine, the error
-a model cannot go below. Stdout gets Markdown tables.
+a model cannot go below. --device cuda profiles on a CUDA GPU instead of this CPU (``nnperf.campaign.primitive_system``:
+a system of its own, named by the GPU, in the same kind of store), with the primitives that run there (those on torch
+ops and torch's own conv2d); bench/gpu_smoke.py checks them on the GPU first. Stdout gets Markdown tables.
 """
 
 from __future__ import annotations
@@ -28,8 +31,9 @@ from pathlib import Path
 
 from nnperf.api import dataset_configs
 from nnperf.campaign import load_primitive_dataset, primitive_system, profile_primitives
+from nnperf.errors import NnperfError
 from nnperf.measure import host_info
-from nnperf.primitives import PrimitiveDataset, get_primitive
+from nnperf.primitives import PrimitiveDataset, device_availability, device_name, device_type, get_primitive
 from nnperf.store import Store
 
 
@@ -60,6 +64,17 @@ def _noise_floor(dataset: PrimitiveDataset, repeat: PrimitiveDataset) -> dict[st
     return {name: statistics.median(v) for name, v in sorted(errors.items())}
 
 
+def _check_device(parser: argparse.ArgumentParser, device: str) -> None:
+    """Exit with a message naming the problem (status 2) unless ``device`` can compute here."""
+    try:
+        device_type(device)
+    except NnperfError as exc:
+        parser.error(f"--device {device}: {exc}")
+    available = device_availability(device)
+    if not available.ok:
+        parser.error(f"--device {device}: {available.reason}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--db", type=Path, default=Path("bench/results/primitives.db"))
@@ -72,11 +87,14 @@ def main() -> None:
     parser.add_argument("--shard", default=None, metavar="I/N", help="profile the I-th of N disjoint parts")
     parser.add_argument("--max-configs", type=int, default=None, metavar="N",
                         help="profile a seeded random N of the configurations (default: all)")
+    parser.add_argument("--device", default="cpu", help="cpu (default), cuda or cuda:N: where the primitives compute")
     args = parser.parse_args()
     if args.max_configs is not None and args.max_configs < 1:
         parser.error(f"--max-configs must be at least 1, got {args.max_configs}")
+    _check_device(parser, args.device)
     host = host_info()
-    print(f"{host.cpu_model}, {host.logical_cores} logical cores, {args.threads} thread(s)\n")
+    gpu = "" if args.device == "cpu" else f"{device_name(args.device)} ({args.device}) driven by "
+    print(f"{gpu}{host.cpu_model}, {host.logical_cores} logical cores, {args.threads} thread(s)\n")
     max_macs = None if args.max_gmacs is None else int(args.max_gmacs * 1e9)
     configs = dataset_configs(random=args.random, grid=args.grid, max_macs=max_macs)
     if args.shard:
@@ -88,14 +106,14 @@ def main() -> None:
     args.db.parent.mkdir(parents=True, exist_ok=True)
     with Store(args.db) as store:
         start = time.perf_counter()
-        report = profile_primitives(store, configs, args.threads, budget_s=args.budget_s,
+        report = profile_primitives(store, configs, args.threads, budget_s=args.budget_s, device=args.device,
                                     progress=lambda what, done, total: print(f"\r{done}/{total} {what:<40}",
                                                                              end="", flush=True))
         print(f"\n\nprofiled now: {report.measured} configurations, {report.samples} samples in "
               f"{time.perf_counter() - start:.0f} s; profiled before: {report.reused}; left: {report.remaining}")
         for name, label, error in report.failures:
             print(f"failed: {name} on {label}: {error}")
-        system = store.find_system(primitive_system(args.threads).key)
+        system = store.find_system(primitive_system(args.threads, args.device).key)
         assert system is not None
         dataset = load_primitive_dataset(store, system.id)
         runs = [r for r in store.runs(system_id=system.id) if r.finished_at]
@@ -120,7 +138,7 @@ def main() -> None:
         chosen = random.Random(0).sample([s.config for s in dataset.conv], min(args.repeat, len(dataset.conv)))
         repeat_db = args.db.with_name(args.db.name + ".repeat")
         with Store(repeat_db) as store:
-            again = profile_primitives(store, chosen, args.threads)
+            again = profile_primitives(store, chosen, args.threads, device=args.device)
             repeat = load_primitive_dataset(store, again.system_id)
         floor = _noise_floor(dataset, repeat)
         print(f"\nNoise floor: median relative difference between two passes over {len(chosen)} configurations\n")
