@@ -271,7 +271,7 @@ def main() -> None:
             if fitted.validation:
                 scores = "; ".join(f"{label} {pct(v)}" for label, v in fitted.validation["primitives"].items())
                 print(f"\n{variant} chose {fitted.chosen['primitives']} for the primitives and "
-                      f"{fitted.chosen['transforms']} for the transformations (validation MdRAE: {scores})")
+                      f"{fitted.chosen['transforms']} for the transformations (validation score, time + ratio MdRAE: {scores})")
     noise = None
     if args.repeat_db is not None:
         noise = repeat_noise(dataset, load(args.repeat_db, system.key[:16])[1], reference)

@@ -303,7 +303,8 @@ def _print_training(args: argparse.Namespace, result: Any) -> None:
               f"{result.train_s:.1f} s; stored as model {result.model_id}: {result.model.summary()}")
     for table_name, scores in result.model.selection_.items():
         if scores:
-            out.print(f"{table_name}, validation MdRAE: " + ", ".join(f"{k} {v * 100:.1f}%" for k, v in scores.items()))
+            out.print(f"{table_name}, validation score (MdRAE of the times, plus of the ratios for relative targets): "
+                      + ", ".join(f"{k} {v * 100:.1f}%" for k, v in scores.items()))
     for name, count in result.model.skipped_.items():
         out.print(f"[yellow]{name} left out: {count} training times[/yellow]")
 

@@ -107,7 +107,8 @@ class PrimitiveCostModel(Predictor):
     kind : {'lin', 'nn1', 'nn2', 'gb', 'ens', 'auto'}, default 'nn2'
         Linear regression, one network per column (NN1), one network for all columns (NN2), boosted trees per
         column, the ensemble of NN2 networks and boosted trees, or the best of lin, nn2, gb and ens on the
-        validation rows (``selection_`` keeps every candidate's validation MdRAE).
+        validation rows (``selection_`` keeps every candidate's score: the validation MdRAE of the times, plus
+        that of the ratios to the reference when relative targets are among the candidates; ``_auto.py``).
     seed : int, default 0
         Seeds the validation hold-out, the initial weights and the mini-batches: a fit is repeatable.
     hidden, learning_rate, weight_decay : default None
@@ -148,7 +149,7 @@ class PrimitiveCostModel(Predictor):
     ``skipped_`` (name -> its number of training entries, for the columns left out), ``conv_model_`` and
     ``transform_model_`` (:class:`ColumnModel`; the latter None without transformation samples: their
     ``kind`` and ``reference`` say what was fitted), ``selection_`` (with ``auto``: "primitives" and
-    "transforms" -> candidate label -> validation MdRAE; else empty) and ``reference_`` (the primitives'
+    "transforms" -> candidate label -> validation score; else empty) and ``reference_`` (the primitives'
     reference, None for absolute targets).
     """
 
