@@ -209,3 +209,20 @@ def test_the_report_lists_every_primitive_with_its_availability() -> None:
     report = primitive_report()
     assert [p.name for p, _ in report] == sorted(NAMES)
     assert all(available.ok or available.reason for _, available in report)
+
+
+def test_onnx_runtime_models_declare_the_ir_version_of_their_opset_and_refusals_are_primitive_errors():
+    # the onnx package stamps its newest IR version, which an older ONNX Runtime refuses to load; the one-node
+    # models declare IR 8 (opset 17's), and a model ONNX Runtime refuses is a PrimitiveError, which a profile
+    # notes before it goes on (ONNX Runtime's own exceptions are not RuntimeErrors)
+    pytest.importorskip("onnxruntime")
+    import numpy as np
+
+    from nnperf.primitives._vendor import ONNX_IR_VERSION, _conv_model, _ort_session
+
+    config = ConvConfig.make(1, 4, 8, 6, 3, padding=1)
+    model = _conv_model(config, np.zeros(config.weight_shape(), np.float32), None)
+    assert model.ir_version == ONNX_IR_VERSION == 8
+    model.graph.node[0].op_type = "NoSuchOp"
+    with pytest.raises(PrimitiveError, match="ONNX Runtime .* refused the model"):
+        _ort_session(model, 1, "ORT_DISABLE_ALL")

@@ -166,7 +166,18 @@ def _conv_model(config: ConvConfig, w: Any, b: Any | None, input_shape: tuple[in
         [node], "conv",
         [helper.make_tensor_value_info("X", TensorProto.FLOAT, list(input_shape or config.input_shape()))],
         [helper.make_tensor_value_info("Y", TensorProto.FLOAT, list(config.output_shape()))], inits)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return _onnx_model(graph, [helper.make_opsetid("", 17)])
+
+
+ONNX_IR_VERSION = 8
+"""The ONNX IR version the one-node models declare: the one opset 17 came with, so that an ONNX Runtime older
+than the ``onnx`` package (which stamps its newest IR version by default) still reads them."""
+
+
+def _onnx_model(graph: Any, opsets: list[Any]) -> Any:
+    from onnx import helper
+
+    return helper.make_model(graph, opset_imports=opsets, ir_version=ONNX_IR_VERSION)
 
 
 def _ort_availability() -> Availability:
@@ -186,7 +197,18 @@ def _ort_session(model: Any, threads: int, level: str) -> Any:
     so.inter_op_num_threads = 1
     so.log_severity_level = 3
     so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, level)
-    return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    return _inference_session(model, so)
+
+
+def _inference_session(model: Any, options: Any) -> Any:
+    """An ONNX Runtime CPU session of ``model``; ONNX Runtime's own errors (which are not ``RuntimeError`` s) become a
+    :class:`PrimitiveError` naming it, so that a profile notes the refusal and goes on."""
+    import onnxruntime as ort
+
+    try:
+        return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    except Exception as exc:  # onnxruntime's Fail, InvalidArgument, ... derive from Exception
+        raise PrimitiveError(f"ONNX Runtime {ort.__version__} refused the model: {str(exc).strip()[:300]}") from exc
 
 
 @dataclass(frozen=True)
@@ -221,7 +243,7 @@ def nchwc_block() -> int:
     node = helper.make_node("ReorderInput", ["X"], ["Y"], domain=NCHWC_DOMAIN)
     graph = helper.make_graph([node], "reorder", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [1, c, 1, 2])],
                               [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(NCHWC_DOMAIN, 1)])
+    model = _onnx_model(graph, [helper.make_opsetid("", 17), helper.make_opsetid(NCHWC_DOMAIN, 1)])
     try:
         session = _ort_session(model, 1, "ORT_DISABLE_ALL")
     except Exception:  # noqa: BLE001 - a build without the contrib NCHWc kernels
@@ -253,7 +275,7 @@ def _optimize_to(model: Any, path: str) -> None:
     so.log_severity_level = 3
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     so.optimized_model_filepath = path
-    ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    _inference_session(model, so)
 
 
 _NCHWC_PLAN = (f"{NCHWC_DOMAIN}:ReorderInput", f"{NCHWC_DOMAIN}:Conv", f"{NCHWC_DOMAIN}:ReorderOutput")
@@ -303,8 +325,7 @@ class OrtNchwc(Primitive):
             [conv], "nchwc", [helper.make_tensor_value_info(conv.input[0], TensorProto.FLOAT, [n_, cp, *config.im])],
             [helper.make_tensor_value_info(conv.output[0], TensorProto.FLOAT, None)], list(optimized.graph.initializer))
         opsets = [helper.make_opsetid("", 17), helper.make_opsetid(NCHWC_DOMAIN, 1)]
-        model = helper.make_model(graph, opset_imports=opsets)
-        session = _ort_session(model, threads, "ORT_DISABLE_ALL")
+        session = _ort_session(_onnx_model(graph, opsets), threads, "ORT_DISABLE_ALL")
         name = conv.input[0]
         fb = -(-config.f // block)
 
