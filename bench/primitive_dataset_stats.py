@@ -19,8 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nnperf.campaign import load_primitive_dataset
-from nnperf.campaign._primitives import DATASET_REFERENCE
+from nnperf.campaign import DATASET_REFERENCE, load_primitive_dataset
 from nnperf.measure import Method
 from nnperf.store import Store
 

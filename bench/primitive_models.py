@@ -39,8 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nnperf.campaign import PRIMITIVE_CAMPAIGN, load_primitive_dataset, primitive_systems
-from nnperf.campaign._primitives import DATASET_REFERENCE
+from nnperf.campaign import DATASET_REFERENCE, PRIMITIVE_CAMPAIGN, load_primitive_dataset, primitive_systems
 from nnperf.measure import host_info
 from nnperf.prediction.primitives import Evaluation, PrimitiveCostModel, evaluate, split_dataset
 from nnperf.primitives import PrimitiveDataset, PrimitiveError, config_key, conv_layer_configs, get_primitive

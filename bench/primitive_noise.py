@@ -31,8 +31,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from nnperf.api import dataset_configs
-from nnperf.campaign import load_primitive_dataset, profile_primitives
-from nnperf.campaign._primitives import DATASET_REFERENCE
+from nnperf.campaign import DATASET_REFERENCE, load_primitive_dataset, profile_primitives
 from nnperf.measure import Method, PeriodicSlowdown, host_info, interference_availability
 from nnperf.primitives import ConvConfig, config_from_dict
 from nnperf.store import Store

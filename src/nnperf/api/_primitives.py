@@ -254,8 +254,7 @@ def train_primitive_model(system: System | StoredId | None = None, store: StoreL
     ``system`` is a stored primitive system's id or key prefix, or this CPU's primitive system
     (``nnperf.System("primitives", threads=N)``; None: one thread), else the only one the store holds."""
     stored, threads = primitive_target(system, "train_primitive_model")
-    from nnperf.campaign import load_primitive_dataset
-    from nnperf.campaign._primitives import DATASET_REFERENCE  # not exported by nnperf.campaign
+    from nnperf.campaign import DATASET_REFERENCE, load_primitive_dataset
     from nnperf.prediction.primitives import PrimitiveCostModel, evaluate, split_dataset
 
     with opened_store(store, create=False) as opened:

@@ -76,6 +76,7 @@ from nnperf.campaign._measuring import (
 from nnperf.campaign._networks import RunsProgress, measure_networks
 from nnperf.campaign._primitives import (
     DATASET_HARNESS,
+    DATASET_REFERENCE,
     PRIMITIVE_BACKEND,
     PRIMITIVE_CAMPAIGN,
     PrimitiveItem,
@@ -109,6 +110,7 @@ __all__ = [
     "CALIBRATION_HARNESS",
     "COMPUTE_PROBES",
     "DATASET_HARNESS",
+    "DATASET_REFERENCE",
     "FUSION_PROFILER_RUNS",
     "LAYER_CAMPAIGN",
     "PRIMITIVE_BACKEND",
