@@ -91,6 +91,25 @@ def test_slopes_follow_a_residual_that_grows_with_a_feature() -> None:
     assert correction.bias[0] == pytest.approx(0.5, abs=0.03)
 
 
+def test_columns_share_the_slope_most_of_them_have() -> None:
+    rng = np.random.default_rng(1)
+    design = rng.normal(size=(12, 2))
+    biases = np.array([0.1, -0.2, 0.3, 0.0, 0.5])
+    residual = biases + 0.3 * design[:, [0]] + rng.normal(0, 0.005, (12, 5))
+    residual[:, 4] += 0.5 * design[:, 1]  # one column also grows with the second feature
+    residual[::3, 2] = np.nan  # and one misses a third of the rows
+    from nnperf.prediction.primitives._ridge import shared_slopes
+    # each row's median centred residual follows 0.3 * x0 alone: the odd column does not move the median
+    np.testing.assert_allclose(shared_slopes(design, residual, ResidualSettings()), [0.3, 0.0], atol=0.02)
+    correction = fit_residuals(design, residual)
+    np.testing.assert_allclose(correction.coef[0], 0.3, atol=0.03)
+    np.testing.assert_allclose(correction.coef[1], [0, 0, 0, 0, 0.5], atol=0.06)  # ridge: measured 0.448
+    alone = fit_residuals(design, residual, ResidualSettings(shared=False))
+    np.testing.assert_allclose(alone.coef, correction.coef, atol=0.05)  # with 8-12 rows each finds it too
+    few = fit_residuals(design[:4], residual[:4])  # fewer rows than min_rows_for_slopes: biases only
+    assert not few.coef.any()
+
+
 # -------------------------------------------------------------------------------------- residual correction
 
 def test_residual_correction_fixes_the_primitive_that_changed_and_leaves_the_others(

@@ -17,6 +17,9 @@ hidden layer), minimising
 - The slopes need :data:`MIN_ROWS_FOR_SLOPES` rows; lambda_j is chosen per column among :data:`ALPHAS` times the
   design's mean squared singular value by leave-one-out error, which ridge regression gives in closed form
   (e_i / (1 - H_ii)), so nothing is held out and one configuration is enough (then only the bias moves).
+- Before the columns' own slopes, the slopes they share are fitted the same way on each row's median column
+  residual (:func:`shared_slopes`): moving from a CPU to a GPU, whose small kernels all cost about a launch,
+  flattens every primitive's growth with the layer's size, and a few configurations of all columns show it.
 """
 
 from __future__ import annotations
@@ -71,11 +74,13 @@ class Correction:
 @dataclass(frozen=True)
 class ResidualSettings:
     """The regularisation of :func:`fit_residuals`: ``shrink_rows`` (k), the rows a column needs for slopes,
-    the penalties tried (``alphas``; empty: the bias alone)."""
+    the penalties tried (``alphas``; empty: the bias alone) and whether the columns first fit the slopes they
+    share (:func:`shared_slopes`)."""
 
     shrink_rows: float = SHRINK_ROWS
     min_rows_for_slopes: int = MIN_ROWS_FOR_SLOPES
     alphas: tuple[float, ...] = ALPHAS
+    shared: bool = True
 
 
 DEFAULT_RESIDUALS = ResidualSettings()
@@ -125,14 +130,35 @@ def _solve(basis: Basis | None, r: np.ndarray, settings: ResidualSettings) -> tu
     return (bias, None) if beta is None else (bias - float(centre @ beta), beta)
 
 
+def shared_slopes(design: np.ndarray, residual: np.ndarray, settings: ResidualSettings) -> np.ndarray:
+    """(d,) the slopes every column shares: the ridge fit (penalty by leave-one-configuration-out error) of
+    each row's median over its columns of their residual less the column's mean, on the design rows; zero with
+    fewer than ``settings.min_rows_for_slopes`` rows. The median keeps one odd column's slope its own."""
+    present = ~np.isnan(residual)
+    means = np.nansum(residual, axis=0) / np.maximum(present.sum(axis=0), 1)
+    rows = present.any(axis=1)
+    if rows.sum() < settings.min_rows_for_slopes or design.shape[-1] == 0 or not settings.alphas:
+        return np.zeros(design.shape[-1])
+    typical = np.nanmedian(np.where(present, residual - means, np.nan)[rows], axis=1)
+    _, beta = _solve(_basis(design[rows]), typical, settings)
+    return np.zeros(design.shape[-1]) if beta is None else beta
+
+
 def fit_residuals(design: np.ndarray, residual: np.ndarray,
                   settings: ResidualSettings = DEFAULT_RESIDUALS) -> Correction:
     """The :class:`Correction` of residuals ``residual`` (n, m; NaN where a column was not timed) on ``design``
     rows: (n, d) shared by the columns or (m, n, d) one per column (NN1's networks); see the module docstring.
-    Columns timed on the same rows of a shared design share one singular value decomposition."""
-    prior = all_column_bias(residual)
+
+    With a shared design the slopes come in two parts: :func:`shared_slopes` first, which every column gets
+    (a platform that scales differently with the layer's size does so for most primitives, and the rows of all
+    columns pin it down long before one column's do), then each column's own fit of what they leave. Columns
+    timed on the same rows share one singular value decomposition."""
     m, width = residual.shape[1], design.shape[-1]
-    bias, coef = np.full(m, prior), np.zeros((width, m))
+    common = shared_slopes(design, residual, settings) if design.ndim == 2 and settings.shared else np.zeros(width)
+    if design.ndim == 2:
+        residual = residual - (design @ common)[:, None]
+    prior = all_column_bias(residual)
+    bias, coef = np.full(m, prior), np.tile(common[:, None], (1, m))
     bases: dict[bytes, Basis] = {}
     for j in range(m):
         rows = ~np.isnan(residual[:, j])
@@ -150,5 +176,5 @@ def fit_residuals(design: np.ndarray, residual: np.ndarray,
         b, beta = _solve(basis, residual[rows, j] - prior, settings)
         bias[j] += b
         if beta is not None:
-            coef[:, j] = beta
+            coef[:, j] += beta
     return Correction(bias, coef)
