@@ -26,7 +26,7 @@ from nnperf.store import Store
 BLOCKED = str(get_primitive("ort-nchwc").input_layout)  # chw16c with AVX-512, chw8c with AVX2
 
 SEEDS = [ConvConfig.make(1, 8, 8, 16, 3, 1, 1), ConvConfig.make(1, 8, 16, 12, 1), ConvConfig.make(1, 16, 16, 8, 3, 2, 1)]
-TRANSFORMS = {"chw->hwc", "hwc->chw", f"chw->{BLOCKED}", f"{BLOCKED}->chw", f"hwc->{BLOCKED}", f"{BLOCKED}->hwc"}
+TRANSFORMS = {f"{a}->{b}" for a in ("chw", "hwc", "hcw", BLOCKED) for b in ("chw", "hwc", "hcw", BLOCKED) if a != b}
 
 
 @pytest.fixture(scope="module")
