@@ -38,6 +38,10 @@ SHRINK_ROWS = 2.0
 MIN_ROWS_FOR_SLOPES = 6
 """Fewer rows of a column fit its bias alone."""
 
+MIN_ROWS_FOR_SHARED_SLOPES = 3
+"""Fewer configurations (or activations) fit no shared slope: the slopes every column shares rest on all their
+times, so fewer rows pin them down than a column's own."""
+
 ALPHAS = (10.0, 1.0, 0.1, 0.01)
 """The ridge penalties tried (besides the bias alone), in units of the centred design's mean squared singular
 value: from nearly the bias alone to a nearly free fit."""
@@ -81,6 +85,7 @@ class ResidualSettings:
     min_rows_for_slopes: int = MIN_ROWS_FOR_SLOPES
     alphas: tuple[float, ...] = ALPHAS
     shared: bool = True
+    min_rows_for_shared: int = MIN_ROWS_FOR_SHARED_SLOPES
 
 
 DEFAULT_RESIDUALS = ResidualSettings()
@@ -133,11 +138,11 @@ def _solve(basis: Basis | None, r: np.ndarray, settings: ResidualSettings) -> tu
 def shared_slopes(design: np.ndarray, residual: np.ndarray, settings: ResidualSettings) -> np.ndarray:
     """(d,) the slopes every column shares: the ridge fit (penalty by leave-one-configuration-out error) of
     each row's median over its columns of their residual less the column's mean, on the design rows; zero with
-    fewer than ``settings.min_rows_for_slopes`` rows. The median keeps one odd column's slope its own."""
+    fewer than ``settings.min_rows_for_shared`` rows. The median keeps one odd column's slope its own."""
     present = ~np.isnan(residual)
     means = np.nansum(residual, axis=0) / np.maximum(present.sum(axis=0), 1)
     rows = present.any(axis=1)
-    if rows.sum() < settings.min_rows_for_slopes or design.shape[-1] == 0 or not settings.alphas:
+    if rows.sum() < settings.min_rows_for_shared or design.shape[-1] == 0 or not settings.alphas:
         return np.zeros(design.shape[-1])
     typical = np.nanmedian(np.where(present, residual - means, np.nan)[rows], axis=1)
     _, beta = _solve(_basis(design[rows]), typical, settings)
