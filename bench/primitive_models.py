@@ -208,11 +208,15 @@ def print_table4(db: Path, system_id: int, model: PrimitiveCostModel) -> dict[st
     block of its measurements to the last (warm-ups and the rounds; not the preparation before them)."""
     with Store(db, create=False) as store:
         keys = {r.id: r.network_hash for r in store.runs(system_id=system_id) if r.campaign.startswith(PRIMITIVE_CAMPAIGN)}
-        spans: dict[str, list[float]] = {}
+        windows: dict[int, list[float]] = {}
         for m in store.layer_measurements(system_id=system_id):
             if m.run_id in keys and m.timing.started_at > 0:
-                span = spans.setdefault(keys[m.run_id], [m.timing.started_at, m.timing.ended_at])
-                span[0], span[1] = min(span[0], m.timing.started_at), max(span[1], m.timing.ended_at)
+                window = windows.setdefault(m.run_id, [m.timing.started_at, m.timing.ended_at])
+                window[0], window[1] = min(window[0], m.timing.started_at), max(window[1], m.timing.ended_at)
+    spans: dict[str, list[float]] = {}  # a configuration profiled in two runs (merged stores) counts one of them
+    for run_id, window in windows.items():
+        if keys[run_id] not in spans or window[1] - window[0] < spans[keys[run_id]][1] - spans[keys[run_id]][0]:
+            spans[keys[run_id]] = window
     print("\n| network | convolutions | prediction (ms) | profiling its configurations (s) |\n|---|---|---|---|")
     table4 = {}
     for network_name in names():
