@@ -41,9 +41,12 @@ then solves the network from its predictions, and a table gives how much more th
 target's graph than the target's optimum. --table5: the source model tuned (frozen) on one primitive family of
 the whole pool at a time, scored per family (Table 5).
 
-Cost (one core, about 1,000 target configurations, the default 25 subsets x 8 fractions x 5 methods, NN2
-source, no --select): the source model 0.5-2 min, then about 5-8 min, most of it the from-scratch networks
-(about 1 s each on the larger subsets); each --select network adds a PBQP solve per model.
+Cost, measured on one idle core of this VM (AMD EPYC) with the default 25 subsets x 8 fractions x 5 methods and
+an NN2 source of Table 3's width, no --select: a synthetic target of 1,400 configurations (a pool of 980; 25
+primitives, 12 transformations) took 107 s for the source model and 132 s for the sweep, 4.0 min in all; the
+from-scratch networks are most of the sweep (0.15-0.8 s a fit), the other methods 0.04-0.3 s a subset. Each
+--select network adds a PBQP solve per model; --methods ... fine-tune adds the paper's fine-tuning (Table 3's
+network, early stopping), much the slowest.
 """
 
 from __future__ import annotations
