@@ -25,8 +25,7 @@ source model with that subset:
   features, regularisation chosen by leave-one-out error;
 - frozen: ``fine_tuned_frozen``, the last layer tuned in closed form toward the subset, hidden layers frozen;
 - scratch: a model of the source's kind and targets trained on the subset alone (``from_scratch``; its networks
-  are the small ones at learning rate 0.01, at most 60 steps, patience 20: the baseline, not the best a
-  subset can give);
+  are the small ones, at most 150 steps, patience 50: the baseline, not the best a subset can give);
 - fine-tune (not by default): the paper's fine-tuning of every layer at a tenth of the learning rate.
 
 Every figure is scored on the target's test part with ``evaluate``: the median over primitives of each
@@ -103,7 +102,7 @@ METHODS = ("direct", "factor", "residual", "frozen", "scratch")
 ALL_METHODS = (*METHODS, "fine-tune")
 DETERMINISTIC = {"direct", "factor", "residual", "frozen"}
 """Methods whose model depends on the subset alone (not on a seed)."""
-SCRATCH = {"hidden": (32, 64, 64, 32), "learning_rate": 1e-2, "max_iterations": 60, "patience": 20}
+SCRATCH = {"hidden": (32, 64, 64, 32), "learning_rate": 3e-3, "max_iterations": 150, "patience": 50}
 """The from-scratch networks: small and short (the baseline's cost dominates the bench otherwise)."""
 
 
