@@ -101,12 +101,10 @@ def dataset_configs(models: Sequence[ModelLike] = (), random: int = 0, seed: int
 
     if grid not in (None, "paper"):
         raise NnperfError(f"unknown configuration grid {grid!r}; known: paper (Mulder et al. Table 1 and 7)")
-    if grid == "paper":
-        networks = [load_model(m) for m in models]
-        found = list(dict.fromkeys(c for network in networks for c in conv_configs(network)))
-        return list(dict.fromkeys(found + paper_grid(max_macs=max_macs, seed=seed)))
-    networks = [load_model(m) for m in (models or names())]
+    networks = [load_model(m) for m in (models or (() if grid else names()))]
     found = list(dict.fromkeys(c for network in networks for c in conv_configs(network)))
+    if grid == "paper":
+        return list(dict.fromkeys(found + paper_grid(max_macs=max_macs, seed=seed)))
     return found + (sample_configs(found, random, seed) if random else [])
 
 

@@ -147,14 +147,7 @@ def test_an_activation_moves_once_per_layout(monkeypatch: pytest.MonkeyPatch) ->
     network = asymmetric_residual_network()
     module = build_selected(network, {"c1": "onednn-hwc", "r1": "hwc", "c2": "onednn-chw", "add": "hwc",
                                       "r2": "hwc", "c3": "direct"})
-    moves: list[str] = []
-    run = LayoutTransform.run
-
-    def counted(self: LayoutTransform, x: torch.Tensor, channels: int | None = None) -> torch.Tensor:
-        moves.append(self.name)
-        return run(self, x, channels)
-
-    monkeypatch.setattr(LayoutTransform, "run", counted)
+    moves = counted_moves(monkeypatch)
     y = module(torch.rand(1, 16, 8, 8))
     # x to hwc once for c1 and add; r1 to chw for c2; c2 to hwc for add; r2 to chw for c3; c3 writes chw
     assert sorted(moves) == ["chw->hwc", "chw->hwc", "hwc->chw", "hwc->chw"]
