@@ -90,6 +90,7 @@ class HostInfo:
     python: str
     versions: tuple[tuple[str, str], ...]  # (package, version), sorted
     allocator_env: tuple[tuple[str, str], ...]  # MALLOC_* and similar variables in force
+    cpu_details: str = ""  # vendor, family/model/stepping, vector extensions, caches; '' in older stores
 
 
 @dataclass(frozen=True)
