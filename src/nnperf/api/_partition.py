@@ -22,6 +22,7 @@ from nnperf.ir import Network
 from nnperf.optimize.partition import (
     NEUPART_INPUT_SPARSITIES,
     Channel,
+    ChannelSweep,
     InputCoding,
     PartitionResult,
     QuartileRow,
@@ -43,8 +44,8 @@ NEUPART_INPUT_SPARSITY = 0.608
 SWEEP_BITRATES_BPS = tuple(m * 1e6 for m in range(5, 201, 5))
 """The bit rates of the figures: 5 to 200 Mbit/s in steps of 5."""
 
-SWEEP_POWERS_W = (0.5, 1.3)
-"""The transmit powers of the figures (NeuPart's)."""
+NEUPART_POWERS_W = (0.5, 1.3)
+"""NeuPart's two transmit powers (give them as ``sweep_powers_w`` to draw both in the figures)."""
 
 SEND_MODES = ("both", "ofmap", "next-input")
 
@@ -99,7 +100,7 @@ def partition(model: ModelLike | None = None, system: StoredSystem | None = None
               tx_power: float | str = "0.5W", input_sparsity: float | None = None, jpeg_bytes: float | None = None,
               send: str = "both", cloud_tops: float = 92.0, client_power: float | str | None = None,
               out: PathLike | None = None, sweep_bitrates_bps: Sequence[float] = SWEEP_BITRATES_BPS,
-              sweep_powers_w: Sequence[float] = SWEEP_POWERS_W, progress: Progress | None = None) -> NetworkPartition:
+              sweep_powers_w: Sequence[float] | None = None, progress: Progress | None = None) -> NetworkPartition:
     """The energy-optimal split of a network between the client and the cloud (NeuPart).
 
     The client's cost at a split point is its compute up to there plus sending the rest (RLC-coded); the result
@@ -127,8 +128,10 @@ def partition(model: ModelLike | None = None, system: StoredSystem | None = None
     client_power : float or str, optional
         A ``system`` calibrated without a power meter: its power while computing (energy = power x latency).
     out : path, optional
-        Write fig10_energy_cost.png, fig12_savings.png, fig13a_delay.png and pareto.png into this folder, the
-        sweeps over ``sweep_bitrates_bps`` (bit/s) and ``sweep_powers_w`` (W).
+        Write fig10_energy_cost.png, fig12_savings.png, fig13a_delay.png and pareto.png into this folder. Fig. 12
+        and 13(a) sweep ``sweep_bitrates_bps`` (bit/s) and mark the requested channel on them; they draw the
+        requested ``tx_power`` and, as context curves labelled so, any other power of ``sweep_powers_w`` (W;
+        default none, :data:`NEUPART_POWERS_W` for the paper's pair). The sweep takes in the requested bit rate.
 
     Returns
     -------
@@ -148,7 +151,12 @@ def partition(model: ModelLike | None = None, system: StoredSystem | None = None
     result = split_points(points, channel)
     quartiles = (quartile_table(lambda s: points_for(InputCoding(sparsity=s)), NEUPART_INPUT_SPARSITIES, channel)
                  if jpeg_bytes is None else [])
-    files = _figures(Path(out), points, result, sweep_bitrates_bps, sweep_powers_w) if out is not None else ()
+    files = ()
+    if out is not None:
+        from nnperf.report.partition import FigureSetting
+
+        setting = FigureSetting(source.name, client.label, coding.label, f"{cloud_tops:g} TOPS")
+        files = _figures(Path(out), points, result, sweep_bitrates_bps, () if sweep_powers_w is None else sweep_powers_w, setting)
     return NetworkPartition(source.name, client.label, coding.label, result, tuple(quartiles),
                             tuple(result.points[i].name for i in pareto_front(result)), source.sparsity_note, files)
 
@@ -214,11 +222,25 @@ def _system_client(system: StoredSystem, store: StoreLike, network: Network,
 
 
 def _figures(out: Path, points: Sequence[SplitPoint], result: PartitionResult, bitrates_bps: Sequence[float],
-             powers_w: Sequence[float]) -> tuple[Path, ...]:
-    from nnperf.optimize.partition import sweep_channels
+             powers_w: Sequence[float], setting: Any) -> tuple[Path, ...]:
+    """The four figures, Fig. 12 and 13(a) over :func:`figure_sweep`."""
     from nnperf.report.partition import plot_delay, plot_energy_cost, plot_pareto, plot_savings
 
-    sweep = sweep_channels(points, list(bitrates_bps), list(powers_w))
-    return (plot_energy_cost(result, out / "fig10_energy_cost.png"), plot_savings(sweep, out / "fig12_savings.png"),
-            plot_delay(sweep, out / "fig13a_delay.png"), plot_pareto(result, out / "pareto.png"))
+    sweep = figure_sweep(points, result, bitrates_bps, powers_w)
+    return (plot_energy_cost(result, out / "fig10_energy_cost.png", setting),
+            plot_savings(sweep, out / "fig12_savings.png", result, setting),
+            plot_delay(sweep, out / "fig13a_delay.png", result, setting),
+            plot_pareto(result, out / "pareto.png", setting))
 
+
+def figure_sweep(points: Sequence[SplitPoint], result: PartitionResult, bitrates_bps: Sequence[float],
+                 powers_w: Sequence[float] = ()) -> ChannelSweep:
+    """The channel grid behind Fig. 12 and 13(a): ``bitrates_bps`` with the requested bit rate added (so that
+    the requested power's curve passes through the marked operating point), the requested power first, then
+    the other powers of ``powers_w``; no power the caller did not ask for."""
+    from nnperf.optimize.partition import sweep_channels
+
+    channel = result.channel
+    rates = sorted({*map(float, bitrates_bps), channel.bitrate_bps})
+    powers = [channel.tx_power_w, *(p for p in dict.fromkeys(map(float, powers_w)) if p != channel.tx_power_w)]
+    return sweep_channels(points, rates, powers)

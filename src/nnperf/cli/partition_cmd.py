@@ -43,8 +43,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="write fig10_energy_cost.png, fig12_savings.png, fig13a_delay.png and pareto.png here")
     p.add_argument("--sweep-bitrates", default="5:200:5", metavar="START:STOP:STEP",
                    help="bit rates in Mbit/s for the figures (default 5:200:5)")
-    p.add_argument("--sweep-powers", default="0.5,1.3", metavar="W,...",
-                   help="transmit powers for the figures (default 0.5,1.3, NeuPart's)")
+    p.add_argument("--sweep-powers", default="", metavar="W,...",
+                   help="more transmit powers for Fig. 12 and 13(a), drawn as context curves beside --tx-power "
+                        "(default none; 0.5,1.3 are NeuPart's)")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     add_db_argument(p)
     p.set_defaults(run=run)
@@ -59,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     figures = {}
     if args.out:  # the figures' sweeps are read only when figures are asked for
         figures = {"out": args.out, "sweep_bitrates_bps": parse_bitrate_sweep(args.sweep_bitrates),
-                   "sweep_powers_w": [parse_power(p) for p in args.sweep_powers.split(",")]}
+                   "sweep_powers_w": [parse_power(p) for p in args.sweep_powers.split(",") if p.strip()]}
     with Progress(not args.json, "measuring sparsity") as progress:
         found = partition(args.model, args.system, args.db, spec=args.spec, **source_options(args),
                           bitrate=args.bitrate, tx_power=args.tx_power, input_sparsity=args.input_sparsity,
