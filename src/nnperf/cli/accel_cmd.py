@@ -81,7 +81,7 @@ def run_energy(args: argparse.Namespace) -> int:
 def run_sweep(args: argparse.Namespace) -> int:
     from nnperf.api import accel_sweep
     from nnperf.report import console
-    from nnperf.report.accel import sweep_table
+    from nnperf.report.accel import sweep_report
 
     glb = _numbers(args.glb, "--glb")
     scales = _numbers(args.rf_scale, "--rf-scale")
@@ -93,7 +93,7 @@ def run_sweep(args: argparse.Namespace) -> int:
         print(json.dumps(result.to_dict(), indent=1))
         return 0
     out = console()
-    out.print(sweep_table(result.sweep))
+    out.print(sweep_report(result.sweep))
     for path in result.files:
         out.print(f"wrote {path}")
     return 0
