@@ -128,10 +128,8 @@ def partition(model: ModelLike | None = None, system: StoredSystem | None = None
     client_power : float or str, optional
         A ``system`` calibrated without a power meter: its power while computing (energy = power x latency).
     out : path, optional
-        Write fig10_energy_cost.png, fig12_savings.png, fig13a_delay.png and pareto.png into this folder. Fig. 12
-        and 13(a) sweep ``sweep_bitrates_bps`` (bit/s) and mark the requested channel on them; they draw the
-        requested ``tx_power`` and, as context curves labelled so, any other power of ``sweep_powers_w`` (W;
-        default none, :data:`NEUPART_POWERS_W` for the paper's pair). The sweep takes in the requested bit rate.
+        Write fig10_energy_cost.png, fig12_savings.png, fig13a_delay.png and pareto.png here; Fig. 12 and 13(a)
+        sweep ``sweep_bitrates_bps`` (bit/s) at ``tx_power`` and, as context, ``sweep_powers_w`` (W, default none).
 
     Returns
     -------
@@ -151,12 +149,8 @@ def partition(model: ModelLike | None = None, system: StoredSystem | None = None
     result = split_points(points, channel)
     quartiles = (quartile_table(lambda s: points_for(InputCoding(sparsity=s)), NEUPART_INPUT_SPARSITIES, channel)
                  if jpeg_bytes is None else [])
-    files = ()
-    if out is not None:
-        from nnperf.report.partition import FigureSetting
-
-        setting = FigureSetting(source.name, client.label, coding.label, f"{cloud_tops:g} TOPS")
-        files = _figures(Path(out), points, result, sweep_bitrates_bps, () if sweep_powers_w is None else sweep_powers_w, setting)
+    files = _figures(Path(out), points, result, sweep_bitrates_bps, sweep_powers_w,
+                     (source.name, client.label, coding.label, f"{cloud_tops:g} TOPS")) if out is not None else ()
     return NetworkPartition(source.name, client.label, coding.label, result, tuple(quartiles),
                             tuple(result.points[i].name for i in pareto_front(result)), source.sparsity_note, files)
 
@@ -222,19 +216,21 @@ def _system_client(system: StoredSystem, store: StoreLike, network: Network,
 
 
 def _figures(out: Path, points: Sequence[SplitPoint], result: PartitionResult, bitrates_bps: Sequence[float],
-             powers_w: Sequence[float], setting: Any) -> tuple[Path, ...]:
-    """The four figures, Fig. 12 and 13(a) over :func:`figure_sweep`."""
-    from nnperf.report.partition import plot_delay, plot_energy_cost, plot_pareto, plot_savings
+             powers_w: Sequence[float] | None, setting: tuple[str, str, str, str]) -> tuple[Path, ...]:
+    """The four figures, Fig. 12 and 13(a) over :func:`figure_sweep`; ``setting`` is the network, the client,
+    the input's coding and the cloud's throughput, for their titles and metadata."""
+    from nnperf.report.partition import FigureSetting, plot_delay, plot_energy_cost, plot_pareto, plot_savings
 
+    named = FigureSetting(*setting)
     sweep = figure_sweep(points, result, bitrates_bps, powers_w)
-    return (plot_energy_cost(result, out / "fig10_energy_cost.png", setting),
-            plot_savings(sweep, out / "fig12_savings.png", result, setting),
-            plot_delay(sweep, out / "fig13a_delay.png", result, setting),
-            plot_pareto(result, out / "pareto.png", setting))
+    return (plot_energy_cost(result, out / "fig10_energy_cost.png", named),
+            plot_savings(sweep, out / "fig12_savings.png", result, named),
+            plot_delay(sweep, out / "fig13a_delay.png", result, named),
+            plot_pareto(result, out / "pareto.png", named))
 
 
 def figure_sweep(points: Sequence[SplitPoint], result: PartitionResult, bitrates_bps: Sequence[float],
-                 powers_w: Sequence[float] = ()) -> ChannelSweep:
+                 powers_w: Sequence[float] | None = None) -> ChannelSweep:
     """The channel grid behind Fig. 12 and 13(a): ``bitrates_bps`` with the requested bit rate added (so that
     the requested power's curve passes through the marked operating point), the requested power first, then
     the other powers of ``powers_w``; no power the caller did not ask for."""
@@ -242,5 +238,6 @@ def figure_sweep(points: Sequence[SplitPoint], result: PartitionResult, bitrates
 
     channel = result.channel
     rates = sorted({*map(float, bitrates_bps), channel.bitrate_bps})
-    powers = [channel.tx_power_w, *(p for p in dict.fromkeys(map(float, powers_w)) if p != channel.tx_power_w)]
+    others = dict.fromkeys(map(float, () if powers_w is None else powers_w))
+    powers = [channel.tx_power_w, *(p for p in others if p != channel.tx_power_w)]
     return sweep_channels(points, rates, powers)
