@@ -170,9 +170,12 @@ def energy_cost_figure(result: PartitionResult, setting: FigureSetting = FigureS
     best = result.best
     top = float(cost.max())
     ax.set_ylim(0, top * 1.42)
+    # the box over the optimum, but inside the axes when the optimum is near either end
+    align, shift = (("left", -0.4) if best < len(names) / 4 else ("right", 0.4) if best > 3 * len(names) / 4
+                    else ("center", 0.0))
     ax.annotate(f"optimum: split after {names[best]}\n{cost[best]:.3g} mJ, {result.delay_s[best] * 1e3:.3g} ms\n"
                 f"{result.savings_vs_fcc:.1%} below FCC, {result.savings_vs_fisc:.1%} below FISC",
-                (x[best], cost[best]), xytext=(x[best], top * 1.2), ha="center", va="center", fontsize=8,
+                (x[best], cost[best]), xytext=(x[best] + shift, top * 1.2), ha=align, va="center", fontsize=8,
                 bbox={"boxstyle": "round", "facecolor": "white", "edgecolor": "0.5"},
                 arrowprops={"arrowstyle": "->", "color": "black"})
     ax.set_xticks(x, _split_labels(names), rotation=45, ha="right")
