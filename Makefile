@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.nnperf-installed
 TORCH := torch==2.13.0
 
-.PHONY: demo test test-slow coverage install clean
+.PHONY: demo test test-slow coverage install browser clean
 
 install: $(STAMP)
 
@@ -34,6 +34,13 @@ test: $(STAMP)
 
 test-slow: $(STAMP)
 	$(PYTEST) -m slow
+
+# Headless Chromium for the report's layout checks (tests/report/test_report_in_chromium.py, bench/report_render.py):
+# Debian's package, installed when no Chromium is on the PATH (needs root and Debian's package mirror).
+browser:
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || command -v google-chrome >/dev/null \
+	  || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
+	@command -v chromium || command -v chromium-browser || command -v google-chrome
 
 # Line coverage of the whole suite (slow tests included, one at a time as in make test-slow), as BENCHMARKS.md
 # reports it.

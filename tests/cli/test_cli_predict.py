@@ -165,7 +165,7 @@ def test_evaluate_writes_tables_figures_and_a_self_contained_report(capsys, tmp_
     assert (out_dir / "fig5_layers.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (out_dir / "fig7_networks.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     report = (out_dir / "report.html").read_text()
-    assert report.count("data:image/png;base64,") == 2 and "<table>" in report  # nothing outside the file
+    assert report.count("data:image/png;base64,") == 4 and "<table" in report  # nothing outside the file
     assert '<section id="provenance">' in report and "<dt>nnperf version</dt>" in report
     code, out, _ = run(capsys, "evaluate", *nets, *FAKE, "--db", db, "--out", str(out_dir), "--json")
     doc = json.loads(out)

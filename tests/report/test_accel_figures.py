@@ -17,7 +17,7 @@ from PIL import Image
 from rich.console import Console
 
 from nnperf.accel import DesignSweep, eyeriss_spec, reference_network, sweep_design
-from nnperf.report.accel import CANNOT_RUN_BAND, plot_sweep, sweep_figure, sweep_notes, sweep_report
+from nnperf.report.accel import CANNOT_RUN_BAND, plot_energy, plot_sweep, sweep_figure, sweep_notes, sweep_report
 
 GLB_KB = [8, 16, 64, 128]
 C1_REASON = "layer 'C1': the GLB cannot hold the psums of one filter for 16 ofmap rows"
@@ -134,3 +134,14 @@ def test_the_table_says_cannot_run_briefly_and_gives_each_reason_once(sweep: Des
     assert text.count(C1_REASON) == 1
     assert f"(1) {C1_REASON} (16x16 PEs, RF x1 at GLB 8, 16 kB)" in text
     assert "smallest within 2%: 64 kB" in text and "GLB law 'sqrt'" in text
+
+
+def test_energy_figure_names_network_accelerator_and_settings(tmp_path: Path) -> None:
+    from nnperf.accel import network_energy
+
+    energy = network_energy(reference_network("alexnet"), eyeriss_spec(16), "alexnet")
+    with Image.open(plot_energy(energy, tmp_path / "energy.png")) as image:
+        text = dict(image.text)
+    assert text["Title"].startswith(f"Where does alexnet spend its {energy.total_j * 1e3:.3g} mJ per image?")
+    assert text["Network"] == "alexnet" and text["Accelerator"] == "eyeriss-like accelerator, 16-bit, 12x14 PEs"
+    assert text["Settings"] == "GLB 100 KiB; GLB energy law constant"

@@ -18,6 +18,7 @@ Table II is the mean absolute Table I error over the networks.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from nnperf.ir.metrics import network_metrics
 from nnperf.prediction._base import network_predictor_names, predictor_class
 from nnperf.prediction._model import SystemModel
 from nnperf.prediction._runs import MeasuredNetwork
+from nnperf.prediction.kernel import kernel_kind
 
 EVALUATION_FORMAT = ("nnperf-evaluation", 1)
 
@@ -47,7 +49,10 @@ def method_label(name: str) -> str:
 class LayerComparison:
     """One layer: measured (isolated median) and predicted latency, in seconds.
 
-    ``op`` is the layer's operator type ('conv'), ``key`` the per-layer model that predicted it.
+    ``op`` is the layer's operator type ('conv'), ``key`` the per-layer model that predicted it, ``kind`` the
+    kernel that runs it (``conv:depthwise``, ``conv:pointwise``, ... or the layer type, see
+    :func:`nnperf.prediction.kernel.kernel_kind`), ``macs`` its multiply-accumulates, ``output_shape`` its output
+    and ``measured_spread`` the interquartile range of its isolated runs over their median (0 when unknown).
     """
 
     layer: str
@@ -55,6 +60,10 @@ class LayerComparison:
     key: str
     measured_s: float
     predicted_s: float
+    kind: str = ""
+    macs: int = 0
+    output_shape: tuple[int, ...] = ()
+    measured_spread: float = 0.0
 
     @property
     def error(self) -> float:
@@ -87,6 +96,18 @@ class NetworkComparison:
     def adjusted_error(self, method: str) -> float | None:
         """The network-level error of ``method`` against the speed-adjusted measurement."""
         return None if self.adjusted_s is None else relative_error(self.predicted_s[method], self.adjusted_s)
+
+    @property
+    def speed_drift(self) -> float | None:
+        """How much slower (> 0) or faster (< 0) the machine ran this network than it would have at calibration:
+        the measured time over the speed-adjusted one, less 1 (None when not timed beside the reference)."""
+        return None if not self.adjusted_s else self.measured_s / self.adjusted_s - 1
+
+    @property
+    def noise_floor(self) -> float:
+        """The error this network's measurement cannot resolve: the larger of the spread of its rounds and the
+        machine's speed drift since calibration (both fractions)."""
+        return max(self.measured_spread, abs(self.speed_drift or 0.0))
 
     @property
     def layer_sum_error(self) -> float:
@@ -135,6 +156,16 @@ class Evaluation:
         """Median interquartile spread of the whole-network measurements (a floor under any error)."""
         return float(np.median([n.measured_spread for n in self.networks]))
 
+    @property
+    def noise_floor(self) -> float:
+        """The median over the networks of their :attr:`NetworkComparison.noise_floor`."""
+        return float(np.median([n.noise_floor for n in self.networks]))
+
+    def noise(self) -> NoiseAssessment:
+        """Whether this run's measurements were too noisy to trust its verdicts, and which (see
+        :class:`NoiseAssessment`)."""
+        return assess_noise(self)
+
     def to_dict(self) -> dict[str, Any]:
         layer_errors = self.layer_errors
         return {
@@ -149,6 +180,8 @@ class Evaluation:
                 "layer_error_mean": float(layer_errors.mean()),
                 "layer_error_median": float(np.median(layer_errors)),
                 "measurement_spread_median": self.measurement_spread,
+                "noise_floor_median": self.noise_floor,
+                "noise_warnings": list(self.noise().warnings),
             },
             "calibration": dict(self.calibration),
             "networks": [{
@@ -158,10 +191,75 @@ class Evaluation:
                 "predicted_s": dict(n.predicted_s), "error": {m: n.error(m) for m in self.methods},
                 "prediction_time_s": n.prediction_time_s, "run_id": n.run_id, "adjusted_s": n.adjusted_s,
                 "adjusted_error": {m: n.adjusted_error(m) for m in self.methods},
-                "layers": [{"layer": c.layer, "op": c.op, "key": c.key, "measured_s": c.measured_s,
-                            "predicted_s": c.predicted_s} for c in n.layers],
+                "speed_drift": n.speed_drift, "noise_floor": n.noise_floor,
+                "layers": [{"layer": c.layer, "op": c.op, "key": c.key, "kind": c.kind, "macs": c.macs,
+                            "output_shape": list(c.output_shape), "measured_s": c.measured_s,
+                            "measured_spread": c.measured_spread, "predicted_s": c.predicted_s} for c in n.layers],
             } for n in self.networks],
         }
+
+
+NOISY_SPREAD = 0.05
+"""A whole network's rounds spread (IQR over median) beyond which its measurement is called noisy: on a quiet
+machine nnperf's whole-network rounds spread 1-3%."""
+
+SPEED_DRIFT_LIMIT = 0.10
+"""A machine-speed drift since calibration beyond which a run is called noisy: a 10% drift moves every error
+by 10 points, the width of the +/-10% band."""
+
+
+@dataclass(frozen=True)
+class NoiseAssessment:
+    """Whether a run's measurements can carry its verdicts.
+
+    ``noisy_networks`` holds (network, spread) where a network's rounds spread more than :data:`NOISY_SPREAD`;
+    ``drifted_networks`` (network, drift) where the machine ran more than :data:`SPEED_DRIFT_LIMIT` slower or
+    faster than at calibration; ``close_methods`` (better, worse, MAPE difference) for every pair of methods
+    next to each other in the MAPE ranking that lie closer than the run's noise floor (``floor``), whose order
+    the noise can overturn. ``warnings`` says all of it in words; empty on a quiet run.
+    """
+
+    noisy_networks: tuple[tuple[str, float], ...]
+    drifted_networks: tuple[tuple[str, float], ...]
+    close_methods: tuple[tuple[str, str, float], ...]
+    floor: float
+    warnings: tuple[str, ...]
+
+    @property
+    def noisy(self) -> bool:
+        return bool(self.noisy_networks or self.drifted_networks)
+
+
+def assess_noise(evaluation: Evaluation) -> NoiseAssessment:
+    """The :class:`NoiseAssessment` of ``evaluation``: a verdict is only as good as the measurements under it."""
+    noisy = tuple((n.network, n.measured_spread) for n in evaluation.networks if n.measured_spread > NOISY_SPREAD)
+    drifted = tuple((n.network, n.speed_drift) for n in evaluation.networks
+                    if n.speed_drift is not None and abs(n.speed_drift) > SPEED_DRIFT_LIMIT)
+    floor = evaluation.noise_floor if evaluation.networks else 0.0
+    ranked = sorted(evaluation.methods, key=evaluation.mape)
+    close = tuple((a, b, evaluation.mape(b) - evaluation.mape(a)) for a, b in itertools.pairwise(ranked)
+                  if evaluation.mape(b) - evaluation.mape(a) < floor)
+    warnings: list[str] = []
+    if noisy:
+        worst = sorted(noisy, key=lambda item: -item[1])
+        warnings.append("Noisy measurements: the whole-network rounds of "
+                        + ", ".join(f"{name} spread {spread:.1%}" for name, spread in worst)
+                        + f" (interquartile range over median; a quiet machine gives 1-3%, the limit is "
+                        f"{NOISY_SPREAD:.0%}). The machine was busy while it measured.")
+    if drifted:
+        warnings.append("The machine's speed moved since calibration: "
+                        + ", ".join(f"{name} took {1 + drift:.2f}x its time at the calibration's speed"
+                                    for name, drift in drifted)
+                        + " (timed beside the machine-speed reference), which shifts its errors by as much. The "
+                        "errors against the speed-adjusted measurements are the ones to read.")
+    if warnings:
+        verdict = (f"Errors smaller than the noise floor ({floor:.1%}, the median over the networks of the larger "
+                   "of spread and drift) cannot be told apart from noise")
+        if close:
+            verdict += "; the noise can overturn the ranking of " + "; ".join(
+                f"{method_label(a)} before {method_label(b)} (MAPE {diff:.1%} apart)" for a, b, diff in close)
+        warnings.append(verdict + ". Measure again on a quiet machine before drawing conclusions.")
+    return NoiseAssessment(noisy, drifted, close, floor, tuple(warnings))
 
 
 def relative_error(predicted: float, measured: float) -> float:
@@ -177,19 +275,28 @@ def compare(model: SystemModel, measured: MeasuredNetwork, adjusted_s: float | N
     started = time.perf_counter()
     prediction = model.predict(measured.network)
     elapsed = time.perf_counter() - started
-    times = measured.layer_median_s()
-    layers = tuple(LayerComparison(p.layer, p.op, p.key, times[p.layer], p.latency_s)
-                   for p in prediction.layers if p.layer in times)
+    records = {r.layer: r for r in measured.layers}
+    by_name = {layer.name: layer for layer in measured.network.layers}
+    macs = {m.name: m.macs for m in network_metrics(measured.network).layers}
+    layers = tuple(LayerComparison(
+        p.layer, p.op, p.key, records[p.layer].median_s, p.latency_s, kind=kernel_kind(by_name[p.layer]),
+        macs=macs[p.layer], output_shape=tuple(by_name[p.layer].output_shape),
+        measured_spread=_spread(records[p.layer].stats)) for p in prediction.layers if p.layer in records)
     predicted = dict(prediction.network_latency_s)
     stats = measured.whole.stats
     return NetworkComparison(
-        network=measured.network.name, macs=network_metrics(measured.network).macs,
-        measured_s=stats.median_s, measured_spread=(stats.q3_s - stats.q1_s) / stats.median_s,
+        network=measured.network.name, macs=sum(macs.values()),
+        measured_s=stats.median_s, measured_spread=_spread(stats),
         measured_layer_sum_s=float(sum(c.measured_s for c in layers)),
         predicted_layer_sum_s=float(sum(c.predicted_s for c in layers)),
         predicted_s=predicted, layers=layers, prediction_time_s=elapsed, run_id=measured.run.id,
         adjusted_s=adjusted_s,
     )
+
+
+def _spread(stats: Any) -> float:
+    """Interquartile range over median of a measurement's statistics (0 for a zero median)."""
+    return (stats.q3_s - stats.q1_s) / stats.median_s if stats.median_s > 0 else 0.0
 
 
 def evaluate(model: SystemModel, measured: Sequence[MeasuredNetwork],

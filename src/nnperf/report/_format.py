@@ -18,7 +18,7 @@ from nnperf.ir import shape_text
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["FIGURE_DPI", "HOUSE_STYLE", "console", "figure_metadata", "min_text_px", "png_bytes", "pyplot",
+__all__ = ["FIGURE_DPI", "HOUSE_STYLE", "command_line", "console", "figure_metadata", "min_text_px", "png_bytes", "pyplot",
            "shape_text", "si", "write_png"]
 
 FIGURE_DPI = 120
@@ -33,6 +33,10 @@ HOUSE_STYLE: dict[str, Any] = {
 }
 """One plotting style for every figure: text of at least 8 pt (13 px at :data:`FIGURE_DPI`), light grid, no
 top or right spine, a colour-blind-safe cycle (Okabe and Ito)."""
+
+SMALLEST_TEXT_KEY = "Smallest text px"
+"""The PNG text field holding the pixel height of a figure's smallest text at its own size: shown at width w,
+a figure of natural width W has its smallest text at that times w / W pixels."""
 
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
 """The colour cycle of :data:`HOUSE_STYLE`."""
@@ -75,6 +79,14 @@ def pyplot() -> Any:
     return plt
 
 
+def command_line() -> str:
+    """This process's command line as a shell would take it ('nnperf evaluate resnet18 --out eval/'; a Python
+    program's own arguments otherwise)."""
+    if sys.argv and Path(sys.argv[0]).name in {"nnperf", "__main__.py"}:
+        return shlex.join(["nnperf", *sys.argv[1:]])
+    return shlex.join(sys.argv)
+
+
 def figure_metadata(title: str = "", **fields: str) -> dict[str, str]:
     """PNG text fields saying where a figure comes from: its title, the command line that drew it, the nnperf
     version, the time and this machine's CPU; ``fields`` add more (for example ``System``, ``Calibrated``).
@@ -88,8 +100,7 @@ def figure_metadata(title: str = "", **fields: str) -> dict[str, str]:
     metadata = {
         "Title": title,
         "Software": f"nnperf {__version__}",
-        "Source": shlex.join(["nnperf", *sys.argv[1:]]) if Path(sys.argv[0]).name in {"nnperf", "__main__.py"}
-        else shlex.join(sys.argv),
+        "Source": command_line(),
         "Creation Time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "CPU": cpu_details(),
     }
@@ -109,11 +120,14 @@ def min_text_px(fig: Any) -> float:
 
 def png_bytes(fig: Any, metadata: Mapping[str, str] | None = None) -> bytes:
     """The figure as PNG bytes (:data:`FIGURE_DPI`) with ``metadata`` (default :func:`figure_metadata` with the
-    figure's title) in its text chunks; the figure is closed."""
+    figure's title) in its text chunks, and the pixel height of its smallest text under
+    :data:`SMALLEST_TEXT_KEY`; the figure is closed."""
     if metadata is None:
         metadata = figure_metadata(_figure_title(fig))
+    fig.canvas.draw()  # lay out first: the smallest text is measured on the drawn figure
+    metadata = {**metadata, SMALLEST_TEXT_KEY: f"{min_text_px(fig):.1f}"}
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=FIGURE_DPI, metadata=dict(metadata))
+    fig.savefig(buffer, format="png", dpi=FIGURE_DPI, metadata=metadata)
     pyplot().close(fig)
     return buffer.getvalue()
 

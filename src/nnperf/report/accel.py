@@ -169,11 +169,17 @@ def sweep_report(sweep: DesignSweep) -> Group:
 
 
 
-def plot_energy(energy: NetworkEnergy, path: Path) -> Path:
+def _energy_settings(energy: NetworkEnergy) -> tuple[str, str]:
+    spec = energy.spec
+    return (f"{spec.name} accelerator, {spec.bits}-bit, {spec.pe_rows}x{spec.pe_cols} PEs",
+            f"GLB {spec.glb_kb:g} KiB; GLB energy law {spec.glb_energy_law}")
+
+
+def energy_figure(energy: NetworkEnergy) -> Figure:
     """Energy per reporting layer stacked by component, with the cumulative energy (NeuPart Fig. 2(a), 8)."""
     plt = pyplot()
     blocks = energy.blocks()
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.45 * len(blocks) + 2), 4.2))
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.45 * len(blocks) + 2), 4.4), layout="constrained")
     names = [name for name, _ in blocks]
     bottom = [0.0] * len(blocks)
     for c in COMPONENTS:
@@ -181,7 +187,9 @@ def plot_energy(energy: NetworkEnergy, path: Path) -> Path:
         ax.bar(names, values, bottom=bottom, label=COMPONENT_LABELS[c])
         bottom = [b + v for b, v in zip(bottom, values, strict=True)]
     ax.set_ylabel("energy per image (mJ)")
-    ax.set_title(f"{energy.name}: {energy.total_j * 1e3:.3g} mJ on {energy.spec.name}, {energy.spec.bits}-bit")
+    accelerator, settings = _energy_settings(energy)
+    ax.set_title(f"Where does {energy.name} spend its {energy.total_j * 1e3:.3g} mJ per image?\n"
+                 f"{accelerator}; {settings}")
     ax.tick_params(axis="x", rotation=60)
     twin = ax.twinx()
     cumulative, running = [], 0.0
@@ -190,8 +198,19 @@ def plot_energy(energy: NetworkEnergy, path: Path) -> Path:
         cumulative.append(running)
     twin.plot(names, cumulative, color="black", marker="o", label="cumulative")
     twin.set_ylabel("cumulative energy (mJ)")
-    ax.legend(fontsize=7, ncol=2, loc="upper left")
-    return write_png(fig, path)
+    twin.grid(False)
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend([*handles, *twin.get_lines()], [*labels, "cumulative (right axis)"], loc="outside lower center",
+               ncols=4)
+    return fig
+
+
+def plot_energy(energy: NetworkEnergy, path: Path) -> Path:
+    """:func:`energy_figure` written as a PNG with the network, accelerator and settings in its metadata."""
+    fig = energy_figure(energy)
+    accelerator, settings = _energy_settings(energy)
+    return write_png(fig, path, figure_metadata(" ".join(fig.axes[0].get_title().split()), Network=energy.name,
+                                                Accelerator=accelerator, Settings=settings))
 
 
 def _sweep_settings(sweep: DesignSweep) -> tuple[str, str]:

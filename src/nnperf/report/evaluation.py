@@ -8,10 +8,6 @@ measured in isolation (``measured_layer_sum_s``); the network table and Fig. 7 u
 
 from __future__ import annotations
 
-import base64
-import html
-import math
-import textwrap
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,8 +18,9 @@ import numpy as np
 from rich.table import Table
 from rich.text import Text
 
-from nnperf.prediction.evaluation import Evaluation, NetworkComparison, method_description, method_label
-from nnperf.report._format import png_bytes, pyplot, si, write_csv
+from nnperf.prediction.evaluation import Evaluation, method_label
+from nnperf.report._format import command_line, figure_metadata, min_text_px, png_bytes, si, write_bytes, write_csv
+from nnperf.report.evaluation_html import Figure
 from nnperf.report.measurements import ms
 from nnperf.store import RunRecord, Store, SystemRecord
 
@@ -103,7 +100,9 @@ def network_table(evaluation: Evaluation) -> Table:
 
 
 def summary_lines(evaluation: Evaluation) -> list[str]:
-    lines = []
+    """The evaluation's verdict in lines: a caution first where the noise can overturn it, then each method's
+    MAPE and the prediction time."""
+    lines = [f"caution: {warning}" for warning in evaluation.noise().warnings]
     for m in evaluation.methods:
         adjusted = evaluation.adjusted_mape(m)
         lines.append(f"{method_label(m)}: network MAPE {evaluation.mape(m):.1%}"
@@ -135,6 +134,28 @@ class Provenance:
     nnperf_version: str
     generated_at: float
     store_path: str = ""
+    command: str = ""
+    """The command line that wrote the report."""
+    calibration_runs: tuple[RunRecord, ...] = ()
+
+    @property
+    def cpu(self) -> str:
+        """The CPU as fully as the host recorded it (vendor, family, model, stepping, vector extensions,
+        caches), else its model name."""
+        host = self.system.host
+        return str(host.get("cpu_details") or host.get("cpu_model") or "not recorded")
+
+    @property
+    def calibrated(self) -> str:
+        """When the calibration's runs were measured (UTC), or ''."""
+        return _span([r.started_at for r in self.calibration_runs],
+                     [r.finished_at for r in self.calibration_runs if r.finished_at is not None])
+
+    @property
+    def measured(self) -> str:
+        """When the evaluation's runs were measured (UTC), or ''."""
+        return _span([r.started_at for r in self.runs], [r.finished_at for r in self.runs
+                                                         if r.finished_at is not None])
 
     def fields(self, evaluation: Evaluation) -> list[tuple[str, str]]:
         """(label, value) pairs for display, in reading order; only fields the store holds."""
@@ -143,11 +164,10 @@ class Provenance:
         allocator = host.get("allocator_env") or {}
         options = self.system.options
         run_of = {r.id: r for r in self.runs}
-        started = [r.started_at for r in self.runs]
-        finished = [r.finished_at for r in self.runs if r.finished_at is not None]
         calibration_runs = evaluation.calibration.get("runs") or []
         pairs = [
             ("report generated", _date(self.generated_at)),
+            ("command", self.command or "not recorded"),
             ("nnperf version", self.nnperf_version),
             ("system", f"{self.system.label} (id {self.system.id}, key {self.system.key[:12]})"),
             ("backend", self.system.backend),
@@ -157,14 +177,15 @@ class Provenance:
             ("package versions (when measured)", ", ".join(f"{k} {v}" for k, v in sorted(versions.items()))
              or "not recorded"),
             ("CPU model", str(host.get("cpu_model") or "not recorded")),
+            ("CPU", self.cpu),
             ("logical cores", str(host.get("logical_cores", "not recorded"))),
             ("CPU frequency governor", str(host.get("governor") or "not recorded")),
             ("host name", str(host.get("hostname") or "not recorded")),
             ("operating system", str(host.get("os") or "not recorded")),
             ("Python", str(host.get("python") or "not recorded")),
             ("allocator environment", ", ".join(f"{k}={v}" for k, v in sorted(allocator.items())) or "none set"),
-            ("measured", f"{_date(min(started))} to {_date(max(finished))}" if started and finished
-             else "unknown"),
+            ("measured", self.measured or "unknown"),
+            ("calibrated", self.calibrated or "not recorded"),
             ("evaluation runs (store run ids)", ", ".join(
                 f"{n.network}: run {n.run_id}" + (f" ({run_of[n.run_id].status})" if n.run_id in run_of else "")
                 for n in evaluation.networks)),
@@ -179,6 +200,10 @@ def _date(unix_s: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(unix_s))
 
 
+def _span(started: Sequence[float], finished: Sequence[float]) -> str:
+    return f"{_date(min(started))} to {_date(max(finished))}" if started and finished else ""
+
+
 def provenance(store: Store, evaluation: Evaluation, nnperf_version: str,
                generated_at: float | None = None) -> Provenance:
     """The provenance of ``evaluation`` read from ``store``: the system of its runs and the runs themselves.
@@ -190,216 +215,47 @@ def provenance(store: Store, evaluation: Evaluation, nnperf_version: str,
     if not ids:
         raise ValueError("the evaluation names no store runs")
     runs = tuple(store.run(i) for i in dict.fromkeys(ids))
+    calibration = tuple(store.run(int(i)) for i in evaluation.calibration.get("runs") or ())
     return Provenance(store.system(runs[0].system_id), runs, nnperf_version,
-                      time.time() if generated_at is None else generated_at, str(store.path))
+                      time.time() if generated_at is None else generated_at, str(store.path),
+                      command=command_line(), calibration_runs=calibration)
 
 
-# -- figures -----------------------------------------------------------------------------------------------------
-def _fit_title(fig: Any, title: str, fontsize: float = 9) -> None:
-    """``title`` above the figure, wrapped onto more lines until it is narrower than the figure: constrained
-    layout makes room above a title but never beside it, so a long system label ran off both sides."""
-    renderer = fig.canvas.get_renderer()
-    text = fig.suptitle(title, fontsize=fontsize)
-    width = len(title)
-    while text.get_window_extent(renderer).width > 0.96 * fig.bbox.width and width > 12:
-        width = int(width * 0.85)
-        text.set_text(textwrap.fill(title, width))
+# -- files -------------------------------------------------------------------------------------------------------
+def report_figures(evaluation: Evaluation, provenance: Provenance | None = None) -> dict[str, Figure]:
+    """Fig. 5 and 7 by file name, each rendered for a laptop and a phone, as PNGs whose metadata says where
+    they come from (title, command line, system, calibration, CPU)."""
+    from nnperf.report.evaluation_figures import figures
+
+    fields = {"System": evaluation.system}
+    if provenance is not None:
+        fields.update({"CPU": provenance.cpu, "Calibrated": provenance.calibrated, "Source": provenance.command,
+                       "Measured": provenance.measured})
+    rendered: dict[str, dict[str, tuple[bytes, float]]] = {}
+    for width in ("wide", "narrow"):
+        for name, fig in figures(evaluation, width).items():
+            metadata = figure_metadata(_suptitle(fig), **{k: v for k, v in fields.items() if v})
+            smallest = min_text_px(fig)
+            rendered.setdefault(name, {})[width] = (png_bytes(fig, metadata), smallest)
+    return {name: Figure(r["wide"][0], r["narrow"][0], r["wide"][1], r["narrow"][1]) for name, r in rendered.items()}
 
 
-def _error_limits(values_pct: Sequence[float], margin: float = 0.12, floor_pct: float = 1.0) -> tuple[float, float]:
-    """y limits for errors in percent: the finite values and 0, widened by ``margin`` of the span on each side
-    (at least ``floor_pct``), so that a small error fills the plot instead of a fixed +/-100%."""
-    finite = [v for v in values_pct if math.isfinite(v)]
-    low, high = min([0.0, *finite]), max([0.0, *finite])
-    pad = max(margin * (high - low), floor_pct)
-    return low - pad, high + pad
+def _suptitle(fig: Any) -> str:
+    return " ".join(fig.texts[0].get_text().split()) if fig.texts else ""
 
 
-def _figure_5(evaluation: Evaluation):  # type: ignore[no-untyped-def]
-    """Fig. 5: predicted against measured per layer, log axes, one colour per layer type, ideal line."""
-    plt = pyplot()
-
-    fig, ax = plt.subplots(figsize=(6.4, 6.0), layout="constrained")
-    by_key: dict[str, tuple[list[float], list[float]]] = {}
-    for n in evaluation.networks:
-        for layer in n.layers:
-            if layer.measured_s > 0 and layer.predicted_s > 0:
-                xs, ys = by_key.setdefault(layer.key, ([], []))
-                xs.append(layer.measured_s * 1e3)
-                ys.append(layer.predicted_s * 1e3)
-    everything = [v for xs, ys in by_key.values() for v in xs + ys]
-    colours = plt.get_cmap("tab20").colors  # type: ignore[attr-defined]  # 20 distinct colours, one per layer type
-    for i, (key, (xs, ys)) in enumerate(sorted(by_key.items(), key=lambda kv: -len(kv[1][0]))):
-        ax.scatter(xs, ys, s=10, alpha=0.7, color=colours[i % len(colours)], label=f"{key} ({len(xs)})")
-    if everything:
-        low, high = min(everything) / 1.5, max(everything) * 1.5
-        ax.plot([low, high], [low, high], "k--", linewidth=1, label="ideal")
-        ax.set_xlim(low, high)
-        ax.set_ylim(low, high)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("measured layer latency (ms, isolated)")
-    ax.set_ylabel("predicted layer latency (ms)")
-    _fit_title(fig, f"Fig. 5: per-layer predictions, {evaluation.system}")
-    ax.legend(fontsize=7, ncols=2)
-    return fig
-
-
-def _figure_7(evaluation: Evaluation):  # type: ignore[no-untyped-def]
-    """Fig. 7: network-level error per network, one bar per method, with the +/-10% band."""
-    plt = pyplot()
-
-    names = [n.network for n in evaluation.networks]
-    fig, ax = plt.subplots(figsize=(max(6.4, 0.55 * len(names) * len(evaluation.methods) / 2), 4.2),
-                           layout="constrained")
-    width = 0.8 / max(len(evaluation.methods), 1)
-    x = np.arange(len(names))
-    drawn: list[float] = []
-    for i, method in enumerate(evaluation.methods):
-        errors = [100 * n.error(method) for n in evaluation.networks]
-        drawn += errors
-        ax.bar(x + (i - (len(evaluation.methods) - 1) / 2) * width,
-               [e if math.isfinite(e) else math.nan for e in errors], width,
-               label=f"{method_label(method)} (MAPE {evaluation.mape(method):.1%})")
-    ax.axhspan(-10, 10, color="0.9", zorder=0, label="+/-10%")
-    ax.axhline(0, color="k", linewidth=0.8)
-    ax.set_xticks(x, names, rotation=45, ha="right", fontsize=8)
-    ax.set_ylabel("network latency error (%)")
-    ax.set_ylim(*_error_limits(drawn))
-    _fit_title(fig, f"Fig. 7: whole-network prediction error per network, {evaluation.system}")
-    ax.legend(fontsize=7)
-    return fig
-
-
-def figures(evaluation: Evaluation) -> dict[str, Any]:
-    """The report's matplotlib figures by file name (the caller closes them, or ``png_bytes`` does)."""
-    return {"fig5_layers.png": _figure_5(evaluation), "fig7_networks.png": _figure_7(evaluation)}
-
-
-# -- HTML --------------------------------------------------------------------------------------------------------
 def write_report(evaluation: Evaluation, out_dir: Path, provenance: Provenance | None = None) -> list[Path]:
-    """fig5_layers.png, fig7_networks.png and report.html (the figures embedded) in ``out_dir``.
+    """fig5_layers.png, fig7_networks.png (the laptop renderings) and report.html (both renderings embedded) in
+    ``out_dir``.
 
-    ``provenance`` (see :func:`provenance`) adds the block that says where the numbers come from.
+    ``provenance`` (see :func:`provenance`) adds the block that says where the numbers come from, and the same
+    in the PNGs' metadata.
     """
-    out_dir.mkdir(parents=True, exist_ok=True)
-    pngs = {name: png_bytes(fig) for name, fig in figures(evaluation).items()}
-    paths = []
-    for name, data in pngs.items():
-        path = out_dir / name
-        path.write_bytes(data)
-        paths.append(path)
-    report = out_dir / "report.html"
-    report.write_text(report_html(evaluation, pngs, provenance), encoding="utf-8")
-    paths.append(report)
+    from nnperf.report.evaluation_html import report_html
+
+    rendered = report_figures(evaluation, provenance)
+    paths = [write_bytes(out_dir / name, figure.wide_png) for name, figure in rendered.items()]
+    paths.append(write_bytes(out_dir / "report.html", report_html(evaluation, rendered, provenance).encode("utf-8")))
     return paths
 
 
-def _html_table(header: Sequence[str], rows: Sequence[Sequence[str]], caption: str) -> str:
-    """A table in a scrolling box (a wide table scrolls there, not the page), captioned underneath."""
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
-    return (f'<figure class="table"><div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}'
-            f"</tbody></table></div><figcaption>{html.escape(caption)}</figcaption></figure>")
-
-
-def _html_figure(png: bytes, alt: str, caption: str) -> str:
-    data = base64.b64encode(png).decode("ascii")
-    return (f'<figure><img src="data:image/png;base64,{data}" alt="{html.escape(alt)}">'
-            f"<figcaption>{html.escape(caption)}</figcaption></figure>")
-
-
-def _layer_details(n: NetworkComparison) -> str:
-    rows = [[c.layer, c.op, c.key, ms(c.measured_s), ms(c.predicted_s), _pct(c.error)] for c in n.layers]
-    table = _html_table(
-        ["layer", "op type", "model", LAYER_MEASURED, LAYER_PREDICTED, "error"], rows,
-        f"Every layer of {n.network}: its median time measured alone (isolated), the per-layer model's "
-        "prediction, and the error (predicted / measured - 1). The rows sum to this network's Table I row.")
-    return (f"<details><summary>{html.escape(n.network)}: {len(n.layers)} layers, sum of isolated layers "
-            f"{html.escape(ms(n.measured_layer_sum_s))} ms, error {html.escape(_pct(n.layer_sum_error))}</summary>"
-            f"{table}</details>")
-
-
-def _provenance_html(evaluation: Evaluation, provenance: Provenance | None) -> str:
-    if provenance is None:
-        return ('<section id="provenance"><h2>Provenance</h2><p>Not recorded: this evaluation was not read '
-                "from a measurement store.</p></section>")
-    items = "".join(f"<dt>{html.escape(label)}</dt><dd>{html.escape(value)}</dd>"
-                    for label, value in provenance.fields(evaluation))
-    return f'<section id="provenance"><h2>Provenance</h2><dl class="provenance">{items}</dl></section>'
-
-
-_CSS = """
-body { font-family: sans-serif; max-width: 70em; margin: 2em auto; padding: 0 1em; color: #222; line-height: 1.4; }
-h1, h2, p, dd, summary, figcaption { overflow-wrap: anywhere; }
-figure { margin: 1em 0 1.5em; min-width: 0; }
-figcaption { font-size: 0.85em; color: #444; margin-top: 0.3em; }
-.scroll { max-width: 100%; overflow-x: auto; }
-table { border-collapse: collapse; font-size: 0.9em; }
-th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; white-space: nowrap; }
-th:first-child, td:first-child { text-align: left; }
-img { max-width: 100%; height: auto; }
-dl.provenance { display: grid; grid-template-columns: max-content minmax(0, 1fr); gap: 0.15em 1em; }
-dl.provenance dt { font-weight: bold; }
-dl.provenance dd { margin: 0; }
-details { margin: 0.4em 0; }
-summary { cursor: pointer; }
-"""
-
-
-def report_html(evaluation: Evaluation, pngs: dict[str, bytes], provenance: Provenance | None = None) -> str:
-    """The self-contained HTML report; ``pngs`` holds the figures by file name (see :func:`figures`)."""
-    methods = evaluation.methods
-    summary = _html_table(
-        ["method", "what it is", "network MAPE", "within +/-10%"],
-        [[method_label(m), method_description(m), f"{evaluation.mape(m):.1%}", f"{evaluation.within(m):.0%}"]
-         for m in methods],
-        "Each network-level prediction method: its mean absolute error (MAPE) against the whole-network "
-        "measurements, and the share of networks it predicts within +/-10%.")
-    networks = _html_table(
-        ["network", "MACs", WHOLE_MEASURED, "IQR"] + [f"{method_label(m)}: predicted ms (error)" for m in methods],
-        [[n.network, si(n.macs), ms(n.measured_s), f"{n.measured_spread:.1%}"]
-         + [f"{ms(n.predicted_s[m])} ({_pct(n.error(m))})" for m in methods] for n in evaluation.networks],
-        "Per network: the median time of the whole network run as one, its spread (interquartile range over "
-        "the median), and each method's predicted network time with its error (predicted / measured - 1).")
-    table_1 = _html_table(
-        ["network", "layers", f"{LAYER_SUM_MEASURED} (t)", f"{LAYER_SUM_PREDICTED} (t-hat)", "error"],
-        _table1_rows(evaluation) + [["average (absolute values)", "", "", "", f"{evaluation.table2_error:.2%}"]],
-        "Table I (PreVIous, Eq. 5): per network, the sum of every layer's median time measured alone "
-        "(isolated) against the sum of the per-layer predictions, and their error; the last row is the mean "
-        "absolute error (Table II).")
-    table_2 = _html_table(
-        TABLE2_COLUMNS, [_table2_row(evaluation)],
-        "Table II (PreVIous): the mean absolute Table I error over the networks, beside the mean and median "
-        "absolute error of the individual layers.")
-    fig7 = _html_figure(
-        pngs["fig7_networks.png"], "Fig. 7: network errors",
-        "Fig. 7: each method's whole-network prediction error per network, in percent of the measured "
-        "whole-network time; grey: +/-10%. The axis is scaled to the errors.")
-    fig5 = _html_figure(
-        pngs["fig5_layers.png"], "Fig. 5: per-layer predictions",
-        "Fig. 5: every layer's predicted time against its time measured alone (isolated), log axes, one colour "
-        "per per-layer model (count in brackets); points on the dashed line are predicted exactly.")
-    layers = "".join(_layer_details(n) for n in evaluation.networks)
-    calibration = evaluation.calibration
-    cal_text = (f"Calibrated on {len(calibration.get('networks', []))} networks, {calibration.get('layers', '?')} "
-                "layers" + (f"; calibration wall time {calibration['wall_s']:.0f} s." if "wall_s" in calibration
-                            else ".") if calibration else "")
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>nnperf evaluation: {html.escape(evaluation.system)}</title>
-<style>{_CSS}</style></head><body>
-<h1>nnperf evaluation on {html.escape(evaluation.system)}</h1>
-<p>{len(evaluation.networks)} networks, measured whole and layer by layer in isolation, against predictions
-from this system's calibration. {html.escape(cal_text)} Median spread (IQR over median) of the whole-network
-measurements: {evaluation.measurement_spread:.1%}. "Sum of isolated layers" is the sum of the layers' times
-each measured alone; "whole network" is the network run as one.</p>
-{_provenance_html(evaluation, provenance)}
-<section id="networks"><h2>Network latency (whole network)</h2>{summary}{networks}{fig7}</section>
-<section id="table1"><h2>Table I: per-layer predictions summed</h2>{table_1}</section>
-<section id="table2"><h2>Table II: average per-layer error</h2>{table_2}{fig5}</section>
-<section id="layers"><h2>Per-layer results</h2>
-<p>One table per network (click to open); <code>nnperf evaluate --csv FILE</code> writes these rows as CSV.</p>
-{layers}</section>
-</body></html>
-"""
