@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from test_evaluation_report import LONG_SYSTEM, handmade
 
 from nnperf.report.evaluation import write_report
 from nnperf.report.page_check import MIN_TEXT_PX, check_page, chromium, screenshot
-from test_evaluation_report import LONG_SYSTEM, handmade
 
 pytestmark = [pytest.mark.slow,  # Chromium starts in 5-10 s per page on 2 cores
               pytest.mark.skipif(chromium() is None, reason="no Chromium installed (make browser)")]
