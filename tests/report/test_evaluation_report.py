@@ -25,9 +25,10 @@ from nnperf.errors import OutputFileError
 from nnperf.measure.backends._fake import CostModel, FakeBackend
 from nnperf.prediction import fit_system_model
 from nnperf.prediction.evaluation import Evaluation, LayerComparison, NetworkComparison, evaluate
-from nnperf.report.evaluation import LAYER_CSV_COLUMNS, provenance, report_figures, write_layer_csv, write_report
+from nnperf.report.evaluation import LAYER_CSV_COLUMNS, report_figures, write_layer_csv, write_report
 from nnperf.report.evaluation_figures import _error_limits, figure_5, figure_7
 from nnperf.report.evaluation_html import report_html
+from nnperf.report.provenance import provenance
 from nnperf.store import Store
 
 LONG_SYSTEM = "torch/cpu[memory_format=channels_last,threads=16,interop_threads=1,allocator=jemalloc]"

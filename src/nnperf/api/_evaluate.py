@@ -18,7 +18,7 @@ from nnperf.measure import ComparisonProtocol, RoundsConfig, resolve_protocol
 from nnperf.measure.backends import Backend
 from nnperf.prediction import SystemModel, load_system_model
 from nnperf.prediction.evaluation import Evaluation
-from nnperf.report.evaluation import Provenance
+from nnperf.report.provenance import Provenance
 from nnperf.store import Store
 
 EVALUATE_ROUNDS = RoundsConfig(min_rounds=10, max_rounds=30, target_ci=0.01, budget_s=10.0)
@@ -84,7 +84,7 @@ def evaluate(models: Sequence[ModelLike] | None = None, system: MeasuringSystem 
     from nnperf import __version__, zoo
     from nnperf.campaign import CALIBRATION_HARNESS, ProfileConfig, measure_networks
     from nnperf.prediction.evaluation import evaluate as compare_with
-    from nnperf.report.evaluation import provenance
+    from nnperf.report.provenance import provenance
 
     if budget_s is not None and not budget_s > 0:
         raise NnperfError(f"--budget-s must be > 0, got {budget_s}")

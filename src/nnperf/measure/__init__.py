@@ -27,7 +27,7 @@ from nnperf.measure._choice import (
 )
 from nnperf.measure._duet import TimerFactory, backend_timer, backend_timer_factory, duet_placement, measure_duet
 from nnperf.measure._harness import HarnessConfig, MeasurementError, Timer, calibrate_block_size, measure
-from nnperf.measure._host import host_info
+from nnperf.measure._host import cpu_details, host_info
 from nnperf.measure._interference import (
     INJECTORS,
     CpuHog,
@@ -119,6 +119,7 @@ __all__ = [
     "calibrate_block_size",
     "check_document",
     "check_machine",
+    "cpu_details",
     "duet_placement",
     "fixed_timing",
     "fused_sum_s",

@@ -94,12 +94,13 @@ def figure_metadata(title: str = "", **fields: str) -> dict[str, str]:
     PNG keys are free text (Title, Software, Source, Creation Time and Comment are the registered ones); an
     image viewer's properties, ``exiftool`` or PIL's ``Image.open(path).text`` show them.
     """
-    from nnperf import __version__
-    from nnperf.measure._host import cpu_details
+    from importlib.metadata import version
+
+    from nnperf.measure import cpu_details
 
     metadata = {
         "Title": title,
-        "Software": f"nnperf {__version__}",
+        "Software": f"nnperf {version('nnperf')}",
         "Source": command_line(),
         "Creation Time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "CPU": cpu_details(),

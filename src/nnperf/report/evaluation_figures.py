@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import textwrap
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -41,6 +42,16 @@ NETWORK_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p")
 
 OUTLIERS_LABELLED = 3
 """Fig. 5 names the layers with the largest absolute error in milliseconds, this many."""
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure in both renderings: PNG bytes and the pixel height of its smallest text in each."""
+
+    wide_png: bytes
+    narrow_png: bytes
+    wide_min_text_px: float
+    narrow_min_text_px: float
 
 
 def kind_group(kind: str) -> str:

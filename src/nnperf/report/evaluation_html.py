@@ -33,10 +33,11 @@ from nnperf.prediction.evaluation import (
     method_label,
 )
 from nnperf.report._format import si
+from nnperf.report.evaluation_figures import Figure
 from nnperf.report.measurements import ms
 
 if TYPE_CHECKING:
-    from nnperf.report.evaluation import Provenance
+    from nnperf.report.provenance import Provenance
 
 PHONE_MAX_PX = 640
 """Below this page width tables become cards and figures switch to their phone rendering."""
@@ -61,16 +62,6 @@ class Cell:
 
     text: str
     classes: str = ""
-
-
-@dataclass(frozen=True)
-class Figure:
-    """One figure in both renderings: PNG bytes and the pixel height of its smallest text in each."""
-
-    wide_png: bytes
-    narrow_png: bytes
-    wide_min_text_px: float
-    narrow_min_text_px: float
 
 
 def _pct(value: float) -> str:
@@ -295,9 +286,8 @@ summary {{ cursor: pointer; }}
 """
 
 
-def report_html(evaluation: Evaluation, figures: dict[str, Figure], provenance: Provenance | None = None) -> str:
-    """The self-contained HTML report; ``figures`` holds Fig. 5 and 7 by file name (``fig5_layers.png``,
-    ``fig7_networks.png``) in both renderings."""
+def _network_section(evaluation: Evaluation, fig7: Figure) -> str:
+    """The methods' summary, what was measured, what each method predicted, and Fig. 7."""
     methods = evaluation.methods
     summary = html_table(
         [Column("method", numeric=False), Column("what it is", numeric=False), Column("MAPE"),
@@ -324,6 +314,18 @@ def report_html(evaluation: Evaluation, figures: dict[str, Figure], provenance: 
         "Per network, each method's predicted whole-network time in ms and its error (predicted / measured "
         "- 1), highlighted beyond +/-10% and the network's noise floor, grey within the floor.",
         table_id="predicted")
+    figure = html_figure(
+        fig7, f"Fig. 7: whole-network latency and prediction errors, {evaluation.system}",
+        "Fig. 7: per network, left: the whole network's measured time (grey bar, +/- half its IQR) and each "
+        "method's prediction (diamonds), in ms; right: each method's error, printed on its bar, on an axis "
+        "that is linear within +/-10% (the grey band) and logarithmic beyond, so that small and large errors "
+        "both show; hatched: the network's noise floor.")
+    return (f'<section id="networks"><h2>Network latency (whole network)</h2>{summary}{measured}{predicted}'
+            f"{figure}</section>")
+
+
+def _layer_sections(evaluation: Evaluation, fig5: Figure) -> str:
+    """Table I, Table II with Fig. 5, and the per-layer tables."""
     table_1 = html_table(
         [Column("network", numeric=False), Column("layers"), Column("t ms", meaning="sum of the layers' times "
                                                                                      "measured alone (Eq. 5)"),
@@ -342,18 +344,22 @@ def report_html(evaluation: Evaluation, figures: dict[str, Figure], provenance: 
           f"{float(np.median(layer_errors)):.1%}" if len(layer_errors) else "n/a"]],
         "Table II (PreVIous): the mean absolute Table I error over the networks, beside the mean and median "
         "absolute error of the individual layers.", table_id="table2")
-    fig7 = html_figure(
-        figures["fig7_networks.png"], f"Fig. 7: whole-network latency and prediction errors, {evaluation.system}",
-        "Fig. 7: per network, left: the whole network's measured time (grey bar, +/- half its IQR) and each "
-        "method's prediction (diamonds), in ms; right: each method's error, printed on its bar, on an axis "
-        "that is linear within +/-10% (the grey band) and logarithmic beyond, so that small and large errors "
-        "both show; hatched: the network's noise floor.")
-    fig5 = html_figure(
-        figures["fig5_layers.png"], f"Fig. 5: per-layer predictions, {evaluation.system}",
+    figure = html_figure(
+        fig5, f"Fig. 5: per-layer predictions, {evaluation.system}",
         "Fig. 5: every layer's predicted time against its time measured alone, log axes; colour: the kernel "
         "kind (count in brackets), marker: the network; solid line: exact, dotted: +/-10%, dashed: 2x off; "
         "horizontal bars: the layer's measured IQR. The layers furthest off in milliseconds are named.")
     layers = "".join(_layer_details(n) for n in evaluation.networks)
+    return f"""<section id="table1"><h2>Table I: per-layer predictions summed</h2>{table_1}</section>
+<section id="table2"><h2>Table II: average per-layer error</h2>{table_2}{figure}</section>
+<section id="layers"><h2>Per-layer results</h2>
+<p>One table per network (click to open); <code>nnperf evaluate --csv FILE</code> writes these rows as CSV.</p>
+{layers}</section>"""
+
+
+def report_html(evaluation: Evaluation, figures: dict[str, Figure], provenance: Provenance | None = None) -> str:
+    """The self-contained HTML report; ``figures`` holds Fig. 5 and 7 by file name (``fig5_layers.png``,
+    ``fig7_networks.png``) in both renderings."""
     calibration = evaluation.calibration
     cal_text = (f"Calibrated on {len(calibration.get('networks', []))} networks, {calibration.get('layers', '?')} "
                 "layers" + (f"; calibration wall time {calibration['wall_s']:.0f} s." if "wall_s" in calibration
@@ -368,12 +374,8 @@ def report_html(evaluation: Evaluation, figures: dict[str, Figure], provenance: 
 system's calibration. {html.escape(cal_text)} Median spread (IQR over median) of the whole-network
 measurements: {evaluation.measurement_spread:.1%}; median noise floor: {evaluation.noise_floor:.1%}. Terms are
 defined at the end.</p>
-<section id="networks"><h2>Network latency (whole network)</h2>{summary}{measured}{predicted}{fig7}</section>
-<section id="table1"><h2>Table I: per-layer predictions summed</h2>{table_1}</section>
-<section id="table2"><h2>Table II: average per-layer error</h2>{table_2}{fig5}</section>
-<section id="layers"><h2>Per-layer results</h2>
-<p>One table per network (click to open); <code>nnperf evaluate --csv FILE</code> writes these rows as CSV.</p>
-{layers}</section>
+{_network_section(evaluation, figures["fig7_networks.png"])}
+{_layer_sections(evaluation, figures["fig5_layers.png"])}
 {_provenance_html(evaluation, provenance)}
 {_terms_html()}
 </body></html>
