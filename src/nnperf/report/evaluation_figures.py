@@ -235,8 +235,9 @@ def _error_panel(ax: Any, networks: Sequence[NetworkComparison], methods: Sequen
     ax.axvline(0, color="k", linewidth=0.8)
     ax.set_xscale("symlog", linthresh=10, linscale=linscale)
     span = limit * 2.2  # room for the printed values beyond the longest bar
-    ax.set_xlim(-min(span, 160) if low < 0 else -12, span if high > 0 else 12)
-    ax.set_xticks(_symlog_ticks(*ax.get_xlim()))
+    # errors cannot go below -100%; the decade beyond it holds the printed values of the longest negative bars
+    ax.set_xlim(-1000 if min(finite, default=0) < -10 else -span if low < 0 else -12, span if high > 0 else 12)
+    ax.set_xticks(_symlog_ticks(max(ax.get_xlim()[0], -100), ax.get_xlim()[1]))
     ax.xaxis.set_major_formatter(lambda value, _: f"{value:+.0f}" if value else "0")
     ax.set_xlabel("error (%): predicted / measured - 1")
     ax.grid(axis="y", visible=False)
