@@ -68,7 +68,7 @@ def main() -> int:
     for page, is_report in pages:
         for width in WIDTHS:
             check = check_page(page, width)
-            shot = screenshot(page, width, page.parent / f"{page.stem}-{width}px.png")
+            shot = screenshot(page, width, out / "screenshots" / f"{page.parent.name}-{width}px.png")
             enforced = is_report or width == WIDTHS[0]
             failed |= enforced and bool(check.problems)
             print(row(check, shot, enforced))
