@@ -34,7 +34,8 @@ from nnperf.prediction._calibrate import (
     missing_calibration,
 )
 from nnperf.prediction._composition import Composition, FusionRules, fit_composition, learn_fusion
-from nnperf.prediction._features import FEATURES, SharedKey, features, model_key
+from nnperf.prediction._features import FEATURES, SharedKey, features, layer_signature, model_key
+from nnperf.prediction._many import predict_many
 from nnperf.prediction._model import (
     MODEL_KIND,
     LayerPrediction,
@@ -92,6 +93,7 @@ __all__ = [
     "fit_ridge",
     "fit_system_model",
     "layer_bytes",
+    "layer_signature",
     "learn_fusion",
     "load_stored_model",
     "load_system_model",
@@ -99,6 +101,7 @@ __all__ = [
     "model_key",
     "network_predictor_classes",
     "network_predictor_names",
+    "predict_many",
     "predictor_class",
     "register_predictor",
     "steps",

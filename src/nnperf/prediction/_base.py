@@ -320,6 +320,11 @@ class NetworkPredictor(Predictor):
         """c, where the predictor ``scales_layer_sum``; None otherwise."""
         return None
 
+    def predict_many(self, inputs: Sequence[NetworkInput]) -> list[float]:
+        """:meth:`predict` of every input (seconds); a predictor whose work batches across networks overrides
+        it (see :func:`nnperf.prediction.predict_many`)."""
+        return [float(self.predict(x)) for x in inputs]
+
     def fused_layers(self, network: Network) -> frozenset[str]:
         """The layers of ``network`` the backend runs inside the layer before them, where the predictor
         ``provides_fusion`` (none otherwise)."""

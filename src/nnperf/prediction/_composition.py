@@ -90,13 +90,27 @@ class FusionRules:
         return [pair for pair in sorted(self.observed) if self.fuses(*pair.split(">"))]
 
     def fused_layers(self, network: Network) -> set[str]:
-        """Layers of ``network`` the backend is expected to run inside the compute layer before them."""
+        """Layers of ``network`` the backend is expected to run inside the compute layer before them: the
+        :func:`fusion_candidates` (in topological order) whose producer is the head or fused itself and whose
+        pair this backend fuses. Only layers of an operator this backend fuses at all are walked, which leaves
+        a backend that fuses nothing with no graph walk."""
+        fusing = {pair.split(">")[1] for pair in self.fused_pairs}
         fused: set[str] = set()
+        if not fusing:
+            return fused
         by_name = {layer.name: layer for layer in network.layers}
-        for name, (producer, head_op) in fusion_candidates(network).items():  # topological order
+        for layer in network.layers:
+            if layer.op.value not in fusing:
+                continue
+            producer = _sole_producer(layer, by_name, network)
+            head = producer
+            while head is not None and by_name[head].op in FUSED_SUCCESSORS:
+                head = _sole_producer(by_name[head], by_name, network)
+            if producer is None or head is None or by_name[head].op not in COMPUTE_HEADS:
+                continue
             producer_fused = by_name[producer].op in COMPUTE_HEADS or producer in fused
-            if producer_fused and self.fuses(head_op, by_name[name].op.value):
-                fused.add(name)
+            if producer_fused and self.fuses(by_name[head].op.value, layer.op.value):
+                fused.add(layer.name)
         return fused
 
     def to_dict(self) -> dict[str, list[int]]:

@@ -12,6 +12,8 @@ own key.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 import numpy as np
 
 from nnperf.ir import ACTIVATIONS, DATA_MOVEMENT, ELTWISE, Layer, OpType
@@ -57,6 +59,12 @@ def model_key(layer: Layer) -> str:
 def features(layer: Layer) -> np.ndarray:
     """The predictors of ``layer`` as a float vector in ``FEATURES`` order."""
     return metric_features(layer_metrics(layer))
+
+
+def layer_signature(layer: Layer) -> Hashable:
+    """What a layer's prediction depends on: its operator, attributes, input shapes and output shape (never its
+    name), so that layers alike share one prediction."""
+    return (layer.op, layer.attrs, layer.input_shapes, layer.output_shape)
 
 
 def metric_features(m: LayerMetrics) -> np.ndarray:

@@ -8,7 +8,7 @@ measurement store, next to the measurements it was fitted on.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -295,6 +295,14 @@ class SystemModel:
         fused = fusion.fused_layers(network) if fusion is not None else frozenset[str]()
         return NetworkPrediction(network.name, self.system_label, layers, totals, self.coefficient_c,
                                  self.energy_coefficient_c, fused)
+
+    def predict_many(self, networks: Sequence[Network], method: str | None = None) -> np.ndarray:
+        """Every network's latency in seconds by ``method`` (default: the primary predictor, as
+        :attr:`NetworkPrediction.latency_s`), working once per distinct layer: the oracle of an architecture
+        search (see :func:`nnperf.prediction.predict_many`)."""
+        from nnperf.prediction._many import predict_many
+
+        return predict_many(self, networks, method)
 
     def to_dict(self) -> dict[str, Any]:
         return {

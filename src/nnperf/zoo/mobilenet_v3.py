@@ -85,17 +85,25 @@ _LARGE = [
 ]
 
 
-class MobileNetV3Large(nn.Module):
-    """MobileNetV3-Large 1.0 for 3x224x224 ImageNet input (torchvision layout)."""
+BottleneckSetting = tuple[int, int, int, int, bool, type[nn.Module], int]
+"""(input, kernel, expanded, output, squeeze-and-excite, activation, stride) of one bottleneck."""
 
-    def __init__(self, num_classes: int = 1000, dropout: float = 0.2) -> None:
+
+class MobileNetV3Large(nn.Module):
+    """MobileNetV3-Large 1.0 for 3x224x224 ImageNet input (torchvision layout); other ``settings`` (a list of
+    :data:`BottleneckSetting`, the first reading the stem's 16 channels) and a ``last`` width give the networks
+    of a MobileNetV3-like search space (``nnperf.zoo.search_space``)."""
+
+    def __init__(self, num_classes: int = 1000, dropout: float = 0.2,
+                 settings: list[BottleneckSetting] | None = None, last: int = 960) -> None:
         super().__init__()
+        settings = _LARGE if settings is None else settings
         layers: list[nn.Module] = [_conv_bn(3, 16, 3, 2, 1, nn.Hardswish)]
-        layers += [Bottleneck(*setting) for setting in _LARGE]
-        layers.append(_conv_bn(160, 960, 1, 1, 1, nn.Hardswish))
+        layers += [Bottleneck(*setting) for setting in settings]
+        layers.append(_conv_bn(settings[-1][3], last, 1, 1, 1, nn.Hardswish))
         self.features = nn.Sequential(*layers)
         self.avgpool = nn.AdaptiveAvgPool2d(1)
-        self.classifier = nn.Sequential(nn.Linear(960, 1280), nn.Hardswish(inplace=True), nn.Dropout(p=dropout),
+        self.classifier = nn.Sequential(nn.Linear(last, 1280), nn.Hardswish(inplace=True), nn.Dropout(p=dropout),
                                         nn.Linear(1280, num_classes))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -30,10 +30,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from nnperf.ir import Network
+from nnperf.ir import Layer, Network
 from nnperf.ir.metrics import layer_metrics, network_metrics
 from nnperf.prediction._base import CalibrationSet, FittedOn, NetworkInput, NetworkPredictor, register_predictor
 from nnperf.prediction._composition import MIN_COMPOSITION_NETWORKS, Composition, compose_calibration
+from nnperf.prediction._features import layer_signature
 from nnperf.prediction.kernel._kinds import CONV_KINDS, kernel_features, kernel_kind
 from nnperf.prediction.kernel._regressors import REGRESSORS, Regressor, Stored, choose
 from nnperf.registry import Availability
@@ -165,6 +166,37 @@ class KernelModel(NetworkPredictor):
     def predict(self, x: NetworkInput) -> float:
         self.check_fitted()
         return self.composition_.latency_s(x.network, self.layer_latency_s(x.network, x.layer_latency_s))
+
+    def predict_many(self, inputs: Sequence[NetworkInput]) -> list[float]:
+        """:meth:`predict` of every input, each kind's regressor called once for the distinct layers of all of
+        them (see :func:`nnperf.prediction.layer_signature`)."""
+        self.check_fitted()
+        distinct: dict[Any, int] = {}
+        examples: list[Layer] = []
+        for x in inputs:
+            for layer in x.network.layers:
+                signature = layer_signature(layer)
+                if signature not in distinct:
+                    distinct[signature] = len(examples)
+                    examples.append(layer)
+        kinds = [kernel_kind(layer) for layer in examples]
+        in_network = np.full(len(examples), np.nan)
+        for kind in set(kinds) & set(self.models_):
+            index = [i for i, k in enumerate(kinds) if k == kind]
+            rows = np.array([kernel_features(examples[i], layer_metrics(examples[i])) for i in index])
+            in_network[index] = self.models_[kind].predict_s(rows)
+        fallback = self.context_ratio_.get("*") if self.context_ratio_ else None
+        totals = []
+        for x in inputs:
+            latency = {}
+            for layer in x.network.layers:
+                seconds = in_network[distinct[layer_signature(layer)]]
+                if np.isnan(seconds):  # a kind with no model: its isolated prediction in context
+                    alone = float(x.layer_latency_s.get(layer.name, 0.0))
+                    seconds = alone * fallback if fallback is not None else alone + self.context_s_["*"]
+                latency[layer.name] = float(seconds)
+            totals.append(self.composition_.latency_s(x.network, latency))
+        return totals
 
     def summary(self) -> str:
         """Each kind's regressor with its cross-validated median error, and the median context offset."""
