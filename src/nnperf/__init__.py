@@ -23,11 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = ["System", "Verification", "__version__", "calibrate", "load_model", "predict", "profile", "verify"]
+__all__ = ["System", "Verification", "__version__", "calibrate", "load_model", "predict", "predict_many", "profile",
+           "verify"]
 _API = frozenset(__all__) - {"__version__"}
 
 if TYPE_CHECKING:
-    from nnperf.api import System, Verification, calibrate, load_model, predict, profile, verify
+    from nnperf.api import System, Verification, calibrate, load_model, predict, predict_many, profile, verify
 
 
 def __getattr__(name: str) -> Any:

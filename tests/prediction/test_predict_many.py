@@ -72,3 +72,16 @@ def test_the_space_draws_reproducibly_and_builds_what_it_drew() -> None:
     assert network.inputs[0].shape == (1, 3, 160, 160) and network.layers[-1].output_shape == (1, 1000)
     # stage widths: each stage's last block writes its width; expansion 6 of 24 channels is 144
     assert {layer.output_shape[1] for layer in network.layers if layer.op is OpType.CONV} >= {24, 40, 80, 112, 160, 144}
+
+
+def test_the_api_predicts_a_list_with_the_model_read_once(model: SystemModel) -> None:
+    import nnperf
+
+    networks = [residual_conv_net(f"n{c}", c, 10) for c in (6, 12)]
+    totals = nnperf.predict_many(networks, model)
+    assert totals.tolist() == pytest.approx(model.predict_many(networks).tolist(), rel=1e-12)
+    predictions = nnperf.predict(networks, model)
+    assert isinstance(predictions, list) and [p.network for p in predictions] == ["n6", "n12"]
+    assert [p.latency_s for p in predictions] == pytest.approx(totals.tolist(), rel=1e-12)
+    assert nnperf.predict_many(networks, model, method="macs").tolist() == pytest.approx(
+        [model.predict(n).network_latency_s["macs"] for n in networks], rel=1e-12)

@@ -35,7 +35,15 @@ from nnperf.api._fleet import FleetStatus, fleet_down, fleet_status, fleet_up
 from nnperf.api._load import InputShape, ModelLike, load_model
 from nnperf.api._machine import CheckResult, check
 from nnperf.api._partition import NetworkPartition, partition
-from nnperf.api._predict import Verification, calibrate, predict, stored_calibration, verify
+from nnperf.api._predict import (
+    Verification,
+    calibrate,
+    calibrated_model,
+    predict,
+    predict_many,
+    stored_calibration,
+    verify,
+)
 from nnperf.api._primitives import (
     PRIMITIVES,
     LayerPrimitives,
@@ -97,6 +105,7 @@ __all__ = [
     "advise",
     "backends",
     "calibrate",
+    "calibrated_model",
     "check",
     "compare",
     "dataset_configs",
@@ -112,6 +121,7 @@ __all__ = [
     "named_primitives",
     "partition",
     "predict",
+    "predict_many",
     "predict_primitives",
     "predict_steps",
     "profile",

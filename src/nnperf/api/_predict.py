@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from nnperf.api._load import InputShape, ModelLike, load_model
 from nnperf.api._session import DEFAULT_SYSTEM, StoredSystem, StoreLike, opened_store, settings
@@ -155,14 +157,16 @@ def _stored_model(store: Store, runner: Backend) -> SystemModel | None:
         return None
 
 
-def predict(model: ModelLike, system: System | StoredSystem | None = None, store: StoreLike = None, *,
-            input_shape: InputShape | None = None) -> NetworkPrediction:
+def predict(model: ModelLike | Sequence[ModelLike], system: System | StoredSystem | None = None,
+            store: StoreLike = None, *, input_shape: InputShape | None = None
+            ) -> NetworkPrediction | list[NetworkPrediction]:
     """Predicts a network's per-layer and total latency from a calibration, without running it.
 
     Parameters
     ----------
-    model : str, path-like, Network or torch.nn.Module
-        Anything :func:`load_model` takes.
+    model : str, path-like, Network or torch.nn.Module, or a list or tuple of them
+        Anything :func:`load_model` takes; a list or tuple is predicted with the calibration read once, and a
+        list of predictions comes back (:func:`predict_many` gives only the totals, far faster).
     system : System, int, str, SystemModel or None, default None
         The calibrated system: :class:`nnperf.System` settings (the calibration of the system they make on
         this host), a stored system's id or key prefix (``nnperf systems``, any host), a fitted
@@ -174,7 +178,7 @@ def predict(model: ModelLike, system: System | StoredSystem | None = None, store
 
     Returns
     -------
-    NetworkPrediction
+    NetworkPrediction, or a list of them for a list of models
         Per-layer latencies (seconds), every network predictor's total
         (``network_latency_s``), ``latency_s`` (the composed one) and ``hotspots()``.
 
@@ -187,19 +191,45 @@ def predict(model: ModelLike, system: System | StoredSystem | None = None, store
     NnperfError
         ``system`` is none of the above.
     """
+    if isinstance(model, (list, tuple)):
+        networks = [load_model(m, input_shape) for m in model]
+        system_model = calibrated_model(system, store)
+        return [_predicted(system_model, network) for network in networks]
     network = load_model(model, input_shape)
+    return _predicted(calibrated_model(system, store), network)
+
+
+def predict_many(models: Sequence[ModelLike], system: System | StoredSystem | None = None, store: StoreLike = None,
+                 *, method: str | None = None, input_shape: InputShape | None = None) -> np.ndarray:
+    """Every network's predicted latency in seconds, the calibration read once and each distinct layer
+    predicted once: the oracle of an architecture search (thousands of networks a second from IR networks).
+
+    ``models`` are anything :func:`load_model` takes (IR networks are the fast path: a PyTorch module is traced
+    first); ``system`` and ``store`` are as for :func:`predict`, and a :class:`~nnperf.prediction.SystemModel`
+    loaded once (:func:`calibrated_model`) keeps repeated calls from reading the store. ``method`` names a
+    network predictor (``composed``, ``kernel``, ``previous``, ``macs``, ``roofline``; default the one
+    :attr:`NetworkPrediction.latency_s` uses). The numbers are :func:`predict`'s.
+    """
+    networks = [model if isinstance(model, Network) else load_model(model, input_shape) for model in models]
+    return calibrated_model(system, store).predict_many(networks, method)
+
+
+def calibrated_model(system: System | StoredSystem | None = None, store: StoreLike = None) -> SystemModel:
+    """The fitted model of a calibrated system, read from the store once, to predict with again and again:
+    ``system`` and ``store`` as for :func:`predict` (a :class:`~nnperf.prediction.SystemModel` comes back as
+    it is)."""
     if isinstance(system, SystemModel):
-        return _predicted(system, network)
+        return system
     if isinstance(system, (int, str)) and not isinstance(system, bool):
         with opened_store(store, create=False) as opened:
-            return _predicted(load_stored_model(opened, system), network)
+            return load_stored_model(opened, system)
     if system is not None and not isinstance(system, System):
         raise NnperfError(f"predict: the system is nnperf.System settings, a stored system's id or key prefix, or "
                           f"a SystemModel, not a {type(system).__name__} ({system!r})")
     with (system or DEFAULT_SYSTEM).open() as runner:
         try:
             with opened_store(store, create=False) as opened:
-                return _predicted(_system_model(opened, runner, None), network)
+                return _system_model(opened, runner, None)
         except MissingStoreError as exc:  # no store yet: say how to calibrate this system
             raise missing_calibration(runner.system().label, store or default_store_path(), runner.name) from exc
 
