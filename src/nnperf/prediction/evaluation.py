@@ -29,6 +29,7 @@ import numpy as np
 from nnperf.ir.metrics import network_metrics
 from nnperf.prediction._base import network_predictor_names, predictor_class
 from nnperf.prediction._model import SystemModel
+from nnperf.prediction._roles import primary_name
 from nnperf.prediction._runs import MeasuredNetwork
 from nnperf.prediction.kernel import kernel_kind
 
@@ -161,6 +162,18 @@ class Evaluation:
         """The median over the networks of their :attr:`NetworkComparison.noise_floor`."""
         return float(np.median([n.noise_floor for n in self.networks]))
 
+    @property
+    def primary_method(self) -> str:
+        """The method a prediction's ``latency_s`` comes from (nnperf's composition where fitted)."""
+        return primary_name(self.methods) or self.methods[0]
+
+    def traced_errors(self, method: str | None = None, tolerance: float = 0.10
+                      ) -> list[tuple[NetworkComparison, tuple[ErrorPart, ...]]]:
+        """Every network ``method`` (default: the first method, the primary one) predicts beyond +/-
+        ``tolerance``, with :func:`trace_error`'s parts."""
+        chosen = method or self.primary_method
+        return [(n, trace_error(n, chosen)) for n in self.networks if not abs(n.error(chosen)) <= tolerance]
+
     def noise(self) -> NoiseAssessment:
         """Whether this run's measurements were too noisy to trust its verdicts, and which (see
         :class:`NoiseAssessment`)."""
@@ -192,11 +205,44 @@ class Evaluation:
                 "prediction_time_s": n.prediction_time_s, "run_id": n.run_id, "adjusted_s": n.adjusted_s,
                 "adjusted_error": {m: n.adjusted_error(m) for m in self.methods},
                 "speed_drift": n.speed_drift, "noise_floor": n.noise_floor,
+                "error_parts": [{"part": e.part, "error_s": e.error_s, "share": e.share, "layers": e.layers}
+                                for e in trace_error(n, self.primary_method)],
                 "layers": [{"layer": c.layer, "op": c.op, "key": c.key, "kind": c.kind, "macs": c.macs,
                             "output_shape": list(c.output_shape), "measured_s": c.measured_s,
                             "measured_spread": c.measured_spread, "predicted_s": c.predicted_s} for c in n.layers],
             } for n in self.networks],
         }
+
+
+COMPOSITION_PART = "composition"
+"""The part of a network's error that is not in its layers' isolated predictions: what composing them adds
+(in-network context, fusion, per-call costs, the method's own scaling)."""
+
+
+@dataclass(frozen=True)
+class ErrorPart:
+    """One part of a network's prediction error: a kernel kind (the summed error of its layers' isolated
+    predictions) or :data:`COMPOSITION_PART`; ``error_s`` = predicted - measured (seconds), ``share`` of the
+    network's whole error (signed; the parts sum to 1), ``layers`` how many layers it covers."""
+
+    part: str
+    error_s: float
+    share: float
+    layers: int
+
+
+def trace_error(network: NetworkComparison, method: str) -> tuple[ErrorPart, ...]:
+    """Where ``method``'s error on ``network`` comes from, largest first: each kernel kind's summed layer error
+    (isolated predictions against isolated measurements, the same run's), and the rest, which composing the
+    layers into the network adds. The parts sum to the network's error, predicted - measured whole."""
+    total = network.predicted_s[method] - network.measured_s
+    by_kind: dict[str, list[float]] = {}
+    for layer in network.layers:
+        by_kind.setdefault(layer.kind or layer.key, []).append(layer.predicted_s - layer.measured_s)
+    parts = [(kind, float(sum(errors)), len(errors)) for kind, errors in by_kind.items()]
+    parts.append((COMPOSITION_PART, total - sum(e for _, e, _ in parts), 0))
+    return tuple(ErrorPart(part, error, error / total if total else 0.0, count)
+                 for part, error, count in sorted(parts, key=lambda item: -abs(item[1])))
 
 
 NOISY_SPREAD = 0.05

@@ -321,7 +321,31 @@ def _network_section(evaluation: Evaluation, fig7: Figure) -> str:
         "that is linear within +/-10% (the grey band) and logarithmic beyond, so that small and large errors "
         "both show; hatched: the network's noise floor.")
     return (f'<section id="networks"><h2>Network latency (whole network)</h2>{summary}{measured}{predicted}'
-            f"{figure}</section>")
+            f"{figure}{_error_trace_html(evaluation)}</section>")
+
+
+def _error_trace_html(evaluation: Evaluation) -> str:
+    """Where the primary method's error comes from, for every network it predicts beyond +/-10%."""
+    traced = evaluation.traced_errors()
+    if not traced:
+        return ""
+    method = method_label(evaluation.primary_method)
+    rows: list[list[str | Cell]] = []
+    for network, parts in traced:
+        shown = [p for p in parts if abs(p.share) >= 0.05][:4] or list(parts[:1])
+        rows.append([network.network, error_cell(network.error(evaluation.primary_method), network.noise_floor),
+                     ms(network.predicted_s[evaluation.primary_method] - network.measured_s),
+                     "; ".join(f"{p.part}{f' ({p.layers})' if p.layers else ''}: {p.error_s * 1e3:+.3g} ms "
+                               f"({p.share:.0%})" for p in shown)])
+    return html_table(
+        [Column("network", numeric=False), Column("error"), Column("error ms", meaning="predicted - measured"),
+         Column("where it comes from", numeric=False,
+                meaning="each kernel kind's summed layer error (its layer count in brackets) and the composition's, "
+                        "in ms and as a share of the network's error; parts under 5% left out")],
+        rows, f"Where {method}'s error comes from, for every network it predicts beyond +/-10%: the layers' "
+        "isolated predictions against their isolated measurements (the same run), by kernel kind, and the rest, "
+        "which composing the layers into the network adds (in-network context, fusion, per-call costs).",
+        table_id="error-trace")
 
 
 def _layer_sections(evaluation: Evaluation, fig5: Figure) -> str:
