@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import os
 import shlex
 import sys
@@ -49,6 +50,11 @@ def si(count: float, unit: str = "") -> str:
             return f"{count / factor:.3g} {prefix}{unit}"
     text = f"{int(count)}" if float(count).is_integer() else f"{count:.3g}"
     return f"{text} {unit}".rstrip()
+
+
+def signed_pct(fraction: float) -> str:
+    """A signed fraction as a percentage with one decimal ('+12.3%'), 'n/a' when not finite."""
+    return f"{fraction:+.1%}" if math.isfinite(fraction) else "n/a"
 
 
 def console() -> Console:

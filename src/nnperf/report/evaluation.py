@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from nnperf.prediction.evaluation import Evaluation, method_label
-from nnperf.report._format import figure_metadata, min_text_px, png_bytes, si, write_bytes, write_csv
+from nnperf.report._format import figure_metadata, min_text_px, png_bytes, si, signed_pct, write_bytes, write_csv
 from nnperf.report.evaluation_figures import Figure
 from nnperf.report.measurements import ms
 from nnperf.report.provenance import Provenance
@@ -31,10 +31,6 @@ LAYER_CSV_COLUMNS = ("system", "system_key", "network", "run_id", "layer", "op",
                      "predicted_s", "error")
 """The header of :func:`write_layer_csv`: seconds; ``measured_s`` is the layer's isolated median,
 ``error`` = predicted_s / measured_s - 1 (a fraction)."""
-
-
-def _pct(value: float) -> str:
-    return f"{value:+.1%}"
 
 
 # -- terminal ----------------------------------------------------------------------------------------------------
@@ -54,7 +50,7 @@ def table1(evaluation: Evaluation) -> Table:
 
 def _table1_rows(evaluation: Evaluation) -> list[list[str]]:
     return [[n.network, str(len(n.layers)), ms(n.measured_layer_sum_s), ms(n.predicted_layer_sum_s),
-             _pct(n.layer_sum_error)] for n in evaluation.networks]
+             signed_pct(n.layer_sum_error)] for n in evaluation.networks]
 
 
 def _table2_row(evaluation: Evaluation) -> list[str]:
@@ -91,7 +87,7 @@ def network_table(evaluation: Evaluation) -> Table:
     for n in evaluation.networks:
         row = [n.network, si(n.macs), ms(n.measured_s), f"{n.measured_spread:.1%}"]
         for method in evaluation.methods:
-            row += [ms(n.predicted_s[method]), _pct(n.error(method))]
+            row += [ms(n.predicted_s[method]), signed_pct(n.error(method))]
         table.add_row(*row)
     return table
 

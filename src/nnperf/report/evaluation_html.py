@@ -32,7 +32,7 @@ from nnperf.prediction.evaluation import (
     method_description,
     method_label,
 )
-from nnperf.report._format import si
+from nnperf.report._format import si, signed_pct
 from nnperf.report.evaluation_figures import Figure
 from nnperf.report.measurements import ms
 
@@ -64,13 +64,9 @@ class Cell:
     classes: str = ""
 
 
-def _pct(value: float) -> str:
-    return f"{value:+.1%}" if math.isfinite(value) else "n/a"
-
-
 def error_cell(error: float, floor: float, text: str | None = None) -> Cell:
     """An error's cell: ``big`` beyond +/-:data:`BIG_ERROR` and the noise floor, ``noise`` within the floor."""
-    shown = _pct(error) if text is None else text
+    shown = signed_pct(error) if text is None else text
     if not math.isfinite(error) or abs(error) > max(BIG_ERROR, floor):
         return Cell(shown, "big")
     return Cell(shown, "noise" if abs(error) <= floor else "")
@@ -160,7 +156,7 @@ def _measured_rows(evaluation: Evaluation) -> list[list[str | Cell]]:
 
 
 def _predicted_rows(evaluation: Evaluation) -> list[list[str | Cell]]:
-    return [[n.network] + [error_cell(n.error(m), n.noise_floor, f"{ms(n.predicted_s[m])} ({_pct(n.error(m))})")
+    return [[n.network] + [error_cell(n.error(m), n.noise_floor, f"{ms(n.predicted_s[m])} ({signed_pct(n.error(m))})")
                            for m in evaluation.methods] for n in evaluation.networks]
 
 
@@ -195,7 +191,7 @@ def _layer_details(n: NetworkComparison) -> str:
         "the spread of those runs, its share of the network, the per-layer model's prediction and the error. "
         "The rows sum to this network's Table I row.", tall=True)
     return (f"<details><summary>{html.escape(n.network)}: {len(n.layers)} layers, sum of isolated layers "
-            f"{html.escape(ms(n.measured_layer_sum_s))} ms, error {html.escape(_pct(n.layer_sum_error))}</summary>"
+            f"{html.escape(ms(n.measured_layer_sum_s))} ms, error {html.escape(signed_pct(n.layer_sum_error))}</summary>"
             f"{table}</details>")
 
 
