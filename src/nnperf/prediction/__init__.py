@@ -35,7 +35,6 @@ from nnperf.prediction._calibrate import (
 )
 from nnperf.prediction._composition import Composition, FusionRules, fit_composition, learn_fusion
 from nnperf.prediction._features import FEATURES, SharedKey, features, layer_signature, model_key
-from nnperf.prediction._many import predict_many
 from nnperf.prediction._model import (
     MODEL_KIND,
     LayerPrediction,
@@ -101,7 +100,6 @@ __all__ = [
     "model_key",
     "network_predictor_classes",
     "network_predictor_names",
-    "predict_many",
     "predictor_class",
     "register_predictor",
     "steps",

@@ -322,7 +322,7 @@ class NetworkPredictor(Predictor):
 
     def predict_many(self, inputs: Sequence[NetworkInput]) -> list[float]:
         """:meth:`predict` of every input (seconds); a predictor whose work batches across networks overrides
-        it (see :func:`nnperf.prediction.predict_many`)."""
+        it (see :meth:`nnperf.prediction.SystemModel.predict_many`)."""
         return [float(self.predict(x)) for x in inputs]
 
     def fused_layers(self, network: Network) -> frozenset[str]:

@@ -1,7 +1,7 @@
 """Many networks predicted at once: the oracle an architecture search calls thousands of times.
 
 Networks drawn from one search space repeat the same layers (the same convolution on the same shapes, block
-after block and network after network), so :func:`predict_many` works per distinct layer, not per layer:
+after block and network after network), so :meth:`SystemModel.predict_many` (through :func:`batch_predict`) works per distinct layer, not per layer:
 
 - a layer's identity for prediction is its :func:`layer_signature` (operator, attributes, input and output
   shapes; never its name);
@@ -18,33 +18,25 @@ on the same features; floating-point sums may differ in the last bits).
 from __future__ import annotations
 
 import gc
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from functools import cached_property
 from typing import Any
 
 import numpy as np
 
-from nnperf.errors import NnperfError
 from nnperf.ir import Layer, Network
 from nnperf.ir.metrics import LayerMetrics, NetworkMetrics, layer_metrics
-from nnperf.prediction._base import NetworkInput
+from nnperf.prediction._base import NetworkInput, NetworkPredictor
 from nnperf.prediction._features import layer_signature, metric_features, model_key
-from nnperf.prediction._model import SystemModel, UncoveredLayersError
-from nnperf.prediction._roles import primary_name
+from nnperf.prediction._ridge import RidgeModel
 
 
-def predict_many(model: SystemModel, networks: Sequence[Network], method: str | None = None) -> np.ndarray:
-    """The latency in seconds of every network, as predicted by ``method`` (a network predictor's registry
-    name; default the model's primary one, as :attr:`NetworkPrediction.latency_s` uses).
-
-    Raises :class:`UncoveredLayersError` for the first network with a layer type the model lacks, and
-    :class:`NnperfError` for a method the model does not hold.
-    """
-    chosen = method or primary_name(model.predictors) or next(iter(model.predictors), None)
-    if chosen is None or chosen not in model.predictors:
-        held = ", ".join(model.predictors) or "none"
-        raise NnperfError(f"the system model holds no network predictor {method!r} (it holds: {held})")
+def batch_predict(latency: Mapping[str, RidgeModel], predictor: NetworkPredictor,
+                  networks: Sequence[Network]) -> np.ndarray:
+    """The latency in seconds of every network by ``predictor``, from the per-layer ``latency`` models (by
+    layer-type key), working once per distinct layer (see the module docstring). The caller has checked that
+    ``latency`` covers every layer type of ``networks``."""
     distinct: dict[Hashable, int] = {}
     signatures: list[list[int]] = []
     examples: list[Layer] = []
@@ -58,17 +50,16 @@ def predict_many(model: SystemModel, networks: Sequence[Network], method: str | 
                 examples.append(layer)
             indices.append(index)
         signatures.append(indices)
-    _check_covered(model, networks, {model_key(layer) for layer in examples})
     metrics = [layer_metrics(layer) for layer in examples]
-    latency = _layer_latencies(model, examples, metrics).tolist()
+    isolated = _layer_latencies(latency, examples, metrics).tolist()
     unnamed = [tuple(getattr(m, f.name) for f in fields(LayerMetrics)[1:]) for m in metrics]  # all but the name
-    inputs = [_BatchInput(network, {layer.name: latency[i] for layer, i in zip(network.layers, indices, strict=True)},
+    inputs = [_BatchInput(network, {layer.name: isolated[i] for layer, i in zip(network.layers, indices, strict=True)},
                           distinct=unnamed, indices=tuple(indices)) for network, indices in zip(networks, signatures,
                                                                                                 strict=True)]
     collecting = gc.isenabled()
     gc.disable()  # a batch allocates many small objects and frees none: the collector would rescan them all
     try:
-        return np.asarray(model.predictors[chosen].predict_many(inputs), dtype=float)
+        return np.asarray(predictor.predict_many(inputs), dtype=float)
     finally:
         if collecting:
             gc.enable()
@@ -91,21 +82,13 @@ class _BatchInput(NetworkInput):
                                                                              strict=True)))
 
 
-def _check_covered(model: SystemModel, networks: Sequence[Network], keys: set[str]) -> None:
-    if keys <= set(model.latency):
-        return
-    for network in networks:
-        missing = model.missing(network)
-        if missing:
-            raise UncoveredLayersError(network.name, missing, model.system_label)
-
-
-def _layer_latencies(model: SystemModel, layers: Sequence[Layer], metrics: Sequence[LayerMetrics]) -> np.ndarray:
+def _layer_latencies(latency: Mapping[str, RidgeModel], layers: Sequence[Layer],
+                     metrics: Sequence[LayerMetrics]) -> np.ndarray:
     """Each distinct layer's isolated latency (seconds), one model call per layer type."""
     keys = [model_key(layer) for layer in layers]
     rows = np.array([metric_features(m) for m in metrics]) if layers else np.zeros((0, 3))
-    latency = np.zeros(len(layers))
+    predicted = np.zeros(len(layers))
     for key in set(keys):
         index = [i for i, k in enumerate(keys) if k == key]
-        latency[index] = model.latency[key].predict(rows[index])
-    return latency
+        predicted[index] = latency[key].predict(rows[index])
+    return predicted

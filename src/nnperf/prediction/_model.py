@@ -297,12 +297,22 @@ class SystemModel:
                                  self.energy_coefficient_c, fused)
 
     def predict_many(self, networks: Sequence[Network], method: str | None = None) -> np.ndarray:
-        """Every network's latency in seconds by ``method`` (default: the primary predictor, as
-        :attr:`NetworkPrediction.latency_s`), working once per distinct layer: the oracle of an architecture
-        search (see :func:`nnperf.prediction.predict_many`)."""
-        from nnperf.prediction._many import predict_many
+        """Every network's latency in seconds by ``method`` (a network predictor's registry name; default the
+        primary one, as :attr:`NetworkPrediction.latency_s`), working once per distinct layer: the oracle of an
+        architecture search (see ``nnperf.prediction._many``). Raises :class:`UncoveredLayersError` for the first
+        network with a layer type the model lacks, :class:`NnperfError` for a method the model does not hold."""
+        from nnperf.prediction._many import batch_predict
 
-        return predict_many(self, networks, method)
+        chosen = method or primary_name(self.predictors) or next(iter(self.predictors), None)
+        if chosen is None or chosen not in self.predictors:
+            held = ", ".join(self.predictors) or "none"
+            raise NnperfError(f"the system model holds no network predictor {method!r} (it holds: {held})")
+        if not {model_key(layer) for network in networks for layer in network.layers} <= set(self.latency):
+            for network in networks:
+                missing = self.missing(network)
+                if missing:
+                    raise UncoveredLayersError(network.name, missing, self.system_label)
+        return batch_predict(self.latency, self.predictors[chosen], networks)
 
     def to_dict(self) -> dict[str, Any]:
         return {
