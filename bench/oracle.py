@@ -5,7 +5,8 @@ Run: PYTHONPATH=src .venv/bin/python bench/oracle.py --db CALIBRATED.db [--netwo
      [--rounds 12] [--seed 0] [--backend torch] [--json bench/results/oracle.json]
 
 1. Draws ``--networks`` networks from the MobileNetV3-like space (``nnperf.zoo.search_space``), each built as
-   IR on PyTorch's meta device (this is the slow part, about 0.3 s a network here, and not the oracle's).
+   IR on PyTorch's meta device (this is the slow part, about 0.4 s a network here, and not the oracle's; the IR
+   files are kept in ``--cache`` for the next run).
 2. Loads the stored calibration once and predicts them all with ``SystemModel.predict_many`` (every network
    predictor in turn), best of three passes: predictions per second. The same numbers one network at a time
    with ``SystemModel.predict``, for the speed-up and to check they agree.
@@ -14,7 +15,8 @@ Run: PYTHONPATH=src .venv/bin/python bench/oracle.py --db CALIBRATED.db [--netwo
    all of them alike; each network's time is the median of its rounds, its spread the IQR over the median.
 4. Ranking fidelity (Kendall's tau between predicted and measured), MAPE and share within +/-10% per method;
    MAPE also after dividing out the median measured/predicted ratio (the machine's speed against the
-   calibration's, which a ranking does not need).
+   calibration's, which a ranking does not need). The measurement's own ranking noise: Kendall's tau of the
+   even rounds against the odd ones.
 
 Stdout gets Markdown tables.
 """
@@ -30,12 +32,15 @@ import numpy as np
 from scipy.stats import kendalltau
 
 from nnperf.api import stored_calibration
+from nnperf.ir import Network, load_network_json, save_network
 from nnperf.measure.backends import create_backend
-from nnperf.zoo.search_space import MobileNetV3Space
+from nnperf.zoo.search_space import MobileNetV3Space, SpaceSample
 
 
-def _measure(backend_name: str, networks: list, rounds: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each network's median time over interleaved rounds (seconds) and its IQR over median."""
+def _measure(backend_name: str, networks: list, rounds: int, seed: int) -> tuple[np.ndarray, np.ndarray, float]:
+    """Each network's median time over interleaved rounds (seconds), its IQR over median, and Kendall's tau
+    between the medians of the even and the odd rounds: how well the measurement ranks against itself, the
+    ceiling of any prediction's tau."""
     rng = np.random.default_rng(seed)
     with create_backend(backend_name) as backend:
         timers = [backend.network_timer(n) for n in networks]
@@ -50,7 +55,18 @@ def _measure(backend_name: str, networks: list, rounds: int, seed: int) -> tuple
                 times[r, i] = timers[i].time_block(blocks[i]) / blocks[i]
     median = np.median(times, axis=0)
     q1, q3 = np.percentile(times, [25, 75], axis=0)
-    return median, (q3 - q1) / median
+    halves = float(kendalltau(np.median(times[0::2], axis=0), np.median(times[1::2], axis=0)).statistic)
+    return median, (q3 - q1) / median, halves
+
+
+def _cached_network(space: MobileNetV3Space, sample: SpaceSample, cache: Path) -> Network:
+    path = cache / f"{sample.name}.json"
+    if path.exists():
+        return load_network_json(path)
+    network = space.network(sample)
+    cache.mkdir(parents=True, exist_ok=True)
+    save_network(network, path)
+    return network
 
 
 def main() -> None:
@@ -62,12 +78,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=12)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--cache", type=Path, default=Path("/tmp/nnperf-oracle-ir"),
+                        help="IR files of the drawn networks, reused by the next run")
     args = parser.parse_args()
 
     space = MobileNetV3Space()
     started = time.perf_counter()
     samples = space.samples(args.networks, args.seed)
-    networks = [space.network(s) for s in samples]
+    networks = [_cached_network(space, s, args.cache) for s in samples]
     build_s = time.perf_counter() - started
     model = stored_calibration(args.backend, args.db)
     if model is None:
@@ -92,7 +110,7 @@ def main() -> None:
     order = np.argsort(predicted[primary])
     pick = sorted({int(order[round(i)]) for i in np.linspace(0, len(networks) - 1, args.measured)})
     started = time.perf_counter()
-    measured, spread = _measure(args.backend, [networks[i] for i in pick], args.rounds, args.seed)
+    measured, spread, self_tau = _measure(args.backend, [networks[i] for i in pick], args.rounds, args.seed)
     measure_s = time.perf_counter() - started
 
     print(f"{len(networks)} networks from the MobileNetV3-like space (seed {args.seed}); IR built in "
@@ -117,11 +135,13 @@ def main() -> None:
           f"networks/s; largest relative difference from predict_many: {agree:.1e}")
     print(f"measured: {len(pick)} networks x {args.rounds} interleaved rounds in {measure_s:.0f} s; "
           f"median spread (IQR / median) {float(np.median(spread)):.1%}, largest {float(np.max(spread)):.1%}; "
-          f"{float(np.min(measured)) * 1e3:.2f} to {float(np.max(measured)) * 1e3:.2f} ms")
+          f"{float(np.min(measured)) * 1e3:.2f} to {float(np.max(measured)) * 1e3:.2f} ms; Kendall tau of the even "
+          f"rounds' medians against the odd ones' (the measurement against itself): {self_tau:.3f}")
     if args.json is not None:
         args.json.write_text(json.dumps({
             "networks": len(networks), "seed": args.seed, "system": model.system_label, "primary": primary,
             "build_s": build_s, "single_per_s": len(networks) / single_s, "agreement": agree,
+            "measurement_self_tau": self_tau,
             "measured": {samples[i].name: {"median_s": float(m), "spread": float(s)}
                          for i, m, s in zip(pick, measured, spread, strict=True)},
             "predicted": {m: {samples[i].name: float(predicted[m][i]) for i in pick} for m in methods},
