@@ -18,7 +18,7 @@ from nnperf.measure.backends import LoopTimer
 from nnperf.optimize.synthesize._artifact import ort_session_document, read_manifest, runner_script, write_artifact
 from nnperf.optimize.synthesize._data import ValidationSet
 from nnperf.optimize.synthesize._errors import SynthesisError
-from nnperf.optimize.synthesize._program import ProgramSpec, Sources, accuracy_of
+from nnperf.optimize.synthesize._program import Accuracy, ProgramSpec, Sources, accuracy_of
 from nnperf.optimize.synthesize._result import Measured, fastest
 
 
@@ -61,10 +61,11 @@ def load_program(folder: Path, threads: int | None = None) -> Callable[[np.ndarr
 
 
 def package(sources: Sources, within: Sequence[Measured], runtimes: Sequence[str], data: ValidationSet,
-            reference: np.ndarray, harness: HarnessConfig, aot: bool) -> Packaged:
+            reference: np.ndarray, harness: HarnessConfig, aot: bool, budget: float) -> Packaged:
     """The deployable artifact: each runtime's fastest program within the budget packaged (ONNX Runtime: the model
-    and its session options; torch, with ``aot``: an AOTInductor package), loaded back, checked and timed; the
-    faster one wins, with a note naming what it was measured against."""
+    and its session options; torch, with ``aot``: an AOTInductor package), loaded back, checked against the
+    budget again (:func:`check_reloaded`) and timed; the faster one wins, with a note naming what it was measured
+    against."""
     packaged: list[Packaged] = []
     failed: list[str] = []
     for runtime in runtimes:
@@ -72,7 +73,7 @@ def package(sources: Sources, within: Sequence[Measured], runtimes: Sequence[str
         if not programs or (runtime == "torch" and not aot):
             continue
         try:
-            packaged.append(_artifact(sources, fastest(programs), data, reference, harness))
+            packaged.append(_artifact(sources, fastest(programs), data, reference, harness, budget))
         except SynthesisError as exc:
             failed.append(f"{runtime}: {exc}")
     if not packaged:
@@ -83,8 +84,21 @@ def package(sources: Sources, within: Sequence[Measured], runtimes: Sequence[str
     return Packaged(final.program, final.kind, final.model, final.session, final.timer, note)
 
 
+def check_reloaded(what: str, reloaded: Accuracy, made_from: Accuracy, budget: float, samples: int) -> None:
+    """Refuses (:class:`SynthesisError`) an artifact whose accuracy, run from its own files, exceeds the budget
+    (``budget``, a fraction of top-1) or lost more than one sample's worth against the program it was made from
+    (``samples`` validation samples): what is written must be what was chosen."""
+    if reloaded.drop > budget:
+        raise SynthesisError(f"{what}, loaded back from its files, drops {reloaded.drop:.2%} of top-1, over the "
+                             f"{budget:.2%} budget (the program it was made from dropped {made_from.drop:.2%}); "
+                             "nothing was written")
+    if reloaded.drop > made_from.drop + 1.0 / samples and reloaded.drop > 0:
+        raise SynthesisError(f"{what} lost accuracy against the program it was made from (drop "
+                             f"{reloaded.drop:.2%} against {made_from.drop:.2%}); nothing was written")
+
+
 def _artifact(sources: Sources, best: Measured, data: ValidationSet, reference: np.ndarray,
-              harness: HarnessConfig) -> Packaged:
+              harness: HarnessConfig, budget: float) -> Packaged:
     """The deployable artifact of ``best``: measured from its files and checked against the reference."""
     spec = best.spec
     if spec.runtime == "onnxruntime":
@@ -102,9 +116,7 @@ def _artifact(sources: Sources, best: Measured, data: ValidationSet, reference: 
         session, kind = None, "AOTInductor package"
     run_artifact = artifact_runner(model, spec)
     accuracy = accuracy_of(run_artifact(data.inputs), reference, data.labels)
-    if accuracy.drop > best.accuracy.drop + 1.0 / len(data) and accuracy.drop > 0:
-        raise SynthesisError(f"the {kind} of {spec.label()} lost accuracy against the program it was made from "
-                             f"(drop {accuracy.drop:.2%} against {best.accuracy.drop:.2%}); nothing was written")
+    check_reloaded(f"the {kind} of {spec.label()}", accuracy, best.accuracy, budget, len(data))
     from nnperf.measure import measure
 
     timer = LoopTimer(functools.partial(run_artifact, data.inputs[:1]))

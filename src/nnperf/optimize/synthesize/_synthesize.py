@@ -103,7 +103,7 @@ def synthesize(sources: Sources, data: ValidationSet, budget: float, out: Path, 
     within = candidates.within(budget)
     stages.append(_inexact_stage(within))
     report("packaging and timing the artifacts", 0, 0)
-    final = package(sources, within, sources.runtimes, data, candidates.reference, harness, aot)
+    final = package(sources, within, sources.runtimes, data, candidates.reference, harness, aot, budget)
     stages.append(Stage("final", final.program, final.note))
     ort_best = candidates.ort_best_fp32()
     report(f"comparing the stages ({chosen_protocol.value})", 0, 0)
