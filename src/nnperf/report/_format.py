@@ -130,7 +130,7 @@ def png_bytes(fig: Any, metadata: Mapping[str, str] | None = None) -> bytes:
     figure's title) in its text chunks, and the pixel height of its smallest text under
     :data:`SMALLEST_TEXT_KEY`; the figure is closed."""
     if metadata is None:
-        metadata = figure_metadata(_figure_title(fig))
+        metadata = figure_metadata(figure_title(fig))
     fig.canvas.draw()  # lay out first: the smallest text is measured on the drawn figure
     metadata = {**metadata, SMALLEST_TEXT_KEY: f"{min_text_px(fig):.1f}"}
     buffer = io.BytesIO()
@@ -139,7 +139,8 @@ def png_bytes(fig: Any, metadata: Mapping[str, str] | None = None) -> bytes:
     return buffer.getvalue()
 
 
-def _figure_title(fig: Any) -> str:
+def figure_title(fig: Any) -> str:
+    """The figure's title on one line: its suptitle, else its axes' titles."""
     suptitle = getattr(fig, "_suptitle", None)
     if suptitle is not None and suptitle.get_text():
         return " ".join(suptitle.get_text().split())

@@ -9,14 +9,22 @@ measured in isolation (``measured_layer_sum_s``); the network table and Fig. 7 u
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from rich.table import Table
 from rich.text import Text
 
 from nnperf.prediction.evaluation import Evaluation, method_label
-from nnperf.report._format import figure_metadata, min_text_px, png_bytes, si, signed_pct, write_bytes, write_csv
+from nnperf.report._format import (
+    figure_metadata,
+    figure_title,
+    min_text_px,
+    png_bytes,
+    si,
+    signed_pct,
+    write_bytes,
+    write_csv,
+)
 from nnperf.report.evaluation_figures import Figure
 from nnperf.report.measurements import ms
 from nnperf.report.provenance import Provenance
@@ -129,14 +137,10 @@ def report_figures(evaluation: Evaluation, provenance: Provenance | None = None)
     rendered: dict[str, dict[str, tuple[bytes, float]]] = {}
     for width in ("wide", "narrow"):
         for name, fig in figures(evaluation, width).items():
-            metadata = figure_metadata(_suptitle(fig), **{k: v for k, v in fields.items() if v})
+            metadata = figure_metadata(figure_title(fig), **{k: v for k, v in fields.items() if v})
             smallest = min_text_px(fig)
             rendered.setdefault(name, {})[width] = (png_bytes(fig, metadata), smallest)
     return {name: Figure(r["wide"][0], r["narrow"][0], r["wide"][1], r["narrow"][1]) for name, r in rendered.items()}
-
-
-def _suptitle(fig: Any) -> str:
-    return " ".join(fig.texts[0].get_text().split()) if fig.texts else ""
 
 
 def write_report(evaluation: Evaluation, out_dir: Path, provenance: Provenance | None = None) -> list[Path]:
