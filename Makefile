@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.nnperf-installed
 TORCH := torch==2.13.0
 
-.PHONY: demo test test-slow coverage install browser clean
+.PHONY: demo test test-slow coverage install browser fonts clean
 
 install: $(STAMP)
 
@@ -41,6 +41,13 @@ browser:
 	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || command -v google-chrome >/dev/null \
 	  || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
 	@command -v chromium || command -v chromium-browser || command -v google-chrome
+
+# TrueType fonts for the rendered-glyph image set (nnperf.optimize.synthesize._glyphs): Debian's DejaVu,
+# Liberation, GNU FreeFont and URW's 35 PostScript fonts (needs root and Debian's package mirror).
+fonts:
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-dejavu-core fonts-liberation \
+	  fonts-freefont-ttf fonts-urw-base35 >/dev/null
+	@fc-list | wc -l
 
 # Line coverage of the whole suite (slow tests included, one at a time as in make test-slow), as BENCHMARKS.md
 # reports it.

@@ -54,7 +54,10 @@ CROP_AREA_FRACTION = (0.1, 1.0)
 CROP_ASPECT_JITTER = (3 / 4, 4 / 3)
 """The range a crop's aspect ratio is scaled by around the wanted one (log-uniformly), as in a random resized crop."""
 
-BUILTIN_SPECS = ("digits", "photos")
+BUILTIN_SPECS = ("digits", "photos", "glyphs")
+
+GLYPHS_HELD_OUT = 2400
+"""Samples of the built-in ``glyphs`` validation set: a 1% budget is 24 answers."""
 """The names :func:`load_validation` takes for the bundled sets; any other string is a path."""
 
 
@@ -284,6 +287,8 @@ def load_validation(spec: str | Path, sample_shape: tuple[int, ...], seed: int =
     - the string ``"digits"``: :func:`digits_set` with ``size = sample_shape[-1]``; the network must take
       ``(1, s, s)`` samples;
     - the string ``"photos"``: :func:`photo_set` (64 crops) of ``sample_shape``, which must be ``(C, H, W)``;
+    - the string ``"glyphs"``: :data:`GLYPHS_HELD_OUT` characters rendered from the held-out quarter of the
+      system's fonts (``nnperf.optimize.synthesize._glyphs``), for networks taking ``(1, s, s)`` samples;
     - a directory holding ``inputs.npy`` of shape ``(N, *sample_shape)`` and optionally ``labels.npy`` (N,);
     - an ``.npz`` file with an array ``inputs`` and optionally ``labels``.
 
@@ -313,7 +318,16 @@ def load_validation(spec: str | Path, sample_shape: tuple[int, ...], seed: int =
 
 
 def _builtin_set(spec: str, wanted: tuple[int, ...], seed: int) -> ValidationSet:
-    """The bundled set ``spec`` (``"digits"`` or ``"photos"``) for samples of shape ``wanted``."""
+    """The bundled set ``spec`` (``"digits"``, ``"photos"`` or ``"glyphs"``) for samples of shape ``wanted``."""
+    if spec == "glyphs":
+        if len(wanted) != 3 or wanted[0] != 1 or wanted[1] != wanted[2]:
+            raise ValidationDataError(f"validation data 'glyphs': the glyphs are 1-channel square images, of shape "
+                                      f"(1, s, s), and the network wants samples of shape {wanted}")
+        from nnperf.optimize.synthesize._glyphs import font_files, glyph_set, split_fonts
+
+        fonts = font_files()
+        held_out = split_fonts(fonts)[1] if len(fonts) >= 2 else fonts
+        return glyph_set(GLYPHS_HELD_OUT, wanted[-1], held_out, seed=seed, name="glyphs, held-out fonts")
     if spec == "digits":
         if len(wanted) != 3 or wanted[0] != 1 or wanted[1] != wanted[2]:
             raise ValidationDataError(f"validation data 'digits': the digits are 1-channel square images, of shape "

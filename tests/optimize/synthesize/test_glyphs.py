@@ -1,0 +1,56 @@
+"""The rendered-glyph set: balanced labels, images in [0, 1] that depend on the font and the seed, held-out fonts
+disjoint from the training ones, and the built-in 'glyphs' validation set drawn from the held-out fonts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nnperf.optimize.synthesize._data import GLYPHS_HELD_OUT, load_validation
+from nnperf.optimize.synthesize._errors import ValidationDataError
+from nnperf.optimize.synthesize._glyphs import GLYPH_CLASSES, font_files, glyph_set, render_glyph, split_fonts
+
+FONTS = font_files()
+
+
+def test_a_set_is_balanced_reproducible_and_in_range() -> None:
+    glyphs = glyph_set(2 * len(GLYPH_CLASSES) + 3, side_px=16, seed=5)
+    assert glyphs.inputs.shape == (75, 1, 16, 16) and glyphs.inputs.dtype == np.float32
+    assert 0.0 <= glyphs.inputs.min() and glyphs.inputs.max() <= 1.0
+    counts = np.bincount(glyphs.labels, minlength=len(GLYPH_CLASSES))
+    assert counts.min() == 2 and counts.max() == 3 and counts.sum() == 75  # the classes in turn
+    again = glyph_set(75, side_px=16, seed=5)
+    assert np.array_equal(again.inputs, glyphs.inputs) and np.array_equal(again.labels, glyphs.labels)
+    assert not np.array_equal(glyph_set(75, side_px=16, seed=6).inputs, glyphs.inputs)
+
+
+def test_a_glyph_is_ink_on_black_and_the_font_changes_it() -> None:
+    fonts: list[Path | None] = [None] + FONTS[:1]
+    images = [render_glyph("A", font, 32, np.random.default_rng(0)) for font in fonts]
+    for image in images:
+        assert image.shape == (32, 32) and image.max() > 0.8  # ink
+        assert np.median(image) < 0.15  # mostly background (noise only)
+    if len(images) == 2:
+        assert np.abs(images[0] - images[1]).mean() > 0.01
+
+
+@pytest.mark.skipif(len(FONTS) < 4, reason="fewer than 4 system fonts (make fonts)")
+def test_held_out_fonts_are_disjoint_and_the_builtin_set_uses_them() -> None:
+    train, held_out = split_fonts(FONTS, 0.25, seed=0)
+    assert not set(train) & set(held_out) and len(train) + len(held_out) == len(FONTS)
+    assert len(held_out) == round(0.25 * len(FONTS))
+    builtin = load_validation("glyphs", (1, 8, 8))
+    assert len(builtin) == GLYPHS_HELD_OUT and f"({len(held_out)} fonts)" in builtin.name
+    with pytest.raises(ValidationDataError, match="1-channel square"):
+        load_validation("glyphs", (3, 8, 8))
+
+
+def test_bad_arguments_are_named() -> None:
+    with pytest.raises(ValidationDataError, match="count must be a positive integer"):
+        glyph_set(0)
+    with pytest.raises(ValidationDataError, match="side must be an integer >= 8"):
+        glyph_set(4, side_px=4)
+    with pytest.raises(ValidationDataError, match="at least 2 fonts"):
+        split_fonts(FONTS[:1])
