@@ -23,10 +23,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("model", metavar="MODEL",
                    help="digits-cnn (trained here on scikit-learn's digits), a zoo name (random weights), or an "
                         ".onnx file (run with its own weights, in ONNX Runtime)")
-    p.add_argument("--data", default=None, metavar="DIR|FILE.npz|digits|photos",
-                   help="validation data: a folder with inputs.npy (and labels.npy), an .npz with 'inputs' (and "
-                        "'labels'), 'digits', or 'photos' (real photographs; for random weights, accuracy is "
-                        "agreement with fp32, a proxy). Default: digits for digits-cnn, photos otherwise")
+    p.add_argument("--data", default=None, metavar="DIR|FILE.npz|digits|photos|glyphs",
+                   help="validation data: a folder with inputs.npy (and labels.npy), a folder of one folder of "
+                        "images per class, an .npz with 'inputs' (and 'labels'), 'digits', 'glyphs' (characters "
+                        "rendered from held-out system fonts) or 'photos' (real photographs; for random weights, "
+                        "accuracy is agreement with fp32, a proxy). Default: digits for digits-cnn, photos "
+                        "otherwise")
     p.add_argument("--budget", default="1%", help="the accuracy drop allowed: 1%% or 0.01 (default 1%%)")
     p.add_argument("--out", type=Path, default=Path("nnperf-program"), help="output folder (default nnperf-program)")
     p.add_argument("--threads", type=int, default=None, help="most threads to try (default: this machine's cores)")

@@ -71,3 +71,25 @@ def test_training_is_real_a_small_network_reads_fonts_it_never_saw() -> None:
 
     for family in FAMILIES:  # every family builds and gives one logit per class
         assert glyph_network(family, 4).eval()(torch.zeros(2, 1, 16, 16)).shape == (2, len(GLYPH_CLASSES))
+
+
+def test_a_folder_per_class_of_images_is_a_labelled_set(tmp_path: Path) -> None:
+    from PIL import Image
+
+    glyphs = glyph_set(6, side_px=12, seed=0)
+    for i, (image, label) in enumerate(zip(glyphs.inputs, glyphs.labels, strict=True)):
+        folder = tmp_path / f"class-{GLYPH_CLASSES[label]}"
+        folder.mkdir(exist_ok=True)
+        Image.fromarray((image[0] * 255).astype(np.uint8)).save(folder / f"{i}.png")
+    loaded = load_validation(tmp_path, (1, 12, 12))
+    folders = sorted(p.name for p in tmp_path.iterdir())
+    assert len(loaded) == 6 and loaded.labels is not None and not loaded.proxy
+    assert [folders[label] for label in loaded.labels] == sorted(f"class-{GLYPH_CLASSES[x]}" for x in glyphs.labels)
+    first = sorted((tmp_path / folders[0]).iterdir())[0]
+    index = int(first.stem)
+    assert np.abs(loaded.inputs[0, 0] - glyphs.inputs[index, 0]).max() <= 1 / 255 + 1e-6  # the pixels, in [0, 1]
+    rgb = load_validation(tmp_path, (3, 8, 8))
+    assert rgb.inputs.shape == (6, 3, 8, 8)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValidationDataError, match="class folder 'empty' holds no image"):
+        load_validation(tmp_path, (1, 12, 12))

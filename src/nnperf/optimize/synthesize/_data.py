@@ -290,6 +290,8 @@ def load_validation(spec: str | Path, sample_shape: tuple[int, ...], seed: int =
     - the string ``"glyphs"``: :data:`GLYPHS_HELD_OUT` characters rendered from the held-out quarter of the
       system's fonts (``nnperf.optimize.synthesize._glyphs``), for networks taking ``(1, s, s)`` samples;
     - a directory holding ``inputs.npy`` of shape ``(N, *sample_shape)`` and optionally ``labels.npy`` (N,);
+    - a directory of one folder per class holding images (:func:`class_folder_set`: the usual image-folder
+      layout);
     - an ``.npz`` file with an array ``inputs`` and optionally ``labels``.
 
     A file set without labels is a proxy set. ``seed`` orders the digits and draws the photo crops; files are
@@ -304,6 +306,8 @@ def load_validation(spec: str | Path, sample_shape: tuple[int, ...], seed: int =
         builtins = " or ".join(repr(name) for name in BUILTIN_SPECS)
         raise ValidationDataError(f"validation data {str(path)!r} does not exist (expected {builtins}, a directory "
                                   f"holding inputs.npy and optionally labels.npy, or an .npz file)")
+    if path.is_dir() and not (path / "inputs.npy").exists() and _class_folders(path):
+        return class_folder_set(path, wanted)
     if path.is_dir():
         inputs, labels = _directory_arrays(path)
     elif path.suffix == ".npz":
@@ -337,6 +341,46 @@ def _builtin_set(spec: str, wanted: tuple[int, ...], seed: int) -> ValidationSet
         raise ValidationDataError(f"validation data 'photos': the photographs are images of shape (C, H, W), and "
                                   f"the network wants samples of shape {wanted}")
     return photo_set(wanted, seed=seed)  # type: ignore[arg-type]  # three dims, checked above
+
+
+IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp"})
+"""The image files :func:`class_folder_set` reads."""
+
+
+def _class_folders(directory: Path) -> list[Path]:
+    return sorted(p for p in directory.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def class_folder_set(directory: Path, sample_shape: tuple[int, ...]) -> ValidationSet:
+    """The images under ``directory``'s class folders (one folder per class, sorted by name: label i is the
+    i-th folder), each converted to the channels of ``sample_shape`` (1: grey, 3: RGB), resized to its height
+    and width (bilinear) and scaled to [0, 1], in a sorted, reproducible order. A folder with no image, a
+    file that is not an image, or a sample shape that is not (C, H, W) with C 1 or 3 raises
+    :class:`ValidationDataError` naming it."""
+    from PIL import Image, UnidentifiedImageError
+
+    if len(sample_shape) != 3 or sample_shape[0] not in (1, 3):
+        raise ValidationDataError(f"validation data {str(directory)!r}: image folders give (1, H, W) or (3, H, W) "
+                                  f"samples, the network wants {sample_shape}")
+    channels, height, width = sample_shape
+    images, labels = [], []
+    for label, folder in enumerate(_class_folders(directory)):
+        files = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+        if not files:
+            raise ValidationDataError(f"validation data {str(directory)!r}: class folder {folder.name!r} holds no "
+                                      f"image ({', '.join(sorted(IMAGE_SUFFIXES))})")
+        for file in files:
+            try:
+                with Image.open(file) as image:
+                    converted = image.convert("L" if channels == 1 else "RGB").resize((width, height),
+                                                                                     Image.Resampling.BILINEAR)
+            except (OSError, UnidentifiedImageError) as error:
+                raise ValidationDataError(f"validation data: {str(file)!r} is not a readable image ({error})") from None
+            array = np.asarray(converted, dtype=np.float32) / 255.0
+            images.append(array[None] if channels == 1 else array.transpose(2, 0, 1))
+            labels.append(label)
+    return ValidationSet(f"{directory} ({len(labels)} images, {label + 1} classes)", np.stack(images),
+                         np.asarray(labels))
 
 
 def _directory_arrays(directory: Path) -> tuple[np.ndarray, np.ndarray | None]:
