@@ -85,7 +85,7 @@ def test_a_folder_per_class_of_images_is_a_labelled_set(tmp_path: Path) -> None:
     folders = sorted(p.name for p in tmp_path.iterdir())
     assert len(loaded) == 6 and loaded.labels is not None and not loaded.proxy
     assert [folders[label] for label in loaded.labels] == sorted(f"class-{GLYPH_CLASSES[x]}" for x in glyphs.labels)
-    first = sorted((tmp_path / folders[0]).iterdir())[0]
+    first = min((tmp_path / folders[0]).iterdir())
     index = int(first.stem)
     assert np.abs(loaded.inputs[0, 0] - glyphs.inputs[index, 0]).max() <= 1 / 255 + 1e-6  # the pixels, in [0, 1]
     rgb = load_validation(tmp_path, (3, 8, 8))
