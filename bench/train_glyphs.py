@@ -17,8 +17,9 @@ from pathlib import Path
 
 import torch
 
+from nnperf.optimize.synthesize._data import glyph_set
 from nnperf.optimize.synthesize._glyph_nets import FAMILIES, train_glyph_network
-from nnperf.optimize.synthesize._glyphs import font_files, glyph_set, split_fonts
+from nnperf.optimize.synthesize._glyphs import font_files, split_fonts
 
 
 def main() -> None:

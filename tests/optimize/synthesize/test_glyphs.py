@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nnperf.optimize.synthesize._data import GLYPHS_HELD_OUT, load_validation
+from nnperf.optimize.synthesize._data import GLYPHS_HELD_OUT, glyph_set, load_validation
 from nnperf.optimize.synthesize._errors import ValidationDataError
-from nnperf.optimize.synthesize._glyphs import GLYPH_CLASSES, font_files, glyph_set, render_glyph, split_fonts
+from nnperf.optimize.synthesize._glyphs import GLYPH_CLASSES, font_files, render_glyph, split_fonts
 
 FONTS = font_files()
 

@@ -20,6 +20,7 @@ this module is imported.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -189,6 +190,16 @@ def digits_set(size: int = 32, seed: int = 0) -> ValidationSet:
     return ValidationSet(f"digits {size}x{size}", images[order], np.asarray(digits.target)[order], proxy=False)
 
 
+def glyph_set(count: int, side_px: int = 32, fonts: Sequence[Path] | None = None, seed: int = 0,
+              name: str = "glyphs") -> ValidationSet:
+    """``count`` labelled glyphs rendered from ``fonts`` (default: the system's) as a validation set (see
+    :func:`nnperf.optimize.synthesize._glyphs.glyph_arrays`)."""
+    from nnperf.optimize.synthesize._glyphs import glyph_arrays
+
+    inputs, labels, font_count = glyph_arrays(count, side_px, fonts, seed)
+    return ValidationSet(f"{name} {side_px}x{side_px} ({font_count} fonts)", inputs, labels)
+
+
 def _resized(images: np.ndarray, size_px: tuple[int, int], antialias: bool) -> np.ndarray:
     """``images`` (N, C, H, W) resized to ``size_px`` (height, width) by bilinear interpolation.
 
@@ -327,7 +338,7 @@ def _builtin_set(spec: str, wanted: tuple[int, ...], seed: int) -> ValidationSet
         if len(wanted) != 3 or wanted[0] != 1 or wanted[1] != wanted[2]:
             raise ValidationDataError(f"validation data 'glyphs': the glyphs are 1-channel square images, of shape "
                                       f"(1, s, s), and the network wants samples of shape {wanted}")
-        from nnperf.optimize.synthesize._glyphs import font_files, glyph_set, split_fonts
+        from nnperf.optimize.synthesize._glyphs import font_files, split_fonts
 
         fonts = font_files()
         held_out = split_fonts(fonts)[1] if len(fonts) >= 2 else fonts

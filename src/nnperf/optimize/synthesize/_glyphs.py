@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 
-from nnperf.optimize.synthesize._data import ValidationSet
 from nnperf.optimize.synthesize._errors import ValidationDataError
 
 GLYPH_CLASSES = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -87,11 +86,12 @@ def render_glyph(character: str, font: Path | None, side_px: int, rng: np.random
     return np.clip(small + rng.normal(0.0, NOISE_SIGMA, small.shape).astype(np.float32), 0.0, 1.0)
 
 
-def glyph_set(count: int, side_px: int = 32, fonts: Sequence[Path] | None = None, seed: int = 0,
-              name: str = "glyphs") -> ValidationSet:
-    """``count`` labelled glyph images, ``(count, 1, side_px, side_px)`` float32 in [0, 1]: the classes in turn
-    (balanced to within one sample), each in a font drawn from ``fonts`` (default: :func:`font_files`, else
-    Pillow's own font), in a seeded random order."""
+def glyph_arrays(count: int, side_px: int = 32, fonts: Sequence[Path] | None = None,
+                 seed: int = 0) -> tuple[np.ndarray, np.ndarray, int]:
+    """``count`` glyph images ``(count, 1, side_px, side_px)`` float32 in [0, 1], their labels, and the number of
+    fonts drawn from: the classes in turn (balanced to within one sample), each in a font drawn from ``fonts``
+    (default: :func:`font_files`, else Pillow's own font), in a seeded random order. As a validation set:
+    :func:`nnperf.optimize.synthesize._data.glyph_set`."""
     if isinstance(count, bool) or not isinstance(count, int) or count < 1:
         raise ValidationDataError(f"glyphs: the count must be a positive integer, got {count!r}")
     if isinstance(side_px, bool) or not isinstance(side_px, int) or side_px < 8:
@@ -102,4 +102,4 @@ def glyph_set(count: int, side_px: int = 32, fonts: Sequence[Path] | None = None
     images = np.stack([render_glyph(GLYPH_CLASSES[label], chosen[int(rng.integers(len(chosen)))], side_px, rng)
                        for label in labels])[:, None]
     order = rng.permutation(count)
-    return ValidationSet(f"{name} {side_px}x{side_px} ({len(chosen)} fonts)", images[order], labels[order])
+    return images[order], labels[order], len(chosen)
