@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -118,13 +119,7 @@ def train_digits(size: int = 32, width: int = 16, epochs: int = 8, seed: int = 0
     if not 0.0 < holdout < 1.0:
         raise SynthesisError(f"digits CNN: the held-out fraction must lie strictly between 0 and 1, got {holdout!r}")
     train_set, validation = digits_split(size, seed, holdout)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        module = DigitsCNN(size, width)
-        start_s = time.perf_counter()
-        _fit(module, train_set, epochs, torch.Generator().manual_seed(seed))
-        train_s = time.perf_counter() - start_s
-    module.eval()
+    module, train_s = seeded_fit(lambda: DigitsCNN(size, width), train_set, epochs, seed)
     return TrainedDigits(module, size, width, epochs, seed, accuracy(module, train_set), validation,
                          accuracy(module, validation), train_s)
 
@@ -132,6 +127,21 @@ def train_digits(size: int = 32, width: int = 16, epochs: int = 8, seed: int = 0
 def digits_split(size: int, seed: int, holdout: float = DEFAULT_HOLDOUT) -> tuple[ValidationSet, ValidationSet]:
     """The training digits and the held-out validation digits for ``size`` and ``seed``: deterministic."""
     return digits_set(size, seed).split(1.0 - holdout, seed)
+
+
+def seeded_fit(build: Callable[[], nn.Module], train_set: ValidationSet, epochs: int,
+               seed: int) -> tuple[nn.Module, float]:
+    """A module from ``build`` trained on ``train_set`` for ``epochs`` epochs, with its initialisation and batches
+    seeded by ``seed`` inside a forked torch RNG (the caller's random state is left as it was), in eval mode, and
+    the seconds the training took."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        module = build()
+        started = time.perf_counter()
+        _fit(module, train_set, epochs, torch.Generator().manual_seed(seed))
+        train_s = time.perf_counter() - started
+    module.eval()
+    return module, train_s
 
 
 def _fit(module: nn.Module, train_set: ValidationSet, epochs: int, generator: torch.Generator) -> None:

@@ -17,14 +17,13 @@ Each takes ``(N, 1, s, s)`` images and returns :data:`~nnperf.optimize.synthesiz
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
 from nnperf.optimize.synthesize._data import ValidationSet
-from nnperf.optimize.synthesize._digits import _fit, accuracy
+from nnperf.optimize.synthesize._digits import accuracy, seeded_fit
 from nnperf.optimize.synthesize._errors import SynthesisError
 from nnperf.optimize.synthesize._glyphs import GLYPH_CLASSES
 
@@ -160,12 +159,6 @@ def train_glyph_network(family: str, train_set: ValidationSet, held_out: Validat
                         epochs: int = 4, seed: int = 0) -> TrainedGlyphs:
     """A ``family`` network trained on ``train_set`` (Adam, cosine decay, images shifted by up to 2 px; seeded in
     a forked torch RNG) and its top-1 on ``train_set`` and ``held_out``."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        module = glyph_network(family, width)
-        started = time.perf_counter()
-        _fit(module, train_set, epochs, torch.Generator().manual_seed(seed))
-        train_s = time.perf_counter() - started
-    module.eval()
+    module, train_s = seeded_fit(lambda: glyph_network(family, width), train_set, epochs, seed)
     return TrainedGlyphs(family, module, width, epochs, seed, accuracy(module, train_set),
                          accuracy(module, held_out), train_s)
