@@ -32,11 +32,9 @@ from nnperf.prediction._features import layer_signature, metric_features, model_
 from nnperf.prediction._ridge import RidgeModel
 
 
-def batch_predict(latency: Mapping[str, RidgeModel], predictor: NetworkPredictor,
-                  networks: Sequence[Network]) -> np.ndarray:
-    """The latency in seconds of every network by ``predictor``, from the per-layer ``latency`` models (by
-    layer-type key), working once per distinct layer (see the module docstring). The caller has checked that
-    ``latency`` covers every layer type of ``networks``."""
+def distinct_layers(networks: Sequence[Network]) -> tuple[list[Layer], list[list[int]]]:
+    """One example layer per distinct :func:`layer_signature` in ``networks``, and for each network the index of
+    each of its layers among them."""
     distinct: dict[Hashable, int] = {}
     signatures: list[list[int]] = []
     examples: list[Layer] = []
@@ -50,6 +48,15 @@ def batch_predict(latency: Mapping[str, RidgeModel], predictor: NetworkPredictor
                 examples.append(layer)
             indices.append(index)
         signatures.append(indices)
+    return examples, signatures
+
+
+def batch_predict(latency: Mapping[str, RidgeModel], predictor: NetworkPredictor, networks: Sequence[Network],
+                  examples: Sequence[Layer], signatures: Sequence[Sequence[int]]) -> np.ndarray:
+    """The latency in seconds of every network by ``predictor``, from the per-layer ``latency`` models (by
+    layer-type key), working once per distinct layer (``examples`` and ``signatures`` from
+    :func:`distinct_layers`; see the module docstring). The caller has checked that ``latency`` covers every
+    example's layer type."""
     metrics = [layer_metrics(layer) for layer in examples]
     isolated = _layer_latencies(latency, examples, metrics).tolist()
     unnamed = [tuple(getattr(m, f.name) for f in fields(LayerMetrics)[1:]) for m in metrics]  # all but the name

@@ -301,18 +301,19 @@ class SystemModel:
         primary one, as :attr:`NetworkPrediction.latency_s`), working once per distinct layer: the oracle of an
         architecture search (see ``nnperf.prediction._many``). Raises :class:`UncoveredLayersError` for the first
         network with a layer type the model lacks, :class:`NnperfError` for a method the model does not hold."""
-        from nnperf.prediction._many import batch_predict
+        from nnperf.prediction._many import batch_predict, distinct_layers
 
         chosen = method or primary_name(self.predictors) or next(iter(self.predictors), None)
         if chosen is None or chosen not in self.predictors:
             held = ", ".join(self.predictors) or "none"
             raise NnperfError(f"the system model holds no network predictor {method!r} (it holds: {held})")
-        if not {model_key(layer) for network in networks for layer in network.layers} <= set(self.latency):
+        examples, signatures = distinct_layers(networks)
+        if not {model_key(layer) for layer in examples} <= set(self.latency):  # a layer type follows from its signature
             for network in networks:
                 missing = self.missing(network)
                 if missing:
                     raise UncoveredLayersError(network.name, missing, self.system_label)
-        return batch_predict(self.latency, self.predictors[chosen], networks)
+        return batch_predict(self.latency, self.predictors[chosen], networks, examples, signatures)
 
     def to_dict(self) -> dict[str, Any]:
         return {
