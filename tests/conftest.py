@@ -1,4 +1,5 @@
-"""What every test shares: the GPU skip and, on pytest-xdist's workers, the terminal width of a piped run. Helpers that tests import by name live in modules beside this one.
+"""What every test shares: the GPU skip, calibrations without sampling, and, on pytest-xdist's workers, the terminal
+width of a piped run. Helpers that tests import by name live in modules beside this one.
 
 - ``cli_helpers``: the CLI run in-process (``run_cli``), its JSON (``run_json``) and the one-line user error
   (``assert_error``).
@@ -35,3 +36,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     skip = pytest.mark.skip(reason="needs a CUDA device (torch.cuda.is_available() is False)")
     for item in gpu_tests:
         item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _calibrate_without_sampling(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A calibration a test starts samples nothing unless the test asks (``sample_budget_s``, ``--sample-budget``):
+    the default budget is wall-clock seconds (a minute) whatever the backend, and would dominate the suite. A
+    calibration in a subprocess passes ``--sample-budget 0`` itself."""
+    monkeypatch.setattr("nnperf.api._predict.DEFAULT_SAMPLE_BUDGET_S", 0.0)

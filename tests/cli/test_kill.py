@@ -22,7 +22,7 @@ import pytest
 from nnperf.campaign import calibration_networks
 
 NNPERF = str(Path(sys.executable).with_name("nnperf"))
-SETTINGS = ("--backend", "fake", "--budget-s", "0.01", "--target-ci", "0.5")
+SETTINGS = ("--backend", "fake", "--budget-s", "0.01", "--target-ci", "0.5", "--sample-budget", "0")
 KILLS = (signal.SIGKILL, signal.SIGINT, signal.SIGKILL)
 """One session per signal, each stopped at a moment drawn from ``MOMENTS_S``."""
 

@@ -36,6 +36,7 @@ from nnperf.api._load import InputShape, ModelLike, load_model
 from nnperf.api._machine import CheckResult, check
 from nnperf.api._partition import NetworkPartition, partition
 from nnperf.api._predict import (
+    DEFAULT_SAMPLE_BUDGET_S,
     Verification,
     calibrate,
     calibrated_model,
@@ -68,6 +69,7 @@ from nnperf.api._synthesize import DIGITS_MODEL, Verified, synthesize, verify_pr
 from nnperf.measure import System
 
 __all__ = [
+    "DEFAULT_SAMPLE_BUDGET_S",
     "DIGITS_MODEL",
     "PRIMITIVES",
     "AccelEnergy",

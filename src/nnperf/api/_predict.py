@@ -27,6 +27,7 @@ from nnperf.prediction import (
     load_system_model,
     missing_calibration,
 )
+from nnperf.prediction.kernel import zoo_prior
 from nnperf.store import Store, default_store_path
 
 if TYPE_CHECKING:
@@ -36,6 +37,11 @@ if TYPE_CHECKING:
 Progress = Callable[[str, int, int], None]
 """Called with (what is being measured, done, total)."""
 
+
+DEFAULT_SAMPLE_BUDGET_S = 60.0
+"""Seconds of sampled convolutions and pools a calibration measures alone by default, drawn from the layer
+configurations of nnperf's reference zoo: with the calibration networks (about 3.5 minutes per backend on a 2-core
+VM), a calibration stays within 5 minutes."""
 
 CHECK_NOISE_S = 5.0
 """Seconds of the reference workload timed back to back by the machine check before a calibration."""
@@ -47,13 +53,14 @@ network beside the reference, until their ratio is known within 1%, for at most 
 
 def calibrate(system: System | str = DEFAULT_SYSTEM, store: StoreLike = None, *, if_needed: bool = False,
               energy: str | None = None, budget_s: float | None = None, target_ci: float | None = None,
-              sample_budget_s: float = 0.0, progress: Progress | None = None, check: bool = True,
+              sample_budget_s: float | None = None, held_out: Sequence[ModelLike] = (),
+              progress: Progress | None = None, check: bool = True,
               check_noise_s: float = CHECK_NOISE_S) -> SystemModel:
     """Profiles the calibration networks on a system and fits its models (PreVIous IV-C/IV-D).
 
     Every measurement is stored as it is taken: an interrupted calibration
     resumes, and networks already calibrated on the system are reused. About
-    1.5 minutes per backend on a 2-core VM.
+    4.5 minutes per backend on a 2-core VM.
 
     Parameters
     ----------
@@ -68,9 +75,15 @@ def calibrate(system: System | str = DEFAULT_SYSTEM, store: StoreLike = None, *,
         A power meter ('nvml', 'rapl') to fit energy models as well.
     budget_s, target_ci : float, optional
         Per-layer time budget in seconds (default 0.5) and median CI target (default 0.02).
-    sample_budget_s : float, default 0
-        Seconds of sampled convolutions and pools measured alone besides the calibration networks, placed where the
-        kernel-aware models err most (nn-Meter's adaptive sampling; :func:`nnperf.campaign.sample_layers`).
+    sample_budget_s : float, optional
+        Seconds of sampled convolutions and pools measured alone besides the calibration networks (default
+        :data:`DEFAULT_SAMPLE_BUDGET_S`; 0: none), drawn from the layer configurations of nnperf's reference zoo and
+        placed where the kernel-aware models err most (nn-Meter's adaptive sampling;
+        :func:`nnperf.campaign.sample_layers`).
+    held_out : sequence of models, optional
+        Networks (files, zoo names or IR) whose layer configurations sampling must never measure: an evaluation
+        on them then judges layers the calibration never saw. Their configurations leave the prior, and the
+        calibration records which networks were held out.
     progress : callable, optional
         Called with (what, done, total) as the calibration goes.
     check : bool, default True
@@ -88,6 +101,8 @@ def calibrate(system: System | str = DEFAULT_SYSTEM, store: StoreLike = None, *,
 
     chosen = settings(system, "calibrate")
     meter = get_meter(energy) if energy else None
+    budget = DEFAULT_SAMPLE_BUDGET_S if sample_budget_s is None else sample_budget_s
+    prior = zoo_prior([load_model(model) for model in held_out]) if held_out and budget > 0 else None
     with opened_store(store) as opened, chosen.open() as runner:
         existing = _readable_calibration(opened, runner) if if_needed else None
         if existing is not None:
@@ -95,7 +110,7 @@ def calibrate(system: System | str = DEFAULT_SYSTEM, store: StoreLike = None, *,
         found = _machine_check(runner, chosen.threads, check_noise_s, progress) if check else None
         config = ProfileConfig(per_layer="isolated", harness=_harness(budget_s, target_ci))
         return calibrate_system(runner, opened, config=config, meter=meter, progress=progress,
-                                sample_budget_s=sample_budget_s, machine_check=found)
+                                sample_budget_s=budget, machine_check=found, prior=prior)
 
 
 def _harness(budget_s: float | None, target_ci: float | None) -> HarnessConfig:

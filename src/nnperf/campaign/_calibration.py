@@ -26,6 +26,7 @@ from nnperf.measure import REFERENCE, HarnessConfig, read_reference
 from nnperf.measure.backends import Backend
 from nnperf.measure.power import PowerMeter
 from nnperf.prediction import MODEL_KIND, RooflineModel, SystemModel, fit_system_model
+from nnperf.prediction.kernel import LayerPrior, zoo_prior
 from nnperf.store import Store
 
 FUSION_PROFILER_RUNS = 10
@@ -63,14 +64,15 @@ class ReferenceItem:
 def calibrate(measurer: Measurer, store: Store, networks: Sequence[Network] | None = None,
               config: ProfileConfig | None = None, meter: PowerMeter | None = None,
               progress: RunsProgress | None = None, sample_budget_s: float = 0.0,
-              machine_check: Mapping[str, Any] | None = None) -> SystemModel:
+              machine_check: Mapping[str, Any] | None = None, prior: LayerPrior | None = None) -> SystemModel:
     """Profiles the calibration networks (resuming), fits the system's model and stores it.
 
     ``machine_check`` is the document of the machine check taken before (``nnperf check``'s), stored with the
     calibration so that a later doubt about its figures can look at the state of the machine then.
 
     With ``sample_budget_s``, sampled convolutions and pools are also measured alone for about that long, placed
-    where the kernel models err most (:func:`sample_layers`; stored and resumed too).
+    where the kernel models err most (:func:`sample_layers`; stored and resumed too), drawn from ``prior`` (default:
+    the configurations of nnperf's reference zoo, :func:`~nnperf.prediction.kernel.zoo_prior`).
 
     ``measurer`` is a backend or a runner (a fleet of one system): everything is
     measured as items through one runner, into the same runs either way.
@@ -101,7 +103,8 @@ def calibrate(measurer: Measurer, store: Store, networks: Sequence[Network] | No
         progress("roofline peaks", total, total)
     samples: list[tuple[Layer, float]] = []
     if sample_budget_s > 0:
-        samples = sample_layers(runner, store, sample_budget_s, config.harness,
+        prior = prior if prior is not None else zoo_prior()
+        samples = sample_layers(runner, store, sample_budget_s, config.harness, prior=prior,
                                 progress=None if progress is None else
                                 lambda what, done, part: progress(f"sampling: {what}", total, total),
                                 reference_s=sentinel_reference_s(r.whole.extra for r in runs))
@@ -111,13 +114,21 @@ def calibrate(measurer: Measurer, store: Store, networks: Sequence[Network] | No
     calibration = dict(model.calibration)
     calibration.update({"wall_s": time.perf_counter() - started, "reused_networks": sum(r.reused for r in runs),
                         "harness": {"target_ci": config.harness.target_ci, "budget_s": config.harness.budget_s},
-                        "sample_budget_s": sample_budget_s,
+                        "sample_budget_s": sample_budget_s, **_prior_record(prior if samples else None),
                         **({"machine_check": dict(machine_check)} if machine_check is not None else {}),
                         "reference": {"workload": REFERENCE, "readings_s": reference_readings_s,
                                       "median_s": float(np.median(reference_readings_s))}})
     model = replace(model, calibration=calibration)
     store.save_model(store.add_system(system).id, MODEL_KIND, model.to_dict())
     return model
+
+
+def _prior_record(prior: LayerPrior | None) -> dict[str, Any]:
+    """What the calibration records of the prior its samples were drawn from (nothing without samples)."""
+    if prior is None:
+        return {}
+    return {"prior": {"fingerprint": prior.fingerprint, "sources": list(prior.sources),
+                      "held_out": list(prior.held_out), "configurations": prior.counts()}}
 
 
 def sentinel_reference_s(extras: Iterable[Mapping[str, float]]) -> float | None:

@@ -34,7 +34,7 @@ from nnperf.campaign._items import LayerItem, Measurer, SentinelItem, runner_for
 from nnperf.errors import NnperfError
 from nnperf.ir import Layer
 from nnperf.measure import HarnessConfig, LayerMeasurement, Method, fixed_timing
-from nnperf.prediction.kernel import FIRST_ROUND, SAMPLED_KINDS, Sample, draw, next_round, sample_from_name
+from nnperf.prediction.kernel import FIRST_ROUND, SAMPLED_KINDS, Drawer, Sample, next_round, sample_from_name, zoo_prior
 from nnperf.store import Store
 
 SAMPLE_CAMPAIGN = "kernel-samples"
@@ -47,21 +47,23 @@ SENTINEL_PREFIX = "sentinel@"
 
 
 def sample_layers(measurer: Measurer, store: Store, budget_s: float, harness: HarnessConfig, seed: int = 0,
-                  progress: Progress | None = None, reference_s: float | None = None) -> list[tuple[Layer, float]]:
-    """Measures sampled layers alone for about ``budget_s`` seconds (see the module docstring) and returns
-    every sample of the run with its median time (seconds), those measured before included; with ``reference_s``
-    (the drift sentinel's time during the calibration networks) each time is scaled to that speed. ``measurer``
-    is a backend or a runner; on a fleet's runner each round is measured at once on its nodes, without the
-    sentinel."""
+                  progress: Progress | None = None, reference_s: float | None = None,
+                  prior: Drawer | None = None) -> list[tuple[Layer, float]]:
+    """Measures layers drawn from ``prior`` (default: :func:`~nnperf.prediction.kernel.zoo_prior`) alone for about
+    ``budget_s`` seconds (see the module docstring) and returns every sample of the run with its median time
+    (seconds), those measured before included; with ``reference_s`` (the drift sentinel's time during the
+    calibration networks) each time is scaled to that speed. ``measurer`` is a backend or a runner; on a fleet's
+    runner each round is measured at once on its nodes, without the sentinel."""
     if budget_s < 0:
         raise NnperfError(f"the sampling budget must be >= 0 s, got {budget_s}")
     if reference_s is not None and not reference_s > 0:
         raise NnperfError(f"the sentinel's reference time must be positive, got {reference_s}")
     runner = runner_for(measurer)
     rng = np.random.default_rng(seed)
-    config = {"budget_s": budget_s, "seed": seed, "harness": {"target_ci": harness.target_ci,
-                                                              "budget_s": harness.budget_s}}
-    key = f"{SAMPLE_CAMPAIGN}|budget={budget_s:g}|seed={seed}|kinds={','.join(SAMPLED_KINDS)}"
+    prior = prior if prior is not None else zoo_prior()
+    config = {"budget_s": budget_s, "seed": seed, "prior": prior.fingerprint,
+              "harness": {"target_ci": harness.target_ci, "budget_s": harness.budget_s}}
+    key = f"{SAMPLE_CAMPAIGN}|budget={budget_s:g}|seed={seed}|kinds={','.join(SAMPLED_KINDS)}|prior={prior.fingerprint}"
     with open_campaign(store, runner.system(), key, SAMPLE_CAMPAIGN, "", Method.ISOLATED.value, config,
                        reuse=True) as campaign:
         readings = {int(name.removeprefix(SENTINEL_PREFIX)): timing.stats.median_s
@@ -81,9 +83,9 @@ def sample_layers(measurer: Measurer, store: Store, budget_s: float, harness: Ha
             readings[len(measured)] = seconds
 
         # kinds interleaved, so a budget too short for the whole first round still reaches every kind
-        queue = [draw(kind, rng) for _ in range(FIRST_ROUND) for kind in SAMPLED_KINDS]
+        queue = [prior.draw(kind, rng) for _ in range(FIRST_ROUND) for kind in SAMPLED_KINDS]
         while spent() < budget_s:
-            batch = list(dict.fromkeys(s for s in queue or next_round(measured, rng) if s not in measured))
+            batch = list(dict.fromkeys(s for s in queue or next_round(measured, rng, prior) if s not in measured))
             queue = []
             items = _round_items(batch, len(measured), readings, harness, sentinel=runner.one_machine)
             with contextlib.closing(runner.run(items)) as results:

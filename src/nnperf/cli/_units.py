@@ -50,3 +50,16 @@ def parse_duration(text: str, option: str = "--budget") -> float:
     if not math.isfinite(seconds) or seconds <= 0:
         raise NnperfError(f"{option}: the duration must be positive, got {text!r}")
     return seconds
+
+
+def parse_budget(text: str | None, option: str) -> float | None:
+    """A time budget that may be switched off: None (not given) -> None, '0' (with or without a unit) -> 0, else
+    :func:`parse_duration`."""
+    if text is None:
+        return None
+    try:
+        if float(text.strip().lower().rstrip("minhs") or "nan") == 0:
+            return 0.0
+    except ValueError:
+        pass
+    return parse_duration(text, option)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from nnperf.cli._backend_args import Progress, add_backend_arguments, system_from_args
 from nnperf.cli._store_arg import add_db_argument
-from nnperf.cli._units import parse_duration
+from nnperf.cli._units import parse_budget
 from nnperf.cli.fleet_cmd import add_fleet_argument, calibrate_on_fleet
 from nnperf.store import default_store_path
 
@@ -34,8 +34,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--target-ci", type=float, default=None, help="stop repeating a layer once the median's 95%% CI is within this fraction "
                                                                   "(default 0.02, as profile)")
     p.add_argument("--sample-budget", metavar="DURATION", default=None,
-                   help="also measure sampled convolutions and pools alone for this long (e.g. 90s, 2m), placed where the "
-                        "kernel-aware models err most (nn-Meter's adaptive sampling); default: none")
+                   help="measure sampled convolutions and pools alone for this long (e.g. 90s, 2m; 0: none), drawn from "
+                        "the layer configurations of nnperf's reference zoo and placed where the kernel-aware models err "
+                        "most (nn-Meter's adaptive sampling); default 60s")
+    p.add_argument("--held-out", nargs="+", metavar="MODEL", default=(),
+                   help="networks (files or zoo names) whose layer configurations sampling must never measure, so that "
+                        "an evaluation on them judges layers the calibration never saw")
     p.add_argument("--if-needed", action="store_true",
                    help="do nothing when this system already has a stored calibration")
     p.add_argument("--no-check", action="store_true",
@@ -55,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     from nnperf.report import console
     from nnperf.report.predictions import calibration_document, calibration_header
 
-    sample_budget_s = parse_duration(args.sample_budget, "--sample-budget") if args.sample_budget else 0.0
+    sample_budget_s = parse_budget(args.sample_budget, "--sample-budget")  # None: the API's default
     out = console()
     store_path = str(args.db or default_store_path())
     system = system_from_args(args)
@@ -76,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
         out.print(calibration_header(args.backend, args.device, args.threads, store_path))
     with Progress(not args.json, "calibrating") as progress:
         model = calibrate(system, args.db, energy=args.energy, budget_s=args.budget_s, target_ci=args.target_ci,
-                          sample_budget_s=sample_budget_s, progress=progress, check=not args.no_check)
+                          sample_budget_s=sample_budget_s, held_out=args.held_out, progress=progress,
+                          check=not args.no_check)
     print_calibration(model, store_path, args.json)
     return 0
 

@@ -179,11 +179,13 @@ def calibrate_on_fleet(args: argparse.Namespace) -> int:
     from nnperf.report import console
     from nnperf.report.predictions import calibration_document, calibration_summary, calibration_table
 
-    if args.energy or args.if_needed:
-        raise NnperfError("--energy and --if-needed calibrate in this process: run them without --fleet")
-    from nnperf.cli._units import parse_duration
+    if args.energy or args.if_needed or args.held_out:
+        raise NnperfError("--energy, --if-needed and --held-out calibrate in this process: run them without --fleet")
+    from nnperf.api import DEFAULT_SAMPLE_BUDGET_S
+    from nnperf.cli._units import parse_budget
 
-    sample_budget_s = parse_duration(args.sample_budget, "--sample-budget") if args.sample_budget else 0.0
+    sample_budget_s = parse_budget(args.sample_budget, "--sample-budget")
+    sample_budget_s = DEFAULT_SAMPLE_BUDGET_S if sample_budget_s is None else sample_budget_s
     harness = CALIBRATION_HARNESS
     if args.budget_s is not None:
         harness = replace(harness, budget_s=args.budget_s)

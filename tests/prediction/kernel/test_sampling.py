@@ -15,7 +15,7 @@ from nnperf.prediction.kernel import (
     SAMPLED_KINDS,
     ConvSample,
     PoolSample,
-    draw,
+    grid_draw,
     neighbours,
     next_round,
     sample_from_name,
@@ -28,7 +28,7 @@ from nnperf.store import Store
 def test_draws_are_of_their_kind_and_bounded(kind: str) -> None:
     rng = np.random.default_rng(0)
     for _ in range(20):
-        sample = draw(kind, rng)
+        sample = grid_draw(kind, rng)
         assert sample.kind == kind and layer_metrics(sample.layer()).macs <= MAX_MACS
         assert ConvSample.from_name(sample.name) == sample  # a stored name gives the configuration back
 
@@ -37,7 +37,7 @@ def test_draws_are_of_their_kind_and_bounded(kind: str) -> None:
 def test_pool_draws_are_of_their_kind_bounded_and_valid(kind: str) -> None:
     rng = np.random.default_rng(0)
     for _ in range(40):
-        sample = draw(kind, rng)
+        sample = grid_draw(kind, rng)
         assert isinstance(sample, PoolSample) and sample.kind == kind
         assert sample.channels * sample.map ** 2 <= MAX_POOL_INPUT and 2 * sample.padding < sample.kernel
         assert sample.stride == 2 or sample.kernel == 3  # a 2x2 window always moves by 2
@@ -65,7 +65,7 @@ def test_drawn_pools_have_the_output_size_torch_gives() -> None:
     rng = np.random.default_rng(3)
     for kind in ("max_pool", "avg_pool"):
         for _ in range(15):
-            sample = draw(kind, rng)
+            sample = grid_draw(kind, rng)
             pool = (torch.nn.MaxPool2d if sample.op == "max" else torch.nn.AvgPool2d)(
                 sample.kernel, sample.stride, sample.padding, ceil_mode=sample.ceil)
             x = torch.zeros(sample.layer().input_shapes[0])
@@ -93,7 +93,7 @@ def test_the_next_round_goes_where_a_planted_error_is() -> None:
     measured = {}
     for kind in CONV_KINDS:
         for _ in range(16):
-            sample = draw(kind, rng)
+            sample = grid_draw(kind, rng)
             measured[sample] = cost.layer_cost_s(sample.layer())  # a smooth law the models learn
     for sample in [s for s in measured if s.kind == "conv:grouped"]:  # no law: a factor of 3 either way
         measured[sample] *= float(np.exp(rng.normal(0.0, 1.1)))

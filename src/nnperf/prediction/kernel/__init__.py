@@ -6,9 +6,11 @@ in-network layer times, composed the way the backend runs them.
   kernels of one kind apart (``_kinds.py``);
 - :class:`Regressor`, :func:`choose`, :func:`fit_regressor` and :class:`StoredRegressor`: the candidate
   regressors, stored as numbers, never pickles (``_regressors.py``);
-- :class:`ConvSample` and :class:`PoolSample`, :func:`draw` and :func:`next_round`: where calibration by adaptive
-  sampling places convolution and pooling configurations (``_sampling.py``; ``nnperf.campaign.sample_layers``
-  measures them).
+- :class:`ConvSample` and :class:`PoolSample`, :func:`grid_draw` and :func:`next_round`: where calibration by
+  adaptive sampling places convolution and pooling configurations (``_sampling.py``; ``nnperf.campaign.sample_layers``
+  measures them);
+- :class:`LayerPrior` and :func:`zoo_prior`: the configurations real networks contain, that sampling draws from,
+  with held-out networks excluded (``_prior.py``).
 """
 
 from nnperf.prediction.kernel._kinds import (
@@ -20,6 +22,7 @@ from nnperf.prediction.kernel._kinds import (
     kernel_kind,
 )
 from nnperf.prediction.kernel._model import LAYER_SAMPLES, KernelModel
+from nnperf.prediction.kernel._prior import LayerPrior, layer_sample, zoo_prior
 from nnperf.prediction.kernel._regressors import REGRESSORS, Regressor, choose
 from nnperf.prediction.kernel._regressors import Stored as StoredRegressor
 from nnperf.prediction.kernel._regressors import fit as fit_regressor
@@ -28,9 +31,11 @@ from nnperf.prediction.kernel._sampling import (
     PRIOR,
     SAMPLED_KINDS,
     ConvSample,
+    Drawer,
+    GridPrior,
     PoolSample,
     Sample,
-    draw,
+    grid_draw,
     neighbours,
     next_round,
     sample_from_name,
@@ -47,17 +52,22 @@ __all__ = [
     "SAMPLED_KINDS",
     "ConvKernel",
     "ConvSample",
+    "Drawer",
+    "GridPrior",
     "KernelModel",
+    "LayerPrior",
     "PoolSample",
     "Regressor",
     "Sample",
     "StoredRegressor",
     "choose",
-    "draw",
     "fit_regressor",
+    "grid_draw",
     "kernel_features",
     "kernel_kind",
+    "layer_sample",
     "neighbours",
     "next_round",
     "sample_from_name",
+    "zoo_prior",
 ]

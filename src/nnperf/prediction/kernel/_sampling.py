@@ -3,17 +3,22 @@ alone, placed where the kernel models are weakest, within a time budget.
 
 The calibration networks hold few depthwise and no grouped convolutions, their dense ones span a narrow range,
 and their pools stop at 56x56 maps; real networks do not (a stem's max pool runs on 112x112). So calibration also
-measures single layers drawn from a prior over the configurations real CNNs use (:data:`PRIOR`: channel counts
-16-512 in the usual steps, maps 7-112, kernels 1-7, stride 1 or 2, and per kind its grouping: one channel per
-group for depthwise, 4-64 for grouped; max and average pools of 2x2 or 3x3 windows, with or without padding and
-ceil mode), then adds samples where the models err most:
+measures single layers drawn from a prior over the configurations real networks contain (a
+:class:`~nnperf.prediction.kernel.LayerPrior`, by default that of nnperf's reference zoo), then adds samples
+where the models err most:
 
 1. a first round draws :data:`FIRST_ROUND` configurations of each kind (:data:`SAMPLED_KINDS`) from the prior;
 2. each further round cross-validates each kind's power law and boosted trees, takes the kind whose better
    model errs most (that error over the square root of its sample count, so a kind with many samples yields
-   to one with few), and measures neighbours (one choice moved one step) of the samples its power law predicts
-   worst when they are left out of its fit, plus a few fresh draws from the prior;
+   to one with few), and measures neighbours (one choice moved one step on the grid :data:`PRIOR`) of the
+   samples its power law predicts worst when they are left out of its fit, plus a few fresh draws from the
+   prior;
 3. it stops when the budget is spent.
+
+The synthetic grid :data:`PRIOR` (channel counts 16-512 in the usual steps, maps 7-112, kernels 1-7, stride 1
+or 2, and per kind its grouping: one channel per group for depthwise, 4-64 for grouped; max and average pools
+of 2x2 or 3x3 windows, with or without padding and ceil mode) gives the neighbours' steps, and the draws of a
+kind the prior's networks lack (:class:`GridPrior` draws from it alone).
 
 Measuring the samples is the campaign ``nnperf.campaign.sample_layers``: it asks :func:`next_round` where the
 next samples go, and stores each sample under :meth:`ConvSample.name` / :meth:`PoolSample.name`
@@ -25,6 +30,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 import numpy as np
 
@@ -154,8 +160,8 @@ def sample_from_name(name: str) -> Sample:
     return PoolSample.from_name(name) if name.startswith("pool-") else ConvSample.from_name(name)
 
 
-def draw(kind: str, rng: np.random.Generator) -> Sample:
-    """A configuration of ``kind`` from :data:`PRIOR`, at most :data:`MAX_MACS` (a convolution) or
+def grid_draw(kind: str, rng: np.random.Generator) -> Sample:
+    """A configuration of ``kind`` from the synthetic grid :data:`PRIOR`, at most :data:`MAX_MACS` (a convolution) or
     :data:`MAX_POOL_INPUT` (a pool)."""
     if kind not in SAMPLED_KINDS:
         raise NnperfError(f"cannot sample {kind!r}; the sampled kinds are {', '.join(SAMPLED_KINDS)}")
@@ -244,16 +250,43 @@ def _channels(value: float) -> int:
     return int(min(PRIOR["channels"], key=lambda c: abs(c - value)))
 
 
-def next_round(measured: dict[Sample, float], rng: np.random.Generator) -> list[Sample]:
-    """Neighbours of the worst-predicted samples of the kind the models predict worst, and fresh draws."""
+class Drawer(Protocol):
+    """Where sampling draws from: a configuration of a kind, and whether a configuration may be measured
+    (:class:`~nnperf.prediction.kernel.LayerPrior` over real networks, or :class:`GridPrior`)."""
+
+    @property
+    def fingerprint(self) -> str: ...
+
+    def draw(self, kind: str, rng: np.random.Generator) -> Sample: ...
+
+    def allows(self, sample: Sample) -> bool: ...
+
+
+class GridPrior:
+    """The synthetic grid :data:`PRIOR` as a :class:`Drawer`: every draw is :func:`grid_draw`, all allowed."""
+
+    fingerprint = "grid"
+
+    def draw(self, kind: str, rng: np.random.Generator) -> Sample:
+        return grid_draw(kind, rng)
+
+    def allows(self, sample: Sample) -> bool:
+        return True
+
+
+def next_round(measured: dict[Sample, float], rng: np.random.Generator, prior: Drawer | None = None
+               ) -> list[Sample]:
+    """Neighbours of the worst-predicted samples of the kind the models predict worst, and fresh draws from
+    ``prior`` (default: the synthetic grid); nothing ``prior`` does not allow."""
+    prior = prior or GridPrior()
     by_kind: dict[str, list[Sample]] = defaultdict(list)
     for sample in measured:
         by_kind[sample.kind].append(sample)
     weakest, worst = _weakest_kind(by_kind, measured)
-    fresh = [draw(str(rng.choice(SAMPLED_KINDS)), rng) for _ in range(ROUND // 4)]
-    near = [n for s in worst for n in neighbours(s) if n not in measured]
+    fresh = [prior.draw(str(rng.choice(SAMPLED_KINDS)), rng) for _ in range(ROUND // 4)]
+    near = [n for s in worst for n in neighbours(s) if n not in measured and prior.allows(n)]
     rng.shuffle(near)  # type: ignore[arg-type]
-    return [*near[:ROUND - len(fresh)], *fresh] if weakest else [draw(k, rng) for k in SAMPLED_KINDS]
+    return [*near[:ROUND - len(fresh)], *fresh] if weakest else [prior.draw(k, rng) for k in SAMPLED_KINDS]
 
 
 def _weakest_kind(by_kind: dict[str, list[Sample]], measured: dict[Sample, float]

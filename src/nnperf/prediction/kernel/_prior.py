@@ -1,0 +1,146 @@
+"""The prior that calibration by sampling draws from: the layer configurations real networks contain.
+
+A synthetic grid of channel counts, maps and kernels (:data:`~nnperf.prediction.kernel.PRIOR`) spreads its
+draws evenly over combinations no network uses (a 7x7 depthwise convolution of 16 channels at 7x7) and
+rarely hits the ones every network does (a 3x3 convolution of 64 channels at 56x56). A :class:`LayerPrior`
+instead holds the distinct convolution and pool configurations of a set of source networks, as
+:class:`ConvSample` and :class:`PoolSample` (square maps and windows; a layer that is not square, a global pool
+or a convolution above :data:`MAX_MACS` is left out), and draws a kind's configurations uniformly, so a
+configuration counts once however often its network repeats it.
+
+**Held out.** The prior can exclude networks: every configuration found in one of them is removed from the
+prior and refused as a neighbour or fallback draw (:meth:`LayerPrior.allows`), so a benchmark that judges
+those networks never calibrates on one of their layers. What was excluded is part of the prior's
+:attr:`~LayerPrior.fingerprint`, so a calibration sampled under one exclusion is never reused for another.
+
+A kind none of the sources contains (grouped convolutions, in nnperf's zoo) is drawn from the synthetic grid,
+as before, still within what the prior allows.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from nnperf.errors import NnperfError
+from nnperf.ir import ConvAttrs, Layer, Network, OpType, PoolAttrs
+from nnperf.ir.metrics import layer_metrics
+from nnperf.prediction.kernel._sampling import (
+    MAX_MACS,
+    MAX_POOL_INPUT,
+    SAMPLED_KINDS,
+    ConvSample,
+    PoolSample,
+    Sample,
+    grid_draw,
+)
+
+DRAW_ATTEMPTS = 1000
+"""Draws from the synthetic grid before giving up on finding one the prior allows."""
+
+
+def layer_sample(layer: Layer) -> Sample | None:
+    """The sampled configuration that ``layer`` is (a convolution or max/average pool over a square map with a
+    square window and equal strides, within the sampling bounds); None for any other layer."""
+    shape = layer.input_shapes[0] if layer.input_shapes else ()
+    if len(shape) != 4 or shape[2] != shape[3]:
+        return None
+    attrs = layer.attrs
+    if layer.op is OpType.CONV and isinstance(attrs, ConvAttrs):
+        if attrs.kernel[0] != attrs.kernel[1] or attrs.stride[0] != attrs.stride[1] or attrs.dilation != (1, 1):
+            return None
+        sample: Sample = ConvSample(shape[1], layer.output_shape[1], shape[2], attrs.kernel[0], attrs.stride[0],
+                                    attrs.groups)
+        fits = layer_metrics(sample.layer()).macs <= MAX_MACS
+    elif layer.op in (OpType.MAX_POOL, OpType.AVG_POOL) and isinstance(attrs, PoolAttrs):
+        pads = set(attrs.padding)
+        if attrs.kernel[0] != attrs.kernel[1] or attrs.stride[0] != attrs.stride[1] or len(pads) != 1:
+            return None
+        sample = PoolSample("max" if layer.op is OpType.MAX_POOL else "avg", shape[1], shape[2],
+                            attrs.kernel[0], attrs.stride[0], pads.pop(), bool(attrs.ceil_mode))
+        fits = (shape[1] * shape[2] ** 2 <= MAX_POOL_INPUT and 2 * sample.padding <= sample.kernel
+                and sample.kernel <= sample.map + 2 * sample.padding)
+    else:
+        return None
+    return sample if fits and sample.kind in SAMPLED_KINDS else None
+
+
+def network_samples(networks: Iterable[Network]) -> dict[Sample, None]:
+    """The distinct sampled configurations of ``networks``' layers, in the order first met."""
+    found: dict[Sample, None] = {}
+    for network in networks:
+        for layer in network.layers:
+            sample = layer_sample(layer)
+            if sample is not None:
+                found.setdefault(sample)
+    return found
+
+
+@dataclass(frozen=True)
+class LayerPrior:
+    """The configurations sampling draws from: ``samples``, the distinct configurations of the ``sources``
+    networks without those of the ``held_out`` networks, and ``excluded``, every configuration of the
+    held-out networks (never drawn, never a neighbour)."""
+
+    samples: tuple[Sample, ...]
+    sources: tuple[str, ...]
+    held_out: tuple[str, ...] = ()
+    excluded: frozenset[Sample] = frozenset()
+
+    @classmethod
+    def from_networks(cls, sources: Sequence[Network], held_out: Sequence[Network] = ()) -> LayerPrior:
+        """The prior of ``sources``' configurations, with every configuration of ``held_out`` removed."""
+        excluded = frozenset(network_samples(held_out))
+        kept = tuple(s for s in network_samples(sources) if s not in excluded)
+        return cls(kept, tuple(n.name for n in sources), tuple(n.name for n in held_out), excluded)
+
+    def of_kind(self, kind: str) -> tuple[Sample, ...]:
+        """The prior's configurations of ``kind`` (a kernel kind of :data:`SAMPLED_KINDS`)."""
+        return tuple(s for s in self.samples if s.kind == kind)
+
+    def allows(self, sample: Sample) -> bool:
+        """Whether ``sample`` may be measured: it is no held-out network's configuration."""
+        return sample not in self.excluded
+
+    def draw(self, kind: str, rng: np.random.Generator) -> Sample:
+        """One configuration of ``kind``: uniform over the prior's, else from the synthetic grid (a kind no source
+        holds), never an excluded one."""
+        if kind not in SAMPLED_KINDS:
+            raise NnperfError(f"cannot sample {kind!r}; the sampled kinds are {', '.join(SAMPLED_KINDS)}")
+        choices = self.of_kind(kind)
+        if choices:
+            return choices[int(rng.integers(len(choices)))]
+        for _ in range(DRAW_ATTEMPTS):
+            sample = grid_draw(kind, rng)
+            if self.allows(sample):
+                return sample
+        raise NnperfError(f"the held-out networks exclude every {kind} configuration drawn; "
+                          "hold out fewer networks or add sources that have this kind")
+
+    @property
+    def fingerprint(self) -> str:
+        """A short hash of the configurations and exclusions: two priors alike draw alike."""
+        text = "|".join([*(s.name for s in self.samples), "excluded", *sorted(s.name for s in self.excluded)])
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+    def counts(self) -> dict[str, int]:
+        """How many configurations of each sampled kind the prior holds."""
+        return {kind: len(self.of_kind(kind)) for kind in SAMPLED_KINDS}
+
+
+@functools.cache
+def _zoo_networks() -> tuple[Network, ...]:
+    """The IR of every reference zoo network (built once per process: some seconds)."""
+    from nnperf.zoo import names, zoo_network
+
+    return tuple(zoo_network(name) for name in names())
+
+
+def zoo_prior(held_out: Sequence[Network] = ()) -> LayerPrior:
+    """The default prior: the configurations of nnperf's reference zoo (its networks written from their papers,
+    not the calibration networks), without those of ``held_out``."""
+    return LayerPrior.from_networks(_zoo_networks(), held_out)
