@@ -1,0 +1,257 @@
+"""Held-out prediction on every torchvision classification definition that exports here, judged with the paired
+protocol: each network timed beside the machine-speed reference, raw and speed-adjusted errors, and a noise floor
+per network.
+
+Run (after bench/export_model_families.py has written the corpus; the exporters' environment is outside the
+repository, see that script):
+
+    PYTHONPATH=src .venv/bin/python bench/heldout_corpus.py --corpus /work/onnx-corpus /work/tv-corpus \\
+        --db bench/results/heldout_corpus.db [--systems torch:1 onnxruntime:1] [--max-gmacs 12] [--sets 2] \\
+        [--json bench/results/heldout_corpus.json]
+
+**What is judged.** Every ``torchvision-classification`` export of the corpus manifests (the TorchScript exporter's,
+random weights) whose file is here, read through nnperf's ONNX importer as a user's file would be, except:
+the networks of nnperf's reference zoo (the calibration's sampling prior draws from their layers, and nnperf's
+design was chosen on them), and networks above ``--max-gmacs`` (only to bound the run's time on one thread).
+
+**Calibration.** Per system, ``nnperf.api.calibrate`` with its defaults (calibration networks and 60 s of layers
+sampled from the zoo's configurations) and every judged file held out, so sampling never measures a
+configuration of a judged network; the calibration records which networks it held out, and a stored one that
+held out others is refused.
+
+**Measurement.** ``--sets`` sets of paired rounds: in each set every network, in an order shuffled per set, is
+timed beside the machine-speed reference (``nnperf.campaign.time_with_reference``, interleaved rounds, stored as a
+run of its own as it is taken). Per network:
+
+- raw: the median of its round times over all sets, at the machine's speed while it was measured;
+- speed-adjusted: its median per-round ratio to the reference times the reference's time at calibration (the
+  mean over the sets), the time the prediction, made at the calibration's speed, is judged against;
+- drift: the reference's time during the network's rounds over its time at calibration, minus one;
+- noise floor (of the adjusted verdict): the larger of the per-round ratios' IQR over their median (all sets
+  pooled) and the difference between the sets' adjusted times over their mean;
+- goal: |adjusted error| at most 10%, or at most the noise floor where that is higher.
+
+Progress goes to stderr; stdout gets the Markdown tables; --json the raw figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nnperf import api, zoo
+from nnperf.campaign import store_referenced, time_with_reference
+from nnperf.errors import NnperfError
+from nnperf.ir import Network
+from nnperf.ir.metrics import network_metrics
+from nnperf.measure import ComparisonProtocol, RoundsConfig, host_info
+from nnperf.store import Store
+
+FAMILY = "torchvision-classification"
+EXPORTER = "torchscript"
+ROUNDS = RoundsConfig(min_rounds=10, max_rounds=30, target_ci=0.01, budget_s=12.0)
+"""Each network's paired rounds in one set: 10 to 30, until its ratio to the reference is known within 1%, for
+at most 12 s."""
+WITHIN = 0.10
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def judged_files(corpora: list[Path], max_gmacs: float) -> tuple[dict[str, Path], dict[str, str]]:
+    """The judged exports by model name, and the models left out with why."""
+    zoo_names = set(zoo.names())
+    files: dict[str, Path] = {}
+    left_out: dict[str, str] = {}
+    for corpus in corpora:
+        for record in json.loads((corpus / "manifest.json").read_text()):
+            if record["family"] != FAMILY or record["exporter"] != EXPORTER or record["status"] != "exported":
+                continue
+            name, path = record["model"], Path(record["path"])
+            if name in zoo_names:
+                left_out[name] = "a reference zoo network (the sampling prior's source)"
+            elif not path.is_file():
+                left_out.setdefault(name, "export not on disk")
+            else:
+                files[name] = path
+                left_out.pop(name, None)
+    for name, path in list(files.items()):
+        gmacs = network_metrics(api.load_model(path)).macs / 1e9
+        if gmacs > max_gmacs:
+            left_out[name] = f"{gmacs:.1f} GMACs, above --max-gmacs {max_gmacs:g}"
+            del files[name]
+    return dict(sorted(files.items())), left_out
+
+
+@dataclass
+class Judged:
+    name: str
+    gmacs: float
+    predicted_s: dict[str, float]
+    primary: str
+    raw_s: list[float] = field(default_factory=list)
+    """Every round time of the network, all sets."""
+    ratios: list[float] = field(default_factory=list)
+    """Every per-round ratio to the reference, all sets."""
+    adjusted_s: list[float] = field(default_factory=list)
+    """The speed-adjusted time of each set."""
+    drift: list[float] = field(default_factory=list)
+    """The reference's time over its calibration time, minus one, in each set."""
+
+    @property
+    def raw_median_s(self) -> float:
+        return statistics.median(self.raw_s)
+
+    @property
+    def adjusted_median_s(self) -> float:
+        return statistics.fmean(self.adjusted_s)
+
+    @property
+    def noise_floor(self) -> float:
+        q1, q3 = np.percentile(self.ratios, [25, 75])
+        iqr = float(q3 - q1) / statistics.median(self.ratios)
+        sets = (max(self.adjusted_s) - min(self.adjusted_s)) / self.adjusted_median_s
+        return max(iqr, sets)
+
+    def raw_error(self, predictor: str) -> float:
+        return self.predicted_s[predictor] / self.raw_median_s - 1
+
+    def adjusted_error(self, predictor: str) -> float:
+        return self.predicted_s[predictor] / self.adjusted_median_s - 1
+
+    def meets_goal(self, predictor: str) -> bool:
+        return abs(self.adjusted_error(predictor)) <= max(WITHIN, self.noise_floor)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "raw_median_s": self.raw_median_s, "adjusted_median_s": self.adjusted_median_s,
+                "noise_floor": self.noise_floor,
+                "raw_error": {p: self.raw_error(p) for p in self.predicted_s},
+                "adjusted_error": {p: self.adjusted_error(p) for p in self.predicted_s}}
+
+
+def calibrated(system: api.System, db: Path, files: dict[str, Path]) -> Any:
+    """The system's calibration with every judged file held out (made if the DB has none)."""
+    model = api.calibrate(system, db, if_needed=True, held_out=list(files.values()),
+                          progress=lambda what, done, total: None)
+    held = set(model.calibration.get("prior", {}).get("held_out", ()))
+    wanted = {api.load_model(p).name for p in files.values()}
+    if held != wanted:
+        raise SystemExit(f"{db} holds a calibration of {model.system_label} that held out other networks "
+                         f"({len(held)} against {len(wanted)} judged); use another --db")
+    return model
+
+
+def run_system(text: str, db: Path, files: dict[str, Path], sets: int) -> tuple[dict[str, Any], list[Judged]]:
+    backend, _, threads = text.partition(":")
+    system = api.System(backend, threads=int(threads or 1))
+    log(f"{text}: calibrating into {db} (if needed), {len(files)} networks held out")
+    model = calibrated(system, db, files)
+    networks: dict[str, Network] = {}
+    failed: dict[str, str] = {}
+    for name, path in files.items():
+        try:
+            networks[name] = api.load_model(path)
+            model.predict(networks[name])  # refuses an uncovered layer now, not after measuring
+        except NnperfError as exc:
+            failed[name] = f"{type(exc).__name__}: {exc}"
+            networks.pop(name, None)
+            log(f"{text} {name}: {failed[name]}")
+    started = time.perf_counter()
+    predictions = api.predict_many(list(networks.values()), system, db)
+    predict_s = time.perf_counter() - started
+    primary = next((k for k, v in predictions[0].network_latency_s.items() if v == predictions[0].latency_s),
+                   "composed") if predictions else "composed"  # the method latency_s comes from
+    judged = {name: Judged(name, network_metrics(net).macs / 1e9, dict(p.network_latency_s), primary)
+              for (name, net), p in zip(networks.items(), predictions, strict=True)}
+    calibration_reference_s = model.reference_s[1]
+    with system.open() as runner, Store(db) as store:
+        for s in range(sets):
+            order = list(networks)
+            random.Random(s).shuffle(order)
+            for k, name in enumerate(order):
+                timing = time_with_reference(networks[name], runner, ComparisonProtocol.INTERLEAVED, ROUNDS,
+                                             model.reference_s[0])
+                store_referenced(store, runner, networks[name], f"heldout/{name}", timing)
+                j = judged[name]
+                j.raw_s += timing.round_times_s
+                j.ratios += timing.ratio.ratios
+                j.adjusted_s.append(timing.at_reference_speed_s(calibration_reference_s))
+                j.drift.append(timing.reference_s / calibration_reference_s - 1)
+                log(f"{text} set {s + 1}/{sets} {k + 1}/{len(order)} {name}: {timing.latency_s * 1e3:.2f} ms "
+                    f"raw, {j.adjusted_s[-1] * 1e3:.2f} ms adjusted, drift {j.drift[-1]:+.1%}")
+    meta = {"system": text, "label": model.system_label, "calibration_wall_s": model.calibration.get("wall_s"),
+            "sample_budget_s": model.calibration.get("sample_budget_s"), "prior": model.calibration.get("prior"),
+            "predict_many_s": predict_s, "networks": len(networks), "failed": failed, "primary": primary}
+    return meta, list(judged.values())
+
+
+def pct(x: float) -> str:
+    return f"{x:+.1%}"
+
+
+def markdown(meta: dict[str, Any], judged: list[Judged]) -> str:
+    primary = meta["primary"]
+    predictors = list(judged[0].predicted_s) if judged else []
+    lines = [f"### {meta['label']}", "",
+             (f"Calibration {meta['calibration_wall_s']:.0f} s with {meta['sample_budget_s']:g} s of sampling; "
+             f"{len(judged)} networks predicted in {meta['predict_many_s']:.2f} s (`predict_many`). Errors of "
+             f"`{primary}`, the primary predictor; * = beyond both +/-10% and the noise floor."), "",
+             "| network | GMACs | raw ms | adjusted ms | drift | noise floor | raw error | adjusted error |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for j in sorted(judged, key=lambda j: j.gmacs):
+        mark = "" if j.meets_goal(primary) else " *"
+        lines.append(f"| {j.name} | {j.gmacs:.2f} | {j.raw_median_s * 1e3:.1f} | {j.adjusted_median_s * 1e3:.1f} | "
+                     f"{pct(statistics.fmean(j.drift))} | {j.noise_floor:.1%} | {pct(j.raw_error(primary))} | "
+                     f"{pct(j.adjusted_error(primary))}{mark} |")
+    for name, why in meta["failed"].items():
+        lines.append(f"| {name} | failed: {why[:160]} |||||||")
+    lines += ["", ("| predictor | networks | MAPE raw | MAPE adjusted | within +/-10% (adjusted) | "
+                  "within max(10%, floor) |"), "|---|---:|---:|---:|---:|---:|"]
+    for p in predictors:
+        raw = [abs(j.raw_error(p)) for j in judged]
+        adj = [abs(j.adjusted_error(p)) for j in judged]
+        lines.append(f"| {p} | {len(judged)} | {statistics.fmean(raw):.1%} | {statistics.fmean(adj):.1%} | "
+                     f"{sum(e <= WITHIN for e in adj)}/{len(judged)} | {sum(j.meets_goal(p) for j in judged)}/"
+                     f"{len(judged)} |")
+    floors = [j.noise_floor for j in judged]
+    if floors:
+        lines.append(f"\nNoise floor over networks: median {statistics.median(floors):.1%}, max {max(floors):.1%}.")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpus", nargs="+", type=Path, required=True, help="corpus folders with a manifest.json")
+    parser.add_argument("--systems", nargs="+", default=["torch:1", "onnxruntime:1"], metavar="BACKEND:THREADS")
+    parser.add_argument("--db", type=Path, default=Path("bench/results/heldout_corpus.db"))
+    parser.add_argument("--max-gmacs", type=float, default=12.0)
+    parser.add_argument("--sets", type=int, default=2, help="sets of paired rounds per network (default 2)")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    if args.sets < 1:
+        parser.error("--sets must be at least 1")
+    files, left_out = judged_files(args.corpus, args.max_gmacs)
+    print(f"## Held-out torchvision definitions\n\n{len(files)} judged: {', '.join(files)}.\n\nLeft out: "
+          + "; ".join(f"{n} ({why})" for n, why in sorted(left_out.items())) + "\n", flush=True)
+    out: dict[str, Any] = {"host": asdict(host_info()), "judged": {n: str(p) for n, p in files.items()},
+                           "left_out": left_out, "systems": []}
+    for text in args.systems:
+        meta, judged = run_system(text, args.db, files, args.sets)
+        print(markdown(meta, judged), flush=True)
+        out["systems"].append({**meta, "networks": [j.as_dict() for j in judged]})
+        if args.json:
+            args.json.write_text(json.dumps(out, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()
