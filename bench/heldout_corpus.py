@@ -31,6 +31,12 @@ run of its own as it is taken). Per network:
   pooled) and the difference between the sets' adjusted times over their mean;
 - goal: |adjusted error| at most 10%, or at most the noise floor where that is higher.
 
+**Tracing** (``--trace``): every network that misses the goal is then measured layer by layer, each layer alone
+(``nnperf.api.evaluate``, a per-layer budget of ``--trace-budget`` seconds, stored), and its error split by
+``nnperf.prediction.evaluation.trace_error`` into each kernel kind's summed layer error and the composition's part
+(what putting the layers together adds: in-network context, fusion, per-call costs), against the whole network
+measured alone in that same evaluation.
+
 Progress goes to stderr; stdout gets the Markdown tables; --json the raw figures.
 """
 
@@ -86,7 +92,12 @@ def judged_files(corpora: list[Path], max_gmacs: float) -> tuple[dict[str, Path]
                 files[name] = path
                 left_out.pop(name, None)
     for name, path in list(files.items()):
-        gmacs = network_metrics(api.load_model(path)).macs / 1e9
+        try:
+            gmacs = network_metrics(api.load_model(path)).macs / 1e9
+        except NnperfError as exc:
+            left_out[name] = f"does not import: {str(exc)[-120:]}"
+            del files[name]
+            continue
         if gmacs > max_gmacs:
             left_out[name] = f"{gmacs:.1f} GMACs, above --max-gmacs {max_gmacs:g}"
             del files[name]
@@ -167,8 +178,9 @@ def run_system(text: str, db: Path, files: dict[str, Path], sets: int) -> tuple[
             networks.pop(name, None)
             log(f"{text} {name}: {failed[name]}")
     started = time.perf_counter()
-    predictions = api.predict_many(list(networks.values()), system, db)
+    api.predict_many(list(networks.values()), system, db)  # the oracle's time: latencies only
     predict_s = time.perf_counter() - started
+    predictions = api.predict(list(networks.values()), system, db)  # every predictor's, per network
     primary = next((k for k, v in predictions[0].network_latency_s.items() if v == predictions[0].latency_s),
                    "composed") if predictions else "composed"  # the method latency_s comes from
     judged = {name: Judged(name, network_metrics(net).macs / 1e9, dict(p.network_latency_s), primary)
@@ -193,6 +205,37 @@ def run_system(text: str, db: Path, files: dict[str, Path], sets: int) -> tuple[
             "sample_budget_s": model.calibration.get("sample_budget_s"), "prior": model.calibration.get("prior"),
             "predict_many_s": predict_s, "networks": len(networks), "failed": failed, "primary": primary}
     return meta, list(judged.values())
+
+
+def traced(text: str, db: Path, files: dict[str, Path], names: list[str], budget_s: float) -> dict[str, Any]:
+    """Each of ``names`` measured layer by layer and its primary error split into parts (see the docstring)."""
+    from nnperf.prediction.evaluation import trace_error
+
+    backend, _, threads = text.partition(":")
+    system = api.System(backend, threads=int(threads or 1))
+    log(f"{text}: tracing {len(names)} networks layer by layer")
+    report = api.evaluate([files[n] for n in names], system, db, budget_s=budget_s, protocol="none",
+                          progress=lambda what, done, total: None)
+    evaluation = report.evaluation
+    method = evaluation.primary_method
+    out = {}
+    for network, name in zip(evaluation.networks, names, strict=True):
+        parts = trace_error(network, method)
+        out[name] = {"measured_s": network.measured_s, "predicted_s": network.predicted_s[method],
+                     "error": network.error(method),
+                     "parts": [{"part": p.part, "error_s": p.error_s, "share": p.share, "layers": p.layers}
+                               for p in parts]}
+    return out
+
+
+def trace_markdown(traces: dict[str, Any]) -> str:
+    lines = ["", ("Where the misses come from (each layer measured alone; error against the network measured alone "
+                 "in the same evaluation; the three largest parts, signed ms and share of the error):"), "",
+             "| network | error | part 1 | part 2 | part 3 |", "|---|---:|---|---|---|"]
+    for name, t in traces.items():
+        parts = [f"{p['part']} {p['error_s'] * 1e3:+.2f} ms ({p['share']:.0%})" for p in t["parts"][:3]]
+        lines.append(f"| {name} | {pct(t['error'])} | " + " | ".join(parts + [""] * (3 - len(parts))) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def pct(x: float) -> str:
@@ -229,6 +272,19 @@ def markdown(meta: dict[str, Any], judged: list[Judged]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def trace_finished(args: argparse.Namespace) -> None:
+    """Traces the misses of a finished run (its --json) on each of its systems, into the same JSON's traces."""
+    done = json.loads(args.trace_from.read_text())
+    files = {name: Path(path) for name, path in done["judged"].items()}
+    for system in done["systems"]:
+        primary = system["primary"]
+        misses = [n["name"] for n in sorted(system["networks"], key=lambda n: n["gmacs"])
+                  if abs(n["adjusted_error"][primary]) > max(WITHIN, n["noise_floor"])]
+        system["traces"] = traced(system["system"], args.db, files, misses, args.trace_budget) if misses else {}
+        print(f"### {system['label']}\n" + trace_markdown(system["traces"]), flush=True)
+        args.trace_from.write_text(json.dumps(done, indent=1, default=str))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", nargs="+", type=Path, required=True, help="corpus folders with a manifest.json")
@@ -236,10 +292,18 @@ def main() -> None:
     parser.add_argument("--db", type=Path, default=Path("bench/results/heldout_corpus.db"))
     parser.add_argument("--max-gmacs", type=float, default=12.0)
     parser.add_argument("--sets", type=int, default=2, help="sets of paired rounds per network (default 2)")
+    parser.add_argument("--trace", action="store_true", help="trace the misses to their layers (see above)")
+    parser.add_argument("--trace-from", type=Path, metavar="JSON",
+                        help="measure nothing whole: trace the misses of a finished run's --json (same --db)")
+    parser.add_argument("--trace-budget", type=float, default=0.25, metavar="SECONDS",
+                        help="per-layer measuring budget when tracing (default 0.25)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     if args.sets < 1:
         parser.error("--sets must be at least 1")
+    if args.trace_from:
+        trace_finished(args)
+        return
     files, left_out = judged_files(args.corpus, args.max_gmacs)
     print(f"## Held-out torchvision definitions\n\n{len(files)} judged: {', '.join(files)}.\n\nLeft out: "
           + "; ".join(f"{n} ({why})" for n, why in sorted(left_out.items())) + "\n", flush=True)
@@ -248,7 +312,11 @@ def main() -> None:
     for text in args.systems:
         meta, judged = run_system(text, args.db, files, args.sets)
         print(markdown(meta, judged), flush=True)
-        out["systems"].append({**meta, "networks": [j.as_dict() for j in judged]})
+        misses = [j.name for j in sorted(judged, key=lambda j: j.gmacs) if not j.meets_goal(meta["primary"])]
+        traces = traced(text, args.db, files, misses, args.trace_budget) if args.trace and misses else {}
+        if traces:
+            print(trace_markdown(traces), flush=True)
+        out["systems"].append({**meta, "networks": [j.as_dict() for j in judged], "traces": traces})
         if args.json:
             args.json.write_text(json.dumps(out, indent=1, default=str))
 

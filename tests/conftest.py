@@ -41,6 +41,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(autouse=True)
 def _calibrate_without_sampling(monkeypatch: pytest.MonkeyPatch) -> None:
     """A calibration a test starts samples nothing unless the test asks (``sample_budget_s``, ``--sample-budget``):
-    the default budget is wall-clock seconds (a minute) whatever the backend, and would dominate the suite. A
+    the default budget is wall-clock seconds (40) whatever the backend, and would dominate the suite. A
     calibration in a subprocess passes ``--sample-budget 0`` itself."""
     monkeypatch.setattr("nnperf.api._predict.DEFAULT_SAMPLE_BUDGET_S", 0.0)

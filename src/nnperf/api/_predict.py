@@ -38,10 +38,11 @@ Progress = Callable[[str, int, int], None]
 """Called with (what is being measured, done, total)."""
 
 
-DEFAULT_SAMPLE_BUDGET_S = 60.0
+DEFAULT_SAMPLE_BUDGET_S = 40.0
 """Seconds of sampled convolutions and pools a calibration measures alone by default, drawn from the layer
-configurations of nnperf's reference zoo: with the calibration networks (about 3.5 minutes per backend on a 2-core
-VM), a calibration stays within 5 minutes."""
+configurations of nnperf's reference zoo (about 120 samples here). With the calibration networks, a calibration
+took 297-312 s per backend on a 2-core VM (BENCHMARKS.md, "Held-out torchvision definitions"): within the
+5 minutes a calibration may take."""
 
 CHECK_NOISE_S = 5.0
 """Seconds of the reference workload timed back to back by the machine check before a calibration."""

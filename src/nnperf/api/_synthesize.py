@@ -137,8 +137,8 @@ def synthesize(model: str | os.PathLike[str] | nn.Module, store: StoreLike = Non
                calibration: int = DEFAULT_CALIBRATION, aot: bool = True, inexact: bool = True,
                input_shape: tuple[int, ...] | None = None, workdir: str | os.PathLike[str] | None = None,
                predict: bool = True, calibrate_missing: bool = False,
-               progress: Progress | None = None, protocol: str | ComparisonProtocol = "auto"
-               ) -> SynthesisResult:
+               progress: Progress | None = None, protocol: str | ComparisonProtocol = "auto",
+               measure_best: int | None = None) -> SynthesisResult:
     """The fastest program for ``model`` on this device whose accuracy drop stays within ``budget``, written to
     ``out`` (see :func:`nnperf.optimize.synthesize.synthesize`). It searches this device's programs (backends,
     thread counts up to ``max_threads``, executors, precisions) itself, so it takes no system; ``store`` holds the
@@ -155,7 +155,9 @@ def synthesize(model: str | os.PathLike[str] | nn.Module, store: StoreLike = Non
     store lacks (1.5 to 4 minutes each on a 2-core VM), else those are not predicted. ``protocol`` is where the
     reported speed-ups come from: ``"auto"`` (default: what a quick machine check recommends, interleaved for
     these in-process programs), ``"interleaved"`` (the stages' programs timed again in the same rounds) or
-    ``"sequential"`` (the ratio of the search's own medians, taken minutes apart).
+    ``"sequential"`` (the ratio of the search's own medians, taken minutes apart). With ``measure_best`` (and
+    ``predict``), a stage whose candidates are all predicted measures only each runtime's ``measure_best`` predicted
+    fastest; the result lists the others (``skipped``).
     """
     from nnperf.optimize.synthesize import ValidationDataError, check_protocol, make_sources
     from nnperf.optimize.synthesize import synthesize as run
@@ -164,6 +166,8 @@ def synthesize(model: str | os.PathLike[str] | nn.Module, store: StoreLike = Non
     chosen = check_protocol(protocol)  # before minutes of work, not after
     if max_threads is not None and max_threads < 1:
         raise NnperfError(f"max_threads must be at least 1, got {max_threads}")
+    if measure_best is not None and measure_best < 1:
+        raise NnperfError(f"measure_best must be at least 1 (or None: measure every candidate), got {measure_best}")
     if data is None:
         data = "digits" if isinstance(model, str) and model == DIGITS_MODEL else "photos"
     if samples < 1 or calibration < 1:
@@ -181,7 +185,7 @@ def synthesize(model: str | os.PathLike[str] | nn.Module, store: StoreLike = Non
     if predict and (calibrate_missing or store is not None or default_store_path().exists()):
         predictor = _predictor(module if model == DIGITS_MODEL else model, shape, store, calibrate_missing, progress)
     return run(sources, evaluation, fraction, Path(out), network=name, max_threads=max_threads, aot=aot,
-               inexact=inexact, predict=predictor, progress=progress, protocol=chosen)
+               inexact=inexact, predict=predictor, progress=progress, protocol=chosen, measure_best=measure_best)
 
 
 def verify_program(folder: str | os.PathLike[str]) -> Verified:

@@ -36,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--sample-budget", metavar="DURATION", default=None,
                    help="measure sampled convolutions and pools alone for this long (e.g. 90s, 2m; 0: none), drawn from "
                         "the layer configurations of nnperf's reference zoo and placed where the kernel-aware models err "
-                        "most (nn-Meter's adaptive sampling); default 60s")
+                        "most (nn-Meter's adaptive sampling); default 40s")
     p.add_argument("--held-out", nargs="+", metavar="MODEL", default=(),
                    help="networks (files or zoo names) whose layer configurations sampling must never measure, so that "
                         "an evaluation on them judges layers the calibration never saw")

@@ -44,6 +44,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         "calibration for, so every candidate is predicted before it is measured")
     p.add_argument("--no-predict", dest="predict", action="store_false",
                    help="do not rank the candidates by predicted latency")
+    p.add_argument("--measure-best", type=int, default=None, metavar="N",
+                   help="measure only each runtime's N predicted fastest candidates of a stage whose candidates are "
+                        "all predicted, and list the others as skipped (default: measure every candidate)")
     p.add_argument("--verify", action="store_true",
                    help="run the generated runner in a fresh process and check it reproduces the stored outputs")
     p.add_argument("--protocol", default="auto", choices=("auto", "sequential", "interleaved"),
@@ -69,7 +72,8 @@ def run(args: argparse.Namespace) -> int:
         result = synthesize(args.model, data=args.data, budget=args.budget, out=args.out, max_threads=args.threads,
                             samples=args.samples, calibration=args.calibration, aot=args.aot, inexact=args.inexact,
                             input_shape=shape, store=args.db, predict=args.predict,
-                            calibrate_missing=args.calibrate, progress=progress, protocol=args.protocol)
+                            calibrate_missing=args.calibrate, progress=progress, protocol=args.protocol,
+                            measure_best=args.measure_best)
     document: dict[str, Any] = dict(result.manifest)
     verified = verify_program(args.out) if args.verify else None
     if verified is not None:
@@ -135,6 +139,10 @@ def _print_report(result: Any, verified: Any) -> None:
         out.print(f"ONNX Runtime's best fp32 program: {result.ort_best_fp32.spec.label()}, "
                   f"{comparison.median_s(result.ort_best_fp32.spec.label()) * 1e3:.2f} ms in the comparison; the "
                   f"final program's speed-up over it: {_speedup(result.over_ort_fp32)}")
+    if result.skipped:
+        out.print(f"measured {len(result.candidates)} candidates; skipped {len(result.skipped)} the predictions "
+                  f"ranked slower (about {result.skipping_saved_s:.0f} s saved): "
+                  + ", ".join(f"{k.spec.label()} ({k.predicted_s * 1e3:.2f} ms predicted)" for k in result.skipped))
     if result.energy_note:
         out.print(f"Table II (energy) is not measured: {result.energy_note}")
     out.print(f"wrote {result.out}/ ({result.artifact}, run.py, manifest.json) in {result.elapsed_s:.0f} s")

@@ -12,6 +12,7 @@ import torch
 
 from cli_helpers import assert_error, run_cli
 from nnperf.api import synthesize, verify_program
+from nnperf.errors import NnperfError
 from nnperf.measure import HarnessConfig, RoundsConfig
 from nnperf.optimize.synthesize import (
     STAGES,
@@ -294,3 +295,28 @@ def test_candidates_are_measured_in_the_order_of_their_predicted_latency(digits:
         share = sum(macs[name] for name in m.spec.inexact) / sum(macs.values())
         assert m.predicted_s == pytest.approx(base + share * (2e-5 / m.spec.threads - base))
     assert result.manifest["table1"][0]["predicted_s"] == pytest.approx(1e-3)
+
+
+def test_the_search_skips_the_candidates_a_planted_prediction_ranks_last(digits: TrainedDigits,
+                                                                         tmp_path: Path) -> None:
+    slowest = ProgramSpec("onnxruntime", 2, execution="parallel")
+
+    def predicted(spec: ProgramSpec) -> float | None:  # every fp32 candidate predicted; the parallel executor last
+        if spec.inexact:
+            return None
+        return (1.0 if spec == slowest else 1e-3) / spec.threads + (1e-4 if spec.layout != "chw" else 0.0)
+
+    result = run_planted(digits, tmp_path, 0.01, max_threads=2, predict=predicted, inexact=False, measure_best=2)
+    measured = {m.spec for m in result.candidates}
+    skipped = {k.spec: k.predicted_s for k in result.skipped}
+    assert slowest not in measured and skipped == {slowest: pytest.approx(0.5)}  # ranked third of ONNX Runtime's
+    assert {ProgramSpec("onnxruntime", 1), ProgramSpec("onnxruntime", 2), ProgramSpec("torch", 2)} <= measured
+    assert result.skipping_saved_s > 0
+    assert result.manifest["skipped"] == [{"program": slowest.label(), "predicted_s": pytest.approx(0.5)}]
+    # with the prediction turned round, the parallel executor is among the two measured and nothing is skipped
+    fast = run_planted(digits, tmp_path / "again", 0.01, max_threads=2, inexact=False, measure_best=2,
+                       predict=lambda spec: None if spec.inexact else (1e-6 if spec == slowest else 1e-3))
+    assert slowest in {m.spec for m in fast.candidates}
+    assert {k.spec for k in fast.skipped} == {ProgramSpec("onnxruntime", 2)}  # a tie: the first listed is kept
+    with pytest.raises(NnperfError, match="measure_best must be at least 1"):
+        run_planted(digits, tmp_path / "bad", 0.01, measure_best=0)

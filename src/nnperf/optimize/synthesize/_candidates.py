@@ -7,6 +7,7 @@ layers' multiply-accumulates (:func:`macs_share`)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -14,9 +15,9 @@ import numpy as np
 
 from nnperf.measure import HarnessConfig
 from nnperf.optimize.synthesize._data import ValidationSet
-from nnperf.optimize.synthesize._errors import BudgetError
+from nnperf.optimize.synthesize._errors import BudgetError, SynthesisError
 from nnperf.optimize.synthesize._program import Accuracy, ProgramSpec, Sources, accuracy_of, measure_program
-from nnperf.optimize.synthesize._result import Measured, fastest
+from nnperf.optimize.synthesize._result import Measured, Skipped, fastest
 
 if TYPE_CHECKING:
     from torch import nn
@@ -46,11 +47,19 @@ class Evaluator:
 class Candidates:
     """Every program one synthesis measured, by spec, in the order measured; each measured once (``harness``, one
     sample), judged against the reference (the first runtime's plain fp32 program, ``reference_spec``) and
-    predicted first with ``predict``."""
+    predicted first with ``predict``. With ``measure_best``, a stage whose candidates are all predicted measures
+    only the ``measure_best`` predicted fastest of each runtime and records the others as :attr:`skipped`; ``measure_s`` keeps the
+    seconds each measured candidate took (timing and accuracy), to say what skipping saved."""
 
     def __init__(self, sources: Sources, data: ValidationSet, harness: HarnessConfig, predict: Predict | None,
-                 report: Progress) -> None:
+                 report: Progress, measure_best: int | None = None) -> None:
+        if measure_best is not None and measure_best < 1:
+            raise SynthesisError(f"measure_best must be at least 1 (or None: measure every candidate), "
+                                 f"got {measure_best}")
         self.sources, self.harness, self.predict, self.report = sources, harness, predict, report
+        self.measure_best = measure_best
+        self.skipped: dict[ProgramSpec, Skipped] = {}
+        self.measure_s: list[float] = []
         self.sample = data.inputs[:1]
         self.reference_spec = ProgramSpec(sources.runtimes[0])
         self.reference = sources.runner(self.reference_spec)(data.inputs)
@@ -73,13 +82,30 @@ class Candidates:
         """``spec`` measured (once: a program measured before is not measured again)."""
         if spec not in self.measured:
             self.report(f"measuring {spec.label()}", len(self.measured), 0)
+            started = time.perf_counter()
             timing = measure_program(self.sources, spec, self.sample, self.harness)
             self.measured[spec] = Measured(spec, timing, self.evaluate(spec), self.predicted(spec))
+            self.measure_s.append(time.perf_counter() - started)
+            self.skipped.pop(spec, None)  # measured after all (another stage wanted it)
         return self.measured[spec]
 
     def run_ranked(self, specs: Sequence[ProgramSpec]) -> list[Measured]:
-        """``specs`` measured in the order of their predicted latency (:meth:`ranked`)."""
-        return [self.run(spec) for spec in self.ranked(specs)]
+        """``specs`` measured in the order of their predicted latency (:meth:`ranked`); with ``measure_best``, and
+        every one predicted, only that many of each runtime's predicted fastest."""
+        ranked = self.ranked(specs)
+        if self.measure_best is not None and all(self.predicted(spec) is not None for spec in ranked):
+            kept: list[ProgramSpec] = []
+            for spec in ranked:  # the fastest predicted of each runtime: later stages start from each one's best
+                if sum(k.runtime == spec.runtime for k in kept) < self.measure_best:
+                    kept.append(spec)
+                elif spec not in self.measured:
+                    self.skipped[spec] = Skipped(spec, float(self.predicted(spec) or 0.0))
+            ranked = kept
+        return [self.run(spec) for spec in ranked]
+
+    def saved_s(self) -> float:
+        """About the seconds skipping saved: the skipped candidates times the median measured one's time."""
+        return len(self.skipped) * float(np.median(self.measure_s)) if self.skipped and self.measure_s else 0.0
 
     def fp32(self, runtime: str) -> list[Measured]:
         """The fp32 programs of ``runtime`` measured so far."""

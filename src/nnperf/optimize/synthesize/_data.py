@@ -56,10 +56,10 @@ CROP_ASPECT_JITTER = (3 / 4, 4 / 3)
 """The range a crop's aspect ratio is scaled by around the wanted one (log-uniformly), as in a random resized crop."""
 
 BUILTIN_SPECS = ("digits", "photos", "glyphs")
+"""The names :func:`load_validation` takes for the bundled sets; any other string is a path."""
 
 GLYPHS_HELD_OUT = 2400
 """Samples of the built-in ``glyphs`` validation set: a 1% budget is 24 answers."""
-"""The names :func:`load_validation` takes for the bundled sets; any other string is a path."""
 
 
 @dataclass(frozen=True, eq=False)

@@ -40,6 +40,8 @@ def manifest(result: SynthesisResult, final: Measured, data: ValidationSet) -> d
         "energy": result.energy_note or None,
         "candidates": [{"program": m.spec.label(), "latency_s": m.latency_s, "predicted_s": m.predicted_s,
                         "drop": m.accuracy.drop} for m in result.candidates],
+        "skipped": [{"program": k.spec.label(), "predicted_s": k.predicted_s} for k in result.skipped],
+        "skipping_saved_s": result.skipping_saved_s,
     }
 
 

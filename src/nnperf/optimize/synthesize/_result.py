@@ -30,6 +30,14 @@ class Measured:
         return self.timing.stats.median_s
 
 
+@dataclass(frozen=True)
+class Skipped:
+    """A candidate the predictions ranked out of the few measured: its spec and predicted latency (s)."""
+
+    spec: ProgramSpec
+    predicted_s: float
+
+
 def fastest(programs: Sequence[Measured]) -> Measured:
     """The program of the lowest median latency (the first of equals)."""
     return min(programs, key=lambda m: m.latency_s)
@@ -70,7 +78,7 @@ class SynthesisResult:
     reference accuracy (fp32 against the labels; None without labels), ONNX Runtime's best fp32 program (the
     goal is 1.2x over it: BENCHMARKS.md, section "synthesising a program within an accuracy budget"), the artifact
     folder and its kind, the energy note (Table II), the comparison the speed-ups come from and the final
-    program's speed-up over ONNX Runtime's best fp32 program in it."""
+    program's speed-up over ONNX Runtime's best fp32 program in it; with ``measure_best``, the candidates skipped."""
 
     network: str
     budget: float
@@ -88,6 +96,10 @@ class SynthesisResult:
     comparison: Comparison | None = None
     over_ort_fp32: PairedRatio | None = None
     manifest: dict[str, Any] = field(default_factory=dict)
+    skipped: tuple[Skipped, ...] = ()
+    """Candidates the predictions ranked out of those measured (``measure_best``)."""
+    skipping_saved_s: float = 0.0
+    """About the seconds skipping saved (the skipped candidates times a measured one's median time)."""
 
     def stage(self, name: str) -> Stage:
         return next(s for s in self.stages if s.name == name)

@@ -82,12 +82,14 @@ def synthesize(sources: Sources, data: ValidationSet, budget: float, out: Path, 
                max_threads: int | None = None, harness: HarnessConfig = SYNTHESIS_HARNESS, aot: bool = True,
                inexact: bool = True, predict: Predict | None = None, progress: Progress | None = None,
                protocol: str | ComparisonProtocol = ComparisonProtocol.INTERLEAVED,
-               rounds: RoundsConfig = SYNTHESIS_ROUNDS) -> SynthesisResult:
+               rounds: RoundsConfig = SYNTHESIS_ROUNDS, measure_best: int | None = None) -> SynthesisResult:
     """Synthesises the fastest program within ``budget`` (a fraction: 0.01 = 1% accuracy drop) on this device and
     writes it to ``out`` (see the module docstring). ``data`` is the evaluation part of the validation set (the
     calibration part is already in ``sources``). ``max_threads`` defaults to this machine's cores. With
     ``predict``, every fp32 candidate is predicted first and the candidates of a stage are measured in the order of
-    their predicted latency (fastest first); each :class:`Measured` keeps its prediction. ``harness`` times each
+    their predicted latency (fastest first); each :class:`Measured` keeps its prediction; with ``measure_best`` as
+    well, a stage measures only that many of each runtime's predicted fastest candidates and the result lists the
+    others (``skipped``) and about the time that saved. ``harness`` times each
     candidate (about a second by default). ``protocol`` says where the reported speed-ups come from:
     ``interleaved`` (default) times the stages' programs again in the same rounds under ``rounds``
     (:data:`SYNTHESIS_ROUNDS`: up to 20 s); ``sequential`` takes the ratios of the candidates' own medians."""
@@ -97,7 +99,7 @@ def synthesize(sources: Sources, data: ValidationSet, budget: float, out: Path, 
     report = progress or _no_progress
     start = time.perf_counter()
     threads = _thread_count(max_threads)
-    candidates = Candidates(sources, data, harness, predict, report)
+    candidates = Candidates(sources, data, harness, predict, report, measure_best)
     stages = _fp32_stages(candidates, threads)
     searches = _inexact_searches(candidates, budget) if inexact else []
     within = candidates.within(budget)
@@ -112,7 +114,8 @@ def synthesize(sources: Sources, data: ValidationSet, budget: float, out: Path, 
     result = SynthesisResult(network, budget, tuple(compared), tuple(searches), tuple(candidates.measured.values()),
                              _top1(candidates.reference, data.labels), ort_best, out, final.kind,
                              len(data), len(sources.calibration), time.perf_counter() - start, _energy_note(),
-                             comparison, over_ort)
+                             comparison, over_ort, skipped=tuple(candidates.skipped.values()),
+                             skipping_saved_s=candidates.saved_s())
     manifest = manifest_of(result, final.program, data)
     write_package(out, network, final, data, manifest)
     return dataclasses.replace(result, manifest=manifest)
