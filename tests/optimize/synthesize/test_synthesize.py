@@ -304,7 +304,7 @@ def test_the_search_skips_the_candidates_a_planted_prediction_ranks_last(digits:
     def predicted(spec: ProgramSpec) -> float | None:  # every fp32 candidate predicted; the parallel executor last
         if spec.inexact:
             return None
-        return (1.0 if spec == slowest else 1e-3) / spec.threads + (1e-4 if spec.layout != "chw" else 0.0)
+        return (1.0 if spec == slowest else 1e-3) / spec.threads + (1e-4 if spec.layout in ("hwc", "nchwc") else 0.0)
 
     result = run_planted(digits, tmp_path, 0.01, max_threads=2, predict=predicted, inexact=False, measure_best=2)
     measured = {m.spec for m in result.candidates}
