@@ -114,7 +114,7 @@ def calibrate(measurer: Measurer, store: Store, networks: Sequence[Network] | No
     calibration = dict(model.calibration)
     calibration.update({"wall_s": time.perf_counter() - started, "reused_networks": sum(r.reused for r in runs),
                         "harness": {"target_ci": config.harness.target_ci, "budget_s": config.harness.budget_s},
-                        "sample_budget_s": sample_budget_s, **_prior_record(prior if samples else None),
+                        "sample_budget_s": sample_budget_s, **_prior_record(prior if sample_budget_s > 0 else None),
                         **({"machine_check": dict(machine_check)} if machine_check is not None else {}),
                         "reference": {"workload": REFERENCE, "readings_s": reference_readings_s,
                                       "median_s": float(np.median(reference_readings_s))}})
@@ -124,7 +124,7 @@ def calibrate(measurer: Measurer, store: Store, networks: Sequence[Network] | No
 
 
 def _prior_record(prior: LayerPrior | None) -> dict[str, Any]:
-    """What the calibration records of the prior its samples were drawn from (nothing without samples)."""
+    """What the calibration records of the prior its samples were drawn from (nothing when it sampled nothing)."""
     if prior is None:
         return {}
     return {"prior": {"fingerprint": prior.fingerprint, "sources": list(prior.sources),
