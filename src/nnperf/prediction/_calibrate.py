@@ -25,10 +25,12 @@ from nnperf.prediction.baselines import RooflineModel
 from nnperf.prediction.kernel import LAYER_SAMPLES
 from nnperf.store import Store
 
-RIDGE_SAMPLED_TYPES = frozenset({OpType.MAX_POOL.value, OpType.AVG_POOL.value})
-"""Layer types whose sampled layers also join PreVIous' latency Ridge of their type. Sampled convolutions stay out:
-one linear model over dense, pointwise, depthwise and grouped kernels cannot take them in (on torch at 1 thread
-they took the composition's held-out MAPE from 12.7% to 36.2%); they feed the kernel-aware models only."""
+RIDGE_SAMPLED_TYPES = frozenset({OpType.MAX_POOL.value, OpType.AVG_POOL.value, OpType.LINEAR.value})
+"""Layer types whose sampled layers also join PreVIous' latency Ridge of their type: the pools (sizes the
+calibration networks lack) and fully connected layers (the calibration's have one row, so their operations and
+weights are collinear; sampled layers of many rows tell the two apart). Sampled convolutions stay out: one linear
+model over dense, pointwise, depthwise and grouped kernels cannot take them in (on torch at 1 thread they took the
+composition's held-out MAPE from 12.7% to 36.2%); they feed the kernel-aware models only."""
 
 
 class MissingCalibrationError(NnperfError):

@@ -22,6 +22,7 @@ from nnperf.prediction.kernel import (
     ConvSample,
     GridPrior,
     LayerPrior,
+    LinearSample,
     PoolSample,
     layer_sample,
     next_round,
@@ -59,9 +60,18 @@ def test_resnet18_gives_its_distinct_configurations_once_each() -> None:
     assert ConvSample(3, 64, 224, 7, 2, 1) in prior.samples
     assert ConvSample(64, 64, 56, 3, 1, 1) in prior.samples and ConvSample(64, 128, 56, 1, 2, 1) in prior.samples
     assert PoolSample("max", 64, 112, 3, 2, 1, False) in prior.samples
+    assert LinearSample(1, 512, 1000) in prior.samples  # the classifier; the 1x1 shortcuts have stride 2
     assert prior.counts() == {"conv:standard": 8, "conv:pointwise": 3, "conv:depthwise": 0, "conv:grouped": 0,
-                              "max_pool": 1, "avg_pool": 0}
-    assert len(prior.samples) == len(set(prior.samples)) == 12
+                              "max_pool": 1, "avg_pool": 0, "linear": 1}
+    assert len(prior.samples) == len(set(prior.samples)) == 13
+
+
+def test_a_transformers_1x1_convolutions_are_also_fully_connected_layers_of_many_rows() -> None:
+    prior = LayerPrior.from_networks([zoo_network("vit_tiny")])
+    rows = {s.rows for s in prior.of_kind("linear")}
+    assert 197 in rows and 1 in rows  # the MLPs over 197 tokens (written as 1x1 convolutions) and the classifier
+    linear = Layer("fc", OpType.LINEAR, ("x",), ((1, 56, 56, 96),), (1, 56, 56, 384))
+    assert layer_sample(linear) == LinearSample(3136, 96, 384)  # ConvNeXt's MLP as an ONNX export has it
 
 
 class _HeldOut(nn.Module):
@@ -87,7 +97,8 @@ def held_out_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_sampler_never_draws_a_configuration_of_a_held_out_file(held_out_file: Path) -> None:
     held = load_model(held_out_file)
     excluded = {ConvSample(64, 64, 56, 3, 1, 1), ConvSample(144, 144, 56, 3, 1, 144),
-                PoolSample("max", 64, 112, 3, 2, 1, False), ConvSample(64, 144, 56, 1, 1, 1)}
+                PoolSample("max", 64, 112, 3, 2, 1, False), ConvSample(64, 144, 56, 1, 1, 1),
+                LinearSample(56 * 56, 64, 144)}
     full, prior = zoo_prior(), zoo_prior([held])
     assert prior.excluded == excluded and prior.held_out == (held.name,)
     assert excluded & set(full.samples)  # the zoo holds some of them: excluding removes something
@@ -143,3 +154,32 @@ def test_a_prior_that_excludes_every_grid_draw_of_a_kind_says_so() -> None:
     prior = LayerPrior((), ("none",), ("all",), everything)
     with pytest.raises(NnperfError, match="exclude every conv:grouped"):
         prior.draw("conv:grouped", np.random.default_rng(0))
+
+
+def test_sampled_fully_connected_layers_of_many_rows_let_the_ridge_tell_operations_from_weights() -> None:
+    """A layer that costs 1 ns per weight read and 0.01 ns per multiply-accumulate: the calibration's one-row
+    layers alone make operations and weights collinear, and a token-batched layer comes out far off; with
+    sampled layers of many rows in the linear Ridge it comes out right."""
+    from nnperf.ir.metrics import layer_metrics
+    from nnperf.prediction._calibrate import RIDGE_SAMPLED_TYPES, _LayerRows
+    from nnperf.prediction._features import features
+
+    def seconds(sample: LinearSample) -> float:
+        m = layer_metrics(sample.layer())
+        return 1e-9 * m.params + 1e-11 * m.macs
+
+    one_row = [LinearSample(1, i, o) for i in (256, 512, 1024, 2048, 4096) for o in (10, 256, 1000, 2048)]
+    many_rows = [LinearSample(r, i, o) for r, i, o in ((49, 768, 3072), (196, 384, 1536), (784, 192, 768),
+                                                        (3136, 96, 384), (197, 192, 768))]
+    judged = LinearSample(3136, 384, 96)
+    assert "linear" in RIDGE_SAMPLED_TYPES
+    errors = []
+    for samples in ([], many_rows):
+        rows = _LayerRows()
+        for s in one_row:
+            rows.add("linear", features(s.layer()), seconds(s))
+        rows.add_samples([(s.layer(), seconds(s)) for s in samples], RIDGE_SAMPLED_TYPES)
+        model = rows.fit_latency(alpha=1e-6)["linear"]
+        errors.append(float(model.predict(features(judged.layer()))[0]) / seconds(judged) - 1)
+    without, with_samples = errors
+    assert abs(without) > 1.0 and abs(with_samples) < 0.05, errors

@@ -14,6 +14,7 @@ from nnperf.prediction.kernel import (
     CONV_KINDS,
     SAMPLED_KINDS,
     ConvSample,
+    LinearSample,
     PoolSample,
     grid_draw,
     neighbours,
@@ -110,11 +111,11 @@ def test_the_next_round_goes_where_a_planted_error_is() -> None:
 def test_sampling_is_stored_as_taken_and_a_finished_one_is_read_back(tmp_path) -> None:  # type: ignore[no-untyped-def]
     backend = FakeBackend(model=CostModel(noise_sigma=0.0))
     with Store(tmp_path / "m.db") as store:
-        samples = sample_layers(backend, store, 1.5, SHORT_HARNESS)  # the first sentinel reading warms up 0.5 s
+        samples = sample_layers(backend, store, 2.5, SHORT_HARNESS)  # the first sentinel reading warms up 0.5 s
         # the first round interleaves the kinds, so even a slow machine's first few samples hold both
-        assert {layer.name.split("-")[0] for layer, _ in samples} == {"conv", "pool"}
+        assert {"conv", "pool"} <= {layer.name.split("-")[0] for layer, _ in samples} <= {"conv", "pool", "linear"}
         assert len(samples) >= len(SAMPLED_KINDS) and all(seconds > 0 for _, seconds in samples)
-        again = sample_layers(backend, store, 1.5, SHORT_HARNESS)  # finished: read back, nothing measured
+        again = sample_layers(backend, store, 2.5, SHORT_HARNESS)  # finished: read back, nothing measured
         assert {layer.name for layer, _ in again} == {layer.name for layer, _ in samples}
         with pytest.raises(NnperfError, match="budget must be >= 0"):
             sample_layers(backend, store, -1.0, SHORT_HARNESS)
@@ -143,3 +144,18 @@ def test_samples_are_scaled_to_the_calibrations_speed_by_the_sentinel(tmp_path) 
     scaled = _at_reference_speed({a: 1.0, b: 1.0, c: 1.0, d: 1.0}, {0: 1e-3, 4: 3e-3}, reference_s=1e-3)
     assert [t for _, t in scaled] == pytest.approx([1 / 1.25, 1 / 1.75, 1 / 2.25, 1 / 2.75])
     assert [t for _, t in _at_reference_speed({a: 1.0}, {}, reference_s=1e-3)] == [1.0]  # stored before: as is
+
+
+def test_a_sampled_fully_connected_layer_is_laid_out_as_networks_have_it_and_named_back() -> None:
+    classifier, tokens = LinearSample(1, 512, 1000), LinearSample(3136, 96, 384)
+    assert classifier.layer().input_shapes == ((1, 512),) and classifier.layer().output_shape == (1, 1000)
+    assert tokens.layer().input_shapes == ((1, 3136, 96),) and tokens.layer().output_shape == (1, 3136, 384)
+    assert layer_metrics(tokens.layer()).macs == 3136 * 96 * 384
+    for sample in (classifier, tokens):
+        assert sample.kind == "linear" and sample_from_name(sample.name) == sample
+    rng = np.random.default_rng(0)
+    drawn = [grid_draw("linear", rng) for _ in range(30)]
+    assert all(layer_metrics(s.layer()).macs <= MAX_MACS for s in drawn) and len({s.rows for s in drawn}) > 2
+    assert LinearSample(784, 96, 384) in neighbours(tokens) and LinearSample(3136, 128, 384) in neighbours(tokens)
+    with pytest.raises(NnperfError, match="does not name a sampled fully connected"):
+        sample_from_name("linear-r3")

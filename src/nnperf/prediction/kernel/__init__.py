@@ -6,7 +6,7 @@ in-network layer times, composed the way the backend runs them.
   kernels of one kind apart (``_kinds.py``);
 - :class:`Regressor`, :func:`choose`, :func:`fit_regressor` and :class:`StoredRegressor`: the candidate
   regressors, stored as numbers, never pickles (``_regressors.py``);
-- :class:`ConvSample` and :class:`PoolSample`, :func:`grid_draw` and :func:`next_round`: where calibration by
+- :class:`ConvSample`, :class:`PoolSample` and :class:`LinearSample`, :func:`grid_draw` and :func:`next_round`: where calibration by
   adaptive sampling places convolution and pooling configurations (``_sampling.py``; ``nnperf.campaign.sample_layers``
   measures them);
 - :class:`LayerPrior` and :func:`zoo_prior`: the configurations real networks contain, that sampling draws from,
@@ -33,6 +33,7 @@ from nnperf.prediction.kernel._sampling import (
     ConvSample,
     Drawer,
     GridPrior,
+    LinearSample,
     PoolSample,
     Sample,
     grid_draw,
@@ -56,6 +57,7 @@ __all__ = [
     "GridPrior",
     "KernelModel",
     "LayerPrior",
+    "LinearSample",
     "PoolSample",
     "Regressor",
     "Sample",

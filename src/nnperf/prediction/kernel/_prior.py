@@ -3,10 +3,16 @@
 A synthetic grid of channel counts, maps and kernels (:data:`~nnperf.prediction.kernel.PRIOR`) spreads its
 draws evenly over combinations no network uses (a 7x7 depthwise convolution of 16 channels at 7x7) and
 rarely hits the ones every network does (a 3x3 convolution of 64 channels at 56x56). A :class:`LayerPrior`
-instead holds the distinct convolution and pool configurations of a set of source networks, as
-:class:`ConvSample` and :class:`PoolSample` (square maps and windows; a layer that is not square, a global pool
-or a convolution above :data:`MAX_MACS` is left out), and draws a kind's configurations uniformly, so a
-configuration counts once however often its network repeats it.
+instead holds the distinct convolution, pool and fully connected configurations of a set of source networks, as
+:class:`ConvSample`, :class:`PoolSample` and :class:`LinearSample` (square maps and windows; a layer that is not
+square, a global pool or a layer above :data:`MAX_MACS` is left out), and draws a kind's configurations
+uniformly, so a configuration counts once however often its network repeats it.
+
+Fully connected layers matter beyond classifiers: a transformer's and ConvNeXt's MLPs multiply thousands of rows
+(tokens) by one weight, compute-bound GEMMs, where a classifier's one row is bound by reading the weight. The
+calibration networks hold only one-row layers, whose operations and weights grow together, so a Ridge fitted on
+them alone cannot tell what each costs (it predicted ConvNeXt-S's 73 MLP layers at 891 ms on torch, where the
+whole network ran in 389 ms); the sampled layers of many rows join that Ridge.
 
 **Held out.** The prior can exclude networks: every configuration found in one of them is removed from the
 prior and refused as a neighbour or fallback draw (:meth:`LayerPrior.allows`), so a benchmark that judges
@@ -21,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -34,6 +41,7 @@ from nnperf.prediction.kernel._sampling import (
     MAX_POOL_INPUT,
     SAMPLED_KINDS,
     ConvSample,
+    LinearSample,
     PoolSample,
     Sample,
     grid_draw,
@@ -45,8 +53,12 @@ DRAW_ATTEMPTS = 1000
 
 def layer_sample(layer: Layer) -> Sample | None:
     """The sampled configuration that ``layer`` is (a convolution or max/average pool over a square map with a
-    square window and equal strides, within the sampling bounds); None for any other layer."""
+    square window and equal strides, or a fully connected layer, within the sampling bounds); None for any other
+    layer."""
     shape = layer.input_shapes[0] if layer.input_shapes else ()
+    if layer.op is OpType.LINEAR and len(shape) >= 2:
+        linear = LinearSample(math.prod(shape[:-1]), shape[-1], layer.output_shape[-1])
+        return linear if layer_metrics(linear.layer()).macs <= MAX_MACS else None
     if len(shape) != 4 or shape[2] != shape[3]:
         return None
     attrs = layer.attrs
@@ -70,14 +82,30 @@ def layer_sample(layer: Layer) -> Sample | None:
 
 
 def network_samples(networks: Iterable[Network]) -> dict[Sample, None]:
-    """The distinct sampled configurations of ``networks``' layers, in the order first met."""
+    """The distinct sampled configurations of ``networks``' layers, in the order first met; a 1x1 convolution of
+    stride 1 is also taken as the fully connected layer it computes over its map's positions (the zoo's
+    transformer and ConvNeXt write their MLPs so)."""
     found: dict[Sample, None] = {}
     for network in networks:
         for layer in network.layers:
             sample = layer_sample(layer)
             if sample is not None:
                 found.setdefault(sample)
+            linear = _pointwise_as_linear(layer)
+            if linear is not None:
+                found.setdefault(linear)
     return found
+
+
+def _pointwise_as_linear(layer: Layer) -> LinearSample | None:
+    """The fully connected layer a 1x1 convolution of stride 1 in one group computes over its map's positions
+    (whatever the map's shape), within the sampling bounds; None for any other layer."""
+    attrs, shape = layer.attrs, layer.input_shapes[0] if layer.input_shapes else ()
+    if (layer.op is not OpType.CONV or not isinstance(attrs, ConvAttrs) or len(shape) != 4
+            or (attrs.kernel, attrs.stride, attrs.groups, sum(attrs.padding)) != ((1, 1), (1, 1), 1, 0)):
+        return None
+    linear = LinearSample(shape[2] * shape[3], shape[1], layer.output_shape[1])
+    return linear if layer_metrics(linear.layer()).macs <= MAX_MACS else None
 
 
 @dataclass(frozen=True)

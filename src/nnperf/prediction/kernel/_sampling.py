@@ -17,7 +17,8 @@ where the models err most:
 
 The synthetic grid :data:`PRIOR` (channel counts 16-512 in the usual steps, maps 7-112, kernels 1-7, stride 1
 or 2, and per kind its grouping: one channel per group for depthwise, 4-64 for grouped; max and average pools
-of 2x2 or 3x3 windows, with or without padding and ceil mode) gives the neighbours' steps, and the draws of a
+of 2x2 or 3x3 windows, with or without padding and ceil mode; fully connected layers of 1 to 3136 rows) gives the
+neighbours' steps, and the draws of a
 kind the prior's networks lack (:class:`GridPrior` draws from it alone).
 
 Measuring the samples is the campaign ``nnperf.campaign.sample_layers``: it asks :func:`next_round` where the
@@ -35,7 +36,7 @@ from typing import Protocol
 import numpy as np
 
 from nnperf.errors import NnperfError
-from nnperf.ir import ConvAttrs, Layer, OpType, PoolAttrs
+from nnperf.ir import ConvAttrs, Layer, LinearAttrs, OpType, PoolAttrs
 from nnperf.ir.metrics import layer_metrics
 from nnperf.prediction.kernel._kinds import CONV_KINDS, ConvKernel, kernel_features, kernel_kind
 from nnperf.prediction.kernel._regressors import MIN_SAMPLES_TO_CHOOSE, Regressor, choose, fit
@@ -43,8 +44,11 @@ from nnperf.prediction.kernel._regressors import MIN_SAMPLES_TO_CHOOSE, Regresso
 POOL_KINDS = (OpType.MAX_POOL.value, OpType.AVG_POOL.value)
 """The pooling kinds sampled (the kernel kinds of :func:`kernel_kind`, PreVIous' layer types)."""
 
-SAMPLED_KINDS = (*CONV_KINDS, *POOL_KINDS)
-"""Every kind sampling draws: the four convolution kinds and the two pools."""
+LINEAR_KIND = OpType.LINEAR.value
+"""The fully connected kind: a classifier's one row, or a transformer's or ConvNeXt's rows of tokens."""
+
+SAMPLED_KINDS = (*CONV_KINDS, *POOL_KINDS, LINEAR_KIND)
+"""Every kind sampling draws: the four convolution kinds, the two pools and fully connected layers."""
 
 PRIOR = {
     "channels": (16, 24, 32, 48, 64, 96, 128, 160, 192, 256, 320, 384, 512),
@@ -54,6 +58,7 @@ PRIOR = {
     "per_group": (4, 8, 16, 32, 64),
     "expansion": (0.25, 0.5, 1.0, 2.0, 4.0),
     "pool_kernel": (2, 3),
+    "rows": (1, 49, 196, 784, 3136),
 }
 """The choices each configuration is drawn from (see the module docstring)."""
 
@@ -151,13 +156,48 @@ class PoolSample:
         return kernel_kind(self.layer())
 
 
-Sample = ConvSample | PoolSample
+@dataclass(frozen=True)
+class LinearSample:
+    """One sampled fully connected layer: ``rows`` rows of ``in_features`` (the tokens of a transformer or of
+    ConvNeXt's pointwise MLPs; 1 for a classifier) times an ``in_features`` x ``out_features`` weight. One row is
+    laid out (1, in) as a classifier's; more are (1, rows, in), as a network's tokens."""
+
+    rows: int
+    in_features: int
+    out_features: int
+
+    @property
+    def name(self) -> str:
+        return f"linear-r{self.rows}-i{self.in_features}-o{self.out_features}"
+
+    @classmethod
+    def from_name(cls, name: str) -> LinearSample:
+        try:
+            parts = {p[0]: int(p[1:]) for p in name.split("-")[1:]}
+            return cls(parts["r"], parts["i"], parts["o"])
+        except (KeyError, ValueError, IndexError) as exc:
+            raise NnperfError(f"{name!r} does not name a sampled fully connected layer") from exc
+
+    def layer(self) -> Layer:
+        lead = (1,) if self.rows == 1 else (1, self.rows)
+        return Layer(self.name, OpType.LINEAR, ("x",), ((*lead, self.in_features),), (*lead, self.out_features),
+                     LinearAttrs())
+
+    @property
+    def kind(self) -> str:
+        return kernel_kind(self.layer())
+
+
+Sample = ConvSample | PoolSample | LinearSample
 """A sampled configuration of any kind."""
 
 
 def sample_from_name(name: str) -> Sample:
-    """The configuration a stored sample's name gives back (:meth:`ConvSample.name`, :meth:`PoolSample.name`)."""
-    return PoolSample.from_name(name) if name.startswith("pool-") else ConvSample.from_name(name)
+    """The configuration a stored sample's name gives back (:meth:`ConvSample.name`, :meth:`PoolSample.name`,
+    :meth:`LinearSample.name`)."""
+    if name.startswith("pool-"):
+        return PoolSample.from_name(name)
+    return LinearSample.from_name(name) if name.startswith("linear-") else ConvSample.from_name(name)
 
 
 def grid_draw(kind: str, rng: np.random.Generator) -> Sample:
@@ -167,6 +207,8 @@ def grid_draw(kind: str, rng: np.random.Generator) -> Sample:
         raise NnperfError(f"cannot sample {kind!r}; the sampled kinds are {', '.join(SAMPLED_KINDS)}")
     if kind in POOL_KINDS:
         return _draw_pool(kind, rng)
+    if kind == LINEAR_KIND:
+        return _draw_linear(rng)
     while True:
         c_in = int(rng.choice(PRIOR["channels"]))
         size = int(rng.choice(PRIOR["map"]))
@@ -196,6 +238,15 @@ def _draw_pool(kind: str, rng: np.random.Generator) -> PoolSample:
             return sample
 
 
+def _draw_linear(rng: np.random.Generator) -> LinearSample:
+    while True:
+        c_in = int(rng.choice(PRIOR["channels"]))
+        sample = LinearSample(int(rng.choice(PRIOR["rows"])), c_in, _channels(c_in * float(rng.choice(
+            PRIOR["expansion"]))))
+        if layer_metrics(sample.layer()).macs <= MAX_MACS:
+            return sample
+
+
 def _pool_fits(sample: PoolSample) -> bool:
     """Within :data:`MAX_POOL_INPUT`, a window no larger than the padded map, and padding at most half the
     window (PyTorch's own bound)."""
@@ -205,6 +256,11 @@ def _pool_fits(sample: PoolSample) -> bool:
 
 def neighbours(sample: Sample) -> list[Sample]:
     """Configurations one step away in one choice of :data:`PRIOR` (channels, map, kernel, stride), same kind."""
+    if isinstance(sample, LinearSample):
+        linears = (replace(sample, **{name: value}) for name, choices in (
+            ("rows", PRIOR["rows"]), ("in_features", PRIOR["channels"]), ("out_features", PRIOR["channels"]))
+            for value in _adjacent(getattr(sample, name), choices))
+        return [moved for moved in linears if layer_metrics(moved.layer()).macs <= MAX_MACS]
     if isinstance(sample, PoolSample):
         pools = (_moved_pool(sample, name, value) for name, choices in (
             ("channels", PRIOR["channels"]), ("map", PRIOR["map"]), ("kernel", PRIOR["pool_kernel"]),
