@@ -31,8 +31,9 @@ run of its own as it is taken). Per network:
   pooled) and the difference between the sets' adjusted times over their mean;
 - goal: |adjusted error| at most 10%, or at most the noise floor where that is higher.
 
-**Tracing** (``--trace``): every network that misses the goal is then measured layer by layer, each layer alone
-(``nnperf.api.evaluate``, a per-layer budget of ``--trace-budget`` seconds, stored), and its error split by
+**Tracing** (``--trace``, or ``--trace-from JSON`` after a finished run): the networks that miss the goal (at most
+``--trace-max``, the largest misses first) are then measured layer by layer, each layer alone
+(``nnperf.api.evaluate``, a per-layer budget of ``--trace-budget`` seconds, stored), and each error split by
 ``nnperf.prediction.evaluation.trace_error`` into each kernel kind's summed layer error and the composition's part
 (what putting the layers together adds: in-network context, fusion, per-call costs), against the whole network
 measured alone in that same evaluation.
@@ -150,9 +151,11 @@ class Judged:
                 "adjusted_error": {p: self.adjusted_error(p) for p in self.predicted_s}}
 
 
-def calibrated(system: api.System, db: Path, files: dict[str, Path]) -> Any:
-    """The system's calibration with every judged file held out (made if the DB has none)."""
-    model = api.calibrate(system, db, if_needed=True, held_out=list(files.values()),
+def calibrated(system: api.System, db: Path, files: dict[str, Path], refit: bool) -> Any:
+    """The system's calibration with every judged file held out (made if the DB has none; with ``refit``, made
+    again: the calibration networks' stored measurements are reused, the sampling runs anew where its prior
+    changed)."""
+    model = api.calibrate(system, db, if_needed=not refit, held_out=list(files.values()),
                           progress=lambda what, done, total: None)
     held = set(model.calibration.get("prior", {}).get("held_out", ()))
     wanted = {api.load_model(p).name for p in files.values()}
@@ -162,11 +165,12 @@ def calibrated(system: api.System, db: Path, files: dict[str, Path]) -> Any:
     return model
 
 
-def run_system(text: str, db: Path, files: dict[str, Path], sets: int) -> tuple[dict[str, Any], list[Judged]]:
+def run_system(text: str, db: Path, files: dict[str, Path], sets: int, refit: bool = False
+               ) -> tuple[dict[str, Any], list[Judged]]:
     backend, _, threads = text.partition(":")
     system = api.System(backend, threads=int(threads or 1))
     log(f"{text}: calibrating into {db} (if needed), {len(files)} networks held out")
-    model = calibrated(system, db, files)
+    model = calibrated(system, db, files, refit)
     networks: dict[str, Network] = {}
     failed: dict[str, str] = {}
     with system.open() as runner:
@@ -280,8 +284,8 @@ def trace_finished(args: argparse.Namespace) -> None:
     files = {name: Path(path) for name, path in done["judged"].items()}
     for system in done["systems"]:
         primary = system["primary"]
-        misses = [n["name"] for n in sorted(system["networks"], key=lambda n: n["gmacs"])
-                  if abs(n["adjusted_error"][primary]) > max(WITHIN, n["noise_floor"])]
+        misses = [n["name"] for n in sorted(system["networks"], key=lambda n: -abs(n["adjusted_error"][primary]))
+                  if abs(n["adjusted_error"][primary]) > max(WITHIN, n["noise_floor"])][:args.trace_max]
         system["traces"] = traced(system["system"], args.db, files, misses, args.trace_budget) if misses else {}
         print(f"### {system['label']}\n" + trace_markdown(system["traces"]), flush=True)
         args.trace_from.write_text(json.dumps(done, indent=1, default=str))
@@ -294,9 +298,13 @@ def main() -> None:
     parser.add_argument("--db", type=Path, default=Path("bench/results/heldout_corpus.db"))
     parser.add_argument("--max-gmacs", type=float, default=12.0)
     parser.add_argument("--sets", type=int, default=2, help="sets of paired rounds per network (default 2)")
+    parser.add_argument("--refit", action="store_true",
+                        help="calibrate again (stored calibration networks reused; new sampling where it changed)")
     parser.add_argument("--trace", action="store_true", help="trace the misses to their layers (see above)")
     parser.add_argument("--trace-from", type=Path, metavar="JSON",
                         help="measure nothing whole: trace the misses of a finished run's --json (same --db)")
+    parser.add_argument("--trace-max", type=int, default=6, metavar="N",
+                        help="trace at most the N misses with the largest errors (default 6)")
     parser.add_argument("--trace-budget", type=float, default=0.25, metavar="SECONDS",
                         help="per-layer measuring budget when tracing (default 0.25)")
     parser.add_argument("--json", type=Path)
@@ -312,9 +320,10 @@ def main() -> None:
     out: dict[str, Any] = {"host": asdict(host_info()), "judged": {n: str(p) for n, p in files.items()},
                            "left_out": left_out, "systems": []}
     for text in args.systems:
-        meta, judged = run_system(text, args.db, files, args.sets)
+        meta, judged = run_system(text, args.db, files, args.sets, args.refit)
         print(markdown(meta, judged), flush=True)
-        misses = [j.name for j in sorted(judged, key=lambda j: j.gmacs) if not j.meets_goal(meta["primary"])]
+        misses = [j.name for j in sorted(judged, key=lambda j: -abs(j.adjusted_error(meta["primary"])))
+                  if not j.meets_goal(meta["primary"])][:args.trace_max]
         traces = traced(text, args.db, files, misses, args.trace_budget) if args.trace and misses else {}
         if traces:
             print(trace_markdown(traces), flush=True)
