@@ -73,6 +73,21 @@ def test_onnxruntime_fuses_conv_and_relu_and_says_so() -> None:
     assert all(m.group_size == 1 for m in plain.layers)  # no optimisation, no fusion
 
 
+def test_a_graph_onnxruntime_refuses_is_a_measurement_error_naming_it() -> None:
+    from onnx import TensorProto, helper
+
+    from nnperf.measure import MeasurementError
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 3])
+    w = helper.make_tensor("w", TensorProto.FLOAT, [4, 5], [0.0] * 20)  # 3 columns against 4 rows
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "mismatched", [x], [y], [w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    with create_backend("onnxruntime", BackendOptions(threads=1)) as ort, \
+            pytest.raises(MeasurementError, match="ONNX Runtime cannot build the graph nnperf made of 'mismatched'"):
+        ort._timer(model)
+
+
 def test_torch_channels_last_option() -> None:
     with create_backend("torch", BackendOptions(extra={"memory_format": "channels_last"})) as torch_cl:
         assert ("memory_format", "channels_last") in torch_cl.system().options

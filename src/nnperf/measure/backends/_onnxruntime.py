@@ -13,7 +13,7 @@ import numpy as np
 
 from nnperf.ir import Layer, Network
 from nnperf.measure._attribution import attribute, match_node
-from nnperf.measure._harness import Timer
+from nnperf.measure._harness import MeasurementError, Timer
 from nnperf.measure._stats import fixed_timing
 from nnperf.measure._types import LayerMeasurement, Method
 from nnperf.measure.backends._base import DEFAULT_OPTIONS, Backend, BackendOptions, ProfileResult, random_inputs
@@ -86,8 +86,12 @@ class OrtBackend(Backend):
         return so
 
     def _session(self, model: Any, profile_prefix: str | None = None) -> tuple[Any, dict[str, np.ndarray]]:
-        session = self.ort.InferenceSession(model.SerializeToString(), self._session_options(profile_prefix),
-                                            providers=self.providers)
+        try:
+            session = self.ort.InferenceSession(model.SerializeToString(), self._session_options(profile_prefix),
+                                                providers=self.providers)
+        except Exception as exc:  # onnxruntime raises its own Fail, InvalidGraph, ... for a graph it refuses
+            raise MeasurementError(f"ONNX Runtime cannot build the graph nnperf made of {model.graph.name!r}: "
+                                   f"{str(exc).strip()}") from exc
         shapes = [tuple(int(d) for d in i.shape) for i in session.get_inputs()]
         dtypes = [ort_numpy_type(i.type) for i in session.get_inputs()]
         feeds = dict(zip([i.name for i in session.get_inputs()], random_inputs(shapes, self.seed, dtypes)))
