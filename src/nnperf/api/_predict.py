@@ -39,10 +39,10 @@ Progress = Callable[[str, int, int], None]
 
 
 DEFAULT_SAMPLE_BUDGET_S = 40.0
-"""Seconds of sampled convolutions and pools a calibration measures alone by default, drawn from the layer
-configurations of nnperf's reference zoo (about 120 samples here). With the calibration networks, a calibration
-took 297-312 s per backend on a 2-core VM (BENCHMARKS.md, "Held-out torchvision definitions"): within the
-5 minutes a calibration may take."""
+"""Seconds of sampled convolutions, pools and fully connected layers a calibration measures alone by default,
+drawn from the layer configurations of nnperf's reference zoo (about 150 samples here). With the calibration
+networks, a calibration of ONNX Runtime took 309 s on a busy 2-core VM (BENCHMARKS.md, "Every torchvision
+definition"): about the 5 minutes a calibration may take."""
 
 CHECK_NOISE_S = 5.0
 """Seconds of the reference workload timed back to back by the machine check before a calibration."""
@@ -61,7 +61,7 @@ def calibrate(system: System | str = DEFAULT_SYSTEM, store: StoreLike = None, *,
 
     Every measurement is stored as it is taken: an interrupted calibration
     resumes, and networks already calibrated on the system are reused. About
-    4.5 minutes per backend on a 2-core VM.
+    5 minutes per backend on a 2-core VM.
 
     Parameters
     ----------

@@ -152,7 +152,7 @@ def synthesize(model: str | os.PathLike[str] | nn.Module, store: StoreLike = Non
     ``calibration`` samples (shuffled, seeded) calibrate int8; at most ``samples`` of the rest judge accuracy.
     With ``predict``, the fp32 candidates are ranked by the latency nnperf predicts from the calibrations in
     ``store`` (default ./nnperf.db) before they are measured; ``calibrate_missing`` calibrates the systems the
-    store lacks (1.5 to 4 minutes each on a 2-core VM), else those are not predicted. ``protocol`` is where the
+    store lacks (about 5 minutes each on a 2-core VM), else those are not predicted. ``protocol`` is where the
     reported speed-ups come from: ``"auto"`` (default: what a quick machine check recommends, interleaved for
     these in-process programs), ``"interleaved"`` (the stages' programs timed again in the same rounds) or
     ``"sequential"`` (the ratio of the search's own medians, taken minutes apart). With ``measure_best`` (and

@@ -40,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--no-inexact", dest="inexact", action="store_false", help="fp32 programs only")
     p.add_argument("--input-shape", default=None, metavar="1x3x224x224", help="an ONNX file's input shape")
     p.add_argument("--calibrate", action="store_true",
-                   help="calibrate (once, 1.5 to 4 min each on a 2-core VM) the systems of the fp32 candidates the store has no "
+                   help="calibrate (once, about 5 min each on a 2-core VM) the systems of the fp32 candidates the store has no "
                         "calibration for, so every candidate is predicted before it is measured")
     p.add_argument("--no-predict", dest="predict", action="store_false",
                    help="do not rank the candidates by predicted latency")
