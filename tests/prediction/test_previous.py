@@ -214,3 +214,19 @@ def test_sampled_pools_join_the_ridge_and_sampled_convolutions_do_not(tmp_path) 
     assert (plain.latency["max_pool"].n_samples_, sampled.latency["max_pool"].n_samples_) == (1, 2)
     assert sampled.latency["conv"].to_dict() == plain.latency["conv"].to_dict()
     assert sampled.calibration["layer_samples"] == 2
+
+
+def test_a_calibration_that_reuses_every_network_keeps_the_speed_read_when_they_were_measured(
+        tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    readings = iter([0.030, 0.032, 0.040, 0.041, 0.050, 0.051])  # the machine speeds up, then slows, ...
+    monkeypatch.setattr("nnperf.campaign._calibration.ReferenceItem.measure",
+                        lambda self, backend, meter=None: next(readings))
+    backend = FakeBackend(model=CostModel(noise_sigma=0.0))
+    calibration = [residual_conv_net("cal", 8, 8), residual_conv_net("cal2", 4, 16)]
+    with Store(tmp_path / "m.db") as store:
+        first = calibrate(backend, store, calibration, FAST).calibration["reference"]
+        again = calibrate(backend, store, calibration, FAST).calibration["reference"]  # every network reused
+        assert first["readings_s"] == [0.030, 0.032] and not first["carried"]
+        assert again["readings_s"] == [0.030, 0.032] and again["carried"] and again["median_s"] == 0.031
+        grown = calibrate(backend, store, [*calibration, residual_conv_net("cal3", 4, 8)], FAST)
+        assert grown.calibration["reference"]["readings_s"] == [0.050, 0.051]  # one measured now: read now

@@ -25,7 +25,7 @@ from nnperf.ir import Layer, Network
 from nnperf.measure import REFERENCE, HarnessConfig, read_reference
 from nnperf.measure.backends import Backend
 from nnperf.measure.power import PowerMeter
-from nnperf.prediction import MODEL_KIND, RooflineModel, SystemModel, fit_system_model
+from nnperf.prediction import MODEL_KIND, MeasuredNetwork, RooflineModel, SystemModel, fit_system_model
 from nnperf.prediction.kernel import LayerPrior, zoo_prior
 from nnperf.store import Store
 
@@ -109,6 +109,7 @@ def calibrate(measurer: Measurer, store: Store, networks: Sequence[Network] | No
                                 lambda what, done, part: progress(f"sampling: {what}", total, total),
                                 reference_s=sentinel_reference_s(r.whole.extra for r in runs))
     system = runner.system()
+    carried = _readings_of_reused(store, system.key, runs)
     model = fit_system_model(runs, system.key, system.label, profiled=profiled, roofline=roofline,
                              layer_samples=samples)
     calibration = dict(model.calibration)
@@ -116,11 +117,36 @@ def calibrate(measurer: Measurer, store: Store, networks: Sequence[Network] | No
                         "harness": {"target_ci": config.harness.target_ci, "budget_s": config.harness.budget_s},
                         "sample_budget_s": sample_budget_s, **_prior_record(prior if sample_budget_s > 0 else None),
                         **({"machine_check": dict(machine_check)} if machine_check is not None else {}),
-                        "reference": {"workload": REFERENCE, "readings_s": reference_readings_s,
-                                      "median_s": float(np.median(reference_readings_s))}})
+                        "reference": _reference_record(carried or reference_readings_s, carried is not None)})
     model = replace(model, calibration=calibration)
     store.save_model(store.add_system(system).id, MODEL_KIND, model.to_dict())
     return model
+
+
+def _readings_of_reused(store: Store, system_key: str, runs: Sequence[MeasuredNetwork]) -> list[float] | None:
+    """When every calibration network was reused from the store, the reference readings of the first stored
+    calibration made of those very runs: the machine's speed when they were measured, which readings taken now
+    do not tell (on a shared VM it moves by 10-25% within the hour). None when something was measured now or no
+    such calibration is stored."""
+    if not runs or not all(r.reused for r in runs):
+        return None
+    record = store.find_system(system_key)
+    if record is None:
+        return None
+    ids = [r.run.id for r in runs]
+    for document in reversed(store.models(record.id, MODEL_KIND)):  # oldest first
+        calibration = document.get("calibration", {})
+        readings = calibration.get("reference", {}).get("readings_s")
+        if calibration.get("runs") == ids and readings:
+            return [float(r) for r in readings]
+    return None
+
+
+def _reference_record(readings_s: Sequence[float], carried: bool) -> dict[str, Any]:
+    """The calibration's reference readings (``carried``: those of the calibration that measured its reused
+    networks)."""
+    return {"workload": REFERENCE, "readings_s": list(readings_s), "median_s": float(np.median(readings_s)),
+            "carried": carried}
 
 
 def _prior_record(prior: LayerPrior | None) -> dict[str, Any]:
