@@ -208,6 +208,7 @@ def run_system(text: str, db: Path, files: dict[str, Path], sets: int, refit: bo
                 log(f"{text} set {s + 1}/{sets} {k + 1}/{len(order)} {name}: {timing.latency_s * 1e3:.2f} ms "
                     f"raw, {j.adjusted_s[-1] * 1e3:.2f} ms adjusted, drift {j.drift[-1]:+.1%}")
     meta = {"system": text, "label": model.system_label, "calibration_wall_s": model.calibration.get("wall_s"),
+            "reference_s": calibration_reference_s,
             "sample_budget_s": model.calibration.get("sample_budget_s"), "prior": model.calibration.get("prior"),
             "predict_many_s": predict_s, "networks": len(networks), "failed": failed, "primary": primary}
     return meta, list(judged.values())
@@ -278,6 +279,30 @@ def markdown(meta: dict[str, Any], judged: list[Judged]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def rejudge(args: argparse.Namespace) -> None:
+    """Judges a finished run's measurements (its --json) again with the system's calibration as the DB holds it now
+    (made again first with --refit): every prediction anew, every speed-adjusted time and drift moved to the new
+    calibration's reference reading. Nothing is measured whole."""
+    done = json.loads(args.rejudge.read_text())
+    files = {name: Path(path) for name, path in done["judged"].items()}
+    for system in done["systems"]:
+        backend, _, threads = system["system"].partition(":")
+        settings = api.System(backend, threads=int(threads or 1))
+        model = calibrated(settings, args.db, files, args.refit)
+        factor = model.reference_s[1] / system["reference_s"]
+        names = [n["name"] for n in system["networks"]]
+        predictions = api.predict([api.load_model(files[n]) for n in names], settings, args.db)
+        judged = [Judged(n["name"], n["gmacs"], dict(p.network_latency_s), system["primary"], n["raw_s"], n["ratios"],
+                      [a * factor for a in n["adjusted_s"]], [(1 + d) / factor - 1 for d in n["drift"]])
+                  for n, p in zip(system["networks"], predictions, strict=True)]
+        system.update({"reference_s": model.reference_s[1], "rejudged": True,
+                       "calibration_wall_s": model.calibration.get("wall_s"),
+                       "networks": [j.as_dict() for j in judged]})
+        print(markdown(system, judged), flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(done, indent=1, default=str))
+
+
 def trace_finished(args: argparse.Namespace) -> None:
     """Traces the misses of a finished run (its --json) on each of its systems, into the same JSON's traces."""
     done = json.loads(args.trace_from.read_text())
@@ -301,6 +326,9 @@ def main() -> None:
     parser.add_argument("--refit", action="store_true",
                         help="calibrate again (stored calibration networks reused; new sampling where it changed)")
     parser.add_argument("--trace", action="store_true", help="trace the misses to their layers (see above)")
+    parser.add_argument("--rejudge", type=Path, metavar="JSON",
+                        help="measure nothing whole: judge a finished run's --json again with the calibration the DB "
+                             "holds now (with --refit, made again first); --json writes the new figures")
     parser.add_argument("--trace-from", type=Path, metavar="JSON",
                         help="measure nothing whole: trace the misses of a finished run's --json (same --db)")
     parser.add_argument("--trace-max", type=int, default=6, metavar="N",
@@ -311,6 +339,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.sets < 1:
         parser.error("--sets must be at least 1")
+    if args.rejudge:
+        rejudge(args)
+        return
     if args.trace_from:
         trace_finished(args)
         return
