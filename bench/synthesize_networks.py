@@ -26,6 +26,7 @@ speed-up the median per-round ratio with its 95% bootstrap interval; sequential,
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -59,9 +60,10 @@ def run_network(name: str, args: argparse.Namespace) -> SynthesisResult:
     if name.startswith("glyphs-"):
         module = glyph_network(name.removeprefix("glyphs-"), args.glyph_cache)
         data = load_validation("glyphs", (1, 32, 32))
-        return synthesize(module, data=data, budget=args.budget, out=out, max_threads=args.threads,
-                          samples=args.samples, input_shape=(1, 1, 32, 32), store=args.db,
-                          calibrate_missing=args.calibrate, protocol=args.protocol, measure_best=args.measure_best)
+        result = synthesize(module, data=data, budget=args.budget, out=out, max_threads=args.threads,
+                            samples=args.samples, input_shape=(1, 1, 32, 32), store=args.db,
+                            calibrate_missing=args.calibrate, protocol=args.protocol, measure_best=args.measure_best)
+        return dataclasses.replace(result, network=name)  # a module is named by its class (Sequential)
     if name == "digits":
         trained = cached_digits(DIGITS_CACHE, size=64, width=32, epochs=10)
         print(f"digits CNN: 64x64, width 32, 10 epochs; held-out top-1 {trained.validation_accuracy:.2%} on "
