@@ -238,3 +238,15 @@ def test_predict_with_a_stored_system(capsys, tmp_path: Path, calibrated_db: str
                        "--verify", "--db", db)
     assert code == 1
     assert "verify measures on fake/cpu[threads=2] here, but system 1 is fake/cpu[threads=1]" in err
+
+
+def test_a_sample_budget_of_zero_turns_sampling_off_and_a_bad_one_is_named() -> None:
+    from nnperf.cli._units import parse_budget
+    from nnperf.errors import NnperfError
+
+    assert parse_budget(None, "--sample-budget") is None  # not given: the API's default
+    assert parse_budget("0", "--sample-budget") == 0.0 and parse_budget("0s", "--sample-budget") == 0.0
+    assert parse_budget("90s", "--sample-budget") == 90.0 and parse_budget("2m", "--sample-budget") == 120.0
+    for bad in ("soon", "-5s"):
+        with pytest.raises(NnperfError, match="--sample-budget"):
+            parse_budget(bad, "--sample-budget")

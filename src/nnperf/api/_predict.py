@@ -27,7 +27,7 @@ from nnperf.prediction import (
     load_system_model,
     missing_calibration,
 )
-from nnperf.prediction.kernel import zoo_prior
+from nnperf.prediction.kernel import LayerPrior, zoo_prior
 from nnperf.store import Store, default_store_path
 
 if TYPE_CHECKING:
@@ -84,7 +84,8 @@ def calibrate(system: System | str = DEFAULT_SYSTEM, store: StoreLike = None, *,
     held_out : sequence of models, optional
         Networks (files, zoo names or IR) whose layer configurations sampling must never measure: an evaluation
         on them then judges layers the calibration never saw. Their configurations leave the prior, and the
-        calibration records which networks were held out.
+        calibration records which networks were held out; ``if_needed`` reuses a stored calibration only when it
+        held out the same ones.
     progress : callable, optional
         Called with (what, done, total) as the calibration goes.
     check : bool, default True
@@ -106,12 +107,21 @@ def calibrate(system: System | str = DEFAULT_SYSTEM, store: StoreLike = None, *,
     prior = zoo_prior([load_model(model) for model in held_out]) if held_out and budget > 0 else None
     with opened_store(store) as opened, chosen.open() as runner:
         existing = _readable_calibration(opened, runner) if if_needed else None
-        if existing is not None:
+        if existing is not None and _holds_out(existing, prior):
             return existing
         found = _machine_check(runner, chosen.threads, check_noise_s, progress) if check else None
         config = ProfileConfig(per_layer="isolated", harness=_harness(budget_s, target_ci))
         return calibrate_system(runner, opened, config=config, meter=meter, progress=progress,
                                 sample_budget_s=budget, machine_check=found, prior=prior)
+
+
+def _holds_out(model: SystemModel, prior: LayerPrior | None) -> bool:
+    """Whether ``model``'s sampling held out the networks ``prior`` holds out (any calibration will do when none
+    is asked to be held out)."""
+    if prior is None:
+        return True
+    recorded = model.calibration.get("prior", {})
+    return isinstance(recorded, dict) and set(recorded.get("held_out", ())) == set(prior.held_out)
 
 
 def _harness(budget_s: float | None, target_ci: float | None) -> HarnessConfig:

@@ -141,6 +141,11 @@ def test_the_api_records_the_held_out_networks_and_refuses_a_missing_one(tmp_pat
                           held_out=[held_out_file], check=False)
     assert model.calibration["prior"]["held_out"] == [load_model(held_out_file).name]
     assert model.calibration["prior"]["configurations"]["conv:standard"] > 0
+    same = api.calibrate("fake", tmp_path / "m.db", if_needed=True, held_out=[held_out_file], check=False)
+    assert same.calibration == model.calibration  # held out alike: the stored calibration is the one
+    none_held = api.calibrate("fake", tmp_path / "m.db", budget_s=0.01, target_ci=0.5, sample_budget_s=1.0,
+                              if_needed=True, held_out=["resnet18"], check=False)
+    assert none_held.calibration["prior"]["held_out"] == ["resnet18"]  # others held out: calibrated again
     with pytest.raises(NnperfError, match="no such file"):
         api.calibrate("fake", tmp_path / "m.db", sample_budget_s=1.0, held_out=[tmp_path / "gone.onnx"],
                       check=False)
