@@ -48,8 +48,9 @@ class Candidates:
     """Every program one synthesis measured, by spec, in the order measured; each measured once (``harness``, one
     sample), judged against the reference (the first runtime's plain fp32 program, ``reference_spec``) and
     predicted first with ``predict``. With ``measure_best``, a stage whose candidates are all predicted measures
-    only the ``measure_best`` predicted fastest of each runtime and records the others as :attr:`skipped`; ``measure_s`` keeps the
-    seconds each measured candidate took (timing and accuracy), to say what skipping saved."""
+    only the ``measure_best`` predicted fastest of each runtime and records the others as :attr:`skipped`;
+    ``measure_s`` keeps the seconds each measured candidate took (timing and accuracy), to say what skipping
+    saved."""
 
     def __init__(self, sources: Sources, data: ValidationSet, harness: HarnessConfig, predict: Predict | None,
                  report: Progress, measure_best: int | None = None) -> None:

@@ -17,9 +17,9 @@ where the models err most:
 
 The synthetic grid :data:`PRIOR` (channel counts 16-512 in the usual steps, maps 7-112, kernels 1-7, stride 1
 or 2, and per kind its grouping: one channel per group for depthwise, 4-64 for grouped; max and average pools
-of 2x2 or 3x3 windows, with or without padding and ceil mode; fully connected layers of 1 to 3136 rows) gives the
-neighbours' steps, and the draws of a
-kind the prior's networks lack (:class:`GridPrior` draws from it alone).
+of 2x2 or 3x3 windows, with or without padding and ceil mode; fully connected layers of 1 to 3136 rows) gives
+the neighbours' steps, and the draws of a kind the prior's networks lack (:class:`GridPrior` draws from it
+alone).
 
 Measuring the samples is the campaign ``nnperf.campaign.sample_layers``: it asks :func:`next_round` where the
 next samples go, and stores each sample under :meth:`ConvSample.name` / :meth:`PoolSample.name`
