@@ -54,7 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def run(args: argparse.Namespace) -> int:
     if args.fleet:
         return calibrate_on_fleet(args)
-    from nnperf.api import calibrate, stored_calibration
+    from nnperf.api import DEFAULT_SAMPLE_BUDGET_S, calibrate, stored_calibration
     from nnperf.errors import FormatVersionError
     from nnperf.report import console
     from nnperf.report.predictions import calibration_document, calibration_header
@@ -77,7 +77,8 @@ def run(args: argparse.Namespace) -> int:
                       f"{existing.coefficient_c:.3f}, {len(existing.latency)} layer-type models); nothing to do")
             return 0
     if not args.json:
-        out.print(calibration_header(args.backend, args.device, args.threads, store_path))
+        budget_s = DEFAULT_SAMPLE_BUDGET_S if sample_budget_s is None else sample_budget_s
+        out.print(calibration_header(args.backend, args.device, args.threads, store_path, budget_s))
     with Progress(not args.json, "calibrating") as progress:
         model = calibrate(system, args.db, energy=args.energy, budget_s=args.budget_s, target_ci=args.target_ci,
                           sample_budget_s=sample_budget_s, held_out=args.held_out, progress=progress,

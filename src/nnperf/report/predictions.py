@@ -52,15 +52,16 @@ def calibration_summary(model: SystemModel, store_path: str) -> list[str]:
     return lines
 
 
-def calibration_header(backend: str, device: str, threads: int, store_path: str) -> str:
+def calibration_header(backend: str, device: str, threads: int, store_path: str, sample_budget_s: float = 0.0) -> str:
     """The line ``nnperf calibrate`` starts with: what it will measure, where it goes, that it resumes."""
     from nnperf.campaign import calibration_networks
 
     networks = calibration_networks()
     layers = sum(len(n.layers) for n in networks)
+    sampling = f", then {sample_budget_s:g} s of sampled layers" if sample_budget_s > 0 else ""
     return (f"calibrating {backend} on {device} ({threads} thread{'s' if threads != 1 else ''}) into {store_path}: "
             f"{len(networks)} calibration networks, {layers} layers timed alone and each network whole, then short "
-            "profiler passes and the roofline peaks; every measurement is stored as it is taken, so an "
+            f"profiler passes and the roofline peaks{sampling}; every measurement is stored as it is taken, so an "
             "interrupted calibration resumes")
 
 
