@@ -43,4 +43,5 @@ def _calibrate_without_sampling(monkeypatch: pytest.MonkeyPatch) -> None:
     """A calibration a test starts samples nothing unless the test asks (``sample_budget_s``, ``--sample-budget``):
     the default budget is wall-clock seconds (40) whatever the backend, and would dominate the suite. A
     calibration in a subprocess passes ``--sample-budget 0`` itself."""
-    monkeypatch.setattr("nnperf.api._predict.DEFAULT_SAMPLE_BUDGET_S", 0.0)
+    monkeypatch.setattr("nnperf.api._predict.DEFAULT_SAMPLE_BUDGET_S", 0.0)  # what calibrate() falls back on
+    monkeypatch.setattr("nnperf.api.DEFAULT_SAMPLE_BUDGET_S", 0.0)  # what the CLI reads to say what it samples

@@ -83,9 +83,8 @@ def calibrate(system: System | str = DEFAULT_SYSTEM, store: StoreLike = None, *,
         :func:`nnperf.campaign.sample_layers`).
     held_out : sequence of models, optional
         Networks (files, zoo names or IR) whose layer configurations sampling must never measure: an evaluation
-        on them then judges layers the calibration never saw. Their configurations leave the prior, and the
-        calibration records which networks were held out; ``if_needed`` reuses a stored calibration only when it
-        held out the same ones.
+        on them then judges layers the calibration never saw. Their configurations leave the prior; the calibration
+        records them, and ``if_needed`` reuses a stored calibration only when it held out the same ones.
     progress : callable, optional
         Called with (what, done, total) as the calibration goes.
     check : bool, default True
