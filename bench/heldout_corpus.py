@@ -172,25 +172,27 @@ def run_system(text: str, db: Path, files: dict[str, Path], sets: int, refit: bo
     log(f"{text}: calibrating into {db} (if needed), {len(files)} networks held out")
     model = calibrated(system, db, files, refit)
     networks: dict[str, Network] = {}
+    predictions: dict[str, Any] = {}
     failed: dict[str, str] = {}
     with system.open() as runner:
         for name, path in files.items():
             try:
                 networks[name] = api.load_model(path)
-                model.predict(networks[name])  # refuses an uncovered layer now, not after measuring
+                predictions[name] = model.predict(networks[name])  # an uncovered layer is refused before measuring
                 runner.network_timer(networks[name])  # and a network the backend cannot run
             except NnperfError as exc:
                 failed[name] = f"{type(exc).__name__}: {exc}"
                 networks.pop(name, None)
+                predictions.pop(name, None)
                 log(f"{text} {name}: {failed[name]}")
     started = time.perf_counter()
-    api.predict_many(list(networks.values()), system, db)  # the oracle's time: latencies only
+    api.predict_many(list(networks.values()), system, db)  # the oracle's time: store opened, latencies only
     predict_s = time.perf_counter() - started
-    predictions = api.predict(list(networks.values()), system, db)  # every predictor's, per network
-    primary = next((k for k, v in predictions[0].network_latency_s.items() if v == predictions[0].latency_s),
-                   "composed") if predictions else "composed"  # the method latency_s comes from
-    judged = {name: Judged(name, network_metrics(net).macs / 1e9, dict(p.network_latency_s), primary)
-              for (name, net), p in zip(networks.items(), predictions, strict=True)}
+    first = next(iter(predictions.values()), None)
+    primary = next((k for k, v in first.network_latency_s.items() if v == first.latency_s),
+                   "composed") if first is not None else "composed"  # the method latency_s comes from
+    judged = {name: Judged(name, network_metrics(net).macs / 1e9, dict(predictions[name].network_latency_s), primary)
+              for name, net in networks.items()}
     calibration_reference_s = model.reference_s[1]
     with system.open() as runner, Store(db) as store:
         for s in range(sets):
