@@ -128,7 +128,15 @@ class LayerPrior:
 
     def of_kind(self, kind: str) -> tuple[Sample, ...]:
         """The prior's configurations of ``kind`` (a kernel kind of :data:`SAMPLED_KINDS`)."""
-        return tuple(s for s in self.samples if s.kind == kind)
+        return self._by_kind.get(kind, ())
+
+    @functools.cached_property
+    def _by_kind(self) -> dict[str, tuple[Sample, ...]]:
+        """The configurations grouped by kind, once (a sample's kind takes some work to find)."""
+        groups: dict[str, list[Sample]] = {}
+        for sample in self.samples:
+            groups.setdefault(sample.kind, []).append(sample)
+        return {kind: tuple(group) for kind, group in groups.items()}
 
     def allows(self, sample: Sample) -> bool:
         """Whether ``sample`` may be measured: it is no held-out network's configuration."""
