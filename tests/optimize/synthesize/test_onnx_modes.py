@@ -196,6 +196,15 @@ def test_batch_norm_folding_keeps_the_outputs_and_the_conv_names(tiny: Path, sam
     np.testing.assert_allclose(after, before, rtol=1e-5, atol=1e-5)
 
 
+def test_batch_norm_folding_passes_over_nodes_without_inputs(tiny: Path) -> None:
+    model = named_model(onnx.load(str(tiny)))  # a Constant node (no input) first, as some exporters write them
+    model.graph.node.insert(0, onnx.helper.make_node("Constant", [], ["unused_constant"], name="a_constant",
+                                                     value=numpy_helper.from_array(np.ones(2, np.float32))))
+    folded = fold_batch_norms(model)
+    assert "BatchNormalization" not in {n.op_type for n in folded.graph.node}
+    assert [n.name for n in folded.graph.node if n.op_type == "Constant"] == ["a_constant"]
+
+
 def test_quantize_wraps_exactly_the_chosen_layer_in_quantize_dequantize(quantizer: Int8Quantizer) -> None:
     model = onnx.load(str(quantizer.quantize(["node_conv2d_1"])))
     ops = Counter(n.op_type for n in model.graph.node)

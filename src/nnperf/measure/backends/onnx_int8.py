@@ -180,8 +180,10 @@ def fold_batch_norms(model: onnx.ModelProto) -> onnx.ModelProto:
     graph_outputs = {out.name for out in graph.output}
     removed = []
     for bn in graph.node:
+        if bn.op_type != "BatchNormalization":  # a Constant, say, has no input at all
+            continue
         conv = producer.get(bn.input[0])
-        if (bn.op_type != "BatchNormalization" or conv is None or conv.op_type != "Conv"
+        if (conv is None or conv.op_type != "Conv"
                 or readers[bn.input[0]] != 1 or bn.input[0] in graph_outputs
                 or not all(name in weights for name in list(bn.input[1:5]) + list(conv.input[1:]))
                 or any(a.name == "training_mode" and a.i for a in bn.attribute)):
