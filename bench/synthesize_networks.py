@@ -122,13 +122,16 @@ def print_table1(result: SynthesisResult) -> None:
                   f"{k.spec.label()} predicted {k.predicted_s * 1e3:.2f} ms" for k in result.skipped))
     for search in result.searches:
         print(f"\n{search.runtime} {search.mode}: {len(search.effects)} layers; all {search.mode} "
-              f"{search.all_inexact.latency_s * 1e3:.2f} ms at a drop of {search.all_inexact.accuracy.drop:.2%}\n")
-        print("| search | inexact layers | verified drop | accuracy evaluations | search s | ms | status |")
-        print("|---|---|---|---|---|---|---|")
+              f"{search.all_inexact.latency_s * 1e3:.2f} ms at a drop of {search.all_inexact.accuracy.drop:.2%}"
+              + (f"; border model: {search.cost.describe()}" if search.cost is not None else "") + "\n")
+        print("| search | inexact layers | verified drop | accuracy evaluations | search s | ms | predicted ms "
+              "| status |")
+        print("|---|---|---|---|---|---|---|---|")
         for found, program in ((search.greedy, search.greedy_program), (search.ilp, search.ilp_program)):
             ms = f"{program.latency_s * 1e3:.2f}" if program is not None else "-"
+            predicted = f"{found.predicted_s * 1e3:.2f}" if found.predicted_s is not None else "-"
             print(f"| {found.method} | {len(found.inexact)} | {found.drop:.2%} | {found.evaluations} "
-                  f"| {found.search_s:.1f} | {ms} | {found.status} |")
+                  f"| {found.search_s:.1f} | {ms} | {predicted} | {found.status} |")
     print()
 
 
@@ -148,7 +151,23 @@ def summary_row(result: SynthesisResult, wall_s: float) -> dict[str, Any]:
             "drop": final.program.accuracy.drop, "reference_top1": result.reference_top1, "wall_s": wall_s,
             "final_top1": final.program.accuracy.top1, "evaluation_samples": result.evaluation_samples,
             "measured": len(result.candidates), "skipped": len(result.skipped),
+            "searches": [search_row(search) for search in result.searches],
             "table1": result.manifest["table1"]}
+
+
+def search_row(search: Any) -> dict[str, Any]:
+    """One runtime's inexact search for the JSON: each search's set, its measured and predicted ms."""
+    def found(result: Any, program: Any) -> dict[str, Any]:
+        return {"inexact": len(result.inexact), "drop": result.drop,
+                "ms": program.latency_s * 1e3 if program is not None else None,
+                "predicted_ms": result.predicted_s * 1e3 if result.predicted_s is not None else None}
+
+    cost = search.cost
+    return {"runtime": search.runtime, "layers": len(search.effects), "all_inexact_ms": search.all_inexact.latency_s
+            * 1e3, "all_inexact_drop": search.all_inexact.accuracy.drop,
+            "border_model": None if cost is None else {"gain_scale": cost.gain_scale, "border_us": cost.border_s * 1e6,
+                                                       "edges": len(cost.edges), "probes": cost.probes},
+            "greedy": found(search.greedy, search.greedy_program), "ilp": found(search.ilp, search.ilp_program)}
 
 
 def ratio_text(ratio: dict[str, Any] | None) -> str:

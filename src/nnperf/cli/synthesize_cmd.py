@@ -127,13 +127,15 @@ def _print_report(result: Any, verified: Any) -> None:
     for search in result.searches:
         rows = Table(title=f"{search.runtime}: layers made {search.mode} ({len(search.effects)} candidates; all "
                            f"{search.mode}: {search.all_inexact.latency_s * 1e3:.2f} ms, drop "
-                           f"{search.all_inexact.accuracy.drop:.2%}; time saved per layer: {search.gains_from})",
+                           f"{search.all_inexact.accuracy.drop:.2%}; time saved per layer: {search.gains_from}"
+                           + (f"; border model: {search.cost.describe()}" if search.cost is not None else "") + ")",
                      title_justify="left")
-        for column in ("search", "inexact layers", "verified drop", "evaluations", "ms", "status"):
+        for column in ("search", "inexact layers", "verified drop", "evaluations", "ms", "predicted ms", "status"):
             rows.add_column(column)
         for found, program in ((search.greedy, search.greedy_program), (search.ilp, search.ilp_program)):
             rows.add_row(found.method, str(len(found.inexact)), f"{found.drop:.2%}", str(found.evaluations),
-                         f"{program.latency_s * 1e3:.2f}" if program is not None else "-", found.status)
+                         f"{program.latency_s * 1e3:.2f}" if program is not None else "-",
+                         f"{found.predicted_s * 1e3:.2f}" if found.predicted_s is not None else "-", found.status)
         out.print(rows)
     if result.ort_best_fp32 is not None and result.over_ort_fp32 is not None:
         out.print(f"ONNX Runtime's best fp32 program: {result.ort_best_fp32.spec.label()}, "

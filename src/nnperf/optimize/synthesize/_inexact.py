@@ -1,18 +1,31 @@
 """Stage 4 of a synthesis (Cappuccino IV.C): one runtime's inexact search from its best fp32 program.
 
 Each layer's effect alone (accuracy drop on the evaluation samples, time saved) feeds the paper's greedy search
-and the exact ILP (:mod:`._search`); the programs both choose are measured."""
+and the exact ILP (:mod:`._search`); the programs both choose are measured. On ONNX Runtime the ILP also counts
+what the borders of int8 regions cost (:mod:`._boundaries`): a model fitted to a few random mixed programs,
+timed in paired rounds with the fp32 program and the all-int8 one, which also predicts both searches' programs."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
 
+from nnperf.measure import RoundsConfig
+from nnperf.measure.backends import LoopTimer
+from nnperf.optimize.synthesize._boundaries import MixedCost, fit_mixed_cost, int8_edges
 from nnperf.optimize.synthesize._candidates import Candidates, macs_share
+from nnperf.optimize.synthesize._compare import compare_programs
 from nnperf.optimize.synthesize._program import INEXACT_MODE, ProgramSpec, Sources
 from nnperf.optimize.synthesize._result import InexactSearch, Measured
 from nnperf.optimize.synthesize._search import LayerEffect, SearchResult, greedy_search, ilp_search
+
+PROBE_SHARES = (0.25, 0.5, 0.75)
+"""The share of layers made int8 in each random probe program the border model is fitted to."""
+PROBE_ROUNDS = RoundsConfig(min_rounds=10, max_rounds=40, min_block_s=0.01, warmup_s=0.1, target_ci=0.01,
+                            budget_s=8.0)
+"""The paired rounds that time the probes with the fp32 and all-int8 programs (at most 8 s)."""
 
 
 def inexact_available(runtime: str) -> bool:
@@ -57,8 +70,9 @@ def search_runtime(candidates: Candidates, base: Measured, budget: float) -> Ine
     def drop_of(chosen: frozenset[str]) -> float:
         return evaluate(base.spec.with_(inexact=tuple(n for n in layers if n in chosen))).drop
 
-    greedy = greedy_search(effects, drop_of, budget)
-    ilp = ilp_search(effects, drop_of, budget)
+    cost = mixed_cost(candidates, base, all_inexact, gains) if base.spec.runtime == "onnxruntime" else None
+    greedy = greedy_search(effects, drop_of, budget, cost)
+    ilp = ilp_search(effects, drop_of, budget, cost=cost)
 
     def program(result: SearchResult) -> Measured | None:
         if not result.inexact:
@@ -66,4 +80,23 @@ def search_runtime(candidates: Candidates, base: Measured, budget: float) -> Ine
         return run(base.spec.with_(inexact=tuple(n for n in layers if n in set(result.inexact))))
 
     return InexactSearch(base.spec.runtime, INEXACT_MODE[base.spec.runtime], effects, all_inexact, greedy, ilp,
-                         program(greedy), program(ilp), gains_from)
+                         program(greedy), program(ilp), gains_from, cost)
+
+
+def mixed_cost(candidates: Candidates, base: Measured, all_inexact: Measured, gains: dict[str, float],
+               seed: int = 0) -> MixedCost:
+    """The border model of ``base``'s program (:func:`~._boundaries.fit_mixed_cost`), fitted to the all-int8
+    program and one random program per share of :data:`PROBE_SHARES`, each timed over the fp32 program in the
+    same paired rounds."""
+    sources, layers = candidates.sources, list(gains)
+    rng = np.random.default_rng(seed)
+    drawn = [tuple(n for n in layers if rng.random() < share) for share in PROBE_SHARES]
+    probes = list(dict.fromkeys([all_inexact.spec.inexact, *(chosen for chosen in drawn if chosen)]))
+    timers = {"fp32": LoopTimer(functools.partial(sources.runner(base.spec), candidates.sample))}
+    for i, chosen in enumerate(probes):
+        timers[f"probe {i}"] = LoopTimer(functools.partial(sources.runner(base.spec.with_(inexact=chosen)),
+                                                           candidates.sample))
+    comparison = compare_programs(timers, "interleaved", rounds=PROBE_ROUNDS)
+    ratios = [1.0 / comparison.speedup(f"probe {i}").median for i in range(len(probes))]
+    edges = int8_edges(sources.onnx_path, layers)
+    return fit_mixed_cost(base.latency_s, gains, edges, list(zip(probes, ratios, strict=True)))

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from nnperf.measure import PairedRatio, Timing
+from nnperf.optimize.synthesize._boundaries import MixedCost
 from nnperf.optimize.synthesize._compare import Comparison
 from nnperf.optimize.synthesize._program import Accuracy, ProgramSpec
 from nnperf.optimize.synthesize._search import LayerEffect, SearchResult
@@ -70,6 +71,8 @@ class InexactSearch:
     greedy_program: Measured | None
     ilp_program: Measured | None
     gains_from: str
+    cost: MixedCost | None = None
+    """The border model the ILP maximised and both searches' programs were predicted with (ONNX Runtime only)."""
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,13 @@ or 1% of the samples whose top-1 changed, see :mod:`._program`).
   verified on the validation set; one that would take the drop of the whole set past the budget stays exact and
   the search goes on with the next (the paper's goal is as many inexact layers as the budget allows).
 - :func:`ilp_search` maximises the time saved subject to the sum of the single-layer drops staying within the
-  budget (a 0-1 knapsack, SciPy's HiGHS). Drops do not add up exactly, so its set is verified on the validation
-  set; while the verified drop is over budget, the layer with the least time saved per unit of drop is made
-  exact again.
+  budget (a 0-1 knapsack, SciPy's HiGHS). Given a :class:`~nnperf.optimize.synthesize._boundaries.MixedCost`,
+  the time saved is that model's: the scaled gains less a cost per border between int8 and fp32 layers (a
+  variable per edge, at least the difference of its two ends), so that a region pays its borders once. Drops do
+  not add up exactly, so its set is verified on the validation set; while the verified drop is over budget, the
+  layer with the least time saved per unit of drop is made exact again.
+
+Given the model, both searches also report the latency it predicts for the set they chose (``predicted_s``).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from nnperf.optimize.synthesize._boundaries import MixedCost
 from nnperf.optimize.synthesize._errors import BudgetError, SynthesisError
 
 DropOf = Callable[[frozenset[str]], float]
@@ -56,7 +61,8 @@ class LayerEffect:
 @dataclass(frozen=True)
 class SearchResult:
     """The layers a search made inexact (in the order it added them), the verified drop of that set, the layers it
-    tried and left exact, the accuracy evaluations it spent, its time and the sum of the chosen layers' gains."""
+    tried and left exact, the accuracy evaluations it spent, its time and the time the chosen layers save (the
+    sum of their gains, or the mixed-precision model's saving with its latency in ``predicted_s``)."""
 
     method: str
     inexact: tuple[str, ...]
@@ -66,11 +72,17 @@ class SearchResult:
     search_s: float
     gain_s: float
     status: str = ""
+    predicted_s: float | None = None
 
 
-def _gain(effects: Sequence[LayerEffect], chosen: Sequence[str]) -> float:
+def _gain(effects: Sequence[LayerEffect], chosen: Sequence[str], cost: MixedCost | None = None
+          ) -> tuple[float, float | None]:
+    """The time ``chosen`` saves, and the latency ``cost`` predicts for them (None without a model)."""
+    if cost is not None:
+        predicted = cost.latency_s(chosen)
+        return cost.base_s - predicted, predicted
     by_layer = {e.layer: e.gain_s for e in effects}
-    return sum(by_layer[name] for name in chosen)
+    return sum(by_layer[name] for name in chosen), None
 
 
 def _check_effects(effects: Sequence[LayerEffect]) -> None:
@@ -82,9 +94,11 @@ def _check_effects(effects: Sequence[LayerEffect]) -> None:
             raise SynthesisError(f"layer {e.layer!r}: drop and gain must be finite, got {e.drop!r}, {e.gain_s!r}")
 
 
-def greedy_search(effects: Sequence[LayerEffect], drop_of: DropOf, budget: float) -> SearchResult:
+def greedy_search(effects: Sequence[LayerEffect], drop_of: DropOf, budget: float, cost: MixedCost | None = None
+                  ) -> SearchResult:
     """Cappuccino's search: layers that save time, in order of least single-layer drop (ties: most time saved
-    first), each added when the verified drop of the whole set stays within ``budget``, else left exact."""
+    first), each added when the verified drop of the whole set stays within ``budget``, else left exact; ``cost``
+    only judges the set it chose."""
     budget = check_budget(budget)
     _check_effects(effects)
     start = time.perf_counter()
@@ -103,35 +117,28 @@ def greedy_search(effects: Sequence[LayerEffect], drop_of: DropOf, budget: float
         else:
             rejected.append(effect.layer)
     evaluations = len(order) - sum(1 for e in order if e.drop > budget)
+    gain_s, predicted_s = _gain(effects, chosen, cost)
     return SearchResult("greedy", tuple(chosen), drop, tuple(rejected), evaluations, time.perf_counter() - start,
-                        _gain(effects, chosen), f"{len(chosen)} of {len(effects)} layers inexact")
+                        gain_s, f"{len(chosen)} of {len(effects)} layers inexact", predicted_s)
 
 
-def ilp_search(effects: Sequence[LayerEffect], drop_of: DropOf, budget: float, time_limit_s: float = 60.0
-               ) -> SearchResult:
-    """The exact formulation: maximise the summed gain of the inexact layers with their summed single-layer drops
-    (negative ones counted as 0) within ``budget`` (HiGHS through ``scipy.optimize.milp``), then verified and
-    repaired as the module docstring says."""
-    from scipy.optimize import Bounds, LinearConstraint, milp
-
+def ilp_search(effects: Sequence[LayerEffect], drop_of: DropOf, budget: float, time_limit_s: float = 60.0,
+               cost: MixedCost | None = None) -> SearchResult:
+    """The exact formulation: maximise the time the inexact layers save (their summed gains, or ``cost``'s saving
+    with its borders) with their summed single-layer drops (negative ones counted as 0) within ``budget`` (HiGHS
+    through ``scipy.optimize.milp``), then verified and repaired as the module docstring says."""
     budget = check_budget(budget)
     _check_effects(effects)
     start = time.perf_counter()
-    useful = [e for e in effects if e.gain_s > 0]
-    if not useful:
+    # with borders counted, a layer that saves nothing alone may still join two regions into one
+    candidates = list(effects) if cost is not None else [e for e in effects if e.gain_s > 0]
+    if not candidates:
         return SearchResult("ilp", (), 0.0, (), 0, time.perf_counter() - start, 0.0, "no layer saves time")
-    gains = np.array([e.gain_s for e in useful])
-    drops = np.array([max(e.drop, 0.0) for e in useful])
-    result = milp(-gains, integrality=np.ones(len(useful)), bounds=Bounds(0, 1),
-                  constraints=LinearConstraint(drops[None, :], -np.inf, budget),
-                  options={"time_limit": time_limit_s})
-    if result.x is None:
-        raise SynthesisError(f"the ILP found no selection: {result.message}")
-    chosen = [e for e, x in zip(useful, result.x, strict=True) if x > 0.5]
-    status = "optimal" if result.status == 0 else f"stopped: {result.message}"
+    picked, status = _solve(candidates, budget, time_limit_s, cost)
+    chosen = [e for e, x in zip(candidates, picked, strict=True) if x]
     evaluations = 1
     drop = drop_of(frozenset(e.layer for e in chosen)) if chosen else 0.0
-    rejected: list[str] = [e.layer for e in useful if e not in chosen]
+    rejected: list[str] = [e.layer for e in candidates if e not in chosen]
     repaired = 0
     while chosen and drop > budget:  # the drops did not add up: make the least efficient layer exact again
         worst = min(chosen, key=lambda e: (e.gain_s / max(e.drop, 1e-12), e.layer))
@@ -143,8 +150,42 @@ def ilp_search(effects: Sequence[LayerEffect], drop_of: DropOf, budget: float, t
     if repaired:
         status += f"; {repaired} layer(s) made exact again: the verified drop exceeded the budget"
     names = [e.layer for e in sorted(chosen, key=lambda e: (e.drop, -e.gain_s, e.layer))]
+    gain_s, predicted_s = _gain(effects, names, cost)
     return SearchResult("ilp", tuple(names), drop, tuple(rejected), evaluations, time.perf_counter() - start,
-                        _gain(effects, names), status)
+                        gain_s, status, predicted_s)
+
+
+def _solve(candidates: Sequence[LayerEffect], budget: float, time_limit_s: float, cost: MixedCost | None
+           ) -> tuple[list[bool], str]:
+    """The ILP's choice for each candidate layer, and its status. Variables: one per layer (inexact or not), and
+    with ``cost`` one per edge between them (1 when the edge is a border: at least |x_u - x_v|)."""
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
+    n = len(candidates)
+    index = {e.layer: i for i, e in enumerate(candidates)}
+    scale = cost.gain_scale if cost is not None else 1.0
+    edges = [edge for edge in (cost.edges if cost is not None else ())
+             if edge.producer in index or edge.consumer in index]
+    objective = np.concatenate([[-scale * e.gain_s for e in candidates],
+                                np.full(len(edges), cost.border_s if cost is not None else 0.0)])
+    rows = [np.concatenate([[max(e.drop, 0.0) for e in candidates], np.zeros(len(edges))])]
+    lower, upper = [-np.inf], [budget]
+    for k, edge in enumerate(edges):
+        for sign in (1.0, -1.0):  # y_e >= sign * (x_u - x_v)
+            row = np.zeros(n + len(edges))
+            row[n + k] = 1.0
+            if edge.producer in index:
+                row[index[edge.producer]] -= sign
+            if edge.consumer in index:
+                row[index[edge.consumer]] += sign
+            rows.append(row)
+            lower.append(0.0)
+            upper.append(np.inf)
+    result = milp(objective, integrality=np.ones(n + len(edges)), bounds=Bounds(0, 1),
+                  constraints=LinearConstraint(np.array(rows), lower, upper), options={"time_limit": time_limit_s})
+    if result.x is None:
+        raise SynthesisError(f"the ILP found no selection: {result.message}")
+    return [bool(x > 0.5) for x in result.x[:n]], ("optimal" if result.status == 0 else f"stopped: {result.message}")
 
 
 SEARCHES: dict[str, Callable[..., SearchResult]] = {"greedy": greedy_search, "ilp": ilp_search}

@@ -1,0 +1,94 @@
+"""The borders of int8 regions: the edges read from an ONNX graph, the cost model fitted to probe programs, and the
+ILP that counts borders against the one that sums single-layer gains."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from nnperf.ir.export import export_onnx
+from nnperf.optimize.synthesize._boundaries import Edge, MixedCost, border_count, fit_mixed_cost, int8_edges
+from nnperf.optimize.synthesize._errors import SynthesisError
+from nnperf.optimize.synthesize._onnx import named_model, quantizable_nodes
+from nnperf.optimize.synthesize._search import LayerEffect, greedy_search, ilp_search
+
+
+class _Residual(nn.Module):
+    """conv a -> conv b -> conv c, c's output plus a's, pooled, then a linear layer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b, self.c = nn.Conv2d(3, 8, 3, padding=1), nn.Conv2d(8, 8, 3, padding=1), nn.Conv2d(8, 8, 1)
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.a(x))
+        return self.fc((self.c(torch.relu(self.b(y))) + y).mean((2, 3)))
+
+
+@pytest.fixture(scope="module")
+def residual(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    torch.manual_seed(0)
+    return export_onnx(_Residual().eval(), torch.randn(1, 3, 16, 16), tmp_path_factory.mktemp("b") / "r.onnx")
+
+
+def test_edges_follow_the_dataflow_through_layers_int8_cannot_run(residual: Path) -> None:
+    import onnx
+
+    a, b, c, fc = quantizable_nodes(named_model(onnx.load(str(residual))))
+    edges = set(int8_edges(residual, [a, b, c, fc]))
+    # the input (3x16x16) into a; a's 8x16x16 output into b and, through the residual add and the mean, into fc;
+    # b into c through its ReLU; c into fc; fc's 4 outputs out
+    assert edges == {Edge(None, a, 768), Edge(a, b, 2048), Edge(a, fc, 2048), Edge(b, c, 2048), Edge(c, fc, 2048),
+                     Edge(fc, None, 4)}
+    assert border_count(tuple(edges), []) == 0
+    assert border_count(tuple(edges), [a, b, c, fc]) == 2  # only the input's and the output's
+    assert border_count(tuple(edges), [b]) == 2
+    assert border_count(tuple(edges), [a]) == 3  # in -> a, a -> b, a -> fc
+    assert border_count(tuple(edges), [a, b]) == 3  # in -> a, a -> fc, b -> c: a -> b is inside the region
+
+
+CHAIN = (Edge(None, "a", 10), Edge("a", "b", 10), Edge("b", "c", 10), Edge("c", None, 10))
+GAINS = {"a": 10e-6, "b": -1e-6, "c": 10e-6}
+
+
+def test_the_model_counts_gains_and_borders() -> None:
+    cost = MixedCost(100e-6, GAINS, CHAIN, gain_scale=0.5, border_s=6e-6)
+    assert cost.latency_s([]) == pytest.approx(100e-6)
+    assert cost.latency_s(["a"]) == pytest.approx(100e-6 - 5e-6 + 12e-6)  # borders: in -> a, a -> b
+    assert cost.latency_s(["a", "c"]) == pytest.approx(100e-6 - 10e-6 + 24e-6)
+    assert cost.latency_s(["a", "b", "c"]) == pytest.approx(100e-6 - 9.5e-6 + 12e-6)
+
+
+def test_the_fit_recovers_a_planted_scale_and_border_cost() -> None:
+    planted = MixedCost(100e-6, GAINS, CHAIN, gain_scale=0.7, border_s=4e-6)
+    probes = [(chosen, planted.latency_s(chosen) / 100e-6) for chosen in (["a"], ["a", "c"], ["a", "b", "c"])]
+    fitted = fit_mixed_cost(100e-6, GAINS, CHAIN, probes)
+    assert (fitted.gain_scale, fitted.border_s * 1e6, fitted.probes) == (pytest.approx(0.7), pytest.approx(4.0), 3)
+    with pytest.raises(SynthesisError, match="at least one probe"):
+        fit_mixed_cost(100e-6, GAINS, CHAIN, [])
+    with pytest.raises(SynthesisError, match="must be positive"):
+        fit_mixed_cost(100e-6, GAINS, CHAIN, [(["a"], 0.0)])
+
+
+def test_the_ilp_joins_regions_when_borders_cost_and_splits_them_when_they_do_not() -> None:
+    effects = tuple(LayerEffect(name, 0.0, gain) for name, gain in GAINS.items())
+
+    def no_drop(_: frozenset[str]) -> float:
+        return 0.0
+
+    summed = ilp_search(effects, no_drop, budget=0.01)
+    assert set(summed.inexact) == {"a", "c"} and summed.predicted_s is None  # b alone is slower: left out
+    cost = MixedCost(100e-6, GAINS, CHAIN, border_s=6e-6)
+    bordered = ilp_search(effects, no_drop, budget=0.01, cost=cost)
+    # {a, c}: 20 µs saved, 4 borders (24 µs); {a, b, c}: 19 µs saved, 2 borders (12 µs): the only saving
+    assert set(bordered.inexact) == {"a", "b", "c"}
+    assert bordered.predicted_s == pytest.approx(100e-6 - 19e-6 + 12e-6)
+    assert bordered.gain_s == pytest.approx(7e-6)
+    expensive = ilp_search(effects, no_drop, budget=0.01, cost=MixedCost(100e-6, GAINS, CHAIN, border_s=20e-6))
+    assert expensive.inexact == () and expensive.predicted_s == pytest.approx(100e-6)  # no region pays its borders
+    greedy = greedy_search(effects, no_drop, budget=0.01, cost=cost)  # the paper's order; the model only judges it
+    assert set(greedy.inexact) == {"a", "c"} and greedy.predicted_s == pytest.approx(100e-6 - 20e-6 + 24e-6)
