@@ -10,8 +10,9 @@ the number of borders (about 9 µs each), not the number of int8 layers.
 - :func:`int8_edges` reads the dataflow between quantizable layers from the ONNX graph: an :class:`Edge` from
   each layer (or the network input) to each layer that reads its output through layers int8 cannot run (ReLU,
   pooling, residual adds, concatenation), and from each to the network output.
-- :class:`MixedCost` predicts a program's latency from the fp32 program's, the layers' profiled gains (scaled by
-  ``gain_scale``) and a cost per border (``border_s``): ``base_s - gain_scale * sum(gains) + border_s * borders``.
+- :class:`MixedCost` predicts a program's latency from the fp32 program's, the gains of its int8 layers (scaled by
+  ``gain_scale``; synthesis gives the all-int8 program's measured saving shared by MACs) and a cost per border
+  (``border_s``): ``base_s - gain_scale * sum(gains) + border_s * borders``.
 - :func:`fit_mixed_cost` fits the two numbers to a few probe programs timed in paired rounds with fp32.
 """
 
@@ -86,7 +87,7 @@ def border_count(edges: Sequence[Edge], chosen: Collection[str]) -> int:
 
 @dataclass(frozen=True)
 class MixedCost:
-    """A mixed program's latency: ``base_s`` (fp32) less ``gain_scale`` times the profiled ``gains_s`` of its int8
+    """A mixed program's latency: ``base_s`` (fp32) less ``gain_scale`` times the ``gains_s`` of its int8
     layers, plus ``border_s`` per border of its int8 regions (see the module docstring). ``probes`` is how many
     programs it was fitted to."""
 
@@ -103,7 +104,7 @@ class MixedCost:
         return self.base_s - self.gain_scale * gain + self.border_s * border_count(self.edges, chosen)
 
     def describe(self) -> str:
-        return (f"profiled gains x {self.gain_scale:.2f}, {self.border_s * 1e6:.1f} µs per int8/fp32 border "
+        return (f"gains x {self.gain_scale:.2f}, {self.border_s * 1e6:.1f} µs per int8/fp32 border "
                 f"({len(self.edges)} edges; fitted to {self.probes} programs timed with fp32)")
 
 

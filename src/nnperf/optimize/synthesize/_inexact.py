@@ -70,7 +70,7 @@ def search_runtime(candidates: Candidates, base: Measured, budget: float) -> Ine
     def drop_of(chosen: frozenset[str]) -> float:
         return evaluate(base.spec.with_(inexact=tuple(n for n in layers if n in chosen))).drop
 
-    cost = mixed_cost(candidates, base, all_inexact, gains) if base.spec.runtime == "onnxruntime" else None
+    cost = mixed_cost(candidates, base, all_inexact) if base.spec.runtime == "onnxruntime" else None
     greedy = greedy_search(effects, drop_of, budget, cost)
     ilp = ilp_search(effects, drop_of, budget, cost=cost)
 
@@ -83,12 +83,13 @@ def search_runtime(candidates: Candidates, base: Measured, budget: float) -> Ine
                          program(greedy), program(ilp), gains_from, cost)
 
 
-def mixed_cost(candidates: Candidates, base: Measured, all_inexact: Measured, gains: dict[str, float],
-               seed: int = 0) -> MixedCost:
+def mixed_cost(candidates: Candidates, base: Measured, all_inexact: Measured, seed: int = 0) -> MixedCost:
     """The border model of ``base``'s program (:func:`~._boundaries.fit_mixed_cost`), fitted to the all-int8
     program and one random program per share of :data:`PROBE_SHARES`, each timed over the fp32 program in the
-    same paired rounds."""
-    sources, layers = candidates.sources, list(gains)
+    same paired rounds. Its gains are the all-int8 program's saving in those rounds shared by MACs: the per-node
+    profile at several threads can charge int8 nodes more than their fp32 ones even where the whole int8 program
+    is faster, which would leave the fit no gain to scale."""
+    sources, layers = candidates.sources, list(all_inexact.spec.inexact)
     rng = np.random.default_rng(seed)
     drawn = [tuple(n for n in layers if rng.random() < share) for share in PROBE_SHARES]
     probes = list(dict.fromkeys([all_inexact.spec.inexact, *(chosen for chosen in drawn if chosen)]))
@@ -98,5 +99,7 @@ def mixed_cost(candidates: Candidates, base: Measured, all_inexact: Measured, ga
                                                            candidates.sample))
     comparison = compare_programs(timers, "interleaved", rounds=PROBE_ROUNDS)
     ratios = [1.0 / comparison.speedup(f"probe {i}").median for i in range(len(probes))]
+    share = macs_share(sources, base.spec.runtime, layers, candidates.sample) or dict.fromkeys(layers, 1 / len(layers))
+    gains = {name: base.latency_s * (1.0 - ratios[0]) * share[name] for name in layers}  # probe 0: all int8
     edges = int8_edges(sources.onnx_path, layers)
     return fit_mixed_cost(base.latency_s, gains, edges, list(zip(probes, ratios, strict=True)))

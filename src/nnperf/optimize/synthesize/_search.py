@@ -166,7 +166,8 @@ def _solve(candidates: Sequence[LayerEffect], budget: float, time_limit_s: float
     scale = cost.gain_scale if cost is not None else 1.0
     edges = [edge for edge in (cost.edges if cost is not None else ())
              if edge.producer in index or edge.consumer in index]
-    objective = np.concatenate([[-scale * e.gain_s for e in candidates],
+    gains = [cost.gains_s[e.layer] if cost is not None else e.gain_s for e in candidates]
+    objective = np.concatenate([[-scale * gain for gain in gains],
                                 np.full(len(edges), cost.border_s if cost is not None else 0.0)])
     rows = [np.concatenate([[max(e.drop, 0.0) for e in candidates], np.zeros(len(edges))])]
     lower, upper = [-np.inf], [budget]
