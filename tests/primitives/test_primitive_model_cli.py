@@ -85,6 +85,9 @@ def test_errors_are_one_line(capsys: pytest.CaptureFixture[str], profiled: Path,
     save_network(relu_network("flat"), flat)
     code, _, err = run_cli(capsys, "primitives", "predict", str(flat), "--db", str(profiled))
     assert_error(code, err, "has no 2-D convolution")
+    code, _, err = run_cli(capsys, "select", "resnet18", "--costs", "profiled", "--margin", "0.1", "--db",
+                           str(profiled))
+    assert_error(code, err, "margin applies to predicted costs only")
 
     empty = tmp_path / "empty.db"
     Store(empty).close()

@@ -102,7 +102,8 @@ class NetworkSelection:
 def select(model: ModelLike, system: System = PRIMITIVES, store: StoreLike = None, *,
            calibration: StoredId | None = None, costs: str = "predicted", solver: str = "pbqp", verify: bool = False,
            layer_costs: bool = True, harness: HarnessConfig | None = None, input_shape: InputShape | None = None,
-           protocol: str | ComparisonProtocol = "auto", rounds: RoundsConfig | None = None) -> NetworkSelection:
+           protocol: str | ComparisonProtocol = "auto", rounds: RoundsConfig | None = None,
+           margin: float = 0.0) -> NetworkSelection:
     """Chooses a primitive for every convolution of ``model`` and a layout for every other layer, minimising the
     convolutions' times plus the layout transformations between them (Mulder et al. 4.3).
 
@@ -113,6 +114,8 @@ def select(model: ModelLike, system: System = PRIMITIVES, store: StoreLike = Non
     ``profiled`` (the stored dataset's medians; what it lacks is timed now). With ``layer_costs`` (default) every
     other layer costs its time in the layout it runs in, timed into the store the first time
     (:func:`~nnperf.campaign.profile_layer_layouts`); without, those layers cost nothing in either layout.
+    ``margin`` (predicted costs only) makes every option but the default that fraction dearer, so a layer leaves
+    the default only for a predicted saving larger than the model's error (:func:`~nnperf.optimize.select.predicted_costs`).
     ``solver`` is ``pbqp``, ``ilp`` or ``exhaustive``. With ``verify`` the selected network runs end to end in
     torch, is checked against the reference network and is timed against the default selection (every
     convolution through torch's own conv2d, NCHW) and the best uniform one, under ``protocol``: ``"auto"``
@@ -136,7 +139,7 @@ def select(model: ModelLike, system: System = PRIMITIVES, store: StoreLike = Non
     network = load_model(model, input_shape)
     conv_configs(network)  # refuses a network without a convolution
     start = time.perf_counter()
-    table, system_id = _cost_table(network, costs, stored, threads, store)
+    table, system_id = _cost_table(network, costs, stored, threads, store, margin)
     layer_profile_s = 0.0
     if layer_costs:
         table, layer_profile_s = _with_layer_costs(table, network, threads, store)
@@ -154,7 +157,7 @@ def select(model: ModelLike, system: System = PRIMITIVES, store: StoreLike = Non
 
 
 def _cost_table(network: Network, costs: str, stored: StoredId | None, threads: int,
-                store: StoreLike) -> tuple[PrimitiveCosts, int]:
+                store: StoreLike, margin: float = 0.0) -> tuple[PrimitiveCosts, int]:
     """The network's convolution costs from the cost model or the profiled dataset, and the system they are of."""
     from nnperf.campaign import load_primitive_dataset
     from nnperf.optimize.select import predicted_costs, profiled_costs
@@ -162,7 +165,9 @@ def _cost_table(network: Network, costs: str, stored: StoredId | None, threads: 
     if costs == "predicted":
         cost_model, system_id = stored_primitive_model(System("primitives", threads=threads) if stored is None
                                                        else stored, store)
-        return predicted_costs(cost_model, network), system_id
+        return predicted_costs(cost_model, network, margin), system_id
+    if margin:
+        raise NnperfError("a margin applies to predicted costs only: profiled costs are measured, not predicted")
     with opened_store(store, create=False) as opened:
         record = find_primitive_system(opened, stored, threads)
         dataset = load_primitive_dataset(opened, record.id)

@@ -24,6 +24,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--costs", choices=("predicted", "profiled"), default="predicted",
                    help="the cost model's predictions or the profiled medians (default predicted)")
     p.add_argument("--solver", choices=("pbqp", "ilp", "exhaustive"), default="pbqp", help="(default pbqp)")
+    p.add_argument("--margin", type=float, default=0.0, metavar="FRACTION",
+                   help="with predicted costs, make every option but the default this fraction dearer (0.1 for "
+                        "10%%), so a layer leaves the default only for a predicted saving larger than the model's "
+                        "error (default 0, the paper's selection)")
     p.add_argument("--verify", action="store_true",
                    help="run and check the selected network, and time it against the default and the best uniform one")
     p.add_argument("--protocol", default="auto", metavar="auto|sequential|interleaved",
@@ -82,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
                                                                             else ""), 0, 1)
         result = select(args.model, system=system_from_args(args), store=args.db, calibration=args.system,
                         costs=args.costs, solver=args.solver, verify=args.verify, layer_costs=args.layer_costs,
-                        protocol=args.protocol)
+                        protocol=args.protocol, margin=args.margin)
     document = _document(result)
     if args.save is not None:
         write_bytes(args.save, json.dumps(document, indent=1).encode())

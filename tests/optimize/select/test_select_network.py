@@ -19,6 +19,7 @@ from nnperf.optimize.select import (
     MissingCostError,
     NoConvolutionError,
     PrimitiveCosts,
+    SelectionError,
     default_selection,
     needed_transforms,
     network_cost_graph,
@@ -424,3 +425,25 @@ def test_predicted_costs_are_the_models_batched_predictions(monkeypatch: pytest.
     moves = model.predict_transforms([(1, 8, (8, 8))], ["chw->hwc", "hwc->chw"])[0]
     assert costs.transforms_s[(1, 8, (8, 8))] == {"chw->hwc": moves[0], "hwc->chw": moves[1]}
     assert solve(network_cost_graph(network, costs), "pbqp").cost_s > 0
+
+
+def test_a_margin_makes_every_choice_but_the_default_dearer_and_keeps_the_default_where_savings_are_small() -> None:
+    model = PrimitiveCostModel(kind="lin").fit(synthetic_dataset())
+    network = tiny_network()
+    plain, careful = predicted_costs(model, network), predicted_costs(model, network, margin=0.25)
+    assert "margin" not in plain.source and "+25%" in careful.source
+    for config in conv_layer_configs(network).values():
+        # the model lacks torch-conv2d, so its stand-in (oneDNN on chw) is the default that keeps its prediction
+        for name, seconds in plain.primitive_times(config).items():
+            factor = 1.0 if name == DEFAULT_STAND_IN else 1.25
+            assert careful.primitive_times(config)[name] == pytest.approx(seconds * factor)
+    for shape, row in plain.transforms_s.items():
+        assert careful.transforms_s[shape] == pytest.approx({n: t * 1.25 for n, t in row.items()})
+    # a margin larger than any saving the model predicts leaves every layer on the default, in chw
+    default = default_selection(network_cost_graph(network, plain)).chosen
+    assert solve(network_cost_graph(network, plain), "pbqp").chosen != default  # without it, some layer leaves it
+    cautious = solve(network_cost_graph(network, predicted_costs(model, network, margin=100.0)), "pbqp")
+    assert cautious.chosen == default
+    for bad in (-0.1, float("nan")):
+        with pytest.raises(SelectionError, match="margin must be a fraction >= 0"):
+            predicted_costs(model, network, margin=bad)

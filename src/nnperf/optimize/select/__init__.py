@@ -37,6 +37,8 @@ from nnperf.optimize.select._compare import (
     compare_timers,
 )
 from nnperf.optimize.select._costs import (
+    DEFAULT_PRIMITIVE,
+    DEFAULT_STAND_IN,
     MissingCostError,
     NoConvolutionError,
     PrimitiveCosts,
@@ -69,8 +71,6 @@ from nnperf.optimize.select._graph import (
 )
 from nnperf.optimize.select._ilp import ilp_size, solve_ilp
 from nnperf.optimize.select._network import (
-    DEFAULT_PRIMITIVE,
-    DEFAULT_STAND_IN,
     default_selection,
     network_cost_graph,
     selection_from_labels,

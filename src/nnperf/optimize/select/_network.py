@@ -37,6 +37,8 @@ import numpy as np
 
 from nnperf.ir import Network
 from nnperf.optimize.select._costs import (
+    DEFAULT_PRIMITIVE,
+    DEFAULT_STAND_IN,
     MissingCostError,
     PrimitiveCosts,
     activation_shapes,
@@ -56,15 +58,6 @@ from nnperf.optimize.select._graph import (
 )
 from nnperf.optimize.select._solvers import solve
 from nnperf.primitives import CHW, Layout, config_label
-
-DEFAULT_PRIMITIVE = "torch-conv2d"
-"""The convolution a user's torch model runs: ``torch.nn.functional.conv2d`` on an NCHW (chw) tensor, torch
-choosing the kernel per layer (oneDNN for most layers on a CPU). It applies to every convolution."""
-
-DEFAULT_STAND_IN = "onednn-chw"
-"""What stands for :data:`DEFAULT_PRIMITIVE` on a convolution whose costs hold no time for it (a cost model or
-dataset made before ``torch-conv2d`` was a primitive): oneDNN on chw, the kernel ``conv2d`` runs for most layers
-here."""
 
 
 def network_cost_graph(network: Network, costs: PrimitiveCosts) -> CostGraph:
