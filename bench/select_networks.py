@@ -82,7 +82,8 @@ from nnperf.primitives import PrimitiveDataset, config_key, conv_layer_configs
 from nnperf.store import Store
 
 NETWORKS = ("alexnet", "vgg11", "googlenet", "resnet18", "resnet34", "mobilenet_v2")
-SELECTIONS = {"a": "predicted", "b": "profiled", "c": "default", "d": "best uniform"}
+SELECTIONS = {"a": "predicted", "b": "profiled", "c": "default", "d": "best uniform",
+              "e": "predicted, every option but the default dearer by --margin"}
 
 
 @dataclass(frozen=True)
@@ -112,10 +113,11 @@ def solved(network: Network, make_costs: Callable[[], PrimitiveCosts]) -> Solved
 
 
 def predicted_solution(network: Network, model: PrimitiveCostModel, repeats: int,
-                       layers_s: dict[str, dict[str, float]]) -> Solved:
-    """The predicted graph (with the other layers' times ``layers_s``) solved ``repeats`` times; the run of median
-    optimisation time (the first call pays NumPy's and ONNX Runtime's warm-up)."""
-    runs = sorted((solved(network, lambda: predicted_costs(model, network).with_layers(layers_s))
+                       layers_s: dict[str, dict[str, float]], margin: float = 0.0) -> Solved:
+    """The predicted graph (with the other layers' times ``layers_s``, every option but the default ``margin``
+    dearer) solved ``repeats`` times; the run of median optimisation time (the first call pays NumPy's and ONNX
+    Runtime's warm-up)."""
+    runs = sorted((solved(network, lambda: predicted_costs(model, network, margin).with_layers(layers_s))
                    for _ in range(repeats)),
                   key=lambda s: s.optimise_s)
     return runs[len(runs) // 2]
@@ -269,6 +271,8 @@ def run_network(name: str, model: PrimitiveCostModel, dataset: PrimitiveDataset,
     best_uniform = min(uniform, key=lambda p: uniform[p].cost_s)
     selections = {"a": predicted.selection, "b": profiled.selection, "c": default_selection(profiled.graph),
                   "d": uniform[best_uniform]}
+    if args.margin:
+        selections["e"] = predicted_solution(network, model, 1, layers_s, args.margin).selection
     errors = {k: verify_selected(network, selections[k], threads=args.threads) for k in ("a", "b")}
     harness = HarnessConfig(budget_s=args.budget)
     rounds = RoundsConfig(min_rounds=min(SELECTION_ROUNDS.min_rounds, args.max_rounds), max_rounds=args.max_rounds,
@@ -301,6 +305,13 @@ def run_network(name: str, model: PrimitiveCostModel, dataset: PrimitiveDataset,
                       "total_s": stored_s + profiled.optimise_s, "pbqp_optimal": profiled.selection.optimal,
                       "pbqp_rn": profiled.selection.heuristic_used},
     }
+    if args.margin:
+        result["margin"] = {"margin": args.margin, "e_over_c": interval(compared.speedup("e", "c")),
+                            "e_over_d": interval(compared.speedup("e", "d")),
+                            "e_over_b": interval(compared.ratio("e", "b")),
+                            "e_over_a": interval(compared.speedup("e", "a")),
+                            "profiled_cost_s": cost_on(profiled.graph, selections["e"]),
+                            "differ_from_default": differing(network, selections["e"], selections["c"])[0]}
     result["a_vs_d_layers"] = loss_breakdown(profiled.graph, predicted.graph, predicted.selection, selections["d"])
     if args.ilp:
         result["ilp"] = {"predicted": ilp_row(predicted.graph, predicted.selection, args.ilp_time_limit),
@@ -388,6 +399,23 @@ def print_ilp(results: list[dict[str, Any]]) -> None:
                   f"| {row['ilp_ms']:.1f} | {row['ilp_status']} | {row['pbqp_over_ilp'] * 100:.3f}% |")
 
 
+def print_margin(results: list[dict[str, Any]]) -> None:
+    """(vi): (e), the predicted selection with every option but the default dearer by the margin, in the same
+    rounds as (a)-(d)."""
+    margin = results[0]["margin"]["margin"]
+    print(f"\n(vi) (e): the predicted selection with every option but the default {margin:.0%} dearer, timed in "
+          "the same rounds: median per-round ratio [95% bootstrap interval]\n")
+    print("| network | convolutions off the default (e) | (e) speed-up over (c) | (e) speed-up over (d) "
+          "| (e) speed-up over (a) | increase of (e) over (b) | profiled graph: (e) over (b) |")
+    print("|---|---|---|---|---|---|---|")
+    for r in results:
+        e = r["margin"]
+        graph = "-" if e["profiled_cost_s"] is None else f"{(e['profiled_cost_s'] / r['profiled_cost_s']['b'] - 1):.2%}"
+        print(f"| {r['network']} | {e['differ_from_default']}/{r['convolutions']} | {fmt(e['e_over_c'], 1, suffix='x')} "
+              f"| {fmt(e['e_over_d'], 1, suffix='x')} | {fmt(e['e_over_a'], 1, suffix='x')} "
+              f"| {fmt_increase(e['e_over_b'])} | {graph} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--networks", nargs="+", default=list(NETWORKS),
@@ -411,6 +439,8 @@ def main() -> None:
     parser.add_argument("--optimise-repeats", type=int, default=3,
                         help="times the model's optimisation is timed; the median is reported (default 3)")
     parser.add_argument("--ilp", action="store_true", help="also solve both graphs with the ILP")
+    parser.add_argument("--margin", type=float, default=0.0,
+                        help="also time (e): (a) with every option but the default this fraction dearer")
     parser.add_argument("--ilp-time-limit", type=float, default=60.0, help="seconds (default 60)")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures as JSON here")
     args = parser.parse_args()
@@ -440,6 +470,8 @@ def main() -> None:
     print_table4(results)
     if args.ilp:
         print_ilp(results)
+    if args.margin:
+        print_margin(results)
     if args.json:
         args.json.write_text(json.dumps({"host": host.cpu_model, "threads": args.threads, "system_id": record.id,
                                          "model": model.kind, "protocol": args.protocol, "max_rounds": args.max_rounds,
