@@ -287,10 +287,9 @@ def predicted_costs(model: PrimitiveCostModel, network: Network, margin: float =
     """The costs of ``network`` predicted by ``model`` (Mulder et al. 4.3: selection on predicted times).
 
     With ``margin`` > 0 every predicted time but the default's (:data:`DEFAULT_PRIMITIVE`, or its stand-in when
-    the model does not know it), and every layout
-    transformation, costs ``1 + margin`` times its prediction, so that a layer leaves the default only where the
-    model predicts a saving larger than its error: a selection that trusts a model of 12% error to the last per
-    cent switches primitives on savings the model cannot see (0 is the paper's selection).
+    the model does not know it), and every layout transformation, costs ``1 + margin`` times its prediction, so
+    that a layer leaves the default only where the model predicts a saving larger than ``margin`` (0 is the
+    paper's selection; BENCHMARKS.md measures a 12% margin, the model's median ratio error, against it).
 
     One batched :meth:`~PrimitiveCostModel.predict` over the network's distinct convolutions gives every
     primitive the model knows that applies and is available here; one :meth:`~PrimitiveCostModel.predict_transforms`
