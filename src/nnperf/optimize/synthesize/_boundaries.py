@@ -4,7 +4,7 @@ A layer made int8 alone saves its own kernel time, but every tensor that crosses
 one (or back) costs a QuantizeLinear (or DequantizeLinear) and, with ORT's NCHWc and NHWC transformers, a layout
 change on top. Summing single-layer gains, as Cappuccino's search does, cannot see that. On the glyph
 MobileNet v2 (54 layers, ORT NCHWc, 1 thread, this 2-core AMD EPYC) twelve random mixed programs measured 0 to
-37% *slower* than fp32 while the summed profiler gains promised 15-45% faster; their excess over fp32 followed
+37% *slower* than fp32 while the summed profiler gains promised 14-48% faster; their excess over fp32 followed
 the number of borders (about 9 µs each), not the number of int8 layers.
 
 - :func:`int8_edges` reads the dataflow between quantizable layers from the ONNX graph: an :class:`Edge` from
