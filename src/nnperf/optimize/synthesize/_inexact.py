@@ -7,17 +7,15 @@ timed in paired rounds with the fp32 program and the all-int8 one, which also pr
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 
 import numpy as np
 
 from nnperf.measure import RoundsConfig
-from nnperf.measure.backends import LoopTimer
 from nnperf.optimize.synthesize._boundaries import MixedCost, fit_mixed_cost, int8_edges
 from nnperf.optimize.synthesize._candidates import Candidates, macs_share
 from nnperf.optimize.synthesize._compare import compare_programs
-from nnperf.optimize.synthesize._program import INEXACT_MODE, ProgramSpec, Sources
+from nnperf.optimize.synthesize._program import INEXACT_MODE, ProgramSpec, Sources, program_timer
 from nnperf.optimize.synthesize._result import InexactSearch, Measured
 from nnperf.optimize.synthesize._search import LayerEffect, SearchResult, greedy_search, ilp_search
 
@@ -50,11 +48,15 @@ def layer_gains(sources: Sources, base: ProgramSpec, all_inexact: ProgramSpec, l
         int8 = node_times(sources.onnx_model(all_inexact), settings, sample)
         if all(name in fp32 and name in int8 for name in layers):
             return {name: fp32[name] - int8[name] for name in layers}, "per node, ONNX Runtime's profiler"
-    share = macs_share(sources, base.runtime, layers, sample)
-    if not share:
-        share = dict.fromkeys(layers, 1.0 / len(layers))
-    saved = base_s - inexact_s
-    return {name: saved * share[name] for name in layers}, "whole-network saving shared by MACs"
+    saved = shared_by_macs(sources, base.runtime, layers, sample, base_s - inexact_s)
+    return saved, "whole-network saving shared by MACs"
+
+
+def shared_by_macs(sources: Sources, runtime: str, layers: Sequence[str], sample: np.ndarray, saved_s: float
+                   ) -> dict[str, float]:
+    """``saved_s`` shared out over ``layers`` by their multiply-accumulates (evenly where none were counted)."""
+    share = macs_share(sources, runtime, layers, sample) or dict.fromkeys(layers, 1.0 / len(layers))
+    return {name: saved_s * share[name] for name in layers}
 
 
 def search_runtime(candidates: Candidates, base: Measured, budget: float) -> InexactSearch:
@@ -93,13 +95,12 @@ def mixed_cost(candidates: Candidates, base: Measured, all_inexact: Measured, se
     rng = np.random.default_rng(seed)
     drawn = [tuple(n for n in layers if rng.random() < share) for share in PROBE_SHARES]
     probes = list(dict.fromkeys([all_inexact.spec.inexact, *(chosen for chosen in drawn if chosen)]))
-    timers = {"fp32": LoopTimer(functools.partial(sources.runner(base.spec), candidates.sample))}
+    timers = {"fp32": program_timer(sources, base.spec, candidates.sample)}
     for i, chosen in enumerate(probes):
-        timers[f"probe {i}"] = LoopTimer(functools.partial(sources.runner(base.spec.with_(inexact=chosen)),
-                                                           candidates.sample))
+        timers[f"probe {i}"] = program_timer(sources, base.spec.with_(inexact=chosen), candidates.sample)
     comparison = compare_programs(timers, "interleaved", rounds=PROBE_ROUNDS)
     ratios = [1.0 / comparison.speedup(f"probe {i}").median for i in range(len(probes))]
-    share = macs_share(sources, base.spec.runtime, layers, candidates.sample) or dict.fromkeys(layers, 1 / len(layers))
-    gains = {name: base.latency_s * (1.0 - ratios[0]) * share[name] for name in layers}  # probe 0: all int8
+    gains = shared_by_macs(sources, base.spec.runtime, layers, candidates.sample,
+                           base.latency_s * (1.0 - ratios[0]))  # probe 0: all int8
     edges = int8_edges(sources.onnx_path, layers)
     return fit_mixed_cost(base.latency_s, gains, edges, list(zip(probes, ratios, strict=True)))

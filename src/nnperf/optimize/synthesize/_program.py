@@ -172,11 +172,15 @@ class Sources:
         return quantizable_nodes(onnx.load(str(self.onnx_path)))
 
 
+def program_timer(sources: Sources, spec: ProgramSpec, sample: np.ndarray) -> LoopTimer:
+    """A timer of one inference of ``sample`` (a batch of one) by ``spec``'s program."""
+    return LoopTimer(functools.partial(sources.runner(spec), sample))
+
+
 def measure_program(sources: Sources, spec: ProgramSpec, sample: np.ndarray, harness: HarnessConfig) -> Timing:
     """The time of one inference of ``sample`` (a batch of one) by ``spec``'s program, by the measurement
     harness."""
-    run = sources.runner(spec)
-    return measure(LoopTimer(functools.partial(run, sample)), harness)
+    return measure(program_timer(sources, spec, sample), harness)
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,6 @@ ratio of the search's medians, taken minutes apart.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import os
 import tempfile
 import time
@@ -41,7 +40,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from nnperf.measure import ComparisonProtocol, HarnessConfig, PairedRatio, RoundsConfig, Timer
-from nnperf.measure.backends import LoopTimer
 from nnperf.optimize.synthesize._candidates import Candidates, Predict, Progress
 from nnperf.optimize.synthesize._compare import (
     SYNTHESIS_HARNESS,
@@ -56,7 +54,7 @@ from nnperf.optimize.synthesize._errors import SynthesisError, ValidationDataErr
 from nnperf.optimize.synthesize._inexact import inexact_available, search_runtime
 from nnperf.optimize.synthesize._manifest import manifest as manifest_of
 from nnperf.optimize.synthesize._package import package, write_package
-from nnperf.optimize.synthesize._program import INEXACT_MODE, KEPT_LAYOUT, ProgramSpec, Sources
+from nnperf.optimize.synthesize._program import INEXACT_MODE, KEPT_LAYOUT, ProgramSpec, Sources, program_timer
 from nnperf.optimize.synthesize._result import InexactSearch, Measured, Stage, SynthesisResult, fastest
 from nnperf.optimize.synthesize._search import check_budget
 
@@ -198,8 +196,7 @@ def _compare_stages(stages: Sequence[Stage], ort_best: Measured | None, final_ti
         timings = {label: m.timing for label, m in programs.items()}
         comparison = compare_timings({**timings, FINAL: final.timing})
     else:
-        timers: dict[str, Timer] = {label: LoopTimer(functools.partial(sources.runner(m.spec), sample))
-                                    for label, m in programs.items()}
+        timers: dict[str, Timer] = {label: program_timer(sources, m.spec, sample) for label, m in programs.items()}
         comparison = compare_programs({**timers, FINAL: final_timer}, protocol, rounds=rounds)
     compared = [dataclasses.replace(s, speedup=comparison.speedup(name(s)), compared_s=comparison.median_s(name(s)))
                 for s in stages]
