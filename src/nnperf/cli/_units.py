@@ -63,3 +63,12 @@ def parse_budget(text: str | None, option: str) -> float | None:
     except ValueError:
         pass
     return parse_duration(text, option)
+
+
+def parse_sample_budget(text: str | None) -> float:
+    """``--sample-budget`` in seconds (:func:`parse_budget`), the API's default
+    (:data:`nnperf.api.DEFAULT_SAMPLE_BUDGET_S`) when it is not given."""
+    from nnperf.api import DEFAULT_SAMPLE_BUDGET_S
+
+    budget_s = parse_budget(text, "--sample-budget")
+    return DEFAULT_SAMPLE_BUDGET_S if budget_s is None else budget_s

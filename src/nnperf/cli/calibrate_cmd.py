@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from nnperf.cli._backend_args import Progress, add_backend_arguments, system_from_args
 from nnperf.cli._store_arg import add_db_argument
-from nnperf.cli._units import parse_budget
+from nnperf.cli._units import parse_sample_budget
 from nnperf.cli.fleet_cmd import add_fleet_argument, calibrate_on_fleet
 from nnperf.store import default_store_path
 
@@ -54,12 +54,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def run(args: argparse.Namespace) -> int:
     if args.fleet:
         return calibrate_on_fleet(args)
-    from nnperf.api import DEFAULT_SAMPLE_BUDGET_S, calibrate, stored_calibration
+    from nnperf.api import calibrate, stored_calibration
     from nnperf.errors import FormatVersionError
     from nnperf.report import console
     from nnperf.report.predictions import calibration_document, calibration_header
 
-    sample_budget_s = parse_budget(args.sample_budget, "--sample-budget")  # None: the API's default
+    sample_budget_s = parse_sample_budget(args.sample_budget)
     out = console()
     store_path = str(args.db or default_store_path())
     system = system_from_args(args)
@@ -77,8 +77,7 @@ def run(args: argparse.Namespace) -> int:
                       f"{existing.coefficient_c:.3f}, {len(existing.latency)} layer-type models); nothing to do")
             return 0
     if not args.json:
-        budget_s = DEFAULT_SAMPLE_BUDGET_S if sample_budget_s is None else sample_budget_s
-        out.print(calibration_header(args.backend, args.device, args.threads, store_path, budget_s))
+        out.print(calibration_header(args.backend, args.device, args.threads, store_path, sample_budget_s))
     with Progress(not args.json, "calibrating") as progress:
         model = calibrate(system, args.db, energy=args.energy, budget_s=args.budget_s, target_ci=args.target_ci,
                           sample_budget_s=sample_budget_s, held_out=args.held_out, progress=progress,

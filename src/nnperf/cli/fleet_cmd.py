@@ -181,11 +181,9 @@ def calibrate_on_fleet(args: argparse.Namespace) -> int:
 
     if args.energy or args.if_needed or args.held_out:
         raise NnperfError("--energy, --if-needed and --held-out calibrate in this process: run them without --fleet")
-    from nnperf.api import DEFAULT_SAMPLE_BUDGET_S
-    from nnperf.cli._units import parse_budget
+    from nnperf.cli._units import parse_sample_budget
 
-    sample_budget_s = parse_budget(args.sample_budget, "--sample-budget")
-    sample_budget_s = DEFAULT_SAMPLE_BUDGET_S if sample_budget_s is None else sample_budget_s
+    sample_budget_s = parse_sample_budget(args.sample_budget)
     harness = CALIBRATION_HARNESS
     if args.budget_s is not None:
         harness = replace(harness, budget_s=args.budget_s)
