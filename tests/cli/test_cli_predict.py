@@ -225,6 +225,19 @@ def test_calibrate_if_needed_refits_an_older_model(capsys, tmp_path: Path, small
         assert len(store.layer_measurements()) == measured  # refitted from the stored measurements
 
 
+def test_calibrate_if_needed_reuses_only_a_calibration_that_held_out_the_same_networks(
+        capsys, tmp_path: Path, small_calibration: None) -> None:
+    db = str(tmp_path / "m.db")
+    sampled = [*FAKE, "--sample-budget", "1s", "--no-check", "--db", db]
+    assert run(capsys, "calibrate", *sampled, "--held-out", "alexnet")[0] == 0
+    code, out, _ = run(capsys, "calibrate", *sampled, "--held-out", "alexnet", "--if-needed")
+    assert code == 0 and "nothing to do" in out
+    code, out, _ = run(capsys, "calibrate", *sampled, "--held-out", "resnet18", "--if-needed")
+    assert code == 0 and "nothing to do" not in out and "calibrating fake" in out  # others held out: again
+    code, out, _ = run(capsys, "calibrate", *sampled, "--held-out", "resnet18", "--if-needed")
+    assert code == 0 and "nothing to do" in out
+
+
 def test_predict_with_a_stored_system(capsys, tmp_path: Path, calibrated_db: str) -> None:
     db = calibrated_db
     net = tmp_path / "unseen.json"

@@ -27,7 +27,7 @@ from nnperf.prediction import (
     load_system_model,
     missing_calibration,
 )
-from nnperf.prediction.kernel import LayerPrior, zoo_prior
+from nnperf.prediction.kernel import zoo_prior
 from nnperf.store import Store, default_store_path
 
 if TYPE_CHECKING:
@@ -106,7 +106,7 @@ def calibrate(system: System | str = DEFAULT_SYSTEM, store: StoreLike = None, *,
     prior = zoo_prior([load_model(model) for model in held_out]) if held_out and budget > 0 else None
     with opened_store(store) as opened, chosen.open() as runner:
         existing = _readable_calibration(opened, runner) if if_needed else None
-        if existing is not None and _holds_out(existing, prior):
+        if existing is not None and _holds_out(existing, prior.held_out if prior is not None else ()):
             return existing
         found = _machine_check(runner, chosen.threads, check_noise_s, progress) if check else None
         config = ProfileConfig(per_layer="isolated", harness=_harness(budget_s, target_ci))
@@ -114,13 +114,13 @@ def calibrate(system: System | str = DEFAULT_SYSTEM, store: StoreLike = None, *,
                                 sample_budget_s=budget, machine_check=found, prior=prior)
 
 
-def _holds_out(model: SystemModel, prior: LayerPrior | None) -> bool:
-    """Whether ``model``'s sampling held out the networks ``prior`` holds out (any calibration will do when none
-    is asked to be held out)."""
-    if prior is None:
+def _holds_out(model: SystemModel, names: Sequence[str]) -> bool:
+    """Whether ``model``'s sampling held out the networks named ``names`` (any calibration will do when none is
+    asked to be held out)."""
+    if not names:
         return True
     recorded = model.calibration.get("prior", {})
-    return isinstance(recorded, dict) and set(recorded.get("held_out", ())) == set(prior.held_out)
+    return isinstance(recorded, dict) and set(recorded.get("held_out", ())) == set(names)
 
 
 def _harness(budget_s: float | None, target_ci: float | None) -> HarnessConfig:
@@ -151,8 +151,11 @@ def _readable_calibration(store: Store, runner: Backend) -> SystemModel | None:
         return None
 
 
-def stored_calibration(system: System | str = DEFAULT_SYSTEM, store: StoreLike = None) -> SystemModel | None:
-    """The stored calibration of ``system`` on this host, or None when it has none (or no store exists yet).
+def stored_calibration(system: System | str = DEFAULT_SYSTEM, store: StoreLike = None,
+                       held_out: Sequence[ModelLike] = ()) -> SystemModel | None:
+    """The stored calibration of ``system`` on this host, or None when it has none (or no store exists yet), or,
+    with ``held_out``, when its sampling did not hold out exactly those networks (as :func:`calibrate` with
+    ``if_needed`` decides).
 
     Parameters
     ----------
@@ -160,6 +163,9 @@ def stored_calibration(system: System | str = DEFAULT_SYSTEM, store: StoreLike =
         The system's settings (as for :func:`calibrate`).
     store : Store, path or None, default None
         Where calibrations are stored (None: ``$NNPERF_DB``, else ``./nnperf.db``).
+    held_out : sequence of models, optional
+        Networks (files, zoo names or IR) the calibration's sampling must have held out (as for
+        :func:`calibrate`).
 
     Raises
     ------
@@ -168,11 +174,13 @@ def stored_calibration(system: System | str = DEFAULT_SYSTEM, store: StoreLike =
         it from the stored measurements).
     """
     chosen = settings(system, "stored_calibration")
+    names = [load_model(model).name for model in held_out]
     try:
         with opened_store(store, create=False) as opened, chosen.open() as runner:
-            return _stored_model(opened, runner)
+            model = _stored_model(opened, runner)
     except MissingStoreError:
         return None
+    return model if model is not None and _holds_out(model, names) else None
 
 
 def _stored_model(store: Store, runner: Backend) -> SystemModel | None:

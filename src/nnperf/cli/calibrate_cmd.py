@@ -65,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
     system = system_from_args(args)
     if args.if_needed:
         try:
-            existing = stored_calibration(system, args.db)
+            # what calibrate(if_needed=True) reuses: held-out networks count only where layers are sampled
+            existing = stored_calibration(system, args.db, held_out=args.held_out if sample_budget_s > 0 else ())
         except FormatVersionError as exc:  # an older nnperf's model: refit (stored measurements are reused)
             out.print(f"refitting: {exc}")
             existing = None
