@@ -278,6 +278,14 @@ dataset made before ``torch-conv2d`` was a primitive): oneDNN on chw, the kernel
 here."""
 
 
+def default_primitive(times_s: Mapping[str, float]) -> str | None:
+    """The primitive that stands for the framework default among a convolution's ``times_s``:
+    :data:`DEFAULT_PRIMITIVE`, else :data:`DEFAULT_STAND_IN`, whichever first has a finite time; None when
+    neither has."""
+    return next((name for name in (DEFAULT_PRIMITIVE, DEFAULT_STAND_IN) if math.isfinite(times_s.get(name, math.nan))),
+                None)
+
+
 def _layer_primitives(convs: Mapping[str, ConvConfig], conv_s: Mapping[ConvConfig, Mapping[str, float]]
                       ) -> dict[str, list[str]]:
     return {name: list(conv_s[config]) for name, config in convs.items()}
@@ -286,8 +294,8 @@ def _layer_primitives(convs: Mapping[str, ConvConfig], conv_s: Mapping[ConvConfi
 def predicted_costs(model: PrimitiveCostModel, network: Network, margin: float = 0.0) -> PrimitiveCosts:
     """The costs of ``network`` predicted by ``model`` (Mulder et al. 4.3: selection on predicted times).
 
-    With ``margin`` > 0 every predicted time but the default's (:data:`DEFAULT_PRIMITIVE`, or its stand-in when
-    the model does not know it), and every layout transformation, costs ``1 + margin`` times its prediction, so
+    With ``margin`` > 0 every predicted time but the default's (:func:`default_primitive`, the option the
+    default selection runs), and every layout transformation, costs ``1 + margin`` times its prediction, so
     that a layer leaves the default only where the model predicts a saving larger than ``margin`` (0 is the
     paper's selection; BENCHMARKS.md measures a 12% margin, the model's median ratio error, against it).
 
@@ -302,10 +310,10 @@ def predicted_costs(model: PrimitiveCostModel, network: Network, margin: float =
     convs = network_convs(network)
     configs = list(dict.fromkeys(convs.values()))
     names = list(model.primitives_)
-    default = DEFAULT_PRIMITIVE if DEFAULT_PRIMITIVE in names else DEFAULT_STAND_IN
-    times = model.predict(configs, names) * np.array([1.0 if n == default else 1.0 + margin for n in names])
+    times = model.predict(configs, names)
     available = [get_primitive(n).availability().ok for n in names]
-    conv_s = {config: {n: float(t) for n, t, ok in zip(names, row, available, strict=True) if ok and np.isfinite(t)}
+    conv_s = {config: _with_margin({n: float(t) for n, t, ok in zip(names, row, available, strict=True)
+                                    if ok and np.isfinite(t)}, margin)
               for config, row in zip(configs, times, strict=True)}
     needed = needed_transforms(network, _layer_primitives(convs, conv_s))
     unknown = sorted({name for _, name in needed if name not in model.transforms_})
@@ -323,6 +331,13 @@ def predicted_costs(model: PrimitiveCostModel, network: Network, margin: float =
             transforms_s[shape][name] = float(predicted[row[shape], column[name]]) * (1.0 + margin)
     source = f"predicted by {model.kind}" + (f", other than the default at +{margin:.0%}" if margin else "")
     return PrimitiveCosts(conv_s, transforms_s, source)
+
+
+def _with_margin(times_s: dict[str, float], margin: float) -> dict[str, float]:
+    """A convolution's predicted times with every one but the default's (:func:`default_primitive`) ``1 + margin``
+    times dearer."""
+    default = default_primitive(times_s)
+    return {name: t if name == default else t * (1.0 + margin) for name, t in times_s.items()}
 
 
 def profiled_costs(dataset: PrimitiveDataset, network: Network, measure_missing: bool = False, threads: int = 1,

@@ -37,12 +37,11 @@ import numpy as np
 
 from nnperf.ir import Network
 from nnperf.optimize.select._costs import (
-    DEFAULT_PRIMITIVE,
-    DEFAULT_STAND_IN,
     MissingCostError,
     PrimitiveCosts,
     activation_shapes,
     data_edges,
+    default_primitive,
     network_convs,
     option_layouts,
     usable,
@@ -113,10 +112,8 @@ def _is_layout_node(node: CostNode) -> bool:
 def _default_index(node: CostNode) -> int:
     if _is_layout_node(node):
         return node.options.index(str(CHW))
-    for name in (DEFAULT_PRIMITIVE, DEFAULT_STAND_IN):
-        if name in node.options and math.isfinite(node.costs_s[node.options.index(name)]):
-            return node.options.index(name)
-    return int(np.argmin(node.costs_s))
+    default = default_primitive(dict(zip(node.options, node.costs_s, strict=True)))
+    return node.options.index(default) if default is not None else int(np.argmin(node.costs_s))
 
 
 def default_selection(graph: CostGraph) -> Selection:
