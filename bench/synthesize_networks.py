@@ -132,6 +132,9 @@ def print_table1(result: SynthesisResult) -> None:
             predicted = f"{found.predicted_s * 1e3:.2f}" if found.predicted_s is not None else "-"
             print(f"| {found.method} | {len(found.inexact)} | {found.drop:.2%} | {found.evaluations} "
                   f"| {found.search_s:.1f} | {ms} | {predicted} | {found.status} |")
+        if search.checked:
+            print("\nTimed with fp32 in paired rounds after the search, against the border model: "
+                  + "; ".join(check.describe() for check in search.checked))
     print()
 
 
@@ -167,7 +170,10 @@ def search_row(search: Any) -> dict[str, Any]:
             * 1e3, "all_inexact_drop": search.all_inexact.accuracy.drop,
             "border_model": None if cost is None else {"gain_scale": cost.gain_scale, "border_us": cost.border_s * 1e6,
                                                        "edges": len(cost.edges), "probes": cost.probes},
-            "greedy": found(search.greedy, search.greedy_program), "ilp": found(search.ilp, search.ilp_program)}
+            "greedy": found(search.greedy, search.greedy_program), "ilp": found(search.ilp, search.ilp_program),
+            "checked": [{"programs": c.programs, "layers": c.layers, "predicted_ratio": c.predicted_ratio,
+                         "measured_ratio": c.measured.to_dict(), "error": c.error, "fitted": c.fitted}
+                        for c in search.checked]}
 
 
 def ratio_text(ratio: dict[str, Any] | None) -> str:

@@ -10,9 +10,11 @@ import torch
 from torch import nn
 
 from nnperf.ir.export import export_onnx
+from nnperf.measure import PairedRatio
 from nnperf.optimize.synthesize._boundaries import Edge, MixedCost, border_count, fit_mixed_cost, int8_edges
 from nnperf.optimize.synthesize._errors import SynthesisError
 from nnperf.optimize.synthesize._onnx import named_model, quantizable_nodes
+from nnperf.optimize.synthesize._result import PredictionCheck
 from nnperf.optimize.synthesize._search import LayerEffect, greedy_search, ilp_search
 
 
@@ -68,10 +70,20 @@ def test_the_fit_recovers_a_planted_scale_and_border_cost() -> None:
     probes = [(chosen, planted.latency_s(chosen) / 100e-6) for chosen in (["a"], ["a", "c"], ["a", "b", "c"])]
     fitted = fit_mixed_cost(100e-6, GAINS, CHAIN, probes)
     assert (fitted.gain_scale, fitted.border_s * 1e6, fitted.probes) == (pytest.approx(0.7), pytest.approx(4.0), 3)
+    assert fitted.fitted(["c", "a"]) and not fitted.fitted(["c"])  # a program it was fitted to is no test of it
+    assert fitted.ratio(["a"]) == pytest.approx((100e-6 - 0.7 * 10e-6 + 8e-6) / 100e-6)
     with pytest.raises(SynthesisError, match="at least one probe"):
         fit_mixed_cost(100e-6, GAINS, CHAIN, [])
     with pytest.raises(SynthesisError, match="must be positive"):
         fit_mixed_cost(100e-6, GAINS, CHAIN, [(["a"], 0.0)])
+
+
+def test_a_checked_prediction_is_judged_against_the_paired_ratio() -> None:
+    measured = PairedRatio("ILP", "fp32", 0.80, 0.78, 0.83, 0.95, (), True)
+    check = PredictionCheck("greedy = ILP", 7, 0.90, measured, fitted=False)
+    assert check.error == pytest.approx(0.125)  # 0.90 predicted against 0.80 measured
+    assert check.describe() == ("greedy = ILP (7 layers): 0.800 [0.780, 0.830] of fp32's time, predicted 0.900 "
+                                "(+12.5%)")
 
 
 def test_the_ilp_joins_regions_when_borders_cost_and_splits_them_when_they_do_not() -> None:

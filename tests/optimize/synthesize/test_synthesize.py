@@ -106,6 +106,16 @@ def test_the_stages_are_measured_and_the_budget_kept_around_a_planted_sensitive_
     assert ort.cost is not None and ort.cost.probes >= 1 and len(ort.cost.edges) >= len(ort.effects)
     assert ort.ilp.predicted_s is not None and ort.ilp.predicted_s <= ort.cost.base_s * (1 + 1e-9)
     assert ort.greedy.predicted_s == pytest.approx(ort.cost.latency_s(ort.greedy.inexact))
+    # after the search, the all-int8 program (which the model was fitted to) and the searches' programs are timed
+    # with fp32 in paired rounds, each against the model's prediction
+    checked = {check.programs.split(" = ")[0]: check for check in ort.checked}
+    assert "all int8" in checked and checked["all int8"].fitted
+    assert checked["all int8"].layers == len(ort.effects) and checked["all int8"].measured.paired
+    named = " = ".join(check.programs for check in ort.checked)
+    assert "greedy" in named and ("ILP" in named) == bool(ort.ilp.inexact)
+    assert checked["all int8"].predicted_ratio == pytest.approx(ort.cost.ratio(ort.all_inexact.spec.inexact))
+    for check in ort.checked:
+        assert check.measured.median > 0 and check.measured.denominator == "fp32"
     final = result.stage("final").program
     assert final.accuracy.drop <= 0.01
     for stage in result.stages:

@@ -89,7 +89,7 @@ def border_count(edges: Sequence[Edge], chosen: Collection[str]) -> int:
 class MixedCost:
     """A mixed program's latency: ``base_s`` (fp32) less ``gain_scale`` times the ``gains_s`` of its int8
     layers, plus ``border_s`` per border of its int8 regions (see the module docstring). ``probes`` is how many
-    programs it was fitted to."""
+    programs it was fitted to, ``fitted_to`` their int8 layers."""
 
     base_s: float
     gains_s: Mapping[str, float]
@@ -97,11 +97,20 @@ class MixedCost:
     gain_scale: float = 1.0
     border_s: float = 0.0
     probes: int = 0
+    fitted_to: tuple[frozenset[str], ...] = ()
 
     def latency_s(self, chosen: Collection[str]) -> float:
         chosen = set(chosen)
         gain = sum(self.gains_s[name] for name in chosen)
         return self.base_s - self.gain_scale * gain + self.border_s * border_count(self.edges, chosen)
+
+    def ratio(self, chosen: Collection[str]) -> float:
+        """The predicted latency of the program with ``chosen`` int8 over the fp32 program's."""
+        return self.latency_s(chosen) / self.base_s
+
+    def fitted(self, chosen: Collection[str]) -> bool:
+        """Whether the model was fitted to the program with ``chosen`` int8 (its prediction is no test of it)."""
+        return frozenset(chosen) in self.fitted_to
 
     def describe(self) -> str:
         return (f"gains x {self.gain_scale:.2f}, {self.border_s * 1e6:.1f} µs per int8/fp32 border "
@@ -123,4 +132,5 @@ def fit_mixed_cost(base_s: float, gains_s: Mapping[str, float], edges: Sequence[
         rows.append([sum(gains_s[name] for name in chosen), -float(border_count(edges, chosen))])
         saved.append(base_s * (1.0 - ratio))
     (scale, border), _ = nnls(np.array(rows, dtype=float), np.array(saved))
-    return MixedCost(base_s, dict(gains_s), tuple(edges), float(scale), float(border), len(probes))
+    return MixedCost(base_s, dict(gains_s), tuple(edges), float(scale), float(border), len(probes),
+                     tuple(frozenset(chosen) for chosen, _ in probes))

@@ -7,7 +7,7 @@ timed in paired rounds with the fp32 program and the all-int8 one, which also pr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -16,7 +16,7 @@ from nnperf.optimize.synthesize._boundaries import MixedCost, fit_mixed_cost, in
 from nnperf.optimize.synthesize._candidates import Candidates, macs_share
 from nnperf.optimize.synthesize._compare import compare_programs
 from nnperf.optimize.synthesize._program import INEXACT_MODE, ProgramSpec, Sources, program_timer
-from nnperf.optimize.synthesize._result import InexactSearch, Measured
+from nnperf.optimize.synthesize._result import InexactSearch, Measured, PredictionCheck
 from nnperf.optimize.synthesize._search import LayerEffect, SearchResult, greedy_search, ilp_search
 
 PROBE_SHARES = (0.25, 0.5, 0.75)
@@ -81,8 +81,34 @@ def search_runtime(candidates: Candidates, base: Measured, budget: float) -> Ine
             return None
         return run(base.spec.with_(inexact=tuple(n for n in layers if n in set(result.inexact))))
 
+    checked = (check_predictions(candidates, base.spec, cost, {"all int8": all_inexact.spec.inexact,
+                                                                 "greedy": greedy.inexact, "ILP": ilp.inexact})
+               if cost is not None else ())
     return InexactSearch(base.spec.runtime, INEXACT_MODE[base.spec.runtime], effects, all_inexact, greedy, ilp,
-                         program(greedy), program(ilp), gains_from, cost)
+                         program(greedy), program(ilp), gains_from, cost, checked)
+
+
+def check_predictions(candidates: Candidates, base: ProgramSpec, cost: MixedCost,
+                      programs: Mapping[str, Sequence[str]]) -> tuple[PredictionCheck, ...]:
+    """The distinct non-empty ``programs`` (a name to its int8 layers) timed with the fp32 program ``base`` in
+    paired rounds (:data:`PROBE_ROUNDS`), each against the border model's predicted ratio to fp32. The search's
+    own timings are single sequential medians taken minutes apart, so they cannot say how far off the model is;
+    these can."""
+    sources, sample = candidates.sources, candidates.sample
+    names: dict[frozenset[str], list[str]] = {}
+    for name, chosen in programs.items():
+        if chosen:
+            names.setdefault(frozenset(chosen), []).append(name)
+    if not names:
+        return ()
+    labels = {chosen: " = ".join(found) for chosen, found in names.items()}
+    timers = {"fp32": program_timer(sources, base, sample)}
+    for chosen, label in labels.items():
+        layers = tuple(n for n in sources.quantizable(base.runtime) if n in chosen)
+        timers[label] = program_timer(sources, base.with_(inexact=layers), sample)
+    comparison = compare_programs(timers, "interleaved", rounds=PROBE_ROUNDS)
+    return tuple(PredictionCheck(label, len(chosen), cost.ratio(chosen), comparison.ratio(label, "fp32"),
+                                 cost.fitted(chosen)) for chosen, label in labels.items())
 
 
 def mixed_cost(candidates: Candidates, base: Measured, all_inexact: Measured, seed: int = 0) -> MixedCost:

@@ -58,6 +58,31 @@ class Stage:
 
 
 @dataclass(frozen=True)
+class PredictionCheck:
+    """One searched program timed with the fp32 program in paired rounds after the search, against the border
+    model's prediction made before it: ``programs`` names the searches that chose it ("all int8", "greedy",
+    "ILP"), ``measured`` is its time over fp32's (median per-round ratio with its interval), ``predicted_ratio``
+    the model's, and ``fitted`` whether the model was fitted to this very program (then it is no test)."""
+
+    programs: str
+    layers: int
+    predicted_ratio: float
+    measured: PairedRatio
+    fitted: bool
+
+    @property
+    def error(self) -> float:
+        """The prediction's relative error: predicted over measured ratio, less 1."""
+        return self.predicted_ratio / self.measured.median - 1.0
+
+    def describe(self) -> str:
+        m = self.measured
+        return (f"{self.programs} ({self.layers} layers): {m.median:.3f} [{m.ci_low:.3f}, {m.ci_high:.3f}] of fp32's "
+                f"time, predicted {self.predicted_ratio:.3f} ({self.error:+.1%}"
+                f"{'; fitted to it' if self.fitted else ''})")
+
+
+@dataclass(frozen=True)
 class InexactSearch:
     """One runtime's inexact search: the layers' effects (``gains_from`` says how their time saved was found), the
     greedy and ILP results and their programs measured (None when the search made no layer inexact)."""
@@ -73,6 +98,9 @@ class InexactSearch:
     gains_from: str
     cost: MixedCost | None = None
     """The border model the ILP maximised and both searches' programs were predicted with (ONNX Runtime only)."""
+    checked: tuple[PredictionCheck, ...] = ()
+    """The all-inexact and searched programs timed with fp32 in paired rounds, against the border model's
+    predictions (with a border model only)."""
 
 
 @dataclass(frozen=True)
