@@ -88,6 +88,8 @@ def test_errors_are_one_line(capsys: pytest.CaptureFixture[str], profiled: Path,
     code, _, err = run_cli(capsys, "select", "resnet18", "--costs", "profiled", "--margin", "0.1", "--db",
                            str(profiled))
     assert_error(code, err, "margin applies to predicted costs only")
+    code, _, err = run_cli(capsys, "select", "resnet18", "--refine", "-1", "--db", str(profiled))
+    assert_error(code, err, "refine is the most steps measured in the program")
 
     empty = tmp_path / "empty.db"
     Store(empty).close()
@@ -101,6 +103,23 @@ def test_errors_are_one_line(capsys: pytest.CaptureFixture[str], profiled: Path,
     assert_error(code, err, "has no primitive cost model", "nnperf primitives train")
     code, _, err = run_cli(capsys, "primitives", "train", "--kind", "lin", "--db", str(small))
     assert_error(code, err, "configuration")
+
+
+def test_select_refines_the_selection_in_the_program(capsys: pytest.CaptureFixture[str], profiled: Path,
+                                                     tmp_path: Path) -> None:
+    run_json(capsys, "primitives", "train", "--kind", "lin", "--db", str(profiled))
+    net = tmp_path / "tiny.json"
+    save_network(tiny_network(), net)
+    document = run_json(capsys, "select", str(net), "--refine", "2", "--no-layer-costs", "--db", str(profiled))
+    refinement = document["refinement"]
+    assert 1 <= refinement["steps"] <= 2 and len(refinement["over_default"]) == refinement["steps"]
+    assert all(r > 0 for r in refinement["over_default"])
+    kept = refinement["kept_step"]
+    assert kept is None or refinement["over_default"][kept] == min(refinement["over_default"])
+    assert (refinement["confirmed_over_default"] is None) == (min(refinement["over_default"]) >= 1.0)
+    assert {document["chosen"][name] for name in ("conv1", "conv2", "dw")} <= {"direct", "im2col-fhw"}
+    code, text, _ = run_cli(capsys, "select", str(net), "--refine", "1", "--no-layer-costs", "--db", str(profiled))
+    assert code == 0 and "refined in the program: 1 steps" in text
 
 
 @pytest.mark.slow

@@ -25,7 +25,7 @@ from nnperf.measure import System
 if TYPE_CHECKING:
     from nnperf.ir import Network
     from nnperf.measure import ComparisonProtocol, HarnessConfig, PairedRatio, RoundsConfig
-    from nnperf.optimize.select import PrimitiveCosts, Selection, SelectionComparison
+    from nnperf.optimize.select import CostGraph, PrimitiveCosts, Refinement, Selection, SelectionComparison
 
 COST_SOURCES = ("predicted", "profiled")
 
@@ -61,6 +61,9 @@ class NetworkSelection:
     layer_profile_s: float = 0.0
     best_uniform: Selection | None = None
     comparison: SelectionComparison | None = None
+    refinement: Refinement | None = None
+    """With ``refine``: the refinement in the program that chose ``selection`` (its steps, their times against the
+    default, the in-program costs)."""
 
     @property
     def predicted_s(self) -> float:
@@ -103,7 +106,7 @@ def select(model: ModelLike, system: System = PRIMITIVES, store: StoreLike = Non
            calibration: StoredId | None = None, costs: str = "predicted", solver: str = "pbqp", verify: bool = False,
            layer_costs: bool = True, harness: HarnessConfig | None = None, input_shape: InputShape | None = None,
            protocol: str | ComparisonProtocol = "auto", rounds: RoundsConfig | None = None,
-           margin: float = 0.0) -> NetworkSelection:
+           margin: float = 0.0, refine: int = 0) -> NetworkSelection:
     """Chooses a primitive for every convolution of ``model`` and a layout for every other layer, minimising the
     convolutions' times plus the layout transformations between them (Mulder et al. 4.3).
 
@@ -116,7 +119,10 @@ def select(model: ModelLike, system: System = PRIMITIVES, store: StoreLike = Non
     (:func:`~nnperf.campaign.profile_layer_layouts`); without, those layers cost nothing in either layout.
     ``margin`` (predicted costs only) makes every option but the default that fraction dearer, so a layer leaves
     the default only for a predicted saving larger than the model's error (:func:`~nnperf.optimize.select.predicted_costs`).
-    ``solver`` is ``pbqp``, ``ilp`` or ``exhaustive``. With ``verify`` the selected network runs end to end in
+    ``solver`` is ``pbqp``, ``ilp`` or ``exhaustive``. With ``refine`` = N > 0 the convolutions' costs are then
+    measured inside the running program for at most N steps and the selection kept is the one that ran fastest
+    against the default (:func:`~nnperf.optimize.select.refine_in_program`; ``selection`` is costed on the
+    isolated costs, ``refinement`` holds the rest). With ``verify`` the selected network runs end to end in
     torch, is checked against the reference network and is timed against the default selection (every
     convolution through torch's own conv2d, NCHW) and the best uniform one, under ``protocol``: ``"auto"``
     (default) is what a quick machine check recommends (interleaved, for in-process programs); ``"interleaved"``
@@ -128,7 +134,7 @@ def select(model: ModelLike, system: System = PRIMITIVES, store: StoreLike = Non
     """
     import time
 
-    from nnperf.optimize.select import check_protocol, default_selection, network_cost_graph, solve, uniform_selections
+    from nnperf.optimize.select import check_protocol, default_selection, network_cost_graph, uniform_selections
     from nnperf.primitives import conv_configs, conv_layer_configs
 
     chosen_protocol = check_protocol(protocol)  # before minutes of work, not after
@@ -136,6 +142,8 @@ def select(model: ModelLike, system: System = PRIMITIVES, store: StoreLike = Non
     stored = stored_id(calibration, "select")
     if costs not in COST_SOURCES:
         raise NnperfError(f"unknown cost source {costs!r}; use one of {', '.join(COST_SOURCES)}")
+    if refine < 0:
+        raise NnperfError(f"refine is the most steps measured in the program (0: none), got {refine}")
     network = load_model(model, input_shape)
     conv_configs(network)  # refuses a network without a convolution
     start = time.perf_counter()
@@ -144,16 +152,28 @@ def select(model: ModelLike, system: System = PRIMITIVES, store: StoreLike = Non
     if layer_costs:
         table, layer_profile_s = _with_layer_costs(table, network, threads, store)
     graph = network_cost_graph(network, table)
-    selection = solve(graph, solver)
+    selection, refinement = _refined(network, table, graph, solver, refine, threads)
     optimise_s = time.perf_counter() - start - layer_profile_s
     default = default_selection(graph)
     best_uniform = min(uniform_selections(graph).values(), key=lambda s: s.cost_s)  # a convolution has an option
     result = NetworkSelection(network.name, system_id, costs, solver, selection, default,
                               tuple(conv_layer_configs(network)), optimise_s, layer_profile_s=layer_profile_s,
-                              best_uniform=best_uniform)
+                              best_uniform=best_uniform, refinement=refinement)
     if not verify:
         return result
     return _verified(result, network, threads, chosen_protocol, rounds, harness)
+
+
+def _refined(network: Network, table: PrimitiveCosts, graph: CostGraph, solver: str, refine: int, threads: int
+             ) -> tuple[Selection, Refinement | None]:
+    """The selection of ``graph``; with ``refine`` > 0 the one refined in the program for at most that many steps,
+    costed on ``graph``, and the refinement."""
+    from nnperf.optimize.select import refine_in_program, selection_from_labels, solve
+
+    if not refine:
+        return solve(graph, solver), None
+    refinement = refine_in_program(network, table, refine, solver=solver, threads=threads)
+    return selection_from_labels(graph, refinement.selection.chosen, "in program"), refinement
 
 
 def _cost_table(network: Network, costs: str, stored: StoredId | None, threads: int,

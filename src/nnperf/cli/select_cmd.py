@@ -28,6 +28,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="with predicted costs, make every option but the default this fraction dearer (0.1 for "
                         "10%%), so a layer leaves the default only for a predicted saving larger than the model's "
                         "error (default 0, the paper's selection)")
+    p.add_argument("--refine", type=int, default=0, metavar="STEPS",
+                   help="then measure the convolutions inside the running program, solve again with those times, "
+                        "for at most STEPS steps, and keep the selection that ran fastest against the default "
+                        "(about 1-5 s a step; default 0: the costs as they are)")
     p.add_argument("--verify", action="store_true",
                    help="run and check the selected network, and time it against the default and the best uniform one")
     p.add_argument("--protocol", default="auto", metavar="auto|sequential|interleaved",
@@ -64,12 +68,32 @@ def _document(result) -> dict[str, object]:  # type: ignore[no-untyped-def]
             "best_uniform_measured_s": result.best_uniform_measured_s,
             "comparison": None if comparison is None else comparison.to_dict(),
             "speedup_over_default": ratio(result.speedup_over_default),
-            "speedup_over_best_uniform": ratio(result.speedup_over_best_uniform)}
+            "speedup_over_best_uniform": ratio(result.speedup_over_best_uniform),
+            "refinement": _refinement(result.refinement)}
+
+
+def _refinement(refinement) -> dict[str, object] | None:  # type: ignore[no-untyped-def]
+    if refinement is None:
+        return None
+    return {"steps": len(refinement.history), "over_default": list(refinement.over_default),
+            "kept_step": refinement.step, "confirmed_over_default": refinement.confirmed,
+            "converged": refinement.converged}
 
 
 def _speedup(ratio) -> str:  # type: ignore[no-untyped-def]
     """``median [low, high]x``."""
     return f"{ratio.median:.2f}x [{ratio.ci_low:.2f}, {ratio.ci_high:.2f}]"
+
+
+def _refinement_text(refinement) -> str:  # type: ignore[no-untyped-def]
+    if refinement.step is not None:
+        kept = f"step {refinement.step + 1}'s, {refinement.confirmed:.3f} of the default's time when timed again"
+    elif refinement.confirmed is not None:
+        kept = f"the default: the fastest step's selection took {refinement.confirmed:.3f} of its time timed again"
+    else:
+        kept = "the default: no selection ran faster than it"
+    return (f"refined in the program: {len(refinement.history)} steps, each selection's time over the default's "
+            f"{', '.join(f'{r:.3f}' for r in refinement.over_default)}; kept {kept}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -86,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
                                                                             else ""), 0, 1)
         result = select(args.model, system=system_from_args(args), store=args.db, calibration=args.system,
                         costs=args.costs, solver=args.solver, verify=args.verify, layer_costs=args.layer_costs,
-                        protocol=args.protocol, margin=args.margin)
+                        protocol=args.protocol, margin=args.margin, refine=args.refine)
     document = _document(result)
     if args.save is not None:
         write_bytes(args.save, json.dumps(document, indent=1).encode())
@@ -111,6 +135,8 @@ def run(args: argparse.Namespace) -> int:
               + (" (PBQP's RN heuristic was used)" if s.heuristic_used else "")
               + f"; optimised in {result.optimise_s * 1e3:.0f} ms (solver {s.solve_s * 1e3:.1f} ms)"
               + (f", layers timed in {result.layer_profile_s:.1f} s" if result.layer_profile_s else ""))
+    if result.refinement is not None:
+        out.print(_refinement_text(result.refinement))
     counted = "convolutions, transformations and other layers" if args.layer_costs else \
         "convolutions and transformations only"
     uniform = result.best_uniform

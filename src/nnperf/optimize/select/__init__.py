@@ -18,6 +18,9 @@ from a cost model (:func:`predicted_costs`) or a profiled dataset (:func:`profil
 dependency); :func:`default_selection` and :func:`uniform_selections` are the baselines a solved selection is
 compared with. :func:`build_selected` runs a selection in torch, :func:`verify_selected` checks it against
 ``build_torch`` within :data:`NETWORK_TOLERANCE` and :func:`measure_selected` times it.
+:func:`refine_in_program` measures the convolutions' costs inside the running program and solves again until
+the selection stops changing, keeping the one that ran fastest against the default (:func:`time_in_program`,
+:func:`in_program_costs`).
 :func:`compare_selections` times several selections of a network against each other, by default in the same
 interleaved rounds, and gives each comparison as a median per-round ratio with its bootstrap interval
 (:class:`SelectionComparison`).
@@ -70,6 +73,14 @@ from nnperf.optimize.select._graph import (
     total_cost,
 )
 from nnperf.optimize.select._ilp import ilp_size, solve_ilp
+from nnperf.optimize.select._in_program import (
+    IN_PROGRAM_ROUNDS,
+    InProgramTimes,
+    Refinement,
+    in_program_costs,
+    refine_in_program,
+    time_in_program,
+)
 from nnperf.optimize.select._network import (
     default_selection,
     network_cost_graph,
@@ -86,6 +97,7 @@ __all__ = [
     "DEFAULT_MAX_STATES",
     "DEFAULT_PRIMITIVE",
     "DEFAULT_STAND_IN",
+    "IN_PROGRAM_ROUNDS",
     "LAYER_LAYOUTS",
     "NETWORK_TOLERANCE",
     "PROFILED",
@@ -97,11 +109,13 @@ __all__ = [
     "CostGraph",
     "CostGraphError",
     "CostNode",
+    "InProgramTimes",
     "InfeasibleSelectionError",
     "InvalidSelectionError",
     "MissingCostError",
     "NoConvolutionError",
     "PrimitiveCosts",
+    "Refinement",
     "SearchSpaceTooLargeError",
     "Selection",
     "SelectionAccuracyError",
@@ -117,11 +131,13 @@ __all__ = [
     "compare_timers",
     "default_selection",
     "ilp_size",
+    "in_program_costs",
     "measure_selected",
     "needed_transforms",
     "network_cost_graph",
     "predicted_costs",
     "profiled_costs",
+    "refine_in_program",
     "selection_from_labels",
     "selection_labels",
     "solve",
@@ -129,6 +145,7 @@ __all__ = [
     "solve_ilp",
     "solve_pbqp",
     "solver_names",
+    "time_in_program",
     "total_cost",
     "uniform_selections",
     "verify_selected",

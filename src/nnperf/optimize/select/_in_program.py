@@ -1,0 +1,191 @@
+"""Convolution costs measured inside the running program, and a selection refined with them.
+
+A primitive timed alone, on a fresh tensor, is not the primitive inside a network: its input was just written by
+another primitive (in cache, or not; in a layout whose strides it may not like), and its own output is read by the
+next. On MobileNet v2 and MnasNet (one thread, this project's 2-core AMD EPYC) the selection on profiled costs ran
+slower than torch's default, and 80-84% of its excess was in the convolutions: the primitives it chose ran slower
+in the program, relative to ``conv2d``, than alone (BENCHMARKS.md, "A margin for the model's error").
+
+:func:`time_in_program` runs selections of a network in interleaved rounds (a fresh random order each round)
+and times every convolution's primitive call inside the forward pass. :func:`refine_in_program` starts from a
+selection solved on isolated costs (predicted or profiled) and repeats: run the selection and the default in
+the program, replace the cost of every (configuration, primitive) pair run with its in-program median, scale
+the pairs not run by their configuration's context factor (in-program over isolated time of the pairs that
+were run), and solve again, until the selection stops changing. Layout transformations and the other layers keep
+their isolated costs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import time
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from nnperf.ir import Network
+from nnperf.optimize.select._costs import PrimitiveCosts, network_convs
+from nnperf.optimize.select._execute import _inputs, build_selected
+from nnperf.optimize.select._graph import Selection, SelectionError
+from nnperf.optimize.select._network import default_selection, network_cost_graph, selection_from_labels
+from nnperf.optimize.select._solvers import solve
+from nnperf.primitives import ConvConfig
+
+if TYPE_CHECKING:
+    from torch import nn
+
+IN_PROGRAM_ROUNDS = 20
+"""Rounds :func:`refine_in_program` runs its programs for, per refinement step (each program once a round)."""
+
+
+@dataclass(frozen=True)
+class InProgramTimes:
+    """One selection run in the program: its whole time in each round (s) and each convolution's median primitive
+    call (s, by layer name)."""
+
+    rounds_s: tuple[float, ...]
+    conv_s: Mapping[str, float]
+
+    @property
+    def whole_s(self) -> float:
+        """The median whole time (s)."""
+        return statistics.median(self.rounds_s)
+
+    def ratio(self, other: InProgramTimes) -> float:
+        """The median of the per-round ratios of this program's time over ``other``'s (timed in the same rounds)."""
+        return statistics.median(a / b for a, b in zip(self.rounds_s, other.rounds_s, strict=True))
+
+
+def _timed_steps(module: nn.Module, convs: Mapping[str, ConvConfig], sink: dict[str, float]) -> None:
+    """Makes every convolution step of ``module`` (a :func:`build_selected` module) add the seconds of its
+    primitive call to ``sink[layer]``."""
+    def timed(run: Callable[..., Any], name: str) -> Callable[..., Any]:
+        def call(*args: Any) -> Any:
+            start = time.perf_counter()
+            y = run(*args)
+            sink[name] = sink.get(name, 0.0) + time.perf_counter() - start
+            return y
+        return call
+
+    module._steps = tuple(dataclasses.replace(step, run=timed(step.run, step.layer.name))
+                          if step.layer.name in convs else step for step in module._steps)
+
+
+def time_in_program(network: Network, selections: Mapping[str, Mapping[str, str]], rounds: int = IN_PROGRAM_ROUNDS,
+                    seed: int = 0, threads: int = 1) -> dict[str, InProgramTimes]:
+    """Each of ``selections`` (a name to node labels, as :func:`build_selected` takes) run ``rounds`` times,
+    once per round in a fresh random order, torch on ``threads`` threads (restored afterwards): its whole time
+    and its convolutions' primitive calls, inside the forward pass (medians)."""
+    import torch
+
+    if rounds < 1:
+        raise SelectionError(f"in-program timing needs at least one round, got {rounds}")
+    convs = network_convs(network)
+    sink: dict[str, float] = {}
+    modules = {}
+    for name, labels in selections.items():
+        modules[name] = build_selected(network, labels, seed, threads)
+        _timed_steps(modules[name], convs, sink)
+    inputs = _inputs(network, seed)
+    whole: dict[str, list[float]] = defaultdict(list)
+    steps: dict[str, dict[str, list[float]]] = {name: defaultdict(list) for name in modules}
+    rng = np.random.default_rng(seed)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        for module in modules.values():  # one warm-up pass each
+            module(*inputs)
+        for _ in range(rounds):
+            for name in rng.permutation(list(modules)):
+                sink.clear()
+                start = time.perf_counter()
+                modules[name](*inputs)
+                whole[name].append(time.perf_counter() - start)
+                for layer, seconds in sink.items():
+                    steps[name][layer].append(seconds)
+    finally:
+        torch.set_num_threads(before)
+    return {name: InProgramTimes(tuple(whole[name]),
+                                 {layer: statistics.median(v) for layer, v in steps[name].items()})
+            for name in modules}
+
+
+@dataclass(frozen=True)
+class Refinement:
+    """A selection refined in the program. ``history`` holds every selection run (the first solved on the
+    isolated costs), ``over_default`` each one's time over the framework default's (median per-round ratio, the
+    two run in the same rounds), ``measured_s`` the in-program time of every (configuration, primitive) pair run
+    (s), ``costs`` the isolated costs with them (:func:`in_program_costs`). ``selection`` is the history's
+    selection of the least ratio if it runs faster than the default again, in fresh rounds (the least of several
+    noisy ratios is biased low), else the default, costed on ``costs``; ``step`` its index in ``history`` (None:
+    the default), ``confirmed`` its time over the default's in those fresh rounds (None when no selection ran
+    faster in its step). ``converged``: the last solve chose a selection already run."""
+
+    selection: Selection
+    step: int | None
+    costs: PrimitiveCosts
+    history: tuple[Selection, ...]
+    over_default: tuple[float, ...]
+    measured_s: Mapping[tuple[ConvConfig, str], float]
+    converged: bool
+    confirmed: float | None = None
+
+
+def in_program_costs(costs: PrimitiveCosts, measured_s: Mapping[tuple[ConvConfig, str], float],
+                     source: str = "") -> PrimitiveCosts:
+    """``costs`` with each measured (configuration, primitive) pair's in-program time, and every other primitive
+    of a configuration with a measured pair scaled by that configuration's context factor: the median of its
+    measured pairs' in-program over isolated times."""
+    conv_s: dict[ConvConfig, dict[str, float]] = {}
+    for config, times in costs.conv_s.items():
+        factors = [measured_s[config, p] / t for p, t in times.items() if (config, p) in measured_s and t > 0]
+        factor = statistics.median(factors) if factors else 1.0
+        conv_s[config] = {p: measured_s.get((config, p), t * factor) for p, t in times.items()}
+    return PrimitiveCosts(conv_s, costs.transforms_s, source or f"{costs.source}, convolutions in the program",
+                          costs.layers_s)
+
+
+def refine_in_program(network: Network, costs: PrimitiveCosts, max_steps: int = 6, rounds: int = IN_PROGRAM_ROUNDS,
+                      solver: str = "pbqp", seed: int = 0, threads: int = 1) -> Refinement:
+    """The selection of ``network`` on ``costs`` (predicted or profiled, isolated), refined in the program for at
+    most ``max_steps`` steps (see the module docstring); each step runs the current selection with the
+    framework default in interleaved rounds, and the selection kept is the one that ran fastest against the
+    default (the default itself where none ran faster)."""
+    if max_steps < 1:
+        raise SelectionError(f"refining in the program needs at least one step, got {max_steps}")
+    convs = network_convs(network)
+    selection = solve(network_cost_graph(network, costs), solver)
+    default = default_selection(network_cost_graph(network, costs)).chosen
+    samples: dict[tuple[ConvConfig, str], list[float]] = defaultdict(list)
+    history: list[Selection] = []
+    over_default: list[float] = []
+    refined, converged = costs, False
+    measured: dict[tuple[ConvConfig, str], float] = {}
+    for _ in range(max_steps):
+        history.append(selection)
+        timed = time_in_program(network, {"selection": selection.chosen, "default": default}, rounds, seed, threads)
+        over_default.append(timed["selection"].ratio(timed["default"]))
+        for run, labels in (("selection", selection.chosen), ("default", default)):
+            for layer, seconds in timed[run].conv_s.items():
+                samples[convs[layer], labels[layer]].append(seconds)
+        measured = {key: statistics.median(v) for key, v in samples.items()}
+        refined = in_program_costs(costs, measured)
+        selection = solve(network_cost_graph(network, refined), solver)
+        if any(selection.chosen == seen.chosen for seen in history):
+            converged = True
+            break
+    best = min(range(len(history)), key=over_default.__getitem__)
+    step: int | None = None
+    confirmed: float | None = None
+    if over_default[best] < 1.0:  # the least of several noisy ratios is biased low: timed again before it is kept
+        again = time_in_program(network, {"selection": history[best].chosen, "default": default}, 2 * rounds,
+                                seed + 1, threads)
+        confirmed = again["selection"].ratio(again["default"])
+        step = best if confirmed < 1.0 else None
+    graph = network_cost_graph(network, refined)
+    kept = selection_from_labels(graph, history[best].chosen if step is not None else default, "in program")
+    return Refinement(kept, step, refined, tuple(history), tuple(over_default), measured, converged, confirmed)

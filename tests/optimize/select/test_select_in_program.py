@@ -1,0 +1,68 @@
+"""Convolution costs measured inside the running program: the context factor by hand, the primitive calls timed in
+the forward pass, and a selection misled by a planted cost error that the program's own times correct."""
+
+from __future__ import annotations
+
+import pytest
+
+from nnperf.ir import ConvAttrs, Layer, Network, OpType, TensorSpec
+from nnperf.optimize.select import PrimitiveCosts, SelectionError, network_cost_graph, solve
+from nnperf.optimize.select._costs import network_convs
+from nnperf.optimize.select._in_program import in_program_costs, refine_in_program, time_in_program
+from nnperf.primitives import ConvConfig
+
+
+def _chain() -> Network:
+    """Two 3x3 convolutions of 16 channels on 24x24, a ReLU between them."""
+    shape = (1, 16, 24, 24)
+    attrs = ConvAttrs((3, 3), padding=(1,) * 4)
+    layers = (Layer("conv0", OpType.CONV, ("x",), (shape,), shape, attrs),
+              Layer("relu", OpType.RELU, ("conv0",), (shape,), shape),
+              Layer("conv1", OpType.CONV, ("relu",), (shape,), shape, attrs))
+    return Network("chain", (TensorSpec("x", shape),), layers, ("conv1",))
+
+
+CONFIG_A = ConvConfig(1, 16, 16, (24, 24), (3, 3), padding=(1, 1, 1, 1))
+CONFIG_B = ConvConfig(1, 8, 8, (12, 12), (1, 1))
+
+
+def test_measured_pairs_take_their_time_and_the_others_their_configurations_context_factor() -> None:
+    costs = PrimitiveCosts({CONFIG_A: {"torch-conv2d": 1e-3, "direct": 2e-3, "fft": 4e-3},
+                            CONFIG_B: {"torch-conv2d": 1e-4, "direct": 3e-4}}, source="isolated")
+    measured = {(CONFIG_A, "torch-conv2d"): 1.5e-3, (CONFIG_A, "direct"): 4e-3}  # factors 1.5 and 2: median 1.75
+    refined = in_program_costs(costs, measured)
+    assert refined.conv_s[CONFIG_A] == {"torch-conv2d": pytest.approx(1.5e-3), "direct": pytest.approx(4e-3),
+                                        "fft": pytest.approx(4e-3 * 1.75)}
+    assert refined.conv_s[CONFIG_B] == {"torch-conv2d": pytest.approx(1e-4), "direct": pytest.approx(3e-4)}
+    assert refined.source == "isolated, convolutions in the program"
+
+
+def test_every_convolution_is_timed_inside_the_forward_pass() -> None:
+    network = _chain()
+    default = {"conv0": "torch-conv2d", "conv1": "torch-conv2d"}
+    timed = time_in_program(network, {"default": default, "direct": {**default, "conv1": "direct"}}, rounds=3)
+    for name in ("default", "direct"):
+        run = timed[name]
+        assert len(run.rounds_s) == 3 and set(run.conv_s) == {"conv0", "conv1"}
+        assert 0 < sum(run.conv_s.values()) < run.whole_s * 1.5  # medians of parts: about the whole at most
+    assert timed["direct"].ratio(timed["direct"]) == 1.0
+    with pytest.raises(SelectionError, match="at least one round"):
+        time_in_program(network, {"default": default}, rounds=0)
+
+
+def test_a_planted_cost_error_is_corrected_by_the_times_in_the_program() -> None:
+    network = _chain()
+    config = next(iter(network_convs(network).values()))
+    # the planted error: the naive direct loop claimed 100 times faster than torch's conv2d
+    moves = {(1, 16, (24, 24)): {"chw->hwc": 1e-3, "hwc->chw": 1e-3}}  # the ReLU stays in chw
+    planted = PrimitiveCosts({config: {"torch-conv2d": 1e-4, "direct": 1e-6}}, moves, source="planted")
+    plain = solve(network_cost_graph(network, planted), "pbqp")
+    assert plain.chosen["conv0"] == plain.chosen["conv1"] == "direct"
+    refinement = refine_in_program(network, planted, rounds=3)
+    assert refinement.history[0].chosen == plain.chosen
+    assert refinement.measured_s[config, "direct"] > refinement.measured_s[config, "torch-conv2d"]
+    assert refinement.costs.conv_s[config]["direct"] == refinement.measured_s[config, "direct"]
+    assert refinement.selection.chosen["conv0"] == refinement.selection.chosen["conv1"] == "torch-conv2d"
+    assert refinement.over_default[0] > 1.0 and refinement.converged
+    with pytest.raises(SelectionError, match="at least one step"):
+        refine_in_program(network, planted, max_steps=0)
