@@ -3,7 +3,7 @@ Table 4).
 
 Run: PYTHONPATH=src .venv/bin/python bench/select_networks.py [--networks alexnet vgg11 googlenet resnet18
      resnet34 mobilenet_v2 densenet121 ...] [--protocol interleaved] [--rounds-budget 20] [--max-rounds 60]
-     [--budget 1.0] [--ilp] [--no-layer-costs] [--threads 1] [--system ID]
+     [--budget 1.0] [--ilp] [--margin 0.12] [--refine 6] [--no-layer-costs] [--threads 1] [--system ID]
      [--db bench/results/primitives.db] [--model-db DB] [--json bench/results/select_networks.json]
 
 The paper's six networks, with VGG-19 swapped for MobileNet v2 to keep a run within minutes (--networks takes
@@ -19,6 +19,10 @@ activations no convolution reads, is timed now), and each graph is solved with P
 - (c) the framework default: torch's own ``conv2d`` dispatch on NCHW for every convolution (``torch-conv2d``);
 - (d) the best uniform choice: one primitive for every convolution it applies to, layouts solved, the one of
   least profiled cost.
+
+With --margin, (e) is (a) with every option but the default that fraction dearer; with --refine N, (f) and (g) are
+(a) and (b) refined in the program (``nnperf.optimize.select.refine_in_program``: the convolutions timed inside
+the running selection, solved again, for at most N steps, the fastest against the default kept).
 
 (a) and (b) are verified against the reference network; then all four run end to end in torch and are timed
 against each other (``nnperf.optimize.select.compare_selections``). This VM's speed drifts by 6-50% within an
@@ -64,6 +68,7 @@ from nnperf.optimize.select import (
     CostGraph,
     CostGraphError,
     PrimitiveCosts,
+    Refinement,
     Selection,
     SelectionComparison,
     check_protocol,
@@ -72,6 +77,7 @@ from nnperf.optimize.select import (
     network_cost_graph,
     predicted_costs,
     profiled_costs,
+    refine_in_program,
     selection_from_labels,
     solve,
     uniform_selections,
@@ -83,7 +89,8 @@ from nnperf.store import Store
 
 NETWORKS = ("alexnet", "vgg11", "googlenet", "resnet18", "resnet34", "mobilenet_v2")
 SELECTIONS = {"a": "predicted", "b": "profiled", "c": "default", "d": "best uniform",
-              "e": "predicted, every option but the default dearer by --margin"}
+              "e": "predicted, every option but the default dearer by --margin",
+              "f": "predicted, refined in the program (--refine)", "g": "profiled, refined in the program (--refine)"}
 
 
 @dataclass(frozen=True)
@@ -273,6 +280,8 @@ def run_network(name: str, model: PrimitiveCostModel, dataset: PrimitiveDataset,
                   "d": uniform[best_uniform]}
     if args.margin:
         selections["e"] = predicted_solution(network, model, 1, layers_s, args.margin).selection
+    refined = refinements(network, {"f": predicted, "g": profiled}, args) if args.refine else {}
+    selections.update({k: r.selection for k, r in refined.items()})
     errors = {k: verify_selected(network, selections[k], threads=args.threads) for k in ("a", "b")}
     harness = HarnessConfig(budget_s=args.budget)
     rounds = RoundsConfig(min_rounds=min(SELECTION_ROUNDS.min_rounds, args.max_rounds), max_rounds=args.max_rounds,
@@ -312,11 +321,51 @@ def run_network(name: str, model: PrimitiveCostModel, dataset: PrimitiveDataset,
                             "e_over_a": interval(compared.speedup("e", "a")),
                             "profiled_cost_s": cost_on(profiled.graph, selections["e"]),
                             "differ_from_default": differing(network, selections["e"], selections["c"])[0]}
+    if refined:
+        result["refine"] = {k: refine_row(compared, k, r, differing(network, r.selection, selections["c"])[0])
+                            for k, r in refined.items()}
     result["a_vs_d_layers"] = loss_breakdown(profiled.graph, predicted.graph, predicted.selection, selections["d"])
     if args.ilp:
         result["ilp"] = {"predicted": ilp_row(predicted.graph, predicted.selection, args.ilp_time_limit),
                          "profiled": ilp_row(profiled.graph, profiled.selection, args.ilp_time_limit)}
     return result
+
+
+def refinements(network: Network, solved_by: dict[str, Solved], args: argparse.Namespace
+                ) -> dict[str, Refinement]:
+    """(f) and (g): the predicted and profiled selections refined in the program (at most --refine steps), each
+    with the seconds it took in ``refine_s``."""
+    found = {}
+    for key, solution in solved_by.items():
+        start = time.perf_counter()
+        found[key] = refine_in_program(network, solution.costs, args.refine, threads=args.threads)
+        print(f"  ({key}) refined in {time.perf_counter() - start:.1f} s: {len(found[key].history)} steps, over the "
+              f"default {', '.join(f'{r:.3f}' for r in found[key].over_default)}", file=sys.stderr, flush=True)
+    return found
+
+
+def refine_row(compared: SelectionComparison, key: str, refinement: Refinement, off_default: int) -> dict[str, Any]:
+    return {"steps": len(refinement.history), "over_default_by_step": list(refinement.over_default),
+            "kept_step": refinement.step, "confirmed": refinement.confirmed, "converged": refinement.converged,
+            "off_default": off_default, "over_c": interval(compared.speedup(key, "c")),
+            "over_d": interval(compared.speedup(key, "d")), "over_b": interval(compared.ratio(key, "b"))}
+
+
+def print_refined(results: list[dict[str, Any]]) -> None:
+    """(vii): (f) and (g), the selections refined in the program, in the same rounds as (a)-(d)."""
+    print("\n(vii) (f) and (g): the predicted and profiled selections refined in the program, timed in the same "
+          "rounds: median per-round ratio [95% bootstrap interval]; steps: each step's selection over the default "
+          "in its own rounds\n")
+    print("| network | refined | steps (time over the default) | kept | convolutions off the default "
+          "| speed-up over (c) | speed-up over (d) | increase over (b) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in results:
+        for key, row in r["refine"].items():
+            steps = ", ".join(f"{x:.3f}" for x in row["over_default_by_step"])
+            kept = "default" if row["kept_step"] is None else f"step {row['kept_step'] + 1} ({row['confirmed']:.3f})"
+            print(f"| {r['network']} | ({key}) | {steps} | {kept} | {row['off_default']}/{r['convolutions']} "
+                  f"| {fmt(row['over_c'], 1, suffix='x')} | {fmt(row['over_d'], 1, suffix='x')} "
+                  f"| {fmt_increase(row['over_b'])} |")
 
 
 def print_measured(results: list[dict[str, Any]], protocol: str) -> None:
@@ -441,6 +490,8 @@ def main() -> None:
     parser.add_argument("--ilp", action="store_true", help="also solve both graphs with the ILP")
     parser.add_argument("--margin", type=float, default=0.0,
                         help="also time (e): (a) with every option but the default this fraction dearer")
+    parser.add_argument("--refine", type=int, default=0, metavar="STEPS",
+                        help="also time (f) and (g): (a) and (b) refined in the program for at most STEPS steps")
     parser.add_argument("--ilp-time-limit", type=float, default=60.0, help="seconds (default 60)")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures as JSON here")
     args = parser.parse_args()
@@ -472,6 +523,8 @@ def main() -> None:
         print_ilp(results)
     if args.margin:
         print_margin(results)
+    if args.refine:
+        print_refined(results)
     if args.json:
         args.json.write_text(json.dumps({"host": host.cpu_model, "threads": args.threads, "system_id": record.id,
                                          "model": model.kind, "protocol": args.protocol, "max_rounds": args.max_rounds,

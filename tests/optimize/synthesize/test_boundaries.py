@@ -14,6 +14,7 @@ from nnperf.measure import PairedRatio
 from nnperf.optimize.synthesize._boundaries import Edge, MixedCost, border_count, fit_mixed_cost, int8_edges
 from nnperf.optimize.synthesize._errors import SynthesisError
 from nnperf.optimize.synthesize._onnx import named_model, quantizable_nodes
+from nnperf.optimize.synthesize._program import ProgramSpec
 from nnperf.optimize.synthesize._result import PredictionCheck
 from nnperf.optimize.synthesize._search import LayerEffect, greedy_search, ilp_search
 
@@ -80,7 +81,7 @@ def test_the_fit_recovers_a_planted_scale_and_border_cost() -> None:
 
 def test_a_checked_prediction_is_judged_against_the_paired_ratio() -> None:
     measured = PairedRatio("ILP", "fp32", 0.80, 0.78, 0.83, 0.95, (), True)
-    check = PredictionCheck("greedy = ILP", 7, 0.90, measured, fitted=False)
+    check = PredictionCheck("greedy = ILP", ProgramSpec("onnxruntime", inexact=("a",)), 7, 0.90, measured, fitted=False)
     assert check.error == pytest.approx(0.125)  # 0.90 predicted against 0.80 measured
     assert check.describe() == ("greedy = ILP (7 layers): 0.800 [0.780, 0.830] of fp32's time, predicted 0.900 "
                                 "(+12.5%)")

@@ -66,6 +66,7 @@ class Candidates:
         self.reference = sources.runner(self.reference_spec)(data.inputs)
         self.evaluate = Evaluator(sources, data, self.reference)
         self.measured: dict[ProgramSpec, Measured] = {}
+        self.set_aside_specs: set[ProgramSpec] = set()
         self._predictions: dict[ProgramSpec, float | None] = {}
         self._shares: MacShares = {}
 
@@ -108,13 +109,19 @@ class Candidates:
         """About the seconds skipping saved: the skipped candidates times the median measured one's time."""
         return len(self.skipped) * float(np.median(self.measure_s)) if self.skipped and self.measure_s else 0.0
 
+    def set_aside(self, spec: ProgramSpec) -> None:
+        """Keeps ``spec`` (measured) out of :meth:`within`: paired rounds found a faster program than it, which its
+        single search timing may not show."""
+        self.set_aside_specs.add(spec)
+
     def fp32(self, runtime: str) -> list[Measured]:
         """The fp32 programs of ``runtime`` measured so far."""
         return [m for m in self.measured.values() if m.spec.runtime == runtime and not m.spec.inexact]
 
     def within(self, budget: float) -> list[Measured]:
-        """The programs measured whose accuracy drop is within ``budget``; :class:`BudgetError` when none is."""
-        within = [m for m in self.measured.values() if m.accuracy.drop <= budget]
+        """The programs measured whose accuracy drop is within ``budget``, but those set aside (:meth:`set_aside`);
+        :class:`BudgetError` when none is."""
+        within = [m for m in self.measured.values() if m.accuracy.drop <= budget and m.spec not in self.set_aside_specs]
         if not within:
             raise BudgetError(f"no program meets the accuracy budget of {budget:.2%}: the smallest drop measured was "
                               f"{min(m.accuracy.drop for m in self.measured.values()):.2%} (fp32 on "

@@ -16,7 +16,7 @@ from nnperf.optimize.synthesize._boundaries import MixedCost, fit_mixed_cost, in
 from nnperf.optimize.synthesize._candidates import Candidates, macs_share
 from nnperf.optimize.synthesize._compare import compare_programs
 from nnperf.optimize.synthesize._program import INEXACT_MODE, ProgramSpec, Sources, program_timer
-from nnperf.optimize.synthesize._result import InexactSearch, Measured, PredictionCheck
+from nnperf.optimize.synthesize._result import InexactSearch, Measured, PredictionCheck, outpaced
 from nnperf.optimize.synthesize._search import LayerEffect, SearchResult, greedy_search, ilp_search
 
 PROBE_SHARES = (0.25, 0.5, 0.75)
@@ -93,7 +93,8 @@ def check_predictions(candidates: Candidates, base: ProgramSpec, cost: MixedCost
     """The distinct non-empty ``programs`` (a name to its int8 layers) timed with the fp32 program ``base`` in
     paired rounds (:data:`PROBE_ROUNDS`), each against the border model's predicted ratio to fp32. The search's
     own timings are single sequential medians taken minutes apart, so they cannot say how far off the model is;
-    these can."""
+    these can. Every program slower in these rounds than another of them, fp32 included (:func:`outpaced`), is
+    set aside (:meth:`Candidates.set_aside`): its single search timing is not to choose it."""
     sources, sample = candidates.sources, candidates.sample
     names: dict[frozenset[str], list[str]] = {}
     for name, chosen in programs.items():
@@ -103,12 +104,17 @@ def check_predictions(candidates: Candidates, base: ProgramSpec, cost: MixedCost
         return ()
     labels = {chosen: " = ".join(found) for chosen, found in names.items()}
     timers = {"fp32": program_timer(sources, base, sample)}
-    for chosen, label in labels.items():
-        layers = tuple(n for n in sources.quantizable(base.runtime) if n in chosen)
-        timers[label] = program_timer(sources, base.with_(inexact=layers), sample)
+    specs = {label: base.with_(inexact=tuple(n for n in sources.quantizable(base.runtime) if n in chosen))
+             for chosen, label in labels.items()}
+    for label, spec in specs.items():
+        timers[label] = program_timer(sources, spec, sample)
     comparison = compare_programs(timers, "interleaved", rounds=PROBE_ROUNDS)
-    return tuple(PredictionCheck(label, len(chosen), cost.ratio(chosen), comparison.ratio(label, "fp32"),
-                                 cost.fitted(chosen)) for chosen, label in labels.items())
+    checks = tuple(PredictionCheck(label, specs[label], len(chosen), cost.ratio(chosen),
+                                   comparison.ratio(label, "fp32"), cost.fitted(chosen))
+                   for chosen, label in labels.items())
+    for check in outpaced(checks):
+        candidates.set_aside(check.spec)
+    return checks
 
 
 def mixed_cost(candidates: Candidates, base: Measured, all_inexact: Measured, seed: int = 0) -> MixedCost:

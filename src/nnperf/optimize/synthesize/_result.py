@@ -61,10 +61,12 @@ class Stage:
 class PredictionCheck:
     """One searched program timed with the fp32 program in paired rounds after the search, against the border
     model's prediction made before it: ``programs`` names the searches that chose it ("all int8", "greedy",
-    "ILP"), ``measured`` is its time over fp32's (median per-round ratio with its interval), ``predicted_ratio``
-    the model's, and ``fitted`` whether the model was fitted to this very program (then it is no test)."""
+    "ILP"), ``spec`` is the program, ``measured`` its time over fp32's (median per-round ratio with its
+    interval), ``predicted_ratio`` the model's, and ``fitted`` whether the model was fitted to this very program
+    (then it is no test). A program slower in these rounds than another of them, fp32 included, is not chosen."""
 
     programs: str
+    spec: ProgramSpec
     layers: int
     predicted_ratio: float
     measured: PairedRatio
@@ -80,6 +82,13 @@ class PredictionCheck:
         return (f"{self.programs} ({self.layers} layers): {m.median:.3f} [{m.ci_low:.3f}, {m.ci_high:.3f}] of fp32's "
                 f"time, predicted {self.predicted_ratio:.3f} ({self.error:+.1%}"
                 f"{'; fitted to it' if self.fitted else ''})")
+
+
+def outpaced(checks: Sequence[PredictionCheck]) -> tuple[PredictionCheck, ...]:
+    """The checked programs slower in their paired rounds than another of them, the fp32 program included: their
+    single search timings are not to choose them."""
+    fastest_ratio = min([1.0, *(check.measured.median for check in checks)])
+    return tuple(check for check in checks if check.measured.median > fastest_ratio)
 
 
 @dataclass(frozen=True)
@@ -101,6 +110,11 @@ class InexactSearch:
     checked: tuple[PredictionCheck, ...] = ()
     """The all-inexact and searched programs timed with fp32 in paired rounds, against the border model's
     predictions (with a border model only)."""
+
+    @property
+    def set_aside(self) -> tuple[PredictionCheck, ...]:
+        """The checked programs not chosen: slower in the paired rounds than another (:func:`outpaced`)."""
+        return outpaced(self.checked)
 
 
 @dataclass(frozen=True)
