@@ -158,8 +158,8 @@ def refine_in_program(network: Network, costs: PrimitiveCosts, max_steps: int = 
     if max_steps < 1:
         raise SelectionError(f"refining in the program needs at least one step, got {max_steps}")
     convs = network_convs(network)
-    selection = solve(network_cost_graph(network, costs), solver)
-    default = default_selection(network_cost_graph(network, costs)).chosen
+    graph = network_cost_graph(network, costs)
+    selection, default = solve(graph, solver), default_selection(graph).chosen
     samples: dict[tuple[ConvConfig, str], list[float]] = defaultdict(list)
     history: list[Selection] = []
     over_default: list[float] = []
