@@ -135,8 +135,7 @@ def print_table1(result: SynthesisResult) -> None:
         if search.checked:
             print("\nTimed with fp32 in paired rounds after the search, against the border model: "
                   + "; ".join(check.describe() for check in search.checked)
-                  + "".join(f"; not chosen (slower there than another): {check.programs}"
-                            for check in search.set_aside))
+                  + f"; kept from these rounds: {search.kept}")
     print()
 
 
@@ -174,9 +173,9 @@ def search_row(search: Any) -> dict[str, Any]:
                                                        "edges": len(cost.edges), "probes": cost.probes},
             "greedy": found(search.greedy, search.greedy_program), "ilp": found(search.ilp, search.ilp_program),
             "checked": [{"programs": c.programs, "layers": c.layers, "predicted_ratio": c.predicted_ratio,
-                         "measured_ratio": c.measured.to_dict(), "error": c.error, "fitted": c.fitted,
-                         "set_aside": c in search.set_aside}
-                        for c in search.checked]}
+                         "measured_ratio": c.measured.to_dict(), "error": c.error, "fitted": c.fitted, "drop": c.drop}
+                        for c in search.checked],
+            "kept_by_paired_check": search.kept}
 
 
 def ratio_text(ratio: dict[str, Any] | None) -> str:

@@ -140,8 +140,7 @@ def _print_report(result: Any, verified: Any) -> None:
         if search.checked:
             out.print("timed with fp32 in paired rounds after the search, against the border model: "
                       + "; ".join(check.describe() for check in search.checked)
-                      + "".join(f"; not chosen (slower there than another): {check.programs}"
-                                for check in search.set_aside))
+                      + f"; kept from these rounds: {search.kept}")
     if result.ort_best_fp32 is not None and result.over_ort_fp32 is not None:
         out.print(f"ONNX Runtime's best fp32 program: {result.ort_best_fp32.spec.label()}, "
                   f"{comparison.median_s(result.ort_best_fp32.spec.label()) * 1e3:.2f} ms in the comparison; the "

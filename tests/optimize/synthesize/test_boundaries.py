@@ -15,7 +15,7 @@ from nnperf.optimize.synthesize._boundaries import Edge, MixedCost, border_count
 from nnperf.optimize.synthesize._errors import SynthesisError
 from nnperf.optimize.synthesize._onnx import named_model, quantizable_nodes
 from nnperf.optimize.synthesize._program import ProgramSpec
-from nnperf.optimize.synthesize._result import PredictionCheck
+from nnperf.optimize.synthesize._result import PredictionCheck, paired_winner
 from nnperf.optimize.synthesize._search import LayerEffect, greedy_search, ilp_search
 
 
@@ -81,10 +81,23 @@ def test_the_fit_recovers_a_planted_scale_and_border_cost() -> None:
 
 def test_a_checked_prediction_is_judged_against_the_paired_ratio() -> None:
     measured = PairedRatio("ILP", "fp32", 0.80, 0.78, 0.83, 0.95, (), True)
-    check = PredictionCheck("greedy = ILP", ProgramSpec("onnxruntime", inexact=("a",)), 7, 0.90, measured, fitted=False)
+    check = PredictionCheck("greedy = ILP", ProgramSpec("onnxruntime", inexact=("a",)), 0.0, 7, 0.90, measured,
+                            fitted=False)
     assert check.error == pytest.approx(0.125)  # 0.90 predicted against 0.80 measured
     assert check.describe() == ("greedy = ILP (7 layers): 0.800 [0.780, 0.830] of fp32's time, predicted 0.900 "
                                 "(+12.5%)")
+
+
+def test_the_paired_check_keeps_the_fastest_program_within_the_budget() -> None:
+    def check(name: str, drop: float, ratio: float) -> PredictionCheck:
+        measured = PairedRatio(name, "fp32", ratio, ratio - 0.01, ratio + 0.01, 0.95, (), True)
+        return PredictionCheck(name, ProgramSpec("onnxruntime", inexact=(name,)), drop, 1, 1.0, measured, False)
+
+    all_int8, greedy, ilp = check("all int8", 0.03, 0.70), check("greedy", 0.0, 0.95), check("ILP", 0.005, 0.85)
+    assert paired_winner([all_int8, greedy, ilp], budget=0.01) is ilp  # all int8 is faster but over the budget
+    assert paired_winner([all_int8, greedy, ilp], budget=0.05) is all_int8
+    assert paired_winner([check("greedy", 0.0, 1.02)], budget=0.01) is None  # fp32 ran fastest
+    assert paired_winner([], budget=0.01) is None
 
 
 def test_the_ilp_joins_regions_when_borders_cost_and_splits_them_when_they_do_not() -> None:

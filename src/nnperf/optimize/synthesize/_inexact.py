@@ -16,7 +16,7 @@ from nnperf.optimize.synthesize._boundaries import MixedCost, fit_mixed_cost, in
 from nnperf.optimize.synthesize._candidates import Candidates, macs_share
 from nnperf.optimize.synthesize._compare import compare_programs
 from nnperf.optimize.synthesize._program import INEXACT_MODE, ProgramSpec, Sources, program_timer
-from nnperf.optimize.synthesize._result import InexactSearch, Measured, PredictionCheck, outpaced
+from nnperf.optimize.synthesize._result import InexactSearch, Measured, PredictionCheck, paired_winner
 from nnperf.optimize.synthesize._search import LayerEffect, SearchResult, greedy_search, ilp_search
 
 PROBE_SHARES = (0.25, 0.5, 0.75)
@@ -81,27 +81,28 @@ def search_runtime(candidates: Candidates, base: Measured, budget: float) -> Ine
             return None
         return run(base.spec.with_(inexact=tuple(n for n in layers if n in set(result.inexact))))
 
-    checked = (check_predictions(candidates, base.spec, cost, {"all int8": all_inexact.spec.inexact,
-                                                                 "greedy": greedy.inexact, "ILP": ilp.inexact})
-               if cost is not None else ())
+    checked, kept = (check_predictions(candidates, base.spec, cost, {"all int8": all_inexact.spec.inexact,
+                                                                     "greedy": greedy.inexact, "ILP": ilp.inexact},
+                                       budget) if cost is not None else ((), ""))
     return InexactSearch(base.spec.runtime, INEXACT_MODE[base.spec.runtime], effects, all_inexact, greedy, ilp,
-                         program(greedy), program(ilp), gains_from, cost, checked)
+                         program(greedy), program(ilp), gains_from, cost, checked, kept)
 
 
 def check_predictions(candidates: Candidates, base: ProgramSpec, cost: MixedCost,
-                      programs: Mapping[str, Sequence[str]]) -> tuple[PredictionCheck, ...]:
+                      programs: Mapping[str, Sequence[str]], budget: float) -> tuple[tuple[PredictionCheck, ...], str]:
     """The distinct non-empty ``programs`` (a name to its int8 layers) timed with the fp32 program ``base`` in
     paired rounds (:data:`PROBE_ROUNDS`), each against the border model's predicted ratio to fp32. The search's
     own timings are single sequential medians taken minutes apart, so they cannot say how far off the model is;
-    these can. Every program slower in these rounds than another of them, fp32 included (:func:`outpaced`), is
-    set aside (:meth:`Candidates.set_aside`): its single search timing is not to choose it."""
+    these can. The fastest of them within ``budget`` there, fp32 included (:func:`paired_winner`), is kept and
+    every other one is set aside (:meth:`Candidates.set_aside`): their single search timings are not to overrule
+    the paired rounds. Also returns the name of the program kept ("fp32" when fp32 won)."""
     sources, sample = candidates.sources, candidates.sample
     names: dict[frozenset[str], list[str]] = {}
     for name, chosen in programs.items():
         if chosen:
             names.setdefault(frozenset(chosen), []).append(name)
     if not names:
-        return ()
+        return (), ""
     labels = {chosen: " = ".join(found) for chosen, found in names.items()}
     timers = {"fp32": program_timer(sources, base, sample)}
     specs = {label: base.with_(inexact=tuple(n for n in sources.quantizable(base.runtime) if n in chosen))
@@ -109,12 +110,14 @@ def check_predictions(candidates: Candidates, base: ProgramSpec, cost: MixedCost
     for label, spec in specs.items():
         timers[label] = program_timer(sources, spec, sample)
     comparison = compare_programs(timers, "interleaved", rounds=PROBE_ROUNDS)
-    checks = tuple(PredictionCheck(label, specs[label], len(chosen), cost.ratio(chosen),
-                                   comparison.ratio(label, "fp32"), cost.fitted(chosen))
+    checks = tuple(PredictionCheck(label, specs[label], candidates.evaluate(specs[label]).drop, len(chosen),
+                                   cost.ratio(chosen), comparison.ratio(label, "fp32"), cost.fitted(chosen))
                    for chosen, label in labels.items())
-    for check in outpaced(checks):
-        candidates.set_aside(check.spec)
-    return checks
+    winner = paired_winner(checks, budget)
+    for spec in [base, *specs.values()]:
+        if spec != (base if winner is None else winner.spec):
+            candidates.set_aside(spec)
+    return checks, "fp32" if winner is None else winner.programs
 
 
 def mixed_cost(candidates: Candidates, base: Measured, all_inexact: Measured, seed: int = 0) -> MixedCost:

@@ -61,12 +61,13 @@ class Stage:
 class PredictionCheck:
     """One searched program timed with the fp32 program in paired rounds after the search, against the border
     model's prediction made before it: ``programs`` names the searches that chose it ("all int8", "greedy",
-    "ILP"), ``spec`` is the program, ``measured`` its time over fp32's (median per-round ratio with its
-    interval), ``predicted_ratio`` the model's, and ``fitted`` whether the model was fitted to this very program
-    (then it is no test). A program slower in these rounds than another of them, fp32 included, is not chosen."""
+    "ILP"), ``spec`` is the program and ``drop`` its accuracy drop, ``measured`` its time over fp32's (median
+    per-round ratio with its interval), ``predicted_ratio`` the model's, and ``fitted`` whether the model was
+    fitted to this very program (then it is no test)."""
 
     programs: str
     spec: ProgramSpec
+    drop: float
     layers: int
     predicted_ratio: float
     measured: PairedRatio
@@ -84,11 +85,13 @@ class PredictionCheck:
                 f"{'; fitted to it' if self.fitted else ''})")
 
 
-def outpaced(checks: Sequence[PredictionCheck]) -> tuple[PredictionCheck, ...]:
-    """The checked programs slower in their paired rounds than another of them, the fp32 program included: their
-    single search timings are not to choose them."""
-    fastest_ratio = min([1.0, *(check.measured.median for check in checks)])
-    return tuple(check for check in checks if check.measured.median > fastest_ratio)
+def paired_winner(checks: Sequence[PredictionCheck], budget: float) -> PredictionCheck | None:
+    """The checked program within ``budget`` (accuracy drop) that ran fastest in its paired rounds, if faster than
+    fp32 there; None where fp32 won. The search keeps it and sets the others, fp32 included, aside: their single
+    search timings, taken minutes apart, are not to overrule the paired rounds."""
+    within = [check for check in checks if check.drop <= budget]
+    best = min(within, key=lambda check: check.measured.median, default=None)
+    return best if best is not None and best.measured.median < 1.0 else None
 
 
 @dataclass(frozen=True)
@@ -111,10 +114,9 @@ class InexactSearch:
     """The all-inexact and searched programs timed with fp32 in paired rounds, against the border model's
     predictions (with a border model only)."""
 
-    @property
-    def set_aside(self) -> tuple[PredictionCheck, ...]:
-        """The checked programs not chosen: slower in the paired rounds than another (:func:`outpaced`)."""
-        return outpaced(self.checked)
+    kept: str = ""
+    """Which program the paired check kept (:func:`paired_winner`): the searches' names, or "fp32"; empty without
+    a check."""
 
 
 @dataclass(frozen=True)
