@@ -1,0 +1,100 @@
+"""How well the border model predicts mixed int8 programs it was not fitted to (the synthesis's int8 search).
+
+Run: PYTHONPATH=src .venv/bin/python bench/synthesize_border_model.py glyphs-mobilenet_v2 [--held-out 14]
+     [--seed 1] [--budget-s 60] [--json FILE]
+
+For a glyph network (bench/train_glyphs.py's cache) on ONNX Runtime, one thread, NCHWc: the fp32 program, the
+all-int8 program and the synthesis's three random probes (a quarter, a half and three quarters of the layers), then
+--held-out more programs: random ones with 10% to 95% of the layers int8, and the smallest and largest layers by
+MACs (a quarter and a half of them). All are timed in the same interleaved rounds (up to --budget-s seconds), each
+as a ratio to fp32. The border model is fitted as synthesis fits it (``fit_mixed_cost``: gains from the all-int8
+program's saving shared by MACs, to the all-int8 program and the three probes) and predicts every held-out
+program's ratio. Stdout: the fit and each held-out program's measured and predicted ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+from synthesize_networks import glyph_network
+
+from nnperf.measure import RoundsConfig, host_info
+from nnperf.optimize.synthesize._boundaries import border_count, fit_mixed_cost, int8_edges
+from nnperf.optimize.synthesize._compare import compare_programs
+from nnperf.optimize.synthesize._data import ValidationSet, load_validation
+from nnperf.optimize.synthesize._inexact import PROBE_SHARES, shared_by_macs
+from nnperf.optimize.synthesize._onnx import node_macs
+from nnperf.optimize.synthesize._program import ProgramSpec, program_timer
+from nnperf.optimize.synthesize._synthesize import make_sources
+
+HELD_OUT_SHARES = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
+
+
+def programs(layers: tuple[str, ...], macs: dict[str, float], rng: np.random.Generator, held_out: int
+             ) -> tuple[list[tuple[str, ...]], list[tuple[str, str]]]:
+    """The programs fitted to (all int8, then the probes) and the held-out ones, each with what it is."""
+    fitted = [layers, *(tuple(n for n in layers if rng.random() < s) for s in PROBE_SHARES)]
+    by_size = sorted(layers, key=lambda n: macs[n])
+    tests = [(f"random, {s:.0%}", tuple(n for n in layers if rng.random() < s)) for s in HELD_OUT_SHARES]
+    for k in (len(layers) // 4, len(layers) // 2):
+        tests += [(f"smallest {k}", tuple(n for n in layers if n in set(by_size[:k]))),
+                  (f"largest {k}", tuple(n for n in layers if n in set(by_size[-k:])))]
+    return fitted, [(what, chosen) for what, chosen in tests[:held_out] if chosen]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("network", help="glyphs-FAMILY (resnet18, mobilenet_v2, squeezenet, googlenet)")
+    parser.add_argument("--held-out", type=int, default=14)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--budget-s", type=float, default=60.0)
+    parser.add_argument("--glyph-cache", type=Path, default=Path.home() / ".cache" / "nnperf" / "glyphs")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    family = args.network.removeprefix("glyphs-")
+    data = load_validation("glyphs", (1, 32, 32))
+    calibration = ValidationSet("calibration", data.inputs[:32], data.labels[:32])
+    sources = make_sources(glyph_network(family, args.glyph_cache), None, calibration)
+    base = ProgramSpec("onnxruntime", 1, layout="nchwc")
+    layers = sources.quantizable("onnxruntime")
+    sample = data.inputs[:1]
+    macs = node_macs(sources.onnx_path, layers)
+    fitted, held_out = programs(layers, macs, np.random.default_rng(args.seed), args.held_out)
+    every = [*fitted, *(chosen for _, chosen in held_out)]
+    timers = {"fp32": program_timer(sources, base, sample)}
+    timers.update({f"p{i}": program_timer(sources, base.with_(inexact=chosen), sample) for i, chosen in enumerate(every)})
+    rounds = RoundsConfig(min_rounds=30, max_rounds=60, min_block_s=0.01, warmup_s=0.1, target_ci=0.005,
+                          budget_s=args.budget_s)
+    comparison = compare_programs(timers, "interleaved", rounds=rounds)
+    base_s = comparison.median_s("fp32")
+    ratios = [comparison.ratio(f"p{i}", "fp32").median for i in range(len(every))]
+    edges = int8_edges(sources.onnx_path, layers)
+    gains = shared_by_macs(sources, "onnxruntime", layers, sample, base_s * (1.0 - ratios[0]))
+    cost = fit_mixed_cost(base_s, gains, edges, list(zip(fitted, ratios[:len(fitted)], strict=True)))
+    host = host_info()
+    print(f"{args.network}: {host.cpu_model}, {len(layers)} layers, {len(edges)} edges; fp32 {base_s * 1e3:.3f} ms; "
+          f"{comparison.rounds.rounds} rounds in {comparison.rounds.wall_s:.0f} s; border model: {cost.describe()}\n")
+    print("| program | int8 layers | borders | measured ratio to fp32 | predicted | error |")
+    print("|---|---|---|---|---|---|")
+    rows = []
+    for (what, chosen), ratio in zip(held_out, ratios[len(fitted):], strict=True):
+        predicted = cost.ratio(chosen)
+        rows.append({"program": what, "layers": len(chosen), "borders": border_count(edges, chosen),
+                     "measured": ratio, "predicted": predicted, "error": predicted / ratio - 1})
+        print(f"| {what} | {len(chosen)} | {rows[-1]['borders']} | {ratio:.3f} | {predicted:.3f} "
+              f"| {rows[-1]['error']:+.1%} |")
+    errors = np.abs([row["error"] for row in rows])
+    print(f"\nheld out: median |error| {np.median(errors):.1%}, max {errors.max():.1%}, within 15%: "
+          f"{np.mean(errors <= 0.15):.0%} of {len(rows)}; fitted to: all int8 {ratios[0]:.3f}, probes "
+          + ", ".join(f"{r:.3f}" for r in ratios[1:len(fitted)]))
+    if args.json:
+        args.json.write_text(json.dumps({"network": args.network, "host": host.cpu_model, "fp32_s": base_s,
+                                         "gain_scale": cost.gain_scale, "border_s": cost.border_s,
+                                         "fitted_ratios": ratios[:len(fitted)], "held_out": rows}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
