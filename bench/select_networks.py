@@ -339,14 +339,15 @@ def refinements(network: Network, solved_by: dict[str, Solved], args: argparse.N
     for key, solution in solved_by.items():
         start = time.perf_counter()
         found[key] = refine_in_program(network, solution.costs, args.refine, threads=args.threads)
-        print(f"  ({key}) refined in {time.perf_counter() - start:.1f} s: {len(found[key].history)} steps, over the "
+        print(f"  ({key}) refined in {time.perf_counter() - start:.1f} s: {found[key].steps} steps, over the "
               f"default {', '.join(f'{r:.3f}' for r in found[key].over_default)}", file=sys.stderr, flush=True)
     return found
 
 
 def refine_row(compared: SelectionComparison, key: str, refinement: Refinement, off_default: int) -> dict[str, Any]:
-    return {"steps": len(refinement.history), "over_default_by_step": list(refinement.over_default),
-            "kept_step": refinement.step, "confirmed": refinement.confirmed, "converged": refinement.converged,
+    return {"steps": refinement.steps, "over_default": list(refinement.over_default),
+            "run": [selection.solver for selection in refinement.history], "kept": refinement.kept,
+            "confirmed": refinement.confirmed, "converged": refinement.converged,
             "off_default": off_default, "over_c": interval(compared.speedup(key, "c")),
             "over_d": interval(compared.speedup(key, "d")), "over_b": interval(compared.ratio(key, "b"))}
 
@@ -354,16 +355,17 @@ def refine_row(compared: SelectionComparison, key: str, refinement: Refinement, 
 def print_refined(results: list[dict[str, Any]]) -> None:
     """(vii): (f) and (g), the selections refined in the program, in the same rounds as (a)-(d)."""
     print("\n(vii) (f) and (g): the predicted and profiled selections refined in the program, timed in the same "
-          "rounds: median per-round ratio [95% bootstrap interval]; steps: each step's selection over the default "
-          "in its own rounds\n")
-    print("| network | refined | steps (time over the default) | kept | convolutions off the default "
+          "rounds: median per-round ratio [95% bootstrap interval]; each selection run (s: solved, c: its "
+          "challenger) over the default in its step's rounds\n")
+    print("| network | refined | steps | selections run (time over the default) | kept | convolutions off the default "
           "| speed-up over (c) | speed-up over (d) | increase over (b) |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in results:
         for key, row in r["refine"].items():
-            steps = ", ".join(f"{x:.3f}" for x in row["over_default_by_step"])
-            kept = "default" if row["kept_step"] is None else f"step {row['kept_step'] + 1} ({row['confirmed']:.3f})"
-            print(f"| {r['network']} | ({key}) | {steps} | {kept} | {row['off_default']}/{r['convolutions']} "
+            runs = ", ".join(f"{'c' if run == 'challenger' else 's'} {x:.3f}"
+                             for run, x in zip(row["run"], row["over_default"], strict=True))
+            kept = "default" if row["kept"] is None else f"{row['kept'] + 1} ({row['confirmed']:.3f})"
+            print(f"| {r['network']} | ({key}) | {row['steps']} | {runs} | {kept} | {row['off_default']}/{r['convolutions']} "
                   f"| {fmt(row['over_c'], 1, suffix='x')} | {fmt(row['over_d'], 1, suffix='x')} "
                   f"| {fmt_increase(row['over_b'])} |")
 

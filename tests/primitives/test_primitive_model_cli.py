@@ -112,14 +112,15 @@ def test_select_refines_the_selection_in_the_program(capsys: pytest.CaptureFixtu
     save_network(tiny_network(), net)
     document = run_json(capsys, "select", str(net), "--refine", "2", "--no-layer-costs", "--db", str(profiled))
     refinement = document["refinement"]
-    assert 1 <= refinement["steps"] <= 2 and len(refinement["over_default"]) == refinement["steps"]
-    assert all(r > 0 for r in refinement["over_default"])
-    kept = refinement["kept_step"]
+    assert 1 <= refinement["steps"] <= 2 and len(refinement["over_default"]) == len(refinement["run"])
+    assert refinement["steps"] <= len(refinement["run"]) <= 2 * refinement["steps"]  # each step: its challenger
+    assert all(r > 0 for r in refinement["over_default"]) and refinement["run"][0] == "pbqp"
+    kept = refinement["kept"]
     assert kept is None or refinement["over_default"][kept] == min(refinement["over_default"])
     assert (refinement["confirmed_over_default"] is None) == (min(refinement["over_default"]) >= 1.0)
     assert {document["chosen"][name] for name in ("conv1", "conv2", "dw")} <= {"direct", "im2col-fhw"}
     code, text, _ = run_cli(capsys, "select", str(net), "--refine", "1", "--no-layer-costs", "--db", str(profiled))
-    assert code == 0 and "refined in the program: 1 steps" in text
+    assert code == 0 and "refined in the program: 1 steps; each selection's time over the default's: pbqp" in text
 
 
 @pytest.mark.slow

@@ -62,8 +62,8 @@ class NetworkSelection:
     best_uniform: Selection | None = None
     comparison: SelectionComparison | None = None
     refinement: Refinement | None = None
-    """With ``refine``: the refinement in the program that chose ``selection`` (its steps, their times against the
-    default, the in-program costs)."""
+    """With ``refine``: the refinement in the program that chose ``selection`` (the selections it ran, their times
+    against the default, the in-program costs)."""
 
     @property
     def predicted_s(self) -> float:

@@ -75,9 +75,9 @@ def _document(result) -> dict[str, object]:  # type: ignore[no-untyped-def]
 def _refinement(refinement) -> dict[str, object] | None:  # type: ignore[no-untyped-def]
     if refinement is None:
         return None
-    return {"steps": len(refinement.history), "over_default": list(refinement.over_default),
-            "kept_step": refinement.step, "confirmed_over_default": refinement.confirmed,
-            "converged": refinement.converged}
+    return {"steps": refinement.steps, "over_default": list(refinement.over_default),
+            "run": [selection.solver for selection in refinement.history], "kept": refinement.kept,
+            "confirmed_over_default": refinement.confirmed, "converged": refinement.converged}
 
 
 def _speedup(ratio) -> str:  # type: ignore[no-untyped-def]
@@ -86,14 +86,17 @@ def _speedup(ratio) -> str:  # type: ignore[no-untyped-def]
 
 
 def _refinement_text(refinement) -> str:  # type: ignore[no-untyped-def]
-    if refinement.step is not None:
-        kept = f"step {refinement.step + 1}'s, {refinement.confirmed:.3f} of the default's time when timed again"
+    if refinement.kept is not None:
+        kept = (f"selection {refinement.kept + 1}, {refinement.confirmed:.3f} of the default's time when timed "
+                "again")
     elif refinement.confirmed is not None:
-        kept = f"the default: the fastest step's selection took {refinement.confirmed:.3f} of its time timed again"
+        kept = f"the default: the fastest selection took {refinement.confirmed:.3f} of its time timed again"
     else:
         kept = "the default: no selection ran faster than it"
-    return (f"refined in the program: {len(refinement.history)} steps, each selection's time over the default's "
-            f"{', '.join(f'{r:.3f}' for r in refinement.over_default)}; kept {kept}")
+    runs = ", ".join(f"{selection.solver} {ratio:.3f}"
+                     for selection, ratio in zip(refinement.history, refinement.over_default, strict=True))
+    return (f"refined in the program: {refinement.steps} steps; each selection's time over the default's: {runs}; "
+            f"kept {kept}")
 
 
 def run(args: argparse.Namespace) -> int:

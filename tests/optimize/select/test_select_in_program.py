@@ -8,7 +8,7 @@ import pytest
 from nnperf.ir import ConvAttrs, Layer, Network, OpType, TensorSpec
 from nnperf.optimize.select import PrimitiveCosts, SelectionError, network_cost_graph, solve
 from nnperf.optimize.select._costs import network_convs
-from nnperf.optimize.select._in_program import in_program_costs, refine_in_program, time_in_program
+from nnperf.optimize.select._in_program import challenger, in_program_costs, refine_in_program, time_in_program
 from nnperf.primitives import ConvConfig
 
 
@@ -50,6 +50,17 @@ def test_every_convolution_is_timed_inside_the_forward_pass() -> None:
         time_in_program(network, {"default": default}, rounds=0)
 
 
+def test_the_challenger_moves_every_convolution_to_its_next_cheapest_primitive() -> None:
+    network = _chain()
+    config = next(iter(network_convs(network).values()))
+    costs = PrimitiveCosts({config: {"torch-conv2d": 1e-4, "direct": 3e-4, "fft": 2e-4}})
+    chosen = {"x": "chw", "conv0": "torch-conv2d", "relu": "hwc", "conv1": "fft"}
+    assert challenger(network, costs, chosen) == {"x": "chw", "conv0": "fft", "relu": "hwc",
+                                                   "conv1": "torch-conv2d"}
+    alone = PrimitiveCosts({config: {"torch-conv2d": 1e-4}})
+    assert challenger(network, alone, {**chosen, "conv1": "torch-conv2d"}) is None  # no second option anywhere
+
+
 def test_a_planted_cost_error_is_corrected_by_the_times_in_the_program() -> None:
     network = _chain()
     config = next(iter(network_convs(network).values()))
@@ -60,9 +71,11 @@ def test_a_planted_cost_error_is_corrected_by_the_times_in_the_program() -> None
     assert plain.chosen["conv0"] == plain.chosen["conv1"] == "direct"
     refinement = refine_in_program(network, planted, rounds=3)
     assert refinement.history[0].chosen == plain.chosen
+    # its challenger runs every convolution on the next cheapest primitive: torch's conv2d, the default
+    assert refinement.history[1].solver == "challenger" and refinement.history[1].chosen["conv0"] == "torch-conv2d"
     assert refinement.measured_s[config, "direct"] > refinement.measured_s[config, "torch-conv2d"]
     assert refinement.costs.conv_s[config]["direct"] == refinement.measured_s[config, "direct"]
     assert refinement.selection.chosen["conv0"] == refinement.selection.chosen["conv1"] == "torch-conv2d"
-    assert refinement.over_default[0] > 1.0 and refinement.converged
+    assert refinement.over_default[0] > 1.0 and refinement.converged and refinement.steps == 1
     with pytest.raises(SelectionError, match="at least one step"):
         refine_in_program(network, planted, max_steps=0)

@@ -8,11 +8,12 @@ in the program, relative to ``conv2d``, than alone (BENCHMARKS.md, "A margin for
 
 :func:`time_in_program` runs selections of a network in interleaved rounds (a fresh random order each round)
 and times every convolution's primitive call inside the forward pass. :func:`refine_in_program` starts from a
-selection solved on isolated costs (predicted or profiled) and repeats: run the selection and the default in
-the program, replace the cost of every (configuration, primitive) pair run with its in-program median, scale
-the pairs not run by their configuration's context factor (in-program over isolated time of the pairs that
-were run), and solve again, until the selection stops changing. Layout transformations and the other layers keep
-their isolated costs.
+selection solved on isolated costs (predicted or profiled) and repeats: run the selection, its challenger (every
+convolution on its next cheapest primitive, :func:`challenger`) and the default in the program, replace the cost of
+every (configuration, primitive) pair run with its in-program median, scale the pairs not run by their
+configuration's context factor (in-program over isolated time of the pairs that were run), and solve again, until
+the solver picks a selection already run. Of every selection run, the fastest against the default is kept if it is
+faster again in fresh rounds. Layout transformations and the other layers keep their isolated costs.
 """
 
 from __future__ import annotations
@@ -116,21 +117,23 @@ def time_in_program(network: Network, selections: Mapping[str, Mapping[str, str]
 
 @dataclass(frozen=True)
 class Refinement:
-    """A selection refined in the program. ``history`` holds every selection run (the first solved on the
-    isolated costs), ``over_default`` each one's time over the framework default's (median per-round ratio, the
-    two run in the same rounds), ``measured_s`` the in-program time of every (configuration, primitive) pair run
-    (s), ``costs`` the isolated costs with them (:func:`in_program_costs`). ``selection`` is the history's
-    selection of the least ratio if it runs faster than the default again, in fresh rounds (the least of several
-    noisy ratios is biased low), else the default, costed on ``costs``; ``step`` its index in ``history`` (None:
-    the default), ``confirmed`` its time over the default's in those fresh rounds (None when no selection ran
-    faster in its step). ``converged``: the last solve chose a selection already run."""
+    """A selection refined in the program over ``steps`` steps. ``history`` holds every selection run, in order:
+    each step's solved one (the first on the isolated costs) and its challenger (``solver`` "challenger");
+    ``over_default`` each one's time over the framework default's (median per-round ratio, run in the same
+    rounds); ``measured_s`` the in-program time of every (configuration, primitive) pair run (s); ``costs`` the
+    isolated costs with them (:func:`in_program_costs`). ``selection`` is the history's selection of the least
+    ratio if it runs faster than the default again, in fresh rounds (the least of several noisy ratios is biased
+    low), else the default, costed on ``costs``; ``kept`` its index in ``history`` (None: the default),
+    ``confirmed`` its time over the default's in those fresh rounds (None when none ran faster in its step).
+    ``converged``: the last solve chose a selection already run."""
 
     selection: Selection
-    step: int | None
+    kept: int | None
     costs: PrimitiveCosts
     history: tuple[Selection, ...]
     over_default: tuple[float, ...]
     measured_s: Mapping[tuple[ConvConfig, str], float]
+    steps: int
     converged: bool
     confirmed: float | None = None
 
@@ -149,12 +152,24 @@ def in_program_costs(costs: PrimitiveCosts, measured_s: Mapping[tuple[ConvConfig
                           costs.layers_s)
 
 
+def challenger(network: Network, costs: PrimitiveCosts, chosen: Mapping[str, str]) -> dict[str, str] | None:
+    """``chosen`` (node labels) with every convolution moved to its cheapest primitive on ``costs`` other than
+    the one it runs, the other layers left as they are; None where no convolution has another primitive. Running
+    it measures a second option of every layer in the program, which the solver's own picks never would."""
+    moved, changed = dict(chosen), False
+    for layer, config in network_convs(network).items():
+        others = {p: t for p, t in costs.conv_s[config].items() if p != chosen[layer]}
+        if others:
+            moved[layer], changed = min(others, key=others.__getitem__), True
+    return moved if changed else None
+
+
 def refine_in_program(network: Network, costs: PrimitiveCosts, max_steps: int = 6, rounds: int = IN_PROGRAM_ROUNDS,
                       solver: str = "pbqp", seed: int = 0, threads: int = 1) -> Refinement:
     """The selection of ``network`` on ``costs`` (predicted or profiled, isolated), refined in the program for at
-    most ``max_steps`` steps (see the module docstring); each step runs the current selection with the
-    framework default in interleaved rounds, and the selection kept is the one that ran fastest against the
-    default (the default itself where none ran faster)."""
+    most ``max_steps`` steps (see the module docstring); each step runs the current selection, its
+    :func:`challenger` and the framework default in interleaved rounds, and the selection kept is the one that
+    ran fastest against the default (the default itself where none ran faster)."""
     if max_steps < 1:
         raise SelectionError(f"refining in the program needs at least one step, got {max_steps}")
     convs = network_convs(network)
@@ -163,29 +178,41 @@ def refine_in_program(network: Network, costs: PrimitiveCosts, max_steps: int = 
     samples: dict[tuple[ConvConfig, str], list[float]] = defaultdict(list)
     history: list[Selection] = []
     over_default: list[float] = []
-    refined, converged = costs, False
+    refined, converged, steps = costs, False, 0
     measured: dict[tuple[ConvConfig, str], float] = {}
-    for _ in range(max_steps):
+    while steps < max_steps and not converged:
+        steps += 1
+        runs = {"selection": selection.chosen, "default": default}
+        rival = challenger(network, refined, selection.chosen)
+        if rival is not None:
+            runs["challenger"] = rival
+        timed = time_in_program(network, runs, rounds, seed, threads)
         history.append(selection)
-        timed = time_in_program(network, {"selection": selection.chosen, "default": default}, rounds, seed, threads)
-        over_default.append(timed["selection"].ratio(timed["default"]))
-        for run, labels in (("selection", selection.chosen), ("default", default)):
+        if rival is not None:
+            history.append(selection_from_labels(graph, rival, "challenger"))
+        over_default += [timed[run].ratio(timed["default"]) for run in runs if run != "default"]
+        for run, labels in runs.items():
             for layer, seconds in timed[run].conv_s.items():
                 samples[convs[layer], labels[layer]].append(seconds)
         measured = {key: statistics.median(v) for key, v in samples.items()}
         refined = in_program_costs(costs, measured)
         selection = solve(network_cost_graph(network, refined), solver)
-        if any(selection.chosen == seen.chosen for seen in history):
-            converged = True
-            break
+        converged = any(selection.chosen == seen.chosen for seen in history)
+    kept, confirmed = _confirmed(network, history, over_default, default, rounds, seed, threads)
+    chosen = history[kept].chosen if kept is not None else default
+    kept_selection = selection_from_labels(network_cost_graph(network, refined), chosen, "in program")
+    return Refinement(kept_selection, kept, refined, tuple(history), tuple(over_default), measured, steps,
+                      converged, confirmed)
+
+
+def _confirmed(network: Network, history: list[Selection], over_default: list[float], default: Mapping[str, str],
+               rounds: int, seed: int, threads: int) -> tuple[int | None, float | None]:
+    """The index in ``history`` of the selection of the least ratio to the default, if it runs faster than the
+    default again in fresh rounds (None: the default), and its ratio there (None when none ran faster)."""
     best = min(range(len(history)), key=over_default.__getitem__)
-    step: int | None = None
-    confirmed: float | None = None
-    if over_default[best] < 1.0:  # the least of several noisy ratios is biased low: timed again before it is kept
-        again = time_in_program(network, {"selection": history[best].chosen, "default": default}, 2 * rounds,
-                                seed + 1, threads)
-        confirmed = again["selection"].ratio(again["default"])
-        step = best if confirmed < 1.0 else None
-    graph = network_cost_graph(network, refined)
-    kept = selection_from_labels(graph, history[best].chosen if step is not None else default, "in program")
-    return Refinement(kept, step, refined, tuple(history), tuple(over_default), measured, converged, confirmed)
+    if over_default[best] >= 1.0:
+        return None, None
+    again = time_in_program(network, {"selection": history[best].chosen, "default": default}, 2 * rounds,
+                            seed + 1, threads)
+    confirmed = again["selection"].ratio(again["default"])
+    return (best if confirmed < 1.0 else None), confirmed
