@@ -347,7 +347,8 @@ def refinements(network: Network, solved_by: dict[str, Solved], args: argparse.N
 def refine_row(compared: SelectionComparison, key: str, refinement: Refinement, off_default: int) -> dict[str, Any]:
     return {"steps": refinement.steps, "over_default": list(refinement.over_default),
             "run": [selection.solver for selection in refinement.history], "kept": refinement.kept,
-            "confirmed": refinement.confirmed, "converged": refinement.converged,
+            "confirmed": None if refinement.confirmed is None else interval(refinement.confirmed),
+            "converged": refinement.converged,
             "off_default": off_default, "over_c": interval(compared.speedup(key, "c")),
             "over_d": interval(compared.speedup(key, "d")), "over_b": interval(compared.ratio(key, "b"))}
 
@@ -364,7 +365,7 @@ def print_refined(results: list[dict[str, Any]]) -> None:
         for key, row in r["refine"].items():
             runs = ", ".join(f"{'c' if run == 'challenger' else 's'} {x:.3f}"
                              for run, x in zip(row["run"], row["over_default"], strict=True))
-            kept = "default" if row["kept"] is None else f"{row['kept'] + 1} ({row['confirmed']:.3f})"
+            kept = "default" if row["kept"] is None else f"{row['kept'] + 1} ({fmt(row['confirmed'], 1, 3)})"
             print(f"| {r['network']} | ({key}) | {row['steps']} | {runs} | {kept} | {row['off_default']}/{r['convolutions']} "
                   f"| {fmt(row['over_c'], 1, suffix='x')} | {fmt(row['over_d'], 1, suffix='x')} "
                   f"| {fmt_increase(row['over_b'])} |")

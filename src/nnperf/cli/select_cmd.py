@@ -77,7 +77,8 @@ def _refinement(refinement) -> dict[str, object] | None:  # type: ignore[no-unty
         return None
     return {"steps": refinement.steps, "over_default": list(refinement.over_default),
             "run": [selection.solver for selection in refinement.history], "kept": refinement.kept,
-            "confirmed_over_default": refinement.confirmed, "converged": refinement.converged}
+            "confirmed_over_default": None if refinement.confirmed is None else refinement.confirmed.to_dict(),
+            "converged": refinement.converged}
 
 
 def _speedup(ratio) -> str:  # type: ignore[no-untyped-def]
@@ -86,11 +87,13 @@ def _speedup(ratio) -> str:  # type: ignore[no-untyped-def]
 
 
 def _refinement_text(refinement) -> str:  # type: ignore[no-untyped-def]
+    confirmed = refinement.confirmed
     if refinement.kept is not None:
-        kept = (f"selection {refinement.kept + 1}, {refinement.confirmed:.3f} of the default's time when timed "
-                "again")
-    elif refinement.confirmed is not None:
-        kept = f"the default: the fastest selection took {refinement.confirmed:.3f} of its time timed again"
+        kept = (f"selection {refinement.kept + 1}, {confirmed.median:.3f} [{confirmed.ci_low:.3f}, "
+                f"{confirmed.ci_high:.3f}] of the default's time when timed again")
+    elif confirmed is not None:
+        kept = (f"the default: the fastest selection took {confirmed.median:.3f} [{confirmed.ci_low:.3f}, "
+                f"{confirmed.ci_high:.3f}] of its time timed again, not surely faster")
     else:
         kept = "the default: no selection ran faster than it"
     runs = ", ".join(f"{selection.solver} {ratio:.3f}"

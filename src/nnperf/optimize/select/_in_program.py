@@ -13,7 +13,7 @@ convolution on its next cheapest primitive, :func:`challenger`) and the default 
 every (configuration, primitive) pair run with its in-program median, scale the pairs not run by their
 configuration's context factor (in-program over isolated time of the pairs that were run), and solve again, until
 the solver picks a selection already run. Of every selection run, the fastest against the default is kept if it is
-faster again in fresh rounds. Layout transformations and the other layers keep their isolated costs.
+faster again in fresh rounds, its interval below 1. Layout transformations and the other layers keep their isolated costs.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from nnperf.ir import Network
+from nnperf.measure import ComparisonProtocol, PairedRatio, Rounds
 from nnperf.optimize.select._costs import PrimitiveCosts, network_convs
 from nnperf.optimize.select._execute import _inputs, build_selected
 from nnperf.optimize.select._graph import Selection, SelectionError
@@ -56,9 +57,12 @@ class InProgramTimes:
         """The median whole time (s)."""
         return statistics.median(self.rounds_s)
 
-    def ratio(self, other: InProgramTimes) -> float:
-        """The median of the per-round ratios of this program's time over ``other``'s (timed in the same rounds)."""
-        return statistics.median(a / b for a, b in zip(self.rounds_s, other.rounds_s, strict=True))
+    def ratio(self, other: InProgramTimes, confidence: float = 0.95) -> PairedRatio:
+        """This program's time over ``other``'s (timed in the same rounds): the median per-round ratio with its
+        bootstrap interval."""
+        rounds = Rounds(ComparisonProtocol.INTERLEAVED, ("this", "other"), (self.rounds_s, other.rounds_s), (1, 1),
+                        sum(self.rounds_s) + sum(other.rounds_s))
+        return rounds.ratio("this", "other", confidence)
 
 
 def _timed_steps(module: nn.Module, convs: Mapping[str, ConvConfig], sink: dict[str, float]) -> None:
@@ -124,7 +128,8 @@ class Refinement:
     isolated costs with them (:func:`in_program_costs`). ``selection`` is the history's selection of the least
     ratio if it runs faster than the default again, in fresh rounds (the least of several noisy ratios is biased
     low), else the default, costed on ``costs``; ``kept`` its index in ``history`` (None: the default),
-    ``confirmed`` its time over the default's in those fresh rounds (None when none ran faster in its step).
+    ``confirmed`` its time over the default's in those fresh rounds, with its 95% interval, which must lie below 1
+    (None when none ran faster in its step).
     ``converged``: the last solve chose a selection already run."""
 
     selection: Selection
@@ -135,7 +140,7 @@ class Refinement:
     measured_s: Mapping[tuple[ConvConfig, str], float]
     steps: int
     converged: bool
-    confirmed: float | None = None
+    confirmed: PairedRatio | None = None
 
 
 def in_program_costs(costs: PrimitiveCosts, measured_s: Mapping[tuple[ConvConfig, str], float],
@@ -190,7 +195,7 @@ def refine_in_program(network: Network, costs: PrimitiveCosts, max_steps: int = 
         history.append(selection)
         if rival is not None:
             history.append(selection_from_labels(graph, rival, "challenger"))
-        over_default += [timed[run].ratio(timed["default"]) for run in runs if run != "default"]
+        over_default += [timed[run].ratio(timed["default"]).median for run in runs if run != "default"]
         for run, labels in runs.items():
             for layer, seconds in timed[run].conv_s.items():
                 samples[convs[layer], labels[layer]].append(seconds)
@@ -206,13 +211,14 @@ def refine_in_program(network: Network, costs: PrimitiveCosts, max_steps: int = 
 
 
 def _confirmed(network: Network, history: list[Selection], over_default: list[float], default: Mapping[str, str],
-               rounds: int, seed: int, threads: int) -> tuple[int | None, float | None]:
+               rounds: int, seed: int, threads: int) -> tuple[int | None, PairedRatio | None]:
     """The index in ``history`` of the selection of the least ratio to the default, if it runs faster than the
-    default again in fresh rounds (None: the default), and its ratio there (None when none ran faster)."""
+    default again in fresh rounds, its 95% interval below 1 (None: the default), and its ratio there (None when
+    none ran faster)."""
     best = min(range(len(history)), key=over_default.__getitem__)
     if over_default[best] >= 1.0:
         return None, None
     again = time_in_program(network, {"selection": history[best].chosen, "default": default}, 2 * rounds,
                             seed + 1, threads)
     confirmed = again["selection"].ratio(again["default"])
-    return (best if confirmed < 1.0 else None), confirmed
+    return (best if confirmed.ci_high < 1.0 else None), confirmed
