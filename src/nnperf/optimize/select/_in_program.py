@@ -13,7 +13,8 @@ convolution on its next cheapest primitive, :func:`challenger`) and the default 
 every (configuration, primitive) pair run with its in-program median, scale the pairs not run by their
 configuration's context factor (in-program over isolated time of the pairs that were run), and solve again, until
 the solver picks a selection already run. Of every selection run, the fastest against the default is kept if it is
-faster again in fresh rounds, its interval below 1. Layout transformations and the other layers keep their isolated costs.
+faster again in fresh rounds, its interval below 1. Layout transformations and the other layers keep their
+isolated costs.
 """
 
 from __future__ import annotations

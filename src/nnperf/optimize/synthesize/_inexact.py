@@ -3,7 +3,9 @@
 Each layer's effect alone (accuracy drop on the evaluation samples, time saved) feeds the paper's greedy search
 and the exact ILP (:mod:`._search`); the programs both choose are measured. On ONNX Runtime the ILP also counts
 what the borders of int8 regions cost (:mod:`._boundaries`): a model fitted to a few random mixed programs,
-timed in paired rounds with the fp32 program and the all-int8 one, which also predicts both searches' programs."""
+timed in paired rounds with the fp32 program and the all-int8 one, which also predicts both searches' programs.
+After the search those programs are timed again with fp32 in paired rounds, against the model's predictions, and
+the fastest there within the budget is kept (:func:`check_predictions`)."""
 
 from __future__ import annotations
 

@@ -113,7 +113,6 @@ class InexactSearch:
     checked: tuple[PredictionCheck, ...] = ()
     """The all-inexact and searched programs timed with fp32 in paired rounds, against the border model's
     predictions (with a border model only)."""
-
     kept: str = ""
     """Which program the paired check kept (:func:`paired_winner`): the searches' names, or "fp32"; empty without
     a check."""
