@@ -81,7 +81,8 @@ def test_the_fit_recovers_a_planted_scale_and_border_cost() -> None:
 
 def test_a_checked_prediction_is_judged_against_the_paired_ratio() -> None:
     measured = PairedRatio("ILP", "fp32", 0.80, 0.78, 0.83, 0.95, (), True)
-    check = PredictionCheck("greedy = ILP", ProgramSpec("onnxruntime", inexact=("a",)), 0.0, 7, 0.90, measured,
+    seven = tuple("abcdefg")
+    check = PredictionCheck("greedy = ILP", ProgramSpec("onnxruntime", inexact=seven), 0.0, 0.90, measured,
                             fitted=False)
     assert check.error == pytest.approx(0.125)  # 0.90 predicted against 0.80 measured
     assert check.describe() == ("greedy = ILP (7 layers): 0.800 [0.780, 0.830] of fp32's time, predicted 0.900 "
@@ -91,7 +92,7 @@ def test_a_checked_prediction_is_judged_against_the_paired_ratio() -> None:
 def test_the_paired_check_keeps_the_fastest_program_within_the_budget() -> None:
     def check(name: str, drop: float, ratio: float) -> PredictionCheck:
         measured = PairedRatio(name, "fp32", ratio, ratio - 0.01, ratio + 0.01, 0.95, (), True)
-        return PredictionCheck(name, ProgramSpec("onnxruntime", inexact=(name,)), drop, 1, 1.0, measured, False)
+        return PredictionCheck(name, ProgramSpec("onnxruntime", inexact=(name,)), drop, 1.0, measured, False)
 
     all_int8, greedy, ilp = check("all int8", 0.03, 0.70), check("greedy", 0.0, 0.95), check("ILP", 0.005, 0.85)
     assert paired_winner([all_int8, greedy, ilp], budget=0.01) is ilp  # all int8 is faster but over the budget

@@ -88,16 +88,20 @@ def border_count(edges: Sequence[Edge], chosen: Collection[str]) -> int:
 @dataclass(frozen=True)
 class MixedCost:
     """A mixed program's latency: ``base_s`` (fp32) less ``gain_scale`` times the ``gains_s`` of its int8
-    layers, plus ``border_s`` per border of its int8 regions (see the module docstring). ``probes`` is how many
-    programs it was fitted to, ``fitted_to`` their int8 layers."""
+    layers, plus ``border_s`` per border of its int8 regions (see the module docstring). ``fitted_to`` holds the
+    int8 layers of each program it was fitted to."""
 
     base_s: float
     gains_s: Mapping[str, float]
     edges: tuple[Edge, ...]
     gain_scale: float = 1.0
     border_s: float = 0.0
-    probes: int = 0
     fitted_to: tuple[frozenset[str], ...] = ()
+
+    @property
+    def probes(self) -> int:
+        """How many programs it was fitted to."""
+        return len(self.fitted_to)
 
     def latency_s(self, chosen: Collection[str]) -> float:
         chosen = set(chosen)
@@ -132,5 +136,5 @@ def fit_mixed_cost(base_s: float, gains_s: Mapping[str, float], edges: Sequence[
         rows.append([sum(gains_s[name] for name in chosen), -float(border_count(edges, chosen))])
         saved.append(base_s * (1.0 - ratio))
     (scale, border), _ = nnls(np.array(rows, dtype=float), np.array(saved))
-    return MixedCost(base_s, dict(gains_s), tuple(edges), float(scale), float(border), len(probes),
+    return MixedCost(base_s, dict(gains_s), tuple(edges), float(scale), float(border),
                      tuple(frozenset(chosen) for chosen, _ in probes))

@@ -112,8 +112,8 @@ def check_predictions(candidates: Candidates, base: ProgramSpec, cost: MixedCost
     for label, spec in specs.items():
         timers[label] = program_timer(sources, spec, sample)
     comparison = compare_programs(timers, "interleaved", rounds=PROBE_ROUNDS)
-    checks = tuple(PredictionCheck(label, specs[label], candidates.evaluate(specs[label]).drop, len(chosen),
-                                   cost.ratio(chosen), comparison.ratio(label, "fp32"), cost.fitted(chosen))
+    checks = tuple(PredictionCheck(label, specs[label], candidates.evaluate(specs[label]).drop, cost.ratio(chosen),
+                                   comparison.ratio(label, "fp32"), cost.fitted(chosen))
                    for chosen, label in labels.items())
     winner = paired_winner(checks, budget)
     for spec in [base, *specs.values()]:

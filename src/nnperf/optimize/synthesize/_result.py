@@ -68,10 +68,14 @@ class PredictionCheck:
     programs: str
     spec: ProgramSpec
     drop: float
-    layers: int
     predicted_ratio: float
     measured: PairedRatio
     fitted: bool
+
+    @property
+    def layers(self) -> int:
+        """How many layers the program runs inexact."""
+        return len(self.spec.inexact)
 
     @property
     def error(self) -> float:
