@@ -81,43 +81,63 @@ def _timed_steps(module: nn.Module, convs: Mapping[str, ConvConfig], sink: dict[
                           if step.layer.name in convs else step for step in module._steps)
 
 
+class _Programs:
+    """Selections of one network, each built once by its labels with every convolution's primitive call timed into
+    one sink, and timed in interleaved rounds. A module stays built while the next :meth:`time` asks for it again
+    (a refinement's default, every step) and is dropped when it does not, so at most one call's modules live."""
+
+    def __init__(self, network: Network, seed: int, threads: int) -> None:
+        self.network, self.seed, self.threads = network, seed, threads
+        self.convs = network_convs(network)
+        self.sink: dict[str, float] = {}
+        self.built: dict[frozenset[tuple[str, str]], nn.Module] = {}
+
+    def modules(self, selections: Mapping[str, Mapping[str, str]]) -> dict[str, nn.Module]:
+        keys = {name: frozenset(labels.items()) for name, labels in selections.items()}
+        self.built = {key: module for key, module in self.built.items() if key in keys.values()}
+        for name, key in keys.items():
+            if key not in self.built:
+                self.built[key] = build_selected(self.network, selections[name], self.seed, self.threads)
+                _timed_steps(self.built[key], self.convs, self.sink)
+        return {name: self.built[key] for name, key in keys.items()}
+
+    def time(self, selections: Mapping[str, Mapping[str, str]], rounds: int, order_seed: int
+             ) -> dict[str, InProgramTimes]:
+        """Each of ``selections`` run ``rounds`` times, once per round in an order drawn from ``order_seed``."""
+        import torch
+
+        if rounds < 1:
+            raise SelectionError(f"in-program timing needs at least one round, got {rounds}")
+        modules = self.modules(selections)
+        inputs = _inputs(self.network, self.seed)
+        whole: dict[str, list[float]] = defaultdict(list)
+        steps: dict[str, dict[str, list[float]]] = {name: defaultdict(list) for name in modules}
+        rng = np.random.default_rng(order_seed)
+        before = torch.get_num_threads()
+        torch.set_num_threads(self.threads)
+        try:
+            for module in modules.values():  # one warm-up pass each
+                module(*inputs)
+            for _ in range(rounds):
+                for name in rng.permutation(list(modules)):
+                    self.sink.clear()
+                    start = time.perf_counter()
+                    modules[name](*inputs)
+                    whole[name].append(time.perf_counter() - start)
+                    for layer, seconds in self.sink.items():
+                        steps[name][layer].append(seconds)
+        finally:
+            torch.set_num_threads(before)
+        return {name: InProgramTimes(tuple(whole[name]), {layer: statistics.median(v) for layer, v in steps[name].items()})
+                for name in modules}
+
+
 def time_in_program(network: Network, selections: Mapping[str, Mapping[str, str]], rounds: int = IN_PROGRAM_ROUNDS,
                     seed: int = 0, threads: int = 1) -> dict[str, InProgramTimes]:
     """Each of ``selections`` (a name to node labels, as :func:`build_selected` takes) run ``rounds`` times,
     once per round in a fresh random order, torch on ``threads`` threads (restored afterwards): its whole time
     and its convolutions' primitive calls, inside the forward pass (medians)."""
-    import torch
-
-    if rounds < 1:
-        raise SelectionError(f"in-program timing needs at least one round, got {rounds}")
-    convs = network_convs(network)
-    sink: dict[str, float] = {}
-    modules = {}
-    for name, labels in selections.items():
-        modules[name] = build_selected(network, labels, seed, threads)
-        _timed_steps(modules[name], convs, sink)
-    inputs = _inputs(network, seed)
-    whole: dict[str, list[float]] = defaultdict(list)
-    steps: dict[str, dict[str, list[float]]] = {name: defaultdict(list) for name in modules}
-    rng = np.random.default_rng(seed)
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        for module in modules.values():  # one warm-up pass each
-            module(*inputs)
-        for _ in range(rounds):
-            for name in rng.permutation(list(modules)):
-                sink.clear()
-                start = time.perf_counter()
-                modules[name](*inputs)
-                whole[name].append(time.perf_counter() - start)
-                for layer, seconds in sink.items():
-                    steps[name][layer].append(seconds)
-    finally:
-        torch.set_num_threads(before)
-    return {name: InProgramTimes(tuple(whole[name]),
-                                 {layer: statistics.median(v) for layer, v in steps[name].items()})
-            for name in modules}
+    return _Programs(network, seed, threads).time(selections, rounds, seed)
 
 
 @dataclass(frozen=True)
@@ -179,12 +199,13 @@ def refine_in_program(network: Network, costs: PrimitiveCosts, max_steps: int = 
     if max_steps < 1:
         raise SelectionError(f"refining in the program needs at least one step, got {max_steps}")
     convs = network_convs(network)
+    programs = _Programs(network, seed, threads)
     graph = network_cost_graph(network, costs)
     selection, default = solve(graph, solver), default_selection(graph).chosen
     samples: dict[tuple[ConvConfig, str], list[float]] = defaultdict(list)
     history: list[Selection] = []
     over_default: list[float] = []
-    refined, converged, steps = costs, False, 0
+    refined, refined_graph, converged, steps = costs, graph, False, 0
     measured: dict[tuple[ConvConfig, str], float] = {}
     while steps < max_steps and not converged:
         steps += 1
@@ -192,7 +213,7 @@ def refine_in_program(network: Network, costs: PrimitiveCosts, max_steps: int = 
         rival = challenger(network, refined, selection.chosen)
         if rival is not None:
             runs["challenger"] = rival
-        timed = time_in_program(network, runs, rounds, seed, threads)
+        timed = programs.time(runs, rounds, seed)
         history.append(selection)
         if rival is not None:
             history.append(selection_from_labels(graph, rival, "challenger"))
@@ -202,24 +223,24 @@ def refine_in_program(network: Network, costs: PrimitiveCosts, max_steps: int = 
                 samples[convs[layer], labels[layer]].append(seconds)
         measured = {key: statistics.median(v) for key, v in samples.items()}
         refined = in_program_costs(costs, measured)
-        selection = solve(network_cost_graph(network, refined), solver)
+        refined_graph = network_cost_graph(network, refined)
+        selection = solve(refined_graph, solver)
         converged = any(selection.chosen == seen.chosen for seen in history)
-    kept, confirmed = _confirmed(network, history, over_default, default, rounds, seed, threads)
+    kept, confirmed = _confirmed(programs, history, over_default, default, rounds, seed)
     chosen = history[kept].chosen if kept is not None else default
-    kept_selection = selection_from_labels(network_cost_graph(network, refined), chosen, "in program")
+    kept_selection = selection_from_labels(refined_graph, chosen, "in program")
     return Refinement(kept_selection, kept, refined, tuple(history), tuple(over_default), measured, steps,
                       converged, confirmed)
 
 
-def _confirmed(network: Network, history: list[Selection], over_default: list[float], default: Mapping[str, str],
-               rounds: int, seed: int, threads: int) -> tuple[int | None, PairedRatio | None]:
+def _confirmed(programs: _Programs, history: list[Selection], over_default: list[float], default: Mapping[str, str],
+               rounds: int, seed: int) -> tuple[int | None, PairedRatio | None]:
     """The index in ``history`` of the selection of the least ratio to the default, if it runs faster than the
     default again in fresh rounds, its 95% interval below 1 (None: the default), and its ratio there (None when
     none ran faster)."""
     best = min(range(len(history)), key=over_default.__getitem__)
     if over_default[best] >= 1.0:
         return None, None
-    again = time_in_program(network, {"selection": history[best].chosen, "default": default}, 2 * rounds,
-                            seed + 1, threads)
+    again = programs.time({"selection": history[best].chosen, "default": default}, 2 * rounds, seed + 1)
     confirmed = again["selection"].ratio(again["default"])
     return (best if confirmed.ci_high < 1.0 else None), confirmed
