@@ -164,8 +164,7 @@ class Refinement:
     confirmed: PairedRatio | None = None
 
 
-def in_program_costs(costs: PrimitiveCosts, measured_s: Mapping[tuple[ConvConfig, str], float],
-                     source: str = "") -> PrimitiveCosts:
+def in_program_costs(costs: PrimitiveCosts, measured_s: Mapping[tuple[ConvConfig, str], float]) -> PrimitiveCosts:
     """``costs`` with each measured (configuration, primitive) pair's in-program time, and every other primitive
     of a configuration with a measured pair scaled by that configuration's context factor: the median of its
     measured pairs' in-program over isolated times."""
@@ -174,8 +173,7 @@ def in_program_costs(costs: PrimitiveCosts, measured_s: Mapping[tuple[ConvConfig
         factors = [measured_s[config, p] / t for p, t in times.items() if (config, p) in measured_s and t > 0]
         factor = statistics.median(factors) if factors else 1.0
         conv_s[config] = {p: measured_s.get((config, p), t * factor) for p, t in times.items()}
-    return PrimitiveCosts(conv_s, costs.transforms_s, source or f"{costs.source}, convolutions in the program",
-                          costs.layers_s)
+    return PrimitiveCosts(conv_s, costs.transforms_s, f"{costs.source}, convolutions in the program", costs.layers_s)
 
 
 def challenger(network: Network, costs: PrimitiveCosts, chosen: Mapping[str, str]) -> dict[str, str] | None:
