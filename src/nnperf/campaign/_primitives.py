@@ -245,8 +245,8 @@ def _profile(store: Store, configs: Sequence[ConvConfig], runner: ItemRunner, ha
     start = time.perf_counter()
     unique = list(dict.fromkeys(configs))
     items: list[PrimitiveItem] = []
-    for config in unique:
-        if _still_needed(config, stored, chosen, threads, device):
+    for config in unique:  # a configuration with nothing stored is needed: no need to ask each primitive
+        if config_key(config) not in stored or _still_needed(config, stored, chosen, threads, device):
             items.append(PrimitiveItem(config, tuple(chosen), frozenset(stored.get(config_key(config), set())), threads,
                                        harness, protocol, seed, device))
     measured = samples = 0
