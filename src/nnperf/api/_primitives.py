@@ -22,6 +22,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nnperf.api._load import InputShape, ModelLike, load_model
@@ -31,7 +32,7 @@ from nnperf.errors import NnperfError
 from nnperf.measure import System
 
 if TYPE_CHECKING:
-    from nnperf.campaign import ItemRunner, PrimitiveProfileReport
+    from nnperf.campaign import DatasetImport, ItemRunner, PrimitiveProfileReport
     from nnperf.measure import HarnessConfig
     from nnperf.prediction.primitives import PrimitiveCostModel
     from nnperf.primitives import ConvConfig, Primitive, PrimitiveDataset
@@ -217,6 +218,28 @@ def find_primitive_system(store: Store, system: StoredId | None, threads: int) -
                           "`nnperf primitives profile`")
     raise NnperfError(f"{store.path} holds profiled primitives of {len(found)} systems, none of them this one with "
                       f"{threads} thread(s): name one with --system ({', '.join(str(s.id) for s in found)})")
+
+
+def export_primitive_dataset(path: str | Path, system: System | StoredId | None = None,
+                             store: StoreLike = None) -> tuple[SystemRecord, PrimitiveDataset]:
+    """Writes the profiled dataset of ``system`` (a stored id or key prefix, or this CPU's primitive system, else
+    the only one stored) to ``path``, JSON, gzip-compressed for a ``.gz`` name
+    (``nnperf.campaign.export_primitive_dataset``); returns the system and the dataset written."""
+    from nnperf.campaign import export_primitive_dataset as export
+
+    stored, threads = primitive_target(system, "export_primitive_dataset")
+    with opened_store(store, create=False) as opened:
+        record = find_primitive_system(opened, stored, threads)
+        return record, export(opened, record.id, Path(path))
+
+
+def import_primitive_dataset(path: str | Path, store: StoreLike = None) -> DatasetImport:
+    """Stores a dataset file written by :func:`export_primitive_dataset` under the system it was profiled on
+    (``nnperf.campaign.import_primitive_dataset``: what the store holds already is kept)."""
+    from nnperf.campaign import import_primitive_dataset as load_file
+
+    with opened_store(store) as opened:
+        return load_file(opened, Path(path))
 
 
 @dataclass(frozen=True)

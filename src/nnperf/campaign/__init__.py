@@ -28,7 +28,9 @@ everything that measures *into* the store lives here:
   :func:`recorded_surround` (``_surround.py``); :func:`characterise` and :func:`predict_steps`, the step models'
   measurements (``_steps.py``);
 - :func:`profile_primitives` and :func:`load_primitive_dataset`: the primitive-time dataset of Mulder et al.,
-  one run per convolution configuration (``_primitives.py``); :func:`profile_layer_layouts` and
+  one run per convolution configuration (``_primitives.py``); :func:`export_primitive_dataset` and
+  :func:`import_primitive_dataset`: that dataset as one portable file, and back into a store
+  (``_dataset_file.py``); :func:`profile_layer_layouts` and
   :func:`load_layer_layouts`: the other layers' times in each layout (``_layer_layouts.py``);
 - :func:`time_with_reference` and :func:`store_referenced`: a whole network timed beside the machine-speed
   reference under a comparison protocol, and stored with the reference's reading (``_referenced.py``);
@@ -46,6 +48,13 @@ from nnperf.campaign._calibration import (
     sentinel_reference_s,
 )
 from nnperf.campaign._campaign import Campaign, Progress, no_progress, open_campaign
+from nnperf.campaign._dataset_file import (
+    DATASET_FILE_FORMAT,
+    DatasetFileError,
+    DatasetImport,
+    export_primitive_dataset,
+    import_primitive_dataset,
+)
 from nnperf.campaign._items import (
     Item,
     ItemProgress,
@@ -109,6 +118,7 @@ __all__ = [
     "BANDWIDTH_PROBES",
     "CALIBRATION_HARNESS",
     "COMPUTE_PROBES",
+    "DATASET_FILE_FORMAT",
     "DATASET_HARNESS",
     "DATASET_REFERENCE",
     "FUSION_PROFILER_RUNS",
@@ -122,6 +132,8 @@ __all__ = [
     "SENTINEL_PREFIX",
     "UNATTRIBUTED_PREFIX",
     "Campaign",
+    "DatasetFileError",
+    "DatasetImport",
     "Item",
     "ItemProgress",
     "ItemRunner",
@@ -149,7 +161,9 @@ __all__ = [
     "calibrate",
     "calibration_networks",
     "characterise",
+    "export_primitive_dataset",
     "find_surround",
+    "import_primitive_dataset",
     "layout_layers",
     "load_layer_layouts",
     "load_primitive_dataset",

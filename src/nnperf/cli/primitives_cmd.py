@@ -42,7 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                                               "and whether it can run here (and if not, why).")
     listing.add_argument("--json", action="store_true", help="print JSON")
     listing.set_defaults(run=run_list)
-    for add in (_register_profile, _register_train, _register_predict, _register_transfer):
+    for add in (_register_profile, _register_train, _register_predict, _register_transfer, _register_files):
         add(commands)
 
 
@@ -142,6 +142,46 @@ def _register_transfer(commands: argparse._SubParsersAction) -> None:  # type: i
     transfer.add_argument("--json", action="store_true", help="print JSON")
     add_db_argument(transfer)
     transfer.set_defaults(run=run_transfer)
+
+
+def _register_files(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    export = commands.add_parser(
+        "export", help="write the profiled dataset to one portable file (JSON, .gz compressed)",
+        description="Write a primitive system's profiled dataset (what the cost models learn from: each primitive's "
+                    "and transformation's time per configuration, the paired time where its rounds were interleaved) "
+                    "and the system it was profiled on to FILE: JSON, gzip-compressed when FILE ends in .gz. "
+                    "`nnperf primitives import` stores it in another store.")
+    export.add_argument("file", type=Path, metavar="FILE", help="the file to write (.json or .json.gz)")
+    add_primitive_system_arguments(export)
+    add_db_argument(export)
+    export.set_defaults(run=run_export)
+    imported = commands.add_parser(
+        "import", help="store a dataset file written by `nnperf primitives export`",
+        description="Store the dataset of FILE (written by `nnperf primitives export`) under the system it was "
+                    "profiled on, one run per configuration, each time as one sample; times the store holds already "
+                    "are kept, so importing twice adds nothing. `nnperf primitives train --system ID` then fits a "
+                    "model on it.")
+    imported.add_argument("file", type=Path, metavar="FILE", help="the dataset file (.json or .json.gz)")
+    add_db_argument(imported)
+    imported.set_defaults(run=run_import)
+
+
+def run_export(args: argparse.Namespace) -> int:
+    from nnperf.api import export_primitive_dataset
+
+    record, dataset = export_primitive_dataset(args.file, _stored_or_here(args), args.db)
+    print(f"wrote {args.file}: system {record.id} ({record.label}, {record.device_name}), "
+          f"{len(dataset.conv)} configurations, {len(dataset.layout)} activations, {dataset.n_samples} times")
+    return 0
+
+
+def run_import(args: argparse.Namespace) -> int:
+    from nnperf.api import import_primitive_dataset
+
+    result = import_primitive_dataset(args.file, args.db)
+    print(f"stored {result.times} times of {result.configurations} configurations under system {result.system.id} "
+          f"({result.system.label}, {result.system.device_name}); {result.skipped} held already")
+    return 0
 
 
 def _stored_or_here(args: argparse.Namespace) -> Any:

@@ -1,0 +1,107 @@
+"""A profiled primitive dataset written to one file and stored again: the same times under the same system, nothing
+added twice, and files that are not such a dataset refused with a message naming what is wrong."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from harness_presets import SMOKE_HARNESS
+from nnperf.campaign import (
+    DatasetFileError,
+    export_primitive_dataset,
+    import_primitive_dataset,
+    load_primitive_dataset,
+    profile_primitives,
+)
+from nnperf.cli import main
+from nnperf.primitives import ConvConfig, get_primitive
+from nnperf.store import Store
+
+CONFIGS = [ConvConfig.make(1, 8, 16, 12, 3, 1, 1), ConvConfig.make(1, 8, 8, 12, 1)]
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A real profile of two configurations (two primitives, every transformation) and its file."""
+    where = tmp_path_factory.mktemp("dataset")
+    with Store(where / "source.db") as store:
+        report = profile_primitives(store, CONFIGS, harness=SMOKE_HARNESS,
+                                    primitives=[get_primitive("torch-conv2d"), get_primitive("im2col-fhw")])
+        export_primitive_dataset(store, report.system_id, where / "dataset.json.gz")
+    return where / "source.db", where / "dataset.json.gz"
+
+
+def test_a_dataset_stored_from_its_file_reads_back_the_same_times_under_the_same_system(
+        exported: tuple[Path, Path], tmp_path: Path) -> None:
+    source_db, path = exported
+    with Store(source_db) as store:
+        source = load_primitive_dataset(store, store.systems()[0].id)
+    with Store(tmp_path / "target.db") as store:
+        first = import_primitive_dataset(store, path)
+        again = import_primitive_dataset(store, path)
+        copy = load_primitive_dataset(store, first.system.id)
+    assert first.system.key == source.system_key == copy.system_key
+    assert (first.configurations, first.times, first.skipped) == (2, source.n_samples, 0)
+    assert (again.configurations, again.times, again.skipped) == (0, 0, source.n_samples)  # nothing added twice
+    assert {s.config: dict(s.times_s) for s in copy.conv} == {s.config: dict(s.times_s) for s in source.conv}
+    assert {(t.batch, t.c, t.im): dict(t.times_s) for t in copy.layout} == \
+        {(t.batch, t.c, t.im): dict(t.times_s) for t in source.layout}
+    assert len(source.conv) == 2 and set(source.primitives) == {"torch-conv2d", "im2col-fhw"}
+
+
+def _document(path: Path) -> dict:  # type: ignore[type-arg]
+    with gzip.open(path, "rt") as f:
+        return json.load(f)
+
+
+def _write(path: Path, document: object) -> Path:
+    path.write_text(json.dumps(document))
+    return path
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda d: {**d, "format": "something-else"}, "not an nnperf-primitive-dataset file"),
+    (lambda d: {**d, "version": 99}, "version 99 of nnperf-primitive-dataset"),
+    (lambda d: {**d, "system": {**d["system"], "device_name": "edited"}}, "was it edited"),
+    (lambda d: {**d, "conv": [{**d["conv"][0], "times_s": {"no-such-primitive": 1e-3}}]},
+     r"conv\[0\]: unknown primitive or transformation 'no-such-primitive'"),
+    (lambda d: {**d, "conv": [{**d["conv"][0], "times_s": {"torch-conv2d": -1}}]}, "positive number of seconds"),
+    (lambda d: {**d, "conv": [{"config": {"c": 8}, "times_s": {}}]}, r"conv\[0\]: not a convolution configuration"),
+    (lambda d: {**d, "conv": d["conv"][:1], "layout": [{"batch": 1, "c": 3, "im": [5, 5], "times_s": {}}]},
+     "no configuration of the file reads the activation"),
+])
+def test_a_file_that_is_not_such_a_dataset_is_refused_naming_what_is_wrong(
+        exported: tuple[Path, Path], tmp_path: Path, change, message: str) -> None:  # type: ignore[no-untyped-def]
+    bad = _write(tmp_path / "bad.json", change(_document(exported[1])))
+    with Store(tmp_path / "target.db") as store, pytest.raises(DatasetFileError, match=message):
+        import_primitive_dataset(store, bad)
+
+
+def test_a_file_that_is_not_json_is_refused(tmp_path: Path) -> None:
+    not_json = tmp_path / "not.json.gz"
+    with gzip.open(not_json, "wt") as f:
+        f.write("{")
+    with Store(tmp_path / "target.db") as store, pytest.raises(DatasetFileError, match="not a JSON dataset file"):
+        import_primitive_dataset(store, not_json)
+
+
+def test_export_and_import_from_the_command_line(exported: tuple[Path, Path], tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    source_db, _ = exported
+    out = tmp_path / "again.json"
+    assert main(["primitives", "export", str(out), "--db", str(source_db)]) == 0
+    assert "2 configurations" in capsys.readouterr().out
+    assert _document_plain(out)["format"] == "nnperf-primitive-dataset"
+    assert main(["primitives", "import", str(out), "--db", str(tmp_path / "copy.db")]) == 0
+    assert "of 2 configurations" in capsys.readouterr().out
+    assert main(["primitives", "import", str(tmp_path / "missing.json"), "--db", str(tmp_path / "copy.db")]) != 0
+    err = capsys.readouterr().err
+    assert "missing.json: no such dataset file" in err and "Traceback" not in err
+
+
+def _document_plain(path: Path) -> dict:  # type: ignore[type-arg]
+    return json.loads(path.read_text())
