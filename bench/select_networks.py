@@ -348,7 +348,7 @@ def refine_row(compared: SelectionComparison, key: str, refinement: Refinement, 
     return {"steps": refinement.steps, "over_default": list(refinement.over_default),
             "run": [selection.solver for selection in refinement.history], "kept": refinement.kept,
             "confirmed": None if refinement.confirmed is None else interval(refinement.confirmed),
-            "converged": refinement.converged,
+            "converged": refinement.converged, "pairs_run": len(refinement.measured_s),
             "off_default": off_default, "over_c": interval(compared.speedup(key, "c")),
             "over_d": interval(compared.speedup(key, "d")), "over_b": interval(compared.ratio(key, "b"))}
 
@@ -358,15 +358,16 @@ def print_refined(results: list[dict[str, Any]]) -> None:
     print("\n(vii) (f) and (g): the predicted and profiled selections refined in the program, timed in the same "
           "rounds: median per-round ratio [95% bootstrap interval]; each selection run (s: solved, c: its "
           "challenger) over the default in its step's rounds\n")
-    print("| network | refined | steps | selections run (time over the default) | kept | convolutions off the default "
-          "| speed-up over (c) | speed-up over (d) | increase over (b) |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| network | refined | steps | selections run (time over the default) | (configuration, primitive) pairs "
+          "run | kept | convolutions off the default | speed-up over (c) | speed-up over (d) | increase over (b) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         for key, row in r["refine"].items():
             runs = ", ".join(f"{'c' if run == 'challenger' else 's'} {x:.3f}"
                              for run, x in zip(row["run"], row["over_default"], strict=True))
             kept = "default" if row["kept"] is None else f"{row['kept'] + 1} ({fmt(row['confirmed'], 1, 3)})"
-            print(f"| {r['network']} | ({key}) | {row['steps']} | {runs} | {kept} | {row['off_default']}/{r['convolutions']} "
+            print(f"| {r['network']} | ({key}) | {row['steps']} | {runs} | {row['pairs_run']} | {kept} "
+                  f"| {row['off_default']}/{r['convolutions']} "
                   f"| {fmt(row['over_c'], 1, suffix='x')} | {fmt(row['over_d'], 1, suffix='x')} "
                   f"| {fmt_increase(row['over_b'])} |")
 
