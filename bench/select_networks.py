@@ -349,6 +349,7 @@ def refine_row(compared: SelectionComparison, key: str, refinement: Refinement, 
             "run": [selection.solver for selection in refinement.history], "kept": refinement.kept,
             "confirmed": None if refinement.confirmed is None else interval(refinement.confirmed),
             "converged": refinement.converged, "pairs_run": len(refinement.measured_s),
+            "moves_run": len(refinement.moves_s),
             "off_default": off_default, "over_c": interval(compared.speedup(key, "c")),
             "over_d": interval(compared.speedup(key, "d")), "over_b": interval(compared.ratio(key, "b"))}
 

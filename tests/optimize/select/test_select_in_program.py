@@ -37,6 +37,28 @@ def test_measured_pairs_take_their_time_and_the_others_their_configurations_cont
     assert refined.source == "isolated, convolutions in the program"
 
 
+def test_layout_moves_that_ran_in_the_program_take_their_time_there_and_the_others_keep_theirs() -> None:
+    shape = (1, 16, (24, 24))
+    costs = PrimitiveCosts({CONFIG_A: {"torch-conv2d": 1e-3}},
+                           {shape: {"chw->hwc": 2e-4, "hwc->chw": 3e-4}}, source="isolated")
+    refined = in_program_costs(costs, {}, {(shape, "chw->hwc"): 5e-4, ((1, 8, (12, 12)), "chw->hwc"): 1.0})
+    assert refined.transforms_s[shape] == {"chw->hwc": pytest.approx(5e-4), "hwc->chw": pytest.approx(3e-4)}
+    assert (1, 8, (12, 12)) not in refined.transforms_s  # a move the costs never held is not added
+    assert refined.source == "isolated, convolutions and layout moves in the program"
+
+
+def test_layout_moves_are_timed_inside_the_forward_pass() -> None:
+    network = _chain()
+    shape = (1, 16, (24, 24))
+    # kn2col reads and writes hwc: the input moves chw -> hwc before conv0, its output hwc -> chw before the ReLU
+    labels = {"x": "chw", "conv0": "kn2col", "relu": "chw", "conv1": "torch-conv2d"}
+    timed = time_in_program(network, {"hwc": labels}, rounds=3)["hwc"]
+    assert set(timed.moves_s) == {(shape, "chw->hwc"), (shape, "hwc->chw")}
+    assert all(0 < s < timed.whole_s for s in timed.moves_s.values())
+    plain = time_in_program(network, {"chw": {**labels, "conv0": "torch-conv2d"}}, rounds=2)["chw"]
+    assert plain.moves_s == {}
+
+
 def test_every_convolution_is_timed_inside_the_forward_pass() -> None:
     network = _chain()
     default = {"conv0": "torch-conv2d", "conv1": "torch-conv2d"}

@@ -11,6 +11,7 @@ checks its outputs against ``build_torch``'s, :func:`measure_selected` times it 
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -163,13 +164,16 @@ def _selected_steps(network: Network, layer_modules: Iterable[tuple[Layer, nn.Mo
 
 class _Activations:
     """The activations of one forward pass, each in the layout its producer wrote it in, with the copies moved to
-    other layouts (once per activation and layout, however many consumers read it there)."""
+    other layouts (once per activation and layout, however many consumers read it there). With ``timed_moves``
+    each move appends (activation, transformation name, seconds) to it."""
 
-    def __init__(self, inputs: Mapping[str, torch.Tensor], shapes: Mapping[str, Shape]) -> None:
+    def __init__(self, inputs: Mapping[str, torch.Tensor], shapes: Mapping[str, Shape],
+                 timed_moves: list[tuple[str, str, float]] | None = None) -> None:
         self.shapes = shapes
         self.values = {name: x.contiguous() for name, x in inputs.items()}
         self.layouts = {name: CHW for name in inputs}
         self.moved: dict[tuple[str, Layout], torch.Tensor] = {}
+        self.timed_moves = timed_moves
 
     def read(self, name: str, layout: Layout) -> torch.Tensor:
         """Activation ``name`` in ``layout`` (a tensor that is not 4-D as it is)."""
@@ -177,7 +181,11 @@ class _Activations:
         if len(shape) != 4 or self.layouts[name] == layout:
             return self.values[name]
         if (name, layout) not in self.moved:
-            self.moved[name, layout] = LayoutTransform(self.layouts[name], layout).run(self.values[name], shape[1])
+            move = LayoutTransform(self.layouts[name], layout)
+            start = time.perf_counter()
+            self.moved[name, layout] = move.run(self.values[name], shape[1])
+            if self.timed_moves is not None:
+                self.timed_moves.append((name, move.name, time.perf_counter() - start))
         return self.moved[name, layout]
 
     def run(self, step: _Step) -> None:
@@ -205,7 +213,8 @@ def _module_class() -> type:
 
         ``labels``: node name -> option label; ``layers``: ``build_torch``'s modules (the weights).
         ``forward(*inputs)`` takes chw tensors in the order of ``network.inputs`` and returns chw outputs: a
-        tensor for one output, else a tuple.
+        tensor for one output, else a tuple. ``timed_moves``, when set to a list, gets every layout move of a
+        forward pass (activation, transformation name, seconds).
         """
 
         def __init__(self, network: Network, labels: Mapping[str, str], seed: int, threads: int) -> None:
@@ -216,6 +225,7 @@ def _module_class() -> type:
             self.layers = reference.layers
             self._shapes = activation_shapes(network)
             self._steps = _selected_steps(network, reference.layer_modules(), labels, threads)
+            self.timed_moves: list[tuple[str, str, float]] | None = None
 
         def forward(self, *inputs: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, ...]:
             specs = self.network.inputs
@@ -223,7 +233,7 @@ def _module_class() -> type:
                 raise TypeError(f"{self.network.name}: expected {len(specs)} input tensor(s), got {len(inputs)}")
             with torch.no_grad():
                 activations = _Activations({spec.name: x for spec, x in zip(specs, inputs, strict=True)},
-                                           self._shapes)
+                                           self._shapes, self.timed_moves)
                 for step in self._steps:
                     activations.run(step)
                 outputs = tuple(activations.read(name, CHW) for name in self.network.outputs)

@@ -7,14 +7,16 @@ slower than torch's default, and 80-84% of its excess was in the convolutions: t
 in the program, relative to ``conv2d``, than alone (BENCHMARKS.md, "A margin for the model's error").
 
 :func:`time_in_program` runs selections of a network in interleaved rounds (a fresh random order each round)
-and times every convolution's primitive call inside the forward pass. :func:`refine_in_program` starts from a
+and times every convolution's primitive call and every layout move inside the forward pass.
+:func:`refine_in_program` starts from a
 selection solved on isolated costs (predicted or profiled) and repeats: run the selection, its challenger (every
 convolution on its cheapest primitive not yet run in the program, within :data:`EXPLORE_WITHIN` of the one it runs,
 :func:`challenger`) and the default in the program, replace the cost of every (configuration, primitive) pair run
 with its in-program median, scale the pairs not run by their configuration's context factor (in-program over
-isolated time of the pairs that were run), and solve again, until the solver picks a selection already run and
-no layer has an option left to explore, or the steps run out. Of every selection run, the fastest against the default is kept if it is
-faster again in fresh rounds, its interval below 1. Layout transformations and the other layers keep their
+isolated time of the pairs that were run), give every layout transformation that ran its in-program median too,
+and solve again, until the solver picks a selection already run and no layer has an option left to explore, or
+the steps run out. Of every selection run, the fastest against the default is kept if it is faster again in
+fresh rounds, its interval below 1. The transformations that did not run and the other layers keep their
 isolated costs.
 """
 
@@ -32,11 +34,12 @@ import numpy as np
 
 from nnperf.ir import Network
 from nnperf.measure import ComparisonProtocol, PairedRatio, Rounds
-from nnperf.optimize.select._costs import PrimitiveCosts, network_convs
+from nnperf.optimize.select._costs import PrimitiveCosts, activation_key, activation_shapes, network_convs
 from nnperf.optimize.select._execute import _inputs, build_selected
 from nnperf.optimize.select._graph import Selection, SelectionError
 from nnperf.optimize.select._network import default_selection, network_cost_graph, selection_from_labels
 from nnperf.optimize.select._solvers import solve
+from nnperf.prediction.primitives import ActivationShape
 from nnperf.primitives import ConvConfig
 
 if TYPE_CHECKING:
@@ -54,11 +57,12 @@ times the selection's."""
 
 @dataclass(frozen=True)
 class InProgramTimes:
-    """One selection run in the program: its whole time in each round (s) and each convolution's median primitive
-    call (s, by layer name)."""
+    """One selection run in the program: its whole time in each round (s), each convolution's median primitive
+    call (s, by layer name) and the median layout move (s) by activation shape and transformation name."""
 
     rounds_s: tuple[float, ...]
     conv_s: Mapping[str, float]
+    moves_s: Mapping[tuple[ActivationShape, str], float] = dataclasses.field(default_factory=dict)
 
     @property
     def whole_s(self) -> float:
@@ -96,7 +100,10 @@ class _Programs:
     def __init__(self, network: Network, seed: int, threads: int) -> None:
         self.network, self.seed, self.threads = network, seed, threads
         self.convs = network_convs(network)
+        self.shapes = {name: activation_key(shape) for name, shape in activation_shapes(network).items()
+                       if len(shape) == 4}
         self.sink: dict[str, float] = {}
+        self.moves: list[tuple[str, str, float]] = []
         self.built: dict[frozenset[tuple[str, str]], nn.Module] = {}
 
     def modules(self, selections: Mapping[str, Mapping[str, str]]) -> dict[str, nn.Module]:
@@ -106,6 +113,7 @@ class _Programs:
             if key not in self.built:
                 self.built[key] = build_selected(self.network, selections[name], self.seed, self.threads)
                 _timed_steps(self.built[key], self.convs, self.sink)
+                self.built[key].timed_moves = self.moves
         return {name: self.built[key] for name, key in keys.items()}
 
     def time(self, selections: Mapping[str, Mapping[str, str]], rounds: int, order_seed: int
@@ -119,6 +127,7 @@ class _Programs:
         inputs = _inputs(self.network, self.seed)
         whole: dict[str, list[float]] = defaultdict(list)
         steps: dict[str, dict[str, list[float]]] = {name: defaultdict(list) for name in modules}
+        moves: dict[str, dict[tuple[ActivationShape, str], list[float]]] = {name: defaultdict(list) for name in modules}
         rng = np.random.default_rng(order_seed)
         before = torch.get_num_threads()
         torch.set_num_threads(self.threads)
@@ -128,15 +137,22 @@ class _Programs:
             for _ in range(rounds):
                 for name in rng.permutation(list(modules)):
                     self.sink.clear()
+                    self.moves.clear()
                     start = time.perf_counter()
                     modules[name](*inputs)
                     whole[name].append(time.perf_counter() - start)
                     for layer, seconds in self.sink.items():
                         steps[name][layer].append(seconds)
+                    for activation, transform, seconds in self.moves:
+                        moves[name][self.shapes[activation], transform].append(seconds)
         finally:
             torch.set_num_threads(before)
-        return {name: InProgramTimes(tuple(whole[name]), {layer: statistics.median(v) for layer, v in steps[name].items()})
+        return {name: InProgramTimes(tuple(whole[name]), _medians(steps[name]), _medians(moves[name]))
                 for name in modules}
+
+
+def _medians(samples: Mapping[Any, list[float]]) -> dict[Any, float]:
+    return {key: statistics.median(v) for key, v in samples.items()}
 
 
 def time_in_program(network: Network, selections: Mapping[str, Mapping[str, str]], rounds: int = IN_PROGRAM_ROUNDS,
@@ -152,8 +168,9 @@ class Refinement:
     """A selection refined in the program over ``steps`` steps. ``history`` holds every selection run, in order:
     each step's solved one (the first on the isolated costs) and its challenger (``solver`` "challenger");
     ``over_default`` each one's time over the framework default's (median per-round ratio, run in the same
-    rounds); ``measured_s`` the in-program time of every (configuration, primitive) pair run (s); ``costs`` the
-    isolated costs with them (:func:`in_program_costs`). ``selection`` is the history's selection of the least
+    rounds); ``measured_s`` the in-program time of every (configuration, primitive) pair run (s), ``moves_s`` of
+    every layout transformation run (s, by activation shape and name); ``costs`` the isolated costs with them
+    (:func:`in_program_costs`). ``selection`` is the history's selection of the least
     ratio if it runs faster than the default again, in fresh rounds (the least of several noisy ratios is biased
     low), else the default, costed on ``costs``; ``kept`` its index in ``history`` (None: the default),
     ``confirmed`` its time over the default's in those fresh rounds, with its 95% interval, which must lie below 1
@@ -169,18 +186,25 @@ class Refinement:
     steps: int
     converged: bool
     confirmed: PairedRatio | None = None
+    moves_s: Mapping[tuple[ActivationShape, str], float] = dataclasses.field(default_factory=dict)
 
 
-def in_program_costs(costs: PrimitiveCosts, measured_s: Mapping[tuple[ConvConfig, str], float]) -> PrimitiveCosts:
+def in_program_costs(costs: PrimitiveCosts, measured_s: Mapping[tuple[ConvConfig, str], float],
+                     moves_s: Mapping[tuple[ActivationShape, str], float] | None = None) -> PrimitiveCosts:
     """``costs`` with each measured (configuration, primitive) pair's in-program time, and every other primitive
     of a configuration with a measured pair scaled by that configuration's context factor: the median of its
-    measured pairs' in-program over isolated times."""
+    measured pairs' in-program over isolated times. With ``moves_s``, each layout transformation ``costs`` holds
+    for an activation that moved in the program takes its in-program time (the others keep theirs)."""
     conv_s: dict[ConvConfig, dict[str, float]] = {}
     for config, times in costs.conv_s.items():
         factors = [measured_s[config, p] / t for p, t in times.items() if (config, p) in measured_s and t > 0]
         factor = statistics.median(factors) if factors else 1.0
         conv_s[config] = {p: measured_s.get((config, p), t * factor) for p, t in times.items()}
-    return PrimitiveCosts(conv_s, costs.transforms_s, f"{costs.source}, convolutions in the program", costs.layers_s)
+    moved = moves_s or {}
+    transforms_s = {shape: {name: moved.get((shape, name), t) for name, t in times.items()}
+                    for shape, times in costs.transforms_s.items()}
+    what = "convolutions and layout moves" if moved else "convolutions"
+    return PrimitiveCosts(conv_s, transforms_s, f"{costs.source}, {what} in the program", costs.layers_s)
 
 
 def challenger(network: Network, costs: PrimitiveCosts, chosen: Mapping[str, str],
@@ -219,10 +243,12 @@ def refine_in_program(network: Network, costs: PrimitiveCosts, max_steps: int = 
     graph = network_cost_graph(network, costs)
     selection, default = solve(graph, solver), default_selection(graph).chosen
     samples: dict[tuple[ConvConfig, str], list[float]] = defaultdict(list)
+    move_samples: dict[tuple[ActivationShape, str], list[float]] = defaultdict(list)
     history: list[Selection] = []
     over_default: list[float] = []
     refined, refined_graph, converged, steps = costs, graph, False, 0
     measured: dict[tuple[ConvConfig, str], float] = {}
+    moved: dict[tuple[ActivationShape, str], float] = {}
     rival = challenger(network, refined, selection.chosen, measured, explore_within)
     while steps < max_steps and not (converged and rival is None):
         steps += 1
@@ -237,8 +263,10 @@ def refine_in_program(network: Network, costs: PrimitiveCosts, max_steps: int = 
         for run, labels in runs.items():
             for layer, seconds in timed[run].conv_s.items():
                 samples[convs[layer], labels[layer]].append(seconds)
-        measured = {key: statistics.median(v) for key, v in samples.items()}
-        refined = in_program_costs(costs, measured)
+            for key, seconds in timed[run].moves_s.items():
+                move_samples[key].append(seconds)
+        measured, moved = _medians(samples), _medians(move_samples)
+        refined = in_program_costs(costs, measured, moved)
         refined_graph = network_cost_graph(network, refined)
         selection = solve(refined_graph, solver)
         converged = any(selection.chosen == seen.chosen for seen in history)
@@ -247,7 +275,7 @@ def refine_in_program(network: Network, costs: PrimitiveCosts, max_steps: int = 
     chosen = history[kept].chosen if kept is not None else default
     kept_selection = selection_from_labels(refined_graph, chosen, "in program")
     return Refinement(kept_selection, kept, refined, tuple(history), tuple(over_default), measured, steps,
-                      converged, confirmed)
+                      converged, confirmed, moved)
 
 
 def _confirmed(programs: _Programs, history: list[Selection], over_default: list[float], default: Mapping[str, str],
