@@ -51,6 +51,7 @@ import json
 import statistics
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -174,6 +175,11 @@ def differing(network: Network, one: Selection, other: Selection) -> tuple[int, 
     conv_diff = sum(a[n] != b[n] for n in convs)
     other_names = [n for n in a if n not in convs]
     return conv_diff, len(convs), sum(a[n] != b[n] for n in other_names), len(other_names)
+
+
+def primitive_counts(network: Network, selection: Selection) -> dict[str, int]:
+    """How many convolutions of ``network`` run each primitive in ``selection``."""
+    return dict(Counter(selection.chosen[n] for n in conv_layer_configs(network)).most_common())
 
 
 def cost_on(graph: CostGraph, selection: Selection) -> float | None:
@@ -322,8 +328,8 @@ def run_network(name: str, model: PrimitiveCostModel, dataset: PrimitiveDataset,
                             "profiled_cost_s": cost_on(profiled.graph, selections["e"]),
                             "differ_from_default": differing(network, selections["e"], selections["c"])[0]}
     if refined:
-        result["refine"] = {k: refine_row(compared, k, r, differing(network, r.selection, selections["c"])[0])
-                            for k, r in refined.items()}
+        result["refine"] = {k: {**refine_row(compared, k, r, differing(network, r.selection, selections["c"])[0]),
+                                "primitives": primitive_counts(network, r.selection)} for k, r in refined.items()}
     result["a_vs_d_layers"] = loss_breakdown(profiled.graph, predicted.graph, predicted.selection, selections["d"])
     if args.ilp:
         result["ilp"] = {"predicted": ilp_row(predicted.graph, predicted.selection, args.ilp_time_limit),

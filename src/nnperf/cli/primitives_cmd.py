@@ -294,7 +294,7 @@ def _print_profile(args: argparse.Namespace, report: PrimitiveProfileReport) -> 
         out.print(f"the budget was spent with {report.remaining} configurations left: run the same command again "
                   "to go on")
     for name, label, error in report.failures:
-        out.print(f"[yellow]{name} failed on {label}: {error}[/yellow]")
+        out.print(f"{name} failed on {label}: {error}", style="yellow")
     return 0
 
 
@@ -346,7 +346,7 @@ def _print_training(args: argparse.Namespace, result: Any) -> None:
             out.print(f"{table_name}, validation score (MdRAE of the times, plus of the ratios for relative targets): "
                       + ", ".join(f"{k} {v * 100:.1f}%" for k, v in scores.items()))
     for name, count in result.model.skipped_.items():
-        out.print(f"[yellow]{name} left out: {count} training times[/yellow]")
+        out.print(f"{name} left out: {count} training times", style="yellow")
 
 
 def run_predict(args: argparse.Namespace) -> int:
@@ -433,7 +433,7 @@ def run_transfer(args: argparse.Namespace) -> int:
             table.add_row(name, family, f"{factor:.3g}")
         out.print(table)
     for name, label, error in result.failures:
-        out.print(f"[yellow]{name} failed on {label}: {error}[/yellow]")
+        out.print(f"{name} failed on {label}: {error}", style="yellow")
     out.print(f"stored as model {result.model_id} with system {result.target_id}: `nnperf primitives predict "
               f"--threads {args.threads}` and `nnperf select --threads {args.threads}` use it here")
     return 0
