@@ -29,8 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         "10%%), so a layer leaves the default only for a predicted saving larger than the model's "
                         "error (default 0, the paper's selection)")
     p.add_argument("--refine", type=int, default=0, metavar="STEPS",
-                   help="then measure the convolutions inside the running program, solve again with those times, "
-                        "for at most STEPS steps, and keep the selection that ran surely faster than the default, "
+                   help="then measure the convolutions and layout moves inside the running program (each step also "
+                        "one option per layer not yet run), solve again with those times, for at most STEPS steps, and keep the selection that ran surely faster than the default, "
                         "else the default (seconds to a minute a step on the zoo networks; default 0: the costs as "
                         "they are)")
     p.add_argument("--verify", action="store_true",
