@@ -110,3 +110,14 @@ def test_a_planted_cost_error_is_corrected_by_the_times_in_the_program() -> None
     assert refinement.over_default[0] > 1.0 and refinement.converged and refinement.steps == 2
     with pytest.raises(SelectionError, match="at least one step"):
         refine_in_program(network, planted, max_steps=0)
+
+
+def test_the_refinement_goes_on_while_a_layer_has_an_option_not_yet_run() -> None:
+    network = _chain()
+    config = next(iter(network_convs(network).values()))
+    moves = {(1, 16, (24, 24)): {"chw->hwc": 1e-3, "hwc->chw": 1e-3}}
+    three = {"torch-conv2d": 1e-4, "im2col-fhw": 1.1e-4, "winograd-2x3": 1.2e-4}  # all within 3x of each other
+    refinement = refine_in_program(network, PrimitiveCosts({config: three}, moves), max_steps=2, rounds=2)
+    # whatever each step solves, its challenger runs an option not run before: after two steps, all three ran
+    assert refinement.steps == 2 and {(config, p) for p in three} <= set(refinement.measured_s)
+    assert [s.solver for s in refinement.history] == ["pbqp", "challenger", "pbqp", "challenger"]
