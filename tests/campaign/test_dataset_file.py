@@ -71,6 +71,7 @@ def _write(path: Path, document: object) -> Path:
      r"conv\[0\]: unknown primitive or transformation 'no-such-primitive'"),
     (lambda d: {**d, "conv": [{**d["conv"][0], "times_s": {"torch-conv2d": -1}}]}, "positive number of seconds"),
     (lambda d: {**d, "conv": [{"config": {"c": 8}, "times_s": {}}]}, r"conv\[0\]: not a convolution configuration"),
+    (lambda d: {**d, "conv": [{**d["conv"][0], "times_s": [1e-3]}]}, r"conv\[0\]: an entry needs a times_s object"),
     (lambda d: {**d, "conv": d["conv"][:1], "layout": [{"batch": 1, "c": 3, "im": [5, 5], "times_s": {}}]},
      "no configuration of the file reads the activation"),
 ])

@@ -7,13 +7,15 @@ transformation's time as :func:`~nnperf.campaign.load_primitive_dataset` reads i
 rounds were interleaved). The file is JSON, gzip-compressed when its name ends in ``.gz``::
 
     {"format": "nnperf-primitive-dataset", "version": 1,
-     "system": {"backend": "primitives", "device": "cpu", "device_name": ..., "options": {...}, "host": {...}},
+     "system": {"key": ..., "backend": "primitives", "device": "cpu", "device_name": ..., "options": {...},
+                "host": {...}},
      "conv": [{"config": {"batch": 1, "c": 64, ...}, "times_s": {"torch-conv2d": 0.0012, ...}}, ...],
      "layout": [{"batch": 1, "c": 64, "im": [56, 56], "times_s": {"chw->hwc": 0.0001, ...}}, ...]}
 
 :func:`import_primitive_dataset` stores such a file under its own system (the same key as where it was profiled),
 one run per configuration as a profile would, each time as a single sample: a time the store holds already for its
-configuration is kept and not imported, so importing twice adds nothing. Each activation's transformations go with the first configuration that reads it.
+configuration is kept and not imported, so importing twice adds nothing. Each activation's transformations go with
+the first configuration that reads it.
 """
 
 from __future__ import annotations
@@ -48,7 +50,6 @@ from nnperf.store import Store, SystemRecord
 
 DATASET_FILE_FORMAT = "nnperf-primitive-dataset"
 DATASET_FILE_VERSION = 1
-KNOWN_NAMES = frozenset([p.name for p in all_primitives()] + [t.name for t in all_transforms()])
 
 
 class DatasetFileError(NnperfError):
@@ -57,8 +58,8 @@ class DatasetFileError(NnperfError):
 
 @dataclass(frozen=True)
 class DatasetImport:
-    """What :func:`import_primitive_dataset` stored: the system, and the configurations, times and activations
-    that were new to the store (``skipped``: times it held already)."""
+    """What :func:`import_primitive_dataset` stored: the system, how many configurations got new times, how many
+    times were new to the store, and how many it held already (``skipped``)."""
 
     system: SystemRecord
     configurations: int
@@ -76,8 +77,8 @@ def export_primitive_dataset(store: Store, system_id: int, path: Path) -> Primit
     record = store.system(system_id)
     dataset = load_primitive_dataset(store, record.id)
     document = {"format": DATASET_FILE_FORMAT, "version": DATASET_FILE_VERSION,
-                "system": {"key": record.key, "backend": record.backend, "device": record.device, "device_name": record.device_name,
-                           "options": record.options, "host": record.host},
+                "system": {"key": record.key, "backend": record.backend, "device": record.device,
+                           "device_name": record.device_name, "options": record.options, "host": record.host},
                 "conv": [{"config": s.config.to_dict(), "times_s": dict(s.times_s)} for s in dataset.conv],
                 "layout": [{"batch": t.batch, "c": t.c, "im": list(t.im), "times_s": dict(t.times_s)}
                            for t in dataset.layout]}
@@ -102,7 +103,8 @@ def read_dataset_file(path: Path) -> dict[str, Any]:
     if document.get("version") != DATASET_FILE_VERSION:
         raise DatasetFileError(f"{path}: version {document.get('version')!r} of {DATASET_FILE_FORMAT}; this nnperf "
                                f"reads version {DATASET_FILE_VERSION}")
-    if document.get("system", {}).get("backend") != PRIMITIVE_BACKEND:
+    system = document.get("system")
+    if not isinstance(system, dict) or system.get("backend") != PRIMITIVE_BACKEND:
         raise DatasetFileError(f"{path}: its system is not a primitive system (backend {PRIMITIVE_BACKEND!r})")
     return document
 
@@ -118,9 +120,9 @@ def _group(name: str) -> str:
     return "layout" if "->" in name else get_primitive(name).family.value
 
 
-def _known(name: str, where: str) -> str:
-    """``name`` if it names a primitive or transformation of this nnperf."""
-    if name not in KNOWN_NAMES:
+def _known(name: str, where: str, known: frozenset[str]) -> str:
+    """``name`` if it is one of the ``known`` primitives and transformations."""
+    if name not in known:
         raise DatasetFileError(f"{where}: unknown primitive or transformation {name!r}")
     return name
 
@@ -128,6 +130,7 @@ def _known(name: str, where: str) -> str:
 def _entries(document: Mapping[str, Any], path: Path) -> list[tuple[ConvConfig, dict[str, Timing]]]:
     """Each configuration of the document with its measurements (its activation's transformations added to the
     first configuration that reads it)."""
+    known = frozenset([p.name for p in all_primitives()] + [t.name for t in all_transforms()])
     entries: list[tuple[ConvConfig, dict[str, Timing]]] = []
     first_reader: dict[tuple[int, int, tuple[int, int]], dict[str, Timing]] = {}
     for i, entry in enumerate(document.get("conv", [])):
@@ -136,17 +139,25 @@ def _entries(document: Mapping[str, Any], path: Path) -> list[tuple[ConvConfig, 
             config = config_from_dict(entry["config"])
         except (KeyError, TypeError, ValueError, NnperfError) as exc:
             raise DatasetFileError(f"{where}: not a convolution configuration ({exc})") from None
-        timings = {_known(name, where): _timing(t, f"{where} {name}") for name, t in entry.get("times_s", {}).items()}
+        timings = {_known(name, where, known): _timing(t, f"{where} {name}") for name, t in _times(entry, where)}
         entries.append((config, timings))
         first_reader.setdefault((config.batch, config.c, config.im), timings)
     for i, entry in enumerate(document.get("layout", [])):
         where = f"{path}: layout[{i}]"
+        times = _times(entry, where)
         shape = (entry.get("batch"), entry.get("c"), tuple(entry.get("im", ())))
         if shape not in first_reader:
             raise DatasetFileError(f"{where}: no configuration of the file reads the activation {shape}")
-        first_reader[shape].update({_known(name, where): _timing(t, f"{where} {name}")
-                                    for name, t in entry.get("times_s", {}).items()})
+        first_reader[shape].update({_known(name, where, known): _timing(t, f"{where} {name}") for name, t in times})
     return entries
+
+
+def _times(entry: Any, where: str) -> list[tuple[str, Any]]:
+    """The (name, seconds) pairs of an entry's ``times_s``."""
+    times = entry.get("times_s", {}) if isinstance(entry, dict) else None
+    if not isinstance(times, dict):
+        raise DatasetFileError(f"{where}: an entry needs a times_s object of name: seconds")
+    return list(times.items())
 
 
 def _system(document: Mapping[str, Any], path: Path) -> SystemSpec:
