@@ -30,9 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         "error (default 0, the paper's selection)")
     p.add_argument("--refine", type=int, default=0, metavar="STEPS",
                    help="then measure the convolutions and layout moves inside the running program (each step also "
-                        "one option per layer not yet run), solve again with those times, for at most STEPS steps, and keep the selection that ran surely faster than the default, "
-                        "else the default (seconds to a minute a step on the zoo networks; default 0: the costs as "
-                        "they are)")
+                        "one option per layer not yet run), solve again with those times, for at most STEPS steps, "
+                        "and keep the selection that ran surely faster than the default, else the default (seconds "
+                        "to a minute a step on the zoo networks; default 0: the costs as they are)")
     p.add_argument("--verify", action="store_true",
                    help="run and check the selected network, and time it against the default and the best uniform one")
     p.add_argument("--protocol", default="auto", metavar="auto|sequential|interleaved",
