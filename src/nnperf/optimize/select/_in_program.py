@@ -15,8 +15,8 @@ every (configuration, primitive) pair run with its in-program median, scale the 
 configuration's context factor (in-program over isolated time of the pairs that were run), give every layout
 transformation that ran its in-program median too, and solve again, until the solver picks a selection already
 run and no layer has an option left to explore, or the steps run out. Of every selection run, the fastest against
-the default is kept if it is faster again in fresh rounds, its interval below 1. The transformations that did not run and the other layers keep their
-isolated costs.
+the default is kept if it is faster again in fresh rounds, its interval below 1. The transformations that did
+not run and the other layers keep their isolated costs.
 """
 
 from __future__ import annotations
