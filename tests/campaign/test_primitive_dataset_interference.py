@@ -19,6 +19,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.serial,
 CONFIGS = [ConvConfig.make(1, 32, 32, 28, 3, 1, 1), ConvConfig.make(1, 64, 32, 14, 1, 1, 0)]
 PRIMITIVES = ("im2col-fhw", "kn2row", "direct")
 # 5 to 15 rounds of blocks of at least 20 ms: a block spans a good part of the slowdown's 0.2 s period
+# the hog's half share of the core slowed these primitives by 1.05-1.44x on this project's 2-vCPU VM (the other core
+# busy or not): at least 15% shows it acted
+MIN_SLOWDOWN = 1.15
 HARNESS = HarnessConfig(warmup_s=0.02, warmup_runs=1, min_block_s=0.02, target_ci=0.01, min_samples=9,
                         max_samples=15, budget_s=0.5)
 
@@ -52,11 +55,16 @@ def test_a_periodic_slowdown_moves_absolute_times_but_not_the_interleaved_ratios
             moved = statistics.median(abs(slowed[key] / quiet[key] - 1) for key in quiet)
             slowdown = statistics.median(b / a for a, b in zip(quiet_s, slowed_s))
             tries.append((round(slowdown, 3), round(moved, 3)))
-            if slowdown >= 1.3 and moved < 0.08:
+            if _held(slowdown, moved):
                 break
     finally:
         os.sched_setaffinity(0, before)
     print("tries (slowdown, ratio moved):", tries)
     slowdown, moved = tries[-1]
-    assert slowdown >= 1.3, tries  # the injector did slow the primitives down
+    assert slowdown >= MIN_SLOWDOWN, tries  # the injector did slow the primitives down
     assert moved < 0.08, tries  # their ratios stayed where they were
+    assert moved < (slowdown - 1) / 2, tries  # and moved less than half as far as the times
+
+
+def _held(slowdown: float, moved: float) -> bool:
+    return slowdown >= MIN_SLOWDOWN and moved < min(0.08, (slowdown - 1) / 2)
