@@ -18,10 +18,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.serial,
 
 CONFIGS = [ConvConfig.make(1, 32, 32, 28, 3, 1, 1), ConvConfig.make(1, 64, 32, 14, 1, 1, 0)]
 PRIMITIVES = ("im2col-fhw", "kn2row", "direct")
-# 5 to 15 rounds of blocks of at least 20 ms: a block spans a good part of the slowdown's 0.2 s period
 # the hog's half share of the core slowed these primitives by 1.05-1.44x on this project's 2-vCPU VM (the other core
 # busy or not): at least 15% shows it acted
 MIN_SLOWDOWN = 1.15
+# 5 to 15 rounds of blocks of at least 20 ms: a block spans a good part of the slowdown's 0.2 s period
 HARNESS = HarnessConfig(warmup_s=0.02, warmup_runs=1, min_block_s=0.02, target_ci=0.01, min_samples=9,
                         max_samples=15, budget_s=0.5)
 
