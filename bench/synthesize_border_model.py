@@ -9,12 +9,15 @@ all-int8 program and the synthesis's three random probes (a quarter, a half and 
 MACs (a quarter and a half of them). All are timed in the same interleaved rounds (up to --budget-s seconds), each
 as a ratio to fp32. The border model is fitted as synthesis fits it (``fit_mixed_cost``: gains from the all-int8
 program's saving shared by MACs, to the all-int8 program and the three probes) and predicts every held-out
-program's ratio. Stdout: the fit and each held-out program's measured and predicted ratio.
+program's ratio. The same measurements are fitted a second time with one cost for every border, as if no edge went
+through a max-pool, so the two models are compared on the same timings. Stdout: both fits and each held-out
+program's measured and predicted ratios.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from pathlib import Path
 
@@ -73,26 +76,36 @@ def main() -> None:
     ratios = [comparison.ratio(f"p{i}", "fp32").median for i in range(len(every))]
     edges = int8_edges(sources.onnx_path, layers)
     gains = shared_by_macs(sources, "onnxruntime", layers, sample, base_s * (1.0 - ratios[0]))
-    cost = fit_mixed_cost(base_s, gains, edges, list(zip(fitted, ratios[:len(fitted)], strict=True)))
+    probes = list(zip(fitted, ratios[:len(fitted)], strict=True))
+    cost = fit_mixed_cost(base_s, gains, edges, probes)
+    single = fit_mixed_cost(base_s, gains, [dataclasses.replace(e, pooled=False) for e in edges], probes)
     host = host_info()
     print(f"{args.network}: {host.cpu_model}, {len(layers)} layers, {len(edges)} edges; fp32 {base_s * 1e3:.3f} ms; "
-          f"{comparison.rounds.rounds} rounds in {comparison.rounds.wall_s:.0f} s; border model: {cost.describe()}\n")
-    print("| program | int8 layers | borders | measured ratio to fp32 | predicted | error |")
-    print("|---|---|---|---|---|---|")
+          f"{comparison.rounds.rounds} rounds in {comparison.rounds.wall_s:.0f} s\n\nborder model: {cost.describe()}"
+          f"\none cost per border: {single.describe()}\n")
+    print("| program | int8 layers | borders (through a max-pool) | measured ratio to fp32 | predicted | error | "
+          "one cost per border | error |")
+    print("|---|---|---|---|---|---|---|---|")
     rows = []
     for (what, chosen), ratio in zip(held_out, ratios[len(fitted):], strict=True):
-        predicted = cost.ratio(chosen)
+        predicted, flat = cost.ratio(chosen), single.ratio(chosen)
         rows.append({"program": what, "layers": len(chosen), "borders": border_count(edges, chosen),
-                     "measured": ratio, "predicted": predicted, "error": predicted / ratio - 1})
-        print(f"| {what} | {len(chosen)} | {rows[-1]['borders']} | {ratio:.3f} | {predicted:.3f} "
-              f"| {rows[-1]['error']:+.1%} |")
-    errors = np.abs([row["error"] for row in rows])
-    print(f"\nheld out: median |error| {np.median(errors):.1%}, max {errors.max():.1%}, within 15%: "
-          f"{np.mean(errors <= 0.15):.0%} of {len(rows)}; fitted to: all int8 {ratios[0]:.3f}, probes "
-          + ", ".join(f"{r:.3f}" for r in ratios[1:len(fitted)]))
+                     "pool_borders": border_count(edges, chosen, pooled=True), "measured": ratio,
+                     "predicted": predicted, "error": predicted / ratio - 1, "predicted_one_cost": flat,
+                     "error_one_cost": flat / ratio - 1})
+        row = rows[-1]
+        print(f"| {what} | {len(chosen)} | {row['borders']} ({row['pool_borders']}) | {ratio:.3f} | {predicted:.3f} "
+              f"| {row['error']:+.1%} | {flat:.3f} | {row['error_one_cost']:+.1%} |")
+    print(f"\nfitted to: all int8 {ratios[0]:.3f}, probes " + ", ".join(f"{r:.3f}" for r in ratios[1:len(fitted)]))
+    for name, key in (("border model", "error"), ("one cost per border", "error_one_cost")):
+        errors = np.abs([row[key] for row in rows])
+        print(f"{name}, held out: median |error| {np.median(errors):.1%}, max {errors.max():.1%}, within 15%: "
+              f"{np.sum(errors <= 0.15)} of {len(rows)}")
     if args.json:
         args.json.write_text(json.dumps({"network": args.network, "host": host.cpu_model, "fp32_s": base_s,
                                          "gain_scale": cost.gain_scale, "border_s": cost.border_s,
+                                         "pool_border_s": cost.pool_border_s,
+                                         "one_cost": {"gain_scale": single.gain_scale, "border_s": single.border_s},
                                          "fitted_ratios": ratios[:len(fitted)], "held_out": rows}, indent=1))
 
 

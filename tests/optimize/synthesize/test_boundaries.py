@@ -54,6 +54,30 @@ def test_edges_follow_the_dataflow_through_layers_int8_cannot_run(residual: Path
     assert border_count(tuple(edges), [a, b]) == 3  # in -> a, a -> fc, b -> c: a -> b is inside the region
 
 
+class _Pooled(nn.Module):
+    """conv a -> ReLU -> max-pool -> conv b -> conv c, then global average pooling."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b, self.c = nn.Conv2d(3, 8, 3, padding=1), nn.Conv2d(8, 8, 3, padding=1), nn.Conv2d(8, 4, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.c(self.b(nn.functional.max_pool2d(torch.relu(self.a(x)), 2))).mean((2, 3))
+
+
+def test_an_edge_through_a_max_pool_is_pooled_and_its_border_counted_apart(tmp_path: Path) -> None:
+    import onnx
+
+    path = export_onnx(_Pooled().eval(), torch.randn(1, 3, 16, 16), tmp_path / "p.onnx")
+    a, b, c = quantizable_nodes(named_model(onnx.load(str(path))))
+    edges = int8_edges(path, [a, b, c])
+    # a's 8x16x16 output reaches b through the pool; c's 4x8x8 leaves through an average, no max-pool
+    assert set(edges) == {Edge(None, a, 768), Edge(a, b, 2048, pooled=True), Edge(b, c, 512), Edge(c, None, 256)}
+    assert border_count(edges, [a]) == 2 and border_count(edges, [a], pooled=True) == 1
+    assert border_count(edges, [a], pooled=False) == 1  # the input's
+    assert border_count(edges, [a, b], pooled=True) == 0  # the pool is inside the region
+
+
 CHAIN = (Edge(None, "a", 10), Edge("a", "b", 10), Edge("b", "c", 10), Edge("c", None, 10))
 GAINS = {"a": 10e-6, "b": -1e-6, "c": 10e-6}
 
@@ -77,6 +101,22 @@ def test_the_fit_recovers_a_planted_scale_and_border_cost() -> None:
         fit_mixed_cost(100e-6, GAINS, CHAIN, [])
     with pytest.raises(SynthesisError, match="must be positive"):
         fit_mixed_cost(100e-6, GAINS, CHAIN, [(["a"], 0.0)])
+
+
+POOLED = (Edge(None, "a", 10), Edge("a", "b", 10, pooled=True), Edge("b", "c", 10), Edge("c", None, 10))
+
+
+def test_a_border_through_a_max_pool_costs_its_own_and_the_fit_recovers_both() -> None:
+    cost = MixedCost(100e-6, GAINS, POOLED, gain_scale=0.5, border_s=6e-6, pool_border_s=40e-6)
+    assert cost.latency_s(["a"]) == pytest.approx(100e-6 - 5e-6 + 6e-6 + 40e-6)  # in -> a, and a -> b pooled
+    assert cost.latency_s(["b", "c"]) == pytest.approx(100e-6 - 4.5e-6 + 40e-6 + 6e-6)  # a -> b, c -> out
+    assert cost.latency_s(["a", "b", "c"]) == pytest.approx(100e-6 - 9.5e-6 + 12e-6)
+    probes = [(chosen, cost.latency_s(chosen) / 100e-6) for chosen in (["a"], ["c"], ["a", "b", "c"], ["a", "c"])]
+    fitted = fit_mixed_cost(100e-6, GAINS, POOLED, probes)
+    assert (fitted.gain_scale, fitted.border_s * 1e6, fitted.pool_border_s * 1e6) == (
+        pytest.approx(0.5), pytest.approx(6.0), pytest.approx(40.0))
+    unpooled = fit_mixed_cost(100e-6, GAINS, CHAIN, probes)  # the same probes, no pooled edge: one cost for all
+    assert unpooled.pool_border_s == 0.0 and unpooled.border_s > 6e-6
 
 
 def test_a_checked_prediction_is_judged_against_the_paired_ratio() -> None:
@@ -117,5 +157,9 @@ def test_the_ilp_joins_regions_when_borders_cost_and_splits_them_when_they_do_no
     assert bordered.gain_s == pytest.approx(7e-6)
     expensive = ilp_search(effects, no_drop, budget=0.01, cost=MixedCost(100e-6, GAINS, CHAIN, border_s=20e-6))
     assert expensive.inexact == () and expensive.predicted_s == pytest.approx(100e-6)  # no region pays its borders
+    # a costly border through a pool after a: {b, c} (9 µs saved, a -> b and c -> out) is dearer than all three
+    pooled = ilp_search(effects, no_drop, budget=0.01,
+                        cost=MixedCost(100e-6, GAINS, POOLED, border_s=1e-6, pool_border_s=30e-6))
+    assert set(pooled.inexact) == {"a", "b", "c"} and pooled.predicted_s == pytest.approx(100e-6 - 19e-6 + 2e-6)
     greedy = greedy_search(effects, no_drop, budget=0.01, cost=cost)  # the paper's order; the model only judges it
     assert set(greedy.inexact) == {"a", "c"} and greedy.predicted_s == pytest.approx(100e-6 - 20e-6 + 24e-6)
