@@ -147,9 +147,10 @@ class MixedCost:
 
     def describe(self) -> str:
         pooled = sum(edge.pooled for edge in self.edges)
-        return (f"gains x {self.gain_scale:.2f}, {self.border_s * 1e6:.1f} µs per int8/fp32 border, "
-                f"{self.pool_border_s * 1e6:.1f} µs per border through a max-pool ({len(self.edges)} edges, "
-                f"{pooled} through a max-pool; fitted to {self.probes} programs timed with fp32)")
+        through = f", {self.pool_border_s * 1e6:.1f} µs per border through a max-pool" if pooled else ""
+        return (f"gains x {self.gain_scale:.2f}, {self.border_s * 1e6:.1f} µs per int8/fp32 border{through} "
+                f"({len(self.edges)} edges, {pooled} through a max-pool; fitted to {self.probes} programs timed "
+                "with fp32)")
 
 
 def fit_mixed_cost(base_s: float, gains_s: Mapping[str, float], edges: Sequence[Edge],
