@@ -9,15 +9,14 @@ all-int8 program and the synthesis's three random probes (a quarter, a half and 
 MACs (a quarter and a half of them). All are timed in the same interleaved rounds (up to --budget-s seconds), each
 as a ratio to fp32. The border model is fitted as synthesis fits it (``fit_mixed_cost``: gains from the all-int8
 program's saving shared by MACs, to the all-int8 program and the three probes) and predicts every held-out
-program's ratio. The same measurements are fitted a second time with one cost for every border, as if no edge went
-through a max-pool, so the two models are compared on the same timings. Stdout: both fits and each held-out
-program's measured and predicted ratios.
+program's ratio. The same timings are fitted a second time without the count of slow 8-bit max-pools (borders
+only, the model before that count), so the two are compared on the same measurements. Stdout: both fits and
+each held-out program's measured and predicted ratios.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 from pathlib import Path
 
@@ -28,7 +27,7 @@ from nnperf.measure import RoundsConfig, host_info
 from nnperf.optimize.synthesize._boundaries import border_count, fit_mixed_cost, int8_edges
 from nnperf.optimize.synthesize._compare import compare_programs
 from nnperf.optimize.synthesize._data import ValidationSet, load_validation
-from nnperf.optimize.synthesize._inexact import PROBE_SHARES, shared_by_macs
+from nnperf.optimize.synthesize._inexact import PROBE_SHARES, shared_by_macs, slow_pool_counter
 from nnperf.optimize.synthesize._onnx import node_macs
 from nnperf.optimize.synthesize._program import ProgramSpec, program_timer
 from nnperf.optimize.synthesize._synthesize import make_sources
@@ -77,35 +76,37 @@ def main() -> None:
     edges = int8_edges(sources.onnx_path, layers)
     gains = shared_by_macs(sources, "onnxruntime", layers, sample, base_s * (1.0 - ratios[0]))
     probes = list(zip(fitted, ratios[:len(fitted)], strict=True))
-    cost = fit_mixed_cost(base_s, gains, edges, probes)
-    single = fit_mixed_cost(base_s, gains, [dataclasses.replace(e, pooled=False) for e in edges], probes)
+    slow_pools = slow_pool_counter(sources, base)
+    cost = fit_mixed_cost(base_s, gains, edges, probes, slow_pools)
+    borders = fit_mixed_cost(base_s, gains, edges, probes)
     host = host_info()
     print(f"{args.network}: {host.cpu_model}, {len(layers)} layers, {len(edges)} edges; fp32 {base_s * 1e3:.3f} ms; "
           f"{comparison.rounds.rounds} rounds in {comparison.rounds.wall_s:.0f} s\n\nborder model: {cost.describe()}"
-          f"\none cost per border: {single.describe()}\n")
-    print("| program | int8 layers | borders (through a max-pool) | measured ratio to fp32 | predicted | error | "
-          "one cost per border | error |")
-    print("|---|---|---|---|---|---|---|---|")
+          f"\nborders only: {borders.describe()}\n")
+    print("| program | int8 layers | borders | slow 8-bit max-pools | measured ratio to fp32 | predicted | error | "
+          "borders only | error |")
+    print("|---|---|---|---|---|---|---|---|---|")
     rows = []
     for (what, chosen), ratio in zip(held_out, ratios[len(fitted):], strict=True):
-        predicted, flat = cost.ratio(chosen), single.ratio(chosen)
+        predicted, flat = cost.ratio(chosen), borders.ratio(chosen)
         rows.append({"program": what, "layers": len(chosen), "borders": border_count(edges, chosen),
-                     "pool_borders": border_count(edges, chosen, pooled=True), "measured": ratio,
-                     "predicted": predicted, "error": predicted / ratio - 1, "predicted_one_cost": flat,
-                     "error_one_cost": flat / ratio - 1})
+                     "slow_pools": slow_pools(frozenset(chosen)), "measured": ratio, "predicted": predicted,
+                     "error": predicted / ratio - 1, "predicted_borders_only": flat,
+                     "error_borders_only": flat / ratio - 1})
         row = rows[-1]
-        print(f"| {what} | {len(chosen)} | {row['borders']} ({row['pool_borders']}) | {ratio:.3f} | {predicted:.3f} "
-              f"| {row['error']:+.1%} | {flat:.3f} | {row['error_one_cost']:+.1%} |")
+        print(f"| {what} | {len(chosen)} | {row['borders']} | {row['slow_pools']} | {ratio:.3f} | {predicted:.3f} "
+              f"| {row['error']:+.1%} | {flat:.3f} | {row['error_borders_only']:+.1%} |")
     print(f"\nfitted to: all int8 {ratios[0]:.3f}, probes " + ", ".join(f"{r:.3f}" for r in ratios[1:len(fitted)]))
-    for name, key in (("border model", "error"), ("one cost per border", "error_one_cost")):
+    for name, key in (("border model", "error"), ("borders only", "error_borders_only")):
         errors = np.abs([row[key] for row in rows])
         print(f"{name}, held out: median |error| {np.median(errors):.1%}, max {errors.max():.1%}, within 15%: "
               f"{np.sum(errors <= 0.15)} of {len(rows)}")
     if args.json:
         args.json.write_text(json.dumps({"network": args.network, "host": host.cpu_model, "fp32_s": base_s,
                                          "gain_scale": cost.gain_scale, "border_s": cost.border_s,
-                                         "pool_border_s": cost.pool_border_s,
-                                         "one_cost": {"gain_scale": single.gain_scale, "border_s": single.border_s},
+                                         "slow_pool_s": cost.slow_pool_s,
+                                         "borders_only": {"gain_scale": borders.gain_scale,
+                                                          "border_s": borders.border_s},
                                          "fitted_ratios": ratios[:len(fitted)], "held_out": rows}, indent=1))
 
 

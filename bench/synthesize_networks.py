@@ -170,7 +170,7 @@ def search_row(search: Any) -> dict[str, Any]:
     return {"runtime": search.runtime, "layers": len(search.effects), "all_inexact_ms": search.all_inexact.latency_s
             * 1e3, "all_inexact_drop": search.all_inexact.accuracy.drop,
             "border_model": None if cost is None else {"gain_scale": cost.gain_scale, "border_us": cost.border_s * 1e6,
-                                                       "pool_border_us": cost.pool_border_s * 1e6,
+                                                       "slow_pool_us": cost.slow_pool_s * 1e6,
                                                        "edges": len(cost.edges), "probes": cost.probes},
             "greedy": found(search.greedy, search.greedy_program), "ilp": found(search.ilp, search.ilp_program),
             "checked": [{"programs": c.programs, "layers": c.layers, "predicted_ratio": c.predicted_ratio,

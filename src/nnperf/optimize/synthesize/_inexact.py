@@ -9,7 +9,8 @@ the fastest there within the budget is kept (:func:`check_predictions`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -140,4 +141,19 @@ def mixed_cost(candidates: Candidates, base: Measured, all_inexact: Measured, se
     gains = shared_by_macs(sources, base.spec.runtime, layers, candidates.sample,
                            base.latency_s * (1.0 - ratios[0]))  # probe 0: all int8
     edges = int8_edges(sources.onnx_path, layers)
-    return fit_mixed_cost(base.latency_s, gains, edges, list(zip(probes, ratios, strict=True)))
+    return fit_mixed_cost(base.latency_s, gains, edges, list(zip(probes, ratios, strict=True)),
+                          slow_pool_counter(sources, base.spec))
+
+
+def slow_pool_counter(sources: Sources, base: ProgramSpec) -> Callable[[frozenset[str]], int]:
+    """For a set of int8 layers, how many max-pools ORT runs on 8-bit data in NCHW in ``base``'s program with those
+    layers int8 (:func:`~._onnx.slow_int8_pools`; each set's program is written and optimised once)."""
+    from nnperf.optimize.synthesize._onnx import OrtSettings, slow_int8_pools
+
+    settings = OrtSettings(base.threads, base.execution, base.layout)
+
+    @functools.cache
+    def count(chosen: frozenset[str]) -> int:
+        return slow_int8_pools(sources.onnx_model(base.with_(inexact=tuple(sorted(chosen)))), settings) if chosen else 0
+
+    return count

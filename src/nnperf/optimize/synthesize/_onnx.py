@@ -22,6 +22,9 @@ CPU provider these become:
   is what DQ -> Add -> Q computes, so the numbers are those of the QDQ model.  Likewise a MaxPool between
   int8 layers runs on uint8 (ORT drops the DQ -> MaxPool -> Q pair around it); in NCHW (``"plain"``) that
   kernel is slow (about 10 ms of ResNet-18's 28 ms at 1 thread), in ``"nchwc"`` it is an NHWC MaxPool (~0.08 ms).
+  Not always: in a mixed program ORT also moves a QuantizeLinear or DequantizeLinear across a MaxPool at the edge
+  of an int8 region, and the NHWC transformer leaves some of those pools in NCHW (:func:`slow_int8_pools` counts
+  them in ORT's optimised graph).
 """
 
 from __future__ import annotations
@@ -331,6 +334,42 @@ def ort_session(path: Path, settings: OrtSettings) -> onnxruntime.InferenceSessi
     import onnxruntime as ort
 
     return ort.InferenceSession(str(path), settings.session_options(), providers=["CPUExecutionProvider"])
+
+
+_INT8_PRODUCERS = ("QuantizeLinear", "QLinear", "QGemm", "DynamicQuantize")
+"""Op type prefixes whose output is 8-bit (ORT's fused int8 kernels)."""
+_PASS_THROUGH = frozenset({"MaxPool", "Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"})
+"""Ops whose output has their first input's element type."""
+
+
+def slow_int8_pools(path: Path, settings: OrtSettings) -> int:
+    """How many MaxPool nodes ORT runs on 8-bit data in NCHW (its plain-loop kernel) in the model at ``path``
+    under ``settings``: ORT optimises the graph as a session would, and its saved graph is read.
+
+    On the glyph GoogLeNet (32x32, ORT NCHWc, 1 thread) each such pool took 100-340 µs against about 10 µs for the
+    fp32 NCHWc pool (ORT's profiler), and a count of them explained mixed programs' times that borders alone
+    did not (see :mod:`~nnperf.optimize.synthesize._boundaries`)."""
+    import onnx
+    import onnxruntime as ort
+
+    with tempfile.TemporaryDirectory(prefix="nnperf-optimised-") as tmp:
+        options = settings.session_options()
+        options.optimized_model_filepath = str(Path(tmp) / "optimised.onnx")
+        options.log_severity_level = 3  # ORT warns that an NCHWc graph is specific to this machine: it is
+        ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        graph = onnx.load(options.optimized_model_filepath, load_external_data=False).graph
+    producer = {out: node for node in graph.node for out in node.output}
+
+    def eight_bit(tensor: str) -> bool:
+        node = producer.get(tensor)
+        if node is None:
+            return False
+        if node.op_type.startswith(_INT8_PRODUCERS):
+            return True
+        return node.op_type in _PASS_THROUGH and bool(node.input) and eight_bit(node.input[0])
+
+    return sum(node.op_type == "MaxPool" and node.domain in ("", "ai.onnx") and eight_bit(node.input[0])
+               for node in graph.node)
 
 
 def run_session(session: onnxruntime.InferenceSession, inputs: np.ndarray) -> np.ndarray:

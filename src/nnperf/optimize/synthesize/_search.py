@@ -168,7 +168,7 @@ def _solve(candidates: Sequence[LayerEffect], budget: float, time_limit_s: float
              if edge.producer in index or edge.consumer in index]
     gains = [cost.gains_s[e.layer] if cost is not None else e.gain_s for e in candidates]
     objective = np.concatenate([[-scale * gain for gain in gains],
-                                [cost.edge_cost_s(edge) for edge in edges] if cost is not None else []])
+                                np.full(len(edges), cost.border_s if cost is not None else 0.0)])
     rows = [np.concatenate([[max(e.drop, 0.0) for e in candidates], np.zeros(len(edges))])]
     lower, upper = [-np.inf], [budget]
     for k, edge in enumerate(edges):
