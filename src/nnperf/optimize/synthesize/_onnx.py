@@ -355,7 +355,7 @@ def slow_int8_pools(path: Path, settings: OrtSettings) -> int:
     with tempfile.TemporaryDirectory(prefix="nnperf-optimised-") as tmp:
         options = settings.session_options()
         options.optimized_model_filepath = str(Path(tmp) / "optimised.onnx")
-        options.log_severity_level = 3  # ORT warns that an NCHWc graph is specific to this machine: it is
+        options.log_severity_level = 3  # errors only: ORT warns that a saved NCHWc graph suits this machine alone
         ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         graph = onnx.load(options.optimized_model_filepath, load_external_data=False).graph
     producer = {out: node for node in graph.node for out in node.output}
