@@ -50,6 +50,23 @@ def test_a_qdq_resnet18_imports_as_its_float_network_with_the_int8_layers_named(
     assert network_from_dict(network_to_dict(network)) == network
 
 
+def test_weights_get_a_scale_per_output_channel_or_one_per_tensor(resnet18: tuple[Path, list[str]],
+                                                                  tmp_path: Path) -> None:
+    fp32, nodes = resnet18
+    feed = {"x": random_inputs([(1, 3, 224, 224)])[0]}
+    scales = {}
+    for per_channel in (True, False):
+        qdq = tmp_path / f"int8_{per_channel}.onnx"
+        quantize_qdq(fp32, qdq, nodes[:1], calibration=[feed], per_channel=per_channel)
+        model = onnx.load(str(qdq))
+        constants = {t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer}
+        weight_dq = [n for n in model.graph.node if n.op_type == "DequantizeLinear" and n.input[0] in constants
+                     and constants[n.input[0]].ndim == 4]
+        assert len(weight_dq) == 1  # the first convolution's weights only
+        scales[per_channel] = constants[weight_dq[0].input[1]].shape
+    assert scales == {True: (64,), False: ()}  # conv1's 64 output channels, or one scale
+
+
 def test_a_qoperator_resnet18_imports_the_same_int8_layers(resnet18: tuple[Path, list[str]], tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     fp32, nodes = resnet18

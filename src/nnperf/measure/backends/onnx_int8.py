@@ -83,10 +83,12 @@ def int8_nodes(model: onnx.ModelProto) -> tuple[str, ...]:
 
 
 def quantize_qdq(prepared: Path, out: Path, nodes: Collection[str], *, activation_type: str = "uint8",
-                 ranges: Path | None = None, calibration: Sequence[dict[str, np.ndarray]] = ()) -> None:
+                 ranges: Path | None = None, calibration: Sequence[dict[str, np.ndarray]] = (),
+                 per_channel: bool = True) -> None:
     """Writes to ``out`` the QDQ int8 model of the BN-folded model at ``prepared`` in which exactly ``nodes`` (and
     the activations they fuse) run in int8. Ranges come from ``ranges`` (ORT's calibration cache, written once
-    and reused) or else are calibrated on the ``calibration`` feeds."""
+    and reused) or else are calibrated on the ``calibration`` feeds. Weights get a scale per output channel
+    (default) or, with ``per_channel`` False, one per tensor."""
     import onnx
     from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
 
@@ -96,7 +98,7 @@ def quantize_qdq(prepared: Path, out: Path, nodes: Collection[str], *, activatio
     with quiet_logging():
         quantize_static(
             prepared, out, calibration_data_reader=reader, quant_format=QuantFormat.QDQ,
-            per_channel=True, reduce_range=activation_type == "uint8" and u8s8_saturates(),
+            per_channel=per_channel, reduce_range=activation_type == "uint8" and u8s8_saturates(),
             activation_type=QuantType.QUInt8 if activation_type == "uint8" else QuantType.QInt8,
             weight_type=QuantType.QInt8, nodes_to_quantize=sorted(chosen | fused_activations(model, chosen)),
             calibration_cache_path=ranges)

@@ -1,0 +1,92 @@
+"""Int8 weights with a scale per output channel (synthesis's choice) against one scale per tensor, on the trained
+glyph networks: each all-int8 program's time over fp32's in the same interleaved rounds, and top-1 on the held-out
+fonts.
+
+Run: PYTHONPATH=src:bench .venv/bin/python bench/int8_granularity.py [--networks glyphs-resnet18 ...]
+     [--budget-s 20] [--json FILE]
+
+ONNX Runtime, one thread, NCHWc (ORT_ENABLE_ALL), as synthesis's inexact stage runs it. Both int8 programs use the
+same calibration ranges (32 glyphs) and the same layers (every convolution and the classifier); they differ only in
+the weights' scales. Top-1 is on the other 2,368 glyphs of bench/train_glyphs.py's held-out fonts. Stdout: a Markdown
+table, one row per network.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+from pathlib import Path
+
+import numpy as np
+from synthesize_networks import glyph_network
+
+from nnperf.measure import RoundsConfig, host_info
+from nnperf.measure.backends import LoopTimer
+from nnperf.measure.backends.onnx_int8 import quantize_qdq
+from nnperf.optimize.synthesize._compare import compare_programs
+from nnperf.optimize.synthesize._data import ValidationSet, load_validation
+from nnperf.optimize.synthesize._onnx import OrtSettings, ort_session, run_session
+from nnperf.optimize.synthesize._program import ProgramSpec
+from nnperf.optimize.synthesize._synthesize import make_sources
+
+CALIBRATION = 32
+
+
+def measure(network: str, cache: Path, budget_s: float) -> dict:
+    data = load_validation("glyphs", (1, 32, 32))
+    calibration = ValidationSet("calibration", data.inputs[:CALIBRATION], data.labels[:CALIBRATION])
+    sources = make_sources(glyph_network(network.removeprefix("glyphs-"), cache), None, calibration)
+    layers = sources.quantizable("onnxruntime")
+    per_channel = sources.onnx_model(ProgramSpec("onnxruntime", 1, layout="nchwc", inexact=layers))
+    workdir = sources.quantizer().workdir  # its prepared model and calibration ranges (Int8Quantizer's files)
+    per_tensor = workdir / "int8_per_tensor.onnx"
+    quantize_qdq(workdir / "fp32_prepared.onnx", per_tensor, layers, ranges=workdir / "calibration_ranges.json",
+                 per_channel=False)
+    settings = OrtSettings(1, "sequential", "nchwc")
+    sessions = {"fp32": ort_session(sources.onnx_path, settings), "per-channel": ort_session(per_channel, settings),
+                "per-tensor": ort_session(per_tensor, settings)}
+    judged, labels = data.inputs[CALIBRATION:], data.labels[CALIBRATION:]
+    top1 = {name: float(np.mean(run_session(s, judged).argmax(1) == labels)) for name, s in sessions.items()}
+    sample = data.inputs[:1]
+    timers = {name: LoopTimer(functools.partial(run_session, s, sample)) for name, s in sessions.items()}
+    rounds = RoundsConfig(min_rounds=30, max_rounds=60, min_block_s=0.01, warmup_s=0.1, target_ci=0.005,
+                          budget_s=budget_s)
+    comparison = compare_programs(timers, "interleaved", rounds=rounds)
+    ratios = {f"{a} / {b}": comparison.ratio(a, b).to_dict()
+              for a, b in (("per-channel", "fp32"), ("per-tensor", "fp32"), ("per-tensor", "per-channel"))}
+    return {"network": network, "layers": len(layers), "samples": len(labels), "top1": top1,
+            "fp32_ms": comparison.median_s("fp32") * 1e3, "ratios": ratios, "rounds": comparison.rounds.rounds}
+
+
+def cell(ratio: dict) -> str:
+    return f"{ratio['median']:.3f} [{ratio['ci_low']:.3f}, {ratio['ci_high']:.3f}]"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--networks", nargs="+", default=["glyphs-resnet18", "glyphs-mobilenet_v2",
+                                                          "glyphs-googlenet", "glyphs-squeezenet"])
+    parser.add_argument("--budget-s", type=float, default=20.0)
+    parser.add_argument("--glyph-cache", type=Path, default=Path.home() / ".cache" / "nnperf" / "glyphs")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    print(f"{host_info().cpu_model}; ONNX Runtime, 1 thread, NCHWc; all layers int8; time ratios are medians of "
+          "interleaved rounds [95% CI]\n")
+    print("| network | fp32 ms | per-channel / fp32 | per-tensor / fp32 | per-tensor / per-channel | top-1 fp32 | "
+          "top-1 per-channel | top-1 per-tensor | samples |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    rows = []
+    for network in args.networks:
+        row = measure(network, args.glyph_cache, args.budget_s)
+        rows.append(row)
+        r, t = row["ratios"], row["top1"]
+        print(f"| {network} | {row['fp32_ms']:.3f} | {cell(r['per-channel / fp32'])} | {cell(r['per-tensor / fp32'])} | "
+              f"{cell(r['per-tensor / per-channel'])} | {t['fp32']:.2%} | {t['per-channel']:.2%} | "
+              f"{t['per-tensor']:.2%} | {row['samples']} |", flush=True)
+    if args.json:
+        args.json.write_text(json.dumps({"host": host_info().cpu_model, "networks": rows}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
