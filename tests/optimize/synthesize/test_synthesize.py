@@ -168,6 +168,12 @@ def test_the_written_program_reproduces_its_outputs_in_a_fresh_process(digits: T
     over_ort = manifest["speedup_over_ort_fp32"]
     assert over_ort is not None and over_ort["paired"] and over_ort["rounds"] == rounds
     assert over_ort["denominator"] == "final artifact"
+    # ONNX Runtime's best fp32 program is the fastest in these rounds of every one the search measured
+    ort_fp32 = {m.spec.label() for m in result.candidates if m.spec.runtime == "onnxruntime" and not m.spec.inexact}
+    assert len(ort_fp32) >= 2
+    medians = {label: float(np.median(comparison.rounds.times(label))) for label in ort_fp32}
+    assert result.ort_best_fp32 is not None and over_ort["numerator"] == result.ort_best_fp32.spec.label()
+    assert result.ort_best_fp32.spec.label() == min(medians, key=medians.__getitem__)
     assert manifest["program"]["runtime"] in ("onnxruntime", "torch")
     assert set(manifest["versions"]) >= {"python", "numpy", "onnxruntime"}
     model = "model.onnx" if manifest["program"]["runtime"] == "onnxruntime" else "model.pt2"

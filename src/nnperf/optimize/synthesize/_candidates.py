@@ -17,7 +17,7 @@ from nnperf.measure import HarnessConfig
 from nnperf.optimize.synthesize._data import ValidationSet
 from nnperf.optimize.synthesize._errors import BudgetError, SynthesisError
 from nnperf.optimize.synthesize._program import Accuracy, ProgramSpec, Sources, accuracy_of, measure_program
-from nnperf.optimize.synthesize._result import Measured, Skipped, fastest
+from nnperf.optimize.synthesize._result import Measured, Skipped
 
 if TYPE_CHECKING:
     from torch import nn
@@ -128,11 +128,6 @@ class Candidates:
                               f"{', '.join(self.sources.runtimes)} against the {self.reference_spec.runtime} "
                               f"reference)")
         return within
-
-    def ort_best_fp32(self) -> Measured | None:
-        """ONNX Runtime's fastest fp32 program measured, None when none was."""
-        ort_fp32 = self.fp32("onnxruntime")
-        return fastest(ort_fp32) if ort_fp32 else None
 
 
 def macs_share(sources: Sources, runtime: str, layers: Sequence[str], sample: np.ndarray) -> dict[str, float]:
