@@ -119,6 +119,26 @@ def test_the_fit_recovers_a_planted_cost_per_slow_pool() -> None:
     assert blind.slow_pool_s == 0.0 and blind.ratio(["c"]) != pytest.approx(planted.ratio(["c"]))
 
 
+def test_the_ilp_cuts_off_a_set_with_slow_pools_and_keeps_the_best_the_whole_model_sees() -> None:
+    effects = tuple(LayerEffect(name, 0.0, gain) for name, gain in GAINS.items())
+
+    def no_drop(_: frozenset[str]) -> float:
+        return 0.0
+
+    def pools(chosen: frozenset[str]) -> int:
+        return 1 if chosen == frozenset("abc") else 0  # only the whole chain leaves a pool slow
+
+    # borders at 2 µs: {a, b, c} saves 15 µs blind, but its slow pool costs 30; next, {a, c}: 20 saved, 8 paid
+    cost = MixedCost(100e-6, GAINS, CHAIN, border_s=2e-6, slow_pool_s=30e-6, slow_pools=pools)
+    found = ilp_search(effects, no_drop, budget=0.01, cost=cost)
+    assert set(found.inexact) == {"a", "c"} and found.predicted_s == pytest.approx(100e-6 - 20e-6 + 8e-6)
+    assert "1 set(s) with slow max-pools cut off" in found.status
+    # borders at 6 µs: every other set costs more than it saves, so no layer is made inexact
+    dearer = ilp_search(effects, no_drop, budget=0.01,
+                        cost=MixedCost(100e-6, GAINS, CHAIN, border_s=6e-6, slow_pool_s=30e-6, slow_pools=pools))
+    assert dearer.inexact == () and dearer.predicted_s == pytest.approx(100e-6)
+
+
 def test_a_checked_prediction_is_judged_against_the_paired_ratio() -> None:
     measured = PairedRatio("ILP", "fp32", 0.80, 0.78, 0.83, 0.95, (), True)
     seven = tuple("abcdefg")

@@ -13,7 +13,10 @@ or 1% of the samples whose top-1 changed, see :mod:`._program`).
   the time saved is that model's: the scaled gains less a cost per border between int8 and fp32 layers (a
   variable per edge, at least the difference of its two ends), so that a region pays its borders once. Drops do
   not add up exactly, so its set is verified on the validation set; while the verified drop is over budget, the
-  layer with the least time saved per unit of drop is made exact again.
+  layer with the least time saved per unit of drop is made exact again. Slow max-pools (the model's count from a
+  written program) are not linear in the layers: while the ILP's best set has some, that set is cut off and the
+  ILP solved again (at most :data:`MAX_POOL_CUTS` times), and the set the whole model predicts fastest is kept,
+  no layer inexact included.
 
 Given the model, both searches also report the latency it predicts for the set they chose (``predicted_s``).
 """
@@ -122,6 +125,10 @@ def greedy_search(effects: Sequence[LayerEffect], drop_of: DropOf, budget: float
                         gain_s, f"{len(chosen)} of {len(effects)} layers inexact", predicted_s)
 
 
+MAX_POOL_CUTS = 8
+"""How many of the ILP's sets with slow max-pools are cut off before it settles for the best seen."""
+
+
 def ilp_search(effects: Sequence[LayerEffect], drop_of: DropOf, budget: float, time_limit_s: float = 60.0,
                cost: MixedCost | None = None) -> SearchResult:
     """The exact formulation: maximise the time the inexact layers save (their summed gains, or ``cost``'s saving
@@ -134,7 +141,7 @@ def ilp_search(effects: Sequence[LayerEffect], drop_of: DropOf, budget: float, t
     candidates = list(effects) if cost is not None else [e for e in effects if e.gain_s > 0]
     if not candidates:
         return SearchResult("ilp", (), 0.0, (), 0, time.perf_counter() - start, 0.0, "no layer saves time")
-    picked, status = _solve(candidates, budget, time_limit_s, cost)
+    picked, status = _solve_seeing_pools(candidates, budget, time_limit_s, cost)
     chosen = [e for e, x in zip(candidates, picked, strict=True) if x]
     evaluations = 1
     drop = drop_of(frozenset(e.layer for e in chosen)) if chosen else 0.0
@@ -155,10 +162,40 @@ def ilp_search(effects: Sequence[LayerEffect], drop_of: DropOf, budget: float, t
                         gain_s, status, predicted_s)
 
 
-def _solve(candidates: Sequence[LayerEffect], budget: float, time_limit_s: float, cost: MixedCost | None
-           ) -> tuple[list[bool], str]:
+def _solve_seeing_pools(candidates: Sequence[LayerEffect], budget: float, time_limit_s: float,
+                        cost: MixedCost | None) -> tuple[list[bool], str]:
+    """:func:`_solve`, then, while its set has slow max-pools by ``cost``, that set cut off and solved again; the
+    set of those (or none) that ``cost`` predicts fastest, and the status."""
+    picked, status = _solve(candidates, budget, time_limit_s, cost)
+    if cost is None or cost.slow_pools is None or not cost.slow_pool_s:
+        return picked, status
+
+    def layers(choice: list[bool]) -> frozenset[str]:
+        return frozenset(e.layer for e, x in zip(candidates, choice, strict=True) if x)
+
+    tried = [picked]
+    best, best_s = [False] * len(candidates), cost.base_s
+    while True:
+        latency_s = cost.latency_s(layers(picked))
+        if latency_s < best_s:
+            best, best_s = picked, latency_s
+        if not cost.slow_pools(layers(picked)) or len(tried) > MAX_POOL_CUTS:
+            break
+        try:
+            picked, _ = _solve(candidates, budget, time_limit_s, cost, excluded=tried)
+        except SynthesisError:  # every set within the budget was tried
+            break
+        tried.append(picked)
+    if len(tried) > 1:
+        status += f"; {len(tried) - 1} set(s) with slow max-pools cut off"
+    return best, status
+
+
+def _solve(candidates: Sequence[LayerEffect], budget: float, time_limit_s: float, cost: MixedCost | None,
+           excluded: Sequence[list[bool]] = ()) -> tuple[list[bool], str]:
     """The ILP's choice for each candidate layer, and its status. Variables: one per layer (inexact or not), and
-    with ``cost`` one per edge between them (1 when the edge is a border: at least |x_u - x_v|)."""
+    with ``cost`` one per edge between them (1 when the edge is a border: at least |x_u - x_v|). Each choice in
+    ``excluded`` is cut off (at least one layer differs)."""
     from scipy.optimize import Bounds, LinearConstraint, milp
 
     n = len(candidates)
@@ -182,6 +219,12 @@ def _solve(candidates: Sequence[LayerEffect], budget: float, time_limit_s: float
             rows.append(row)
             lower.append(0.0)
             upper.append(np.inf)
+    for choice in excluded:  # sum of the chosen x - sum of the others <= |chosen| - 1
+        row = np.zeros(n + len(edges))
+        row[:n] = [1.0 if x else -1.0 for x in choice]
+        rows.append(row)
+        lower.append(-np.inf)
+        upper.append(sum(choice) - 1.0)
     result = milp(objective, integrality=np.ones(n + len(edges)), bounds=Bounds(0, 1),
                   constraints=LinearConstraint(np.array(rows), lower, upper), options={"time_limit": time_limit_s})
     if result.x is None:
