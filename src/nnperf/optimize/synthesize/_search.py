@@ -156,6 +156,10 @@ def ilp_search(effects: Sequence[LayerEffect], drop_of: DropOf, budget: float, t
         repaired += 1
     if repaired:
         status += f"; {repaired} layer(s) made exact again: the verified drop exceeded the budget"
+        if cost is not None and chosen and cost.latency_s([e.layer for e in chosen]) > cost.base_s:
+            rejected += [e.layer for e in chosen]
+            chosen, drop = [], 0.0
+            status += ", and what was left was predicted slower than none"
     names = [e.layer for e in sorted(chosen, key=lambda e: (e.drop, -e.gain_s, e.layer))]
     gain_s, predicted_s = _gain(effects, names, cost)
     return SearchResult("ilp", tuple(names), drop, tuple(rejected), evaluations, time.perf_counter() - start,
