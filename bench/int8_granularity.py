@@ -81,8 +81,8 @@ def main() -> None:
         row = measure(network, args.glyph_cache, args.budget_s)
         rows.append(row)
         r, t = row["ratios"], row["top1"]
-        print(f"| {network} | {row['fp32_ms']:.3f} | {cell(r['per-channel / fp32'])} | {cell(r['per-tensor / fp32'])} | "
-              f"{cell(r['per-tensor / per-channel'])} | {t['fp32']:.2%} | {t['per-channel']:.2%} | "
+        print(f"| {network} | {row['fp32_ms']:.3f} | {cell(r['per-channel / fp32'])} | "
+              f"{cell(r['per-tensor / fp32'])} | {cell(r['per-tensor / per-channel'])} | {t['fp32']:.2%} | {t['per-channel']:.2%} | "
               f"{t['per-tensor']:.2%} | {row['samples']} |", flush=True)
     if args.json:
         args.json.write_text(json.dumps({"host": host_info().cpu_model, "networks": rows}, indent=1))

@@ -12,8 +12,8 @@ the edge of an int8 region, so the pool runs on 8-bit data, and its NHWC transfo
 in NCHW, where ORT's 8-bit MaxPool is a plain loop. On the glyph GoogLeNet (32x32 input) such a pool took
 100-340 µs against about 10 µs in fp32, and random mixed programs ran 1.3-2.7 times slower than fp32. Which pools
 end up so is ORT's decision, not the graph's shape (a cost per border through a max-pool, read from the graph,
-left GoogLeNet's errors as they were), so the model asks ORT: :func:`~nnperf.optimize.synthesize._onnx.slow_int8_pools` counts them in the program's
-optimised graph.
+left GoogLeNet's errors as they were), so the model asks ORT:
+:func:`~nnperf.optimize.synthesize._onnx.slow_int8_pools` counts them in the program's optimised graph.
 
 - :func:`int8_edges` reads the dataflow between quantizable layers from the ONNX graph: an :class:`Edge` from
   each layer (or the network input) to each layer that reads its output through layers int8 cannot run (ReLU,

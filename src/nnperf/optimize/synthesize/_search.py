@@ -180,10 +180,11 @@ def _solve_seeing_pools(candidates: Sequence[LayerEffect], budget: float, time_l
     tried = [picked]
     best, best_s = [False] * len(candidates), cost.base_s
     while True:
-        latency_s = cost.latency_s(layers(picked))
+        chosen = layers(picked)
+        latency_s = cost.latency_s(chosen)
         if latency_s < best_s:
             best, best_s = picked, latency_s
-        if not cost.slow_pools(layers(picked)) or len(tried) > MAX_POOL_CUTS:
+        if not cost.slow_pools(chosen) or len(tried) > MAX_POOL_CUTS:
             break
         try:
             picked, _ = _solve(candidates, budget, time_limit_s, cost, excluded=tried)
