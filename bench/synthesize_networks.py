@@ -136,6 +136,8 @@ def print_table1(result: SynthesisResult) -> None:
             print("\nTimed with fp32 in paired rounds after the search, against the border model: "
                   + "; ".join(check.describe() for check in search.checked)
                   + f"; kept from these rounds: {search.kept}")
+        if search.granularity is not None:
+            print(f"\nThe kept program with its {search.granularity.describe()}.")
     print()
 
 
@@ -176,7 +178,15 @@ def search_row(search: Any) -> dict[str, Any]:
             "checked": [{"programs": c.programs, "layers": c.layers, "predicted_ratio": c.predicted_ratio,
                          "measured_ratio": c.measured.to_dict(), "error": c.error, "fitted": c.fitted, "drop": c.drop}
                         for c in search.checked],
-            "kept_by_paired_check": search.kept}
+            "kept_by_paired_check": search.kept, "per_tensor": granularity_row(search.granularity)}
+
+
+def granularity_row(check: Any) -> dict[str, Any] | None:
+    """The kept int8 program tried with its weights per tensor, for the JSON."""
+    if check is None:
+        return None
+    return {"drop": check.drop, "ratio_to_per_channel": check.measured.to_dict() if check.measured else None,
+            "kept": check.kept}
 
 
 def ratio_text(ratio: dict[str, Any] | None) -> str:

@@ -53,6 +53,39 @@ def test_int8_precision_keeps_fp32_system_keys_and_names_itself() -> None:
         create_backend("onnxruntime", BackendOptions(extra={"precision": "fp16"}))
 
 
+def _weight_scales(model: object) -> list[tuple[int, ...]]:
+    """The shape of each int8 weight's scale: (channels,) per output channel, () per tensor."""
+    from onnx import numpy_helper
+
+    arrays = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}  # type: ignore[attr-defined]
+    return [arrays[node.input[1]].shape for node in model.graph.node  # type: ignore[attr-defined]
+            if node.op_type == "DequantizeLinear" and arrays.get(node.input[0], np.zeros(0)).dtype == np.int8]
+
+
+def test_int8_weights_per_tensor_take_one_scale_each_and_their_own_system_key() -> None:
+    net = residual_conv_net("res", 8, 12)
+    fp32 = build_onnx(net, seed=0)
+    per_channel, per_tensor = int8_model(fp32, seed=0), int8_model(fp32, seed=0, per_channel=False)
+    convs = sum(layer.op.value == "conv" for layer in net.layers)
+    assert _weight_scales(per_channel) == [(8,)] * convs  # the residual net's convolutions have 8 outputs
+    assert _weight_scales(per_tensor) == [()] * convs
+    x = np.random.default_rng(1).random((1, 8, 12, 12), dtype=np.float32)
+    want, got = _run(fp32, x), _run(per_tensor, x)
+    assert float(np.abs(got - want).max()) <= 0.05 * float(np.abs(want).max())
+    assert not np.array_equal(got, _run(per_channel, x))
+    with create_backend("onnxruntime", BackendOptions(extra={"precision": "int8"})) as int8, \
+            create_backend("onnxruntime", BackendOptions(extra={"precision": "int8",
+                                                                "int8_weights": "per_channel"})) as explicit, \
+            create_backend("onnxruntime", BackendOptions(extra={"precision": "int8",
+                                                                "int8_weights": "per_tensor"})) as tensor:
+        assert explicit.system().key == int8.system().key  # stored int8 calibrations keep their keys
+        assert dict(tensor.system().options)["int8_weights"] == "per_tensor"
+        assert tensor.system().key != int8.system().key
+        assert tensor.network_timer(net).time_block(2) > 0
+    with pytest.raises(BackendOptionError, match="int8_weights='per_row'"):
+        create_backend("onnxruntime", BackendOptions(extra={"int8_weights": "per_row"}))
+
+
 @pytest.mark.parametrize(("backend", "precision"), [("onnxruntime", "int8"), ("torch", "bf16")])
 def test_inexact_precision_times_and_profiles_every_layer(backend: str, precision: str) -> None:
     net = tiny_network()

@@ -141,6 +141,8 @@ def _print_report(result: Any, verified: Any) -> None:
             out.print("timed with fp32 in paired rounds after the search, against the border model: "
                       + "; ".join(check.describe() for check in search.checked)
                       + f"; kept from these rounds: {search.kept}")
+        if search.granularity is not None:
+            out.print(search.granularity.describe())
     if result.ort_best_fp32 is not None and result.over_ort_fp32 is not None:
         out.print(f"ONNX Runtime's best fp32 program: {result.ort_best_fp32.spec.label()}, "
                   f"{comparison.median_s(result.ort_best_fp32.spec.label()) * 1e3:.2f} ms in the comparison; the "

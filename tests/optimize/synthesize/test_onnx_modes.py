@@ -224,6 +224,24 @@ def test_quantize_wraps_exactly_the_chosen_layer_in_quantize_dequantize(quantize
     assert ops["Relu"] == 2 and "node_relu_1" not in {n.name for n in model.graph.node}
 
 
+def test_quantize_per_tensor_gives_each_chosen_weight_one_scale_in_a_file_of_its_own(
+        quantizer: Int8Quantizer, tiny: Path, samples: np.ndarray) -> None:
+    per_channel = quantizer.quantize(["node_conv2d_1"])
+    per_tensor = quantizer.quantize(["node_conv2d_1"], per_channel=False)
+    assert per_tensor != per_channel and "per_tensor" in per_tensor.name
+    assert quantizer.quantize(["node_conv2d_1"], per_channel=False) == per_tensor  # cached like the other
+    model = onnx.load(str(per_tensor))
+    weights = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    producer = {out: n for n in model.graph.node for out in n.output}
+    conv = next(n for n in model.graph.node if n.name == "node_conv2d_1")
+    weight_dq = producer[conv.input[1]]
+    assert weights[weight_dq.input[0]].dtype == np.int8 and weights[weight_dq.input[1]].shape == ()
+    fp32 = run_session(ort_session(tiny, OrtSettings()), samples)
+    outputs = [run_session(ort_session(path, OrtSettings()), samples) for path in (per_channel, per_tensor)]
+    assert not np.array_equal(*outputs)  # one scale for 8 channels rounds them differently
+    assert np.abs(outputs[1] - fp32).max() < 0.05 * np.abs(fp32).max()
+
+
 def test_all_int8_outputs_stay_close_to_fp32(quantizer: Int8Quantizer, tiny: Path, samples: np.ndarray) -> None:
     fp32 = run_session(ort_session(tiny, OrtSettings()), samples)
     int8 = run_session(ort_session(quantizer.quantize(quantizer.quantizable_), OrtSettings()), samples)

@@ -18,6 +18,7 @@ from nnperf.optimize.synthesize import (
     STAGES,
     BudgetError,
     ProgramSpec,
+    SynthesisError,
     TrainedDigits,
     UnsupportedModeError,
     ValidationDataError,
@@ -125,6 +126,20 @@ def test_the_stages_are_measured_and_the_budget_kept_around_a_planted_sensitive_
     others = {check.spec for check in ort.checked if check is not kept} | ({ort.all_inexact.spec.with_(inexact=())}
                                                                            if kept is not None else set())
     assert result.stage("inexact").program.spec not in others
+    # the kept int8 program is tried with its weights per tensor: within the budget and faster in paired rounds,
+    # it replaces the per-channel program; else it is not chosen
+    granularity = ort.granularity
+    assert (granularity is None) == (kept is None)
+    if granularity is not None and kept is not None:
+        assert granularity.spec == kept.spec.with_(int8_weights="per_tensor")
+        assert (granularity.measured is None) == (granularity.drop > 0.01)
+        measured = {m.spec for m in result.candidates}
+        if granularity.kept:
+            assert granularity.measured is not None and granularity.measured.median < 1.0
+            assert granularity.measured.denominator == "per channel" and granularity.spec in measured
+            assert result.stage("inexact").program.spec != kept.spec
+        else:
+            assert result.stage("inexact").program.spec != granularity.spec
     final = result.stage("final").program
     assert final.accuracy.drop <= 0.01
     for stage in result.stages:
@@ -291,6 +306,23 @@ def test_each_program_maps_to_the_backend_system_a_calibration_is_stored_under()
         "onnxruntime", 1, {"opt_level": "extended", "execution": "sequential", "inter_threads": "1"})
     assert ProgramSpec("onnxruntime", inexact=("conv",)).backend_system()[2]["precision"] == "int8"
     assert ProgramSpec("torch", inexact=("conv",)).backend_system()[2]["precision"] == "bf16"
+    per_tensor = ProgramSpec("onnxruntime", inexact=("conv",), int8_weights="per_tensor").backend_system()[2]
+    assert (per_tensor["precision"], per_tensor["int8_weights"]) == ("int8", "per_tensor")
+
+
+def test_int8_weights_per_tensor_are_a_program_of_their_own_and_only_for_int8() -> None:
+    per_channel = ProgramSpec("onnxruntime", inexact=("a", "b"))
+    per_tensor = per_channel.with_(int8_weights="per_tensor")
+    assert per_tensor != per_channel and per_tensor.mode == "int8"
+    assert per_tensor.label() == "onnxruntime, 1 thread(s), plain, 2 layers int8 per tensor"
+    assert per_channel.label() == "onnxruntime, 1 thread(s), plain, 2 layers int8"
+    assert per_tensor.to_dict()["int8_weights"] == "per_tensor"
+    # an fp32 program has no int8 weights: whatever it is given, it is the one fp32 program
+    assert per_tensor.with_(inexact=()) == ProgramSpec("onnxruntime")
+    with pytest.raises(SynthesisError, match="torch runs no int8 layers"):
+        ProgramSpec("torch", inexact=("conv",), int8_weights="per_tensor")
+    with pytest.raises(SynthesisError, match="per_channel or per_tensor, not 'per_row'"):
+        ProgramSpec("onnxruntime", inexact=("a",), int8_weights="per_row")
 
 
 def test_candidates_are_measured_in_the_order_of_their_predicted_latency(digits: TrainedDigits,

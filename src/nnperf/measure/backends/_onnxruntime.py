@@ -30,7 +30,7 @@ class OrtBackend(Backend):
     """ONNX Runtime; options: ``opt_level`` (graph optimisation), ``inter_threads``, ``execution`` mode and
     ``precision``: ``fp32``, or ``int8`` (static QDQ, :mod:`nnperf.measure.backends.onnx_int8`: every
     convolution, Gemm and MatMul with a constant weight quantised, ranges calibrated on random inputs; the
-    other layers stay fp32)."""
+    other layers stay fp32), with ``int8_weights`` scaled ``per_channel`` (default) or ``per_tensor``."""
 
     name = "onnxruntime"
     OPTIONS: Mapping[str, tuple[str, tuple[str, ...]]] = {
@@ -38,7 +38,9 @@ class OrtBackend(Backend):
         "inter_threads": ("1", ()),
         "execution": ("sequential", ("sequential", "parallel")),
         "precision": ("fp32", ("fp32", "int8")),
+        "int8_weights": ("per_channel", ("per_channel", "per_tensor")),
     }
+    KEYED_WHEN_SET = frozenset({"precision", "int8_weights"})
     has_profiler = True
     has_trace = True
 
@@ -110,7 +112,7 @@ class OrtBackend(Backend):
         if self.option("precision") == "int8":
             from nnperf.measure.backends.onnx_int8 import int8_model
 
-            return int8_model(model, self.seed)
+            return int8_model(model, self.seed, per_channel=self.option("int8_weights") == "per_channel")
         return model
 
     def network_timer(self, network: Network) -> Timer:

@@ -104,10 +104,11 @@ def quantize_qdq(prepared: Path, out: Path, nodes: Collection[str], *, activatio
             calibration_cache_path=ranges)
 
 
-def int8_model(model: onnx.ModelProto, seed: int = 0) -> onnx.ModelProto:
+def int8_model(model: onnx.ModelProto, seed: int = 0, per_channel: bool = True) -> onnx.ModelProto:
     """``model`` (named nodes, fixed input shapes) with every node int8 can run quantised, its ranges calibrated
-    on :data:`RANDOM_CALIBRATION_SAMPLES` random input batches: what the ``precision=int8`` backend times. A model
-    with no such node is returned as it is."""
+    on :data:`RANDOM_CALIBRATION_SAMPLES` random input batches, its weights scaled per output channel or, with
+    ``per_channel`` False, per tensor: what the ``precision=int8`` backend times. A model with no such node is
+    returned as it is."""
     import onnx
 
     from nnperf.measure.backends._base import random_inputs
@@ -125,7 +126,7 @@ def int8_model(model: onnx.ModelProto, seed: int = 0) -> onnx.ModelProto:
     with tempfile.TemporaryDirectory(prefix="nnperf-int8-") as tmp:
         prepared, out = Path(tmp) / "fp32.onnx", Path(tmp) / "int8.onnx"
         onnx.save(folded, str(prepared))
-        quantize_qdq(prepared, out, nodes, calibration=feeds)
+        quantize_qdq(prepared, out, nodes, calibration=feeds, per_channel=per_channel)
         return onnx.load(str(out))
 
 

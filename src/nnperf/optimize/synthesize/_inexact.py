@@ -5,7 +5,9 @@ and the exact ILP (:mod:`._search`); the programs both choose are measured. On O
 what the borders of int8 regions cost (:mod:`._boundaries`): a model fitted to a few random mixed programs,
 timed in paired rounds with the fp32 program and the all-int8 one, which also predicts both searches' programs.
 After the search those programs are timed again with fp32 in paired rounds, against the model's predictions, and
-the fastest there within the budget is kept (:func:`check_predictions`)."""
+the fastest there within the budget is kept (:func:`check_predictions`); the kept int8 program is then tried with
+its weights scaled per tensor instead of per output channel, and kept so where that is within the budget and
+faster in paired rounds (:func:`check_granularity`)."""
 
 from __future__ import annotations
 
@@ -19,7 +21,13 @@ from nnperf.optimize.synthesize._boundaries import MixedCost, fit_mixed_cost, in
 from nnperf.optimize.synthesize._candidates import Candidates, macs_share
 from nnperf.optimize.synthesize._compare import compare_programs
 from nnperf.optimize.synthesize._program import INEXACT_MODE, ProgramSpec, Sources, program_timer
-from nnperf.optimize.synthesize._result import InexactSearch, Measured, PredictionCheck, paired_winner
+from nnperf.optimize.synthesize._result import (
+    GranularityCheck,
+    InexactSearch,
+    Measured,
+    PredictionCheck,
+    paired_winner,
+)
 from nnperf.optimize.synthesize._search import LayerEffect, SearchResult, greedy_search, ilp_search
 
 PROBE_SHARES = (0.25, 0.5, 0.75)
@@ -87,8 +95,32 @@ def search_runtime(candidates: Candidates, base: Measured, budget: float) -> Ine
     checked, kept = (check_predictions(candidates, base.spec, cost, {"all int8": all_inexact.spec.inexact,
                                                                      "greedy": greedy.inexact, "ILP": ilp.inexact},
                                        budget) if cost is not None else ((), ""))
+    winner = next((check.spec for check in checked if check.programs == kept), None)
+    granularity = check_granularity(candidates, winner, budget) if winner is not None else None
     return InexactSearch(base.spec.runtime, INEXACT_MODE[base.spec.runtime], effects, all_inexact, greedy, ilp,
-                         program(greedy), program(ilp), gains_from, cost, checked, kept)
+                         program(greedy), program(ilp), gains_from, cost, checked, kept, granularity)
+
+
+def check_granularity(candidates: Candidates, per_channel: ProgramSpec, budget: float) -> GranularityCheck:
+    """The int8 program ``per_channel`` again with its weights scaled per tensor: its accuracy drop on the
+    evaluation samples and, within ``budget``, its time over the per-channel program's in paired rounds
+    (:data:`PROBE_ROUNDS`). Per tensor is kept (measured, and the per-channel program set aside) where it ran
+    faster there; it is one scale per weight tensor instead of one per output channel, which some kernels handle
+    more cheaply and which costs some accuracy."""
+    per_tensor = per_channel.with_(int8_weights="per_tensor")
+    drop = candidates.evaluate(per_tensor).drop
+    if drop > budget:
+        return GranularityCheck(per_tensor, drop, None, kept=False)
+    sources, sample = candidates.sources, candidates.sample
+    comparison = compare_programs({"per channel": program_timer(sources, per_channel, sample),
+                                   "per tensor": program_timer(sources, per_tensor, sample)},
+                                  "interleaved", rounds=PROBE_ROUNDS)
+    measured = comparison.ratio("per tensor", "per channel")
+    faster = measured.median < 1.0
+    if faster:
+        candidates.run(per_tensor)
+        candidates.set_aside(per_channel)
+    return GranularityCheck(per_tensor, drop, measured, faster)
 
 
 def check_predictions(candidates: Candidates, base: ProgramSpec, cost: MixedCost,

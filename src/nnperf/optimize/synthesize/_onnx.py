@@ -202,12 +202,14 @@ class Int8Quantizer:
     the convolution before it (as ORT does when it optimises a float session), so that an int8 convolution is
     not followed by a float BN between a DequantizeLinear and a QuantizeLinear.
 
-    Weights are int8, per output channel; activations ``activation_type``, per tensor, asymmetric.  A ReLU
+    Weights are int8, per output channel (or per tensor: :meth:`quantize`'s ``per_channel``); activations
+    ``activation_type``, per tensor, asymmetric.  A ReLU
     (or Clip) that only reads an int8 layer's output is quantised with it: the quantiser then drops it and
     clips through the output's zero point, which is how ORT fuses an activation into QLinearConv.
 
     Files in ``workdir``: ``fp32_prepared.onnx`` (the BN-folded model that is calibrated and quantised),
-    ``calibration_ranges.json`` (ORT's calibration cache format) and ``int8_<type>_<hash of the node set>.onnx``.
+    ``calibration_ranges.json`` (ORT's calibration cache format) and ``int8_<type>_<hash of the node set>.onnx``
+    (``int8_<type>_per_tensor_<hash>.onnx`` with weights per tensor).
     Attributes set here: ``quantizable_`` (the node names :meth:`quantize` accepts), ``calibration_s_``
     (seconds calibration took).
     """
@@ -232,10 +234,11 @@ class Int8Quantizer:
         start_s = time.perf_counter()
         _calibrate_ranges(self._prepared_path, samples, self._batch, self._ranges_path)
         self.calibration_s_ = time.perf_counter() - start_s
-        self._written: dict[frozenset[str], Path] = {}
+        self._written: dict[tuple[frozenset[str], bool], Path] = {}
 
-    def quantize(self, nodes: Collection[str]) -> Path:
-        """Path of a model in which exactly ``nodes`` run in int8 (the fp32 model's path when empty).
+    def quantize(self, nodes: Collection[str], per_channel: bool = True) -> Path:
+        """Path of a model in which exactly ``nodes`` run in int8 (the fp32 model's path when empty), their weights
+        scaled per output channel or, with ``per_channel`` False, per tensor.
 
         The file is written on the first call for a node set and reused afterwards.
         """
@@ -243,9 +246,9 @@ class Int8Quantizer:
         if not chosen:
             return self.model_path
         self._check_nodes(chosen)
-        if chosen not in self._written:
-            self._written[chosen] = self._write(chosen)
-        return self._written[chosen]
+        if (chosen, per_channel) not in self._written:
+            self._written[chosen, per_channel] = self._write(chosen, per_channel)
+        return self._written[chosen, per_channel]
 
     def _check_nodes(self, chosen: frozenset[str]) -> None:
         ops = {node.name: node.op_type for node in self._folded.graph.node}
@@ -256,10 +259,12 @@ class Int8Quantizer:
             raise UnsupportedModeError(f"cannot quantise {name!r} to int8: {why}; the quantizable nodes are "
                                        f"{', '.join(self.quantizable_)}")
 
-    def _write(self, chosen: frozenset[str]) -> Path:
+    def _write(self, chosen: frozenset[str], per_channel: bool) -> Path:
         digest = hashlib.sha1("\n".join(sorted(chosen)).encode()).hexdigest()[:12]
-        path = self.workdir / f"int8_{self.activation_type}_{digest}.onnx"
-        quantize_qdq(self._prepared_path, path, chosen, activation_type=self.activation_type, ranges=self._ranges_path)
+        scales = "" if per_channel else "per_tensor_"
+        path = self.workdir / f"int8_{self.activation_type}_{scales}{digest}.onnx"
+        quantize_qdq(self._prepared_path, path, chosen, activation_type=self.activation_type, ranges=self._ranges_path,
+                     per_channel=per_channel)
         return path
 
 

@@ -55,7 +55,7 @@ def load_program(folder: Path, threads: int | None = None) -> Callable[[np.ndarr
     written program against others."""
     program = read_manifest(Path(folder))["program"]
     spec = ProgramSpec(program["runtime"], threads or program["threads"], program["layout"], program["execution"],
-                       tuple(program["inexact"]))
+                       tuple(program["inexact"]), program.get("int8_weights", "per_channel"))
     model = Path(folder) / ("model.onnx" if spec.runtime == "onnxruntime" else "model.pt2")
     return artifact_runner(model, spec)
 

@@ -38,6 +38,8 @@ searched yet."""
 DEFAULT_LAYOUT = {"torch": "chw", "onnxruntime": "plain"}
 KEPT_LAYOUT = {"torch": "hwc", "onnxruntime": "nchwc"}
 """The layout each runtime keeps end to end between layers without separate reorders (Cappuccino IV.B)."""
+INT8_WEIGHTS = ("per_channel", "per_tensor")
+"""How an int8 program scales its weights: one scale per output channel (the default), or one per tensor."""
 
 Runner = Callable[[np.ndarray], np.ndarray]
 """Runs a batch (N, ...) of float32 samples, returns the first output (N, ...)."""
@@ -46,13 +48,16 @@ Runner = Callable[[np.ndarray], np.ndarray]
 @dataclass(frozen=True)
 class ProgramSpec:
     """One candidate program (see the module docstring). ``inexact`` lists the layers in the runtime's inexact
-    mode (:data:`INEXACT_MODE`), by the runtime's own names (torch module names, ONNX node names)."""
+    mode (:data:`INEXACT_MODE`), by the runtime's own names (torch module names, ONNX node names);
+    ``int8_weights`` says how an int8 program scales its weights (:data:`INT8_WEIGHTS`). A program with no int8
+    layer has no int8 weights: its ``int8_weights`` is always the default, so that it stays one program."""
 
     runtime: str
     threads: int = 1
     layout: str = ""
     execution: str = "sequential"
     inexact: tuple[str, ...] = ()
+    int8_weights: str = INT8_WEIGHTS[0]
 
     def __post_init__(self) -> None:
         if self.runtime not in RUNTIMES:
@@ -68,6 +73,21 @@ class ProgramSpec:
                                                                  and self.execution != "sequential"):
             raise SynthesisError(f"{self.runtime} cannot run branches {self.execution!r}")
         object.__setattr__(self, "inexact", tuple(self.inexact))
+        self._check_int8_weights()
+
+    def _check_int8_weights(self) -> None:
+        if self.int8_weights not in INT8_WEIGHTS:
+            raise SynthesisError(f"int8 weights are scaled {' or '.join(INT8_WEIGHTS)}, not {self.int8_weights!r}")
+        if self.int8_weights != INT8_WEIGHTS[0] and self.runtime != "onnxruntime":
+            raise SynthesisError(f"{self.runtime} runs no int8 layers (its inexact mode is "
+                                 f"{INEXACT_MODE[self.runtime]}), so its weights cannot be {self.int8_weights}")
+        if not self.inexact:
+            object.__setattr__(self, "int8_weights", INT8_WEIGHTS[0])
+
+    @property
+    def per_channel(self) -> bool:
+        """Whether an int8 program scales its weights per output channel (else per tensor)."""
+        return self.int8_weights == "per_channel"
 
     @property
     def mode(self) -> str:
@@ -76,7 +96,8 @@ class ProgramSpec:
 
     def label(self) -> str:
         execution = ", parallel branches" if self.execution == "parallel" else ""
-        inexact = f", {len(self.inexact)} layers {self.mode}" if self.inexact else ", fp32"
+        scales = "" if self.per_channel else " per tensor"
+        inexact = f", {len(self.inexact)} layers {self.mode}{scales}" if self.inexact else ", fp32"
         return f"{self.runtime}, {self.threads} thread(s), {self.layout}{execution}{inexact}"
 
     def with_(self, **changes: Any) -> ProgramSpec:
@@ -87,6 +108,8 @@ class ProgramSpec:
         precision (fp32, or all inexact when any is): the system a calibration of it is stored under
         (``nnperf calibrate --backend B --threads N --option K=V``)."""
         precision = {"precision": self.mode} if self.inexact else {}
+        if not self.per_channel:
+            precision["int8_weights"] = self.int8_weights
         if self.runtime == "torch":
             return "torch", self.threads, {"memory_format": "channels_last" if self.layout == "hwc" else "nchw",
                                            **precision}
@@ -97,7 +120,7 @@ class ProgramSpec:
 
     def to_dict(self) -> dict[str, Any]:
         return {"runtime": self.runtime, "threads": self.threads, "layout": self.layout, "execution": self.execution,
-                "mode": self.mode, "inexact": list(self.inexact)}
+                "mode": self.mode, "inexact": list(self.inexact), "int8_weights": self.int8_weights}
 
 
 @dataclass
@@ -126,7 +149,7 @@ class Sources:
 
     def onnx_model(self, spec: ProgramSpec) -> Path:
         """The ONNX file of ``spec``: the fp32 one, or the QDQ model with exactly its inexact layers int8."""
-        return self.quantizer().quantize(spec.inexact) if spec.inexact else self.onnx_path
+        return self.quantizer().quantize(spec.inexact, spec.per_channel) if spec.inexact else self.onnx_path
 
     def torch_module(self, spec: ProgramSpec) -> nn.Module:
         from nnperf.optimize.synthesize._torch import with_precision

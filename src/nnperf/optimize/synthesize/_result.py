@@ -99,6 +99,26 @@ def paired_winner(checks: Sequence[PredictionCheck], budget: float) -> Predictio
 
 
 @dataclass(frozen=True)
+class GranularityCheck:
+    """The int8 program the paired check kept, again with its weights scaled per tensor instead of per output
+    channel: ``spec`` (per tensor), its accuracy ``drop``, its time over the per-channel program's in paired
+    rounds (``measured``; None when its drop is over the budget, so it was not timed) and whether it was kept."""
+
+    spec: ProgramSpec
+    drop: float
+    measured: PairedRatio | None
+    kept: bool
+
+    def describe(self) -> str:
+        if self.measured is None:
+            return f"weights per tensor: drop {self.drop:.2%}, over the budget; kept per output channel"
+        m = self.measured
+        kept = "per tensor" if self.kept else "per output channel"
+        return (f"weights per tensor: {m.median:.3f} [{m.ci_low:.3f}, {m.ci_high:.3f}] of per-channel's time, drop "
+                f"{self.drop:.2%}; kept {kept}")
+
+
+@dataclass(frozen=True)
 class InexactSearch:
     """One runtime's inexact search: the layers' effects (``gains_from`` says how their time saved was found), the
     greedy and ILP results and their programs measured (None when the search made no layer inexact)."""
@@ -120,6 +140,9 @@ class InexactSearch:
     kept: str = ""
     """Which program the paired check kept (:func:`paired_winner`): the searches' names, or "fp32"; empty without
     a check."""
+    granularity: GranularityCheck | None = None
+    """The kept int8 program with its weights per tensor, timed against it (None where fp32 was kept or no check
+    ran)."""
 
 
 @dataclass(frozen=True)
