@@ -165,7 +165,8 @@ def _inexact_searches(candidates: Candidates, budget: float) -> list[InexactSear
 def _inexact_stage(within: Sequence[Measured]) -> Stage:
     """Table I's inexact stage: the fastest program within the budget."""
     best = fastest(within)
-    inexact_note = (f"{len(best.spec.inexact)} layers {best.spec.mode}" if best.spec.inexact else
+    scales = "" if best.spec.per_channel else ", weights per tensor"
+    inexact_note = (f"{len(best.spec.inexact)} layers {best.spec.mode}{scales}" if best.spec.inexact else
                     "no inexact program within the budget measured faster")
     return Stage("inexact", best, inexact_note)
 
