@@ -382,3 +382,44 @@ def test_the_search_skips_the_candidates_a_planted_prediction_ranks_last(digits:
     assert {k.spec for k in fast.skipped} == {ProgramSpec("onnxruntime", 2)}  # a tie: the first listed is kept
     with pytest.raises(NnperfError, match="measure_best must be at least 1"):
         run_planted(digits, tmp_path / "bad", 0.01, measure_best=0)
+
+
+class _Sleepy(torch.nn.Module):
+    """``inner`` with 3 ms of sleep in torch before it; its ONNX export (traced once) has none."""
+
+    def __init__(self, inner: torch.nn.Module) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        import time
+
+        time.sleep(0.003)
+        return self.inner(x)
+
+
+def test_the_fastest_fp32_program_is_decided_in_paired_rounds_not_by_single_timings(digits: TrainedDigits,
+                                                                                     tmp_path: Path) -> None:
+    import dataclasses
+
+    from nnperf.optimize.synthesize._candidates import Candidates
+    from nnperf.optimize.synthesize._synthesize import paired_fastest_fp32
+
+    calibration, evaluation = digits.validation.split(0.1, seed=0)
+    sources = make_sources(_Sleepy(digits.module), None, calibration, tmp_path / "work")
+    candidates = Candidates(sources, evaluation.take(50), QUICK, None, lambda *_: None)
+    specs = [ProgramSpec("torch"), ProgramSpec("torch", layout="hwc"), ProgramSpec("onnxruntime"),
+             ProgramSpec("onnxruntime", layout="nchwc")]
+    measured = [candidates.run(spec) for spec in specs]
+    fastest_ort = min(measured[2:], key=lambda m: m.latency_s)
+    # planted single timings that put torch, 3 ms slower a run, ahead of ONNX Runtime
+    misled = [dataclasses.replace(m, timing=fastest_ort.timing) for m in measured[:2]] + [
+        dataclasses.replace(m, timing=measured[0].timing) for m in measured[2:]]
+    best = paired_fastest_fp32(candidates, misled)
+    assert best.spec.runtime == "onnxruntime"
+    # each runtime keeps exactly one fp32 program: the inexact search starts from it
+    for runtime in ("torch", "onnxruntime"):
+        kept = candidates.kept_fp32(runtime)
+        assert len(kept) == 1, runtime
+    assert candidates.kept_fp32("onnxruntime")[0].spec == best.spec
+    assert candidates.within(0.01) == [*candidates.kept_fp32("torch"), *candidates.kept_fp32("onnxruntime")]

@@ -118,6 +118,10 @@ class Candidates:
         """The fp32 programs of ``runtime`` measured so far."""
         return [m for m in self.measured.values() if m.spec.runtime == runtime and not m.spec.inexact]
 
+    def kept_fp32(self, runtime: str) -> list[Measured]:
+        """The fp32 programs of ``runtime`` measured so far and not set aside."""
+        return [m for m in self.fp32(runtime) if m.spec not in self.set_aside_specs]
+
     def within(self, budget: float) -> list[Measured]:
         """The programs measured whose accuracy drop is within ``budget``, but those set aside (:meth:`set_aside`);
         :class:`BudgetError` when none is."""

@@ -38,6 +38,10 @@ cores; synthesis compares up to seven programs, some of which use both cores, so
 SYNTHESIS_HARNESS = HarnessConfig(warmup_s=0.1, budget_s=1.0)
 """Each candidate of the search is timed for about a second (median of blocks); so is each program of a
 sequential comparison."""
+CHECK_ROUNDS = RoundsConfig(min_rounds=10, max_rounds=40, min_block_s=0.01, warmup_s=0.1, target_ci=0.01,
+                            budget_s=8.0)
+"""The paired rounds a search decides in (at most 8 s): the fp32 programs of each runtime, the border model's
+probes with fp32, the searched programs against their predictions, weights per channel against per tensor."""
 SYNTHESIS_ROUNDS = RoundsConfig(min_rounds=10, max_rounds=60, min_block_s=0.02, warmup_s=0.2, target_ci=0.01,
                                 budget_s=20.0)
 """The paired rounds of Table I: 10 to 60 rounds, each program timed for at least 20 ms per round, until every

@@ -16,10 +16,9 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from nnperf.measure import RoundsConfig
 from nnperf.optimize.synthesize._boundaries import MixedCost, fit_mixed_cost, int8_edges
 from nnperf.optimize.synthesize._candidates import Candidates, macs_share
-from nnperf.optimize.synthesize._compare import compare_programs
+from nnperf.optimize.synthesize._compare import CHECK_ROUNDS, compare_programs
 from nnperf.optimize.synthesize._program import INEXACT_MODE, ProgramSpec, Sources, program_timer
 from nnperf.optimize.synthesize._result import (
     GranularityCheck,
@@ -32,9 +31,6 @@ from nnperf.optimize.synthesize._search import LayerEffect, SearchResult, greedy
 
 PROBE_SHARES = (0.25, 0.5, 0.75)
 """The share of layers made int8 in each random probe program the border model is fitted to."""
-PROBE_ROUNDS = RoundsConfig(min_rounds=10, max_rounds=40, min_block_s=0.01, warmup_s=0.1, target_ci=0.01,
-                            budget_s=8.0)
-"""The paired rounds that time the probes with the fp32 and all-int8 programs (at most 8 s)."""
 
 
 def inexact_available(runtime: str) -> bool:
@@ -104,7 +100,7 @@ def search_runtime(candidates: Candidates, base: Measured, budget: float) -> Ine
 def check_granularity(candidates: Candidates, per_channel: ProgramSpec, budget: float) -> GranularityCheck:
     """The int8 program ``per_channel`` again with its weights scaled per tensor: its accuracy drop on the
     evaluation samples and, within ``budget``, its time over the per-channel program's in paired rounds
-    (:data:`PROBE_ROUNDS`). Per tensor is kept (measured, and the per-channel program set aside) where it ran
+    (:data:`CHECK_ROUNDS`). Per tensor is kept (measured, and the per-channel program set aside) where it ran
     faster there; it is one scale per weight tensor instead of one per output channel, which some kernels handle
     more cheaply and which costs some accuracy."""
     per_tensor = per_channel.with_(int8_weights="per_tensor")
@@ -114,7 +110,7 @@ def check_granularity(candidates: Candidates, per_channel: ProgramSpec, budget: 
     sources, sample = candidates.sources, candidates.sample
     comparison = compare_programs({"per channel": program_timer(sources, per_channel, sample),
                                    "per tensor": program_timer(sources, per_tensor, sample)},
-                                  "interleaved", rounds=PROBE_ROUNDS)
+                                  "interleaved", rounds=CHECK_ROUNDS)
     measured = comparison.ratio("per tensor", "per channel")
     faster = measured.median < 1.0
     if faster:
@@ -126,7 +122,7 @@ def check_granularity(candidates: Candidates, per_channel: ProgramSpec, budget: 
 def check_predictions(candidates: Candidates, base: ProgramSpec, cost: MixedCost,
                       programs: Mapping[str, Sequence[str]], budget: float) -> tuple[tuple[PredictionCheck, ...], str]:
     """The distinct non-empty ``programs`` (a name to its int8 layers) timed with the fp32 program ``base`` in
-    paired rounds (:data:`PROBE_ROUNDS`), each against the border model's predicted ratio to fp32. The search's
+    paired rounds (:data:`CHECK_ROUNDS`), each against the border model's predicted ratio to fp32. The search's
     own timings are single sequential medians taken minutes apart, so they cannot say how far off the model is;
     these can. The fastest of them within ``budget`` there, fp32 included (:func:`paired_winner`), is kept and
     every other one is set aside (:meth:`Candidates.set_aside`): their single search timings are not to overrule
@@ -144,7 +140,7 @@ def check_predictions(candidates: Candidates, base: ProgramSpec, cost: MixedCost
              for chosen, label in labels.items()}
     for label, spec in specs.items():
         timers[label] = program_timer(sources, spec, sample)
-    comparison = compare_programs(timers, "interleaved", rounds=PROBE_ROUNDS)
+    comparison = compare_programs(timers, "interleaved", rounds=CHECK_ROUNDS)
     checks = tuple(PredictionCheck(label, specs[label], candidates.evaluate(specs[label]).drop, cost.ratio(chosen),
                                    comparison.ratio(label, "fp32"), cost.fitted(chosen))
                    for chosen, label in labels.items())
@@ -168,7 +164,7 @@ def mixed_cost(candidates: Candidates, base: Measured, all_inexact: Measured, se
     timers = {"fp32": program_timer(sources, base.spec, candidates.sample)}
     for i, chosen in enumerate(probes):
         timers[f"probe {i}"] = program_timer(sources, base.spec.with_(inexact=chosen), candidates.sample)
-    comparison = compare_programs(timers, "interleaved", rounds=PROBE_ROUNDS)
+    comparison = compare_programs(timers, "interleaved", rounds=CHECK_ROUNDS)
     ratios = [1.0 / comparison.speedup(f"probe {i}").median for i in range(len(probes))]
     gains = shared_by_macs(sources, base.spec.runtime, layers, candidates.sample,
                            base.latency_s * (1.0 - ratios[0]))  # probe 0: all int8
