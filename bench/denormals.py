@@ -13,7 +13,6 @@ held-out glyphs and on every parameter. Stdout: a Markdown table, one row per ne
 
 from __future__ import annotations
 
-import argparse
 import functools
 import json
 from pathlib import Path
@@ -21,17 +20,13 @@ from typing import Any
 
 import numpy as np
 import torch
-from synthesize_networks import glyph_network
+from glyph_programs import ALL_INT8_NCHWC, CALIBRATION, arguments, cell, glyph_sources
 
 from nnperf.measure import RoundsConfig, host_info
 from nnperf.measure.backends import LoopTimer
 from nnperf.optimize.synthesize._compare import compare_programs
-from nnperf.optimize.synthesize._data import ValidationSet, load_validation
 from nnperf.optimize.synthesize._onnx import OrtSettings, run_session
-from nnperf.optimize.synthesize._program import ProgramSpec
-from nnperf.optimize.synthesize._synthesize import make_sources
 
-CALIBRATION = 32
 SMALLEST_NORMAL = float(np.finfo(np.float32).tiny)
 
 
@@ -89,12 +84,8 @@ def ort_session(path: Path, relaxed: bool) -> Any:
 
 def measure(network: str, cache: Path, budget_s: float) -> dict[str, Any]:
     torch.set_num_threads(1)
-    data = load_validation("glyphs", (1, 32, 32))
-    calibration = ValidationSet("calibration", data.inputs[:CALIBRATION], data.labels[:CALIBRATION])
-    module = glyph_network(network.removeprefix("glyphs-"), cache)
-    sources = make_sources(module, None, calibration)
-    int8 = sources.onnx_model(ProgramSpec("onnxruntime", 1, layout="nchwc",
-                                          inexact=sources.quantizable("onnxruntime")))
+    data, module, sources = glyph_sources(network, cache)
+    int8 = sources.onnx_model(ALL_INT8_NCHWC.with_(inexact=sources.quantizable("onnxruntime")))
     sessions = {f"{name}{' relaxed' if relaxed else ''}": ort_session(path, relaxed)
                 for name, path in (("ort fp32", sources.onnx_path), ("ort int8", int8)) for relaxed in (False, True)}
     sample = data.inputs[:1]
@@ -117,18 +108,8 @@ def measure(network: str, cache: Path, budget_s: float) -> dict[str, Any]:
                        for name in ("ort fp32", "ort int8", "torch fp32")}}
 
 
-def cell(ratio: dict[str, Any]) -> str:
-    return f"{ratio['median']:.3f} [{ratio['ci_low']:.3f}, {ratio['ci_high']:.3f}]"
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--networks", nargs="+", default=["glyphs-resnet18", "glyphs-mobilenet_v2",
-                                                          "glyphs-googlenet", "glyphs-squeezenet"])
-    parser.add_argument("--budget-s", type=float, default=15.0)
-    parser.add_argument("--glyph-cache", type=Path, default=Path.home() / ".cache" / "nnperf" / "glyphs")
-    parser.add_argument("--json", type=Path, default=None)
-    args = parser.parse_args()
+    args = arguments(__doc__ or "", budget_s=15.0)
     print(f"{host_info().cpu_model}; 1 thread; each program's time relaxed (FTZ/DAZ) over its time without, medians of "
           "interleaved rounds [95% CI]\n")
     print("| network | denormal activations (64 glyphs) | denormal weights | ORT fp32 | ORT int8 | torch fp32 | "

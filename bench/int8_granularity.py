@@ -13,36 +13,25 @@ table, one row per network.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import json
 from pathlib import Path
 
 import numpy as np
-from synthesize_networks import glyph_network
+from glyph_programs import ALL_INT8_NCHWC, CALIBRATION, arguments, cell, glyph_sources
 
 from nnperf.measure import RoundsConfig, host_info
 from nnperf.measure.backends import LoopTimer
-from nnperf.measure.backends.onnx_int8 import quantize_qdq
 from nnperf.optimize.synthesize._compare import compare_programs
-from nnperf.optimize.synthesize._data import ValidationSet, load_validation
 from nnperf.optimize.synthesize._onnx import OrtSettings, ort_session, run_session
-from nnperf.optimize.synthesize._program import ProgramSpec
-from nnperf.optimize.synthesize._synthesize import make_sources
-
-CALIBRATION = 32
 
 
 def measure(network: str, cache: Path, budget_s: float) -> dict:
-    data = load_validation("glyphs", (1, 32, 32))
-    calibration = ValidationSet("calibration", data.inputs[:CALIBRATION], data.labels[:CALIBRATION])
-    sources = make_sources(glyph_network(network.removeprefix("glyphs-"), cache), None, calibration)
+    data, _, sources = glyph_sources(network, cache)
     layers = sources.quantizable("onnxruntime")
-    per_channel = sources.onnx_model(ProgramSpec("onnxruntime", 1, layout="nchwc", inexact=layers))
-    workdir = sources.quantizer().workdir  # its prepared model and calibration ranges (Int8Quantizer's files)
-    per_tensor = workdir / "int8_per_tensor.onnx"
-    quantize_qdq(workdir / "fp32_prepared.onnx", per_tensor, layers, ranges=workdir / "calibration_ranges.json",
-                 per_channel=False)
+    all_int8 = ALL_INT8_NCHWC.with_(inexact=layers)
+    per_channel = sources.onnx_model(all_int8)
+    per_tensor = sources.onnx_model(all_int8.with_(int8_weights="per_tensor"))  # the same ranges
     settings = OrtSettings(1, "sequential", "nchwc")
     sessions = {"fp32": ort_session(sources.onnx_path, settings), "per-channel": ort_session(per_channel, settings),
                 "per-tensor": ort_session(per_tensor, settings)}
@@ -59,18 +48,8 @@ def measure(network: str, cache: Path, budget_s: float) -> dict:
             "fp32_ms": comparison.median_s("fp32") * 1e3, "ratios": ratios, "rounds": comparison.rounds.rounds}
 
 
-def cell(ratio: dict) -> str:
-    return f"{ratio['median']:.3f} [{ratio['ci_low']:.3f}, {ratio['ci_high']:.3f}]"
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--networks", nargs="+", default=["glyphs-resnet18", "glyphs-mobilenet_v2",
-                                                          "glyphs-googlenet", "glyphs-squeezenet"])
-    parser.add_argument("--budget-s", type=float, default=20.0)
-    parser.add_argument("--glyph-cache", type=Path, default=Path.home() / ".cache" / "nnperf" / "glyphs")
-    parser.add_argument("--json", type=Path, default=None)
-    args = parser.parse_args()
+    args = arguments(__doc__ or "", budget_s=20.0)
     print(f"{host_info().cpu_model}; ONNX Runtime, 1 thread, NCHWc; all layers int8; time ratios are medians of "
           "interleaved rounds [95% CI]\n")
     print("| network | fp32 ms | per-channel / fp32 | per-tensor / fp32 | per-tensor / per-channel | top-1 fp32 | "
