@@ -21,8 +21,8 @@ source model with that subset:
 
 - direct: the source model as it is (the same for every subset);
 - factor: one factor per primitive and transformation, the median measured / predicted (Mulder et al. 4.4);
-- residual: ``residual_corrected``, per-column biases shrunk toward the all-column bias plus a ridge on the
-  features, regularisation chosen by leave-one-out error;
+- residual: ``residual_corrected``, the rows' level and each column's part against it, each a median bias and a
+  ridge on the features, no change or the regularisation chosen by leave-one-out error;
 - frozen: ``fine_tuned_frozen``, the last layer tuned in closed form toward the subset, hidden layers frozen;
 - scratch: a model of the source's kind and targets trained on the subset alone (``from_scratch``; its networks
   are the small ones, at most 150 steps, patience 50: the baseline, not the best a subset can give);

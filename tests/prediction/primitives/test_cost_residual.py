@@ -22,7 +22,7 @@ from nnperf.prediction.primitives import (
     residual_corrected,
     subsample,
 )
-from nnperf.prediction.primitives._ridge import fit_residuals
+from nnperf.prediction.primitives._ridge import fit_residuals, level_fit
 from nnperf.primitives import ConvSample, PrimitiveDataset, TransformSample
 
 SMALL_NN = {"hidden": (32, 64, 32), "max_iterations": 300, "patience": 50, "threads": 1}
@@ -71,14 +71,29 @@ def nn2(source: PrimitiveDataset) -> PrimitiveCostModel:
 
 # ------------------------------------------------------------------------------------------------ the fit
 
-def test_a_column_bias_is_shrunk_toward_the_median_of_the_columns() -> None:
+def test_a_columns_own_part_is_shrunk_and_the_level_reaches_every_column() -> None:
     residual = np.array([[0.3, 0.0, 0.1, np.nan], [np.nan, 0.0, -0.1, np.nan]])
-    # column means 0.3, 0.0, 0.0 (the fourth never timed): median 0.0; with k = 2 rows of prior
+    # row levels (medians) 0.1 and -0.05; left out, each predicts the other 0.15 off, more than "no change"
+    # (0.075): the level stays 0. Own parts: [0.2, -0.1, 0.0] and [-, 0.05, -0.05]. The first column has one
+    # row, whose part is shrunk by k = 2 rows; the second and third scatter around 0 and keep no change (their
+    # left-out errors, 0.100 and 0.033, exceed "no change"'s 0.075 and 0.025); the fourth was never timed.
     correction = fit_residuals(np.zeros((2, 3)), residual, ResidualSettings(shrink_rows=2.0))
-    np.testing.assert_allclose(correction.bias, [0.3 / (1 + 2), 0.0, 0.0 / (2 + 2), 0.0], atol=1e-12)
+    np.testing.assert_allclose(correction.bias, [0.2 / (1 + 2), 0.0, 0.0, 0.0], atol=1e-12)
     assert not correction.coef.any()  # two rows are too few for slopes
+    # a platform 2.7 times slower: levels 1.1 and 0.95, each 0.15 from the other but 1.0 from no change, so
+    # every column, the untimed one too, moves by their median, 1.025; the own parts do not change
     shifted = fit_residuals(np.zeros((2, 3)), residual + 1.0, ResidualSettings(shrink_rows=2.0))
-    np.testing.assert_allclose(shifted.bias, correction.bias + 1.0, atol=1e-12)  # the prior moves them all
+    np.testing.assert_allclose(shifted.bias, correction.bias + 1.025, atol=1e-12)
+
+
+def test_a_long_tail_of_residuals_moves_the_median_not_the_mean() -> None:
+    rng = np.random.default_rng(0)
+    # 60 rows whose residuals are 0.5 (the platform is 1.65x slower) give or take 0.05, a tenth of them
+    # 2.0 higher: a least-squares bias would sit near 0.7, the median at 0.5
+    residual = 0.5 + rng.normal(0, 0.05, (60, 4))
+    residual[::10] += 2.0
+    correction = fit_residuals(rng.normal(size=(60, 3)), residual)
+    np.testing.assert_allclose(correction.bias, 0.5, atol=0.03)
 
 
 def test_slopes_follow_a_residual_that_grows_with_a_feature() -> None:
@@ -91,21 +106,23 @@ def test_slopes_follow_a_residual_that_grows_with_a_feature() -> None:
     assert correction.bias[0] == pytest.approx(0.5, abs=0.03)
 
 
-def test_columns_share_the_slope_most_of_them_have() -> None:
+def test_the_level_carries_the_slope_most_columns_have() -> None:
     rng = np.random.default_rng(1)
     design = rng.normal(size=(12, 2))
     biases = np.array([0.1, -0.2, 0.3, 0.0, 0.5])
     residual = biases + 0.3 * design[:, [0]] + rng.normal(0, 0.005, (12, 5))
     residual[:, 4] += 0.5 * design[:, 1]  # one column also grows with the second feature
     residual[::3, 2] = np.nan  # and one misses a third of the rows
-    from nnperf.prediction.primitives._ridge import shared_slopes
-    # each row's median centred residual follows 0.3 * x0 alone: the odd column does not move the median
-    np.testing.assert_allclose(shared_slopes(design, residual, ResidualSettings()), [0.3, 0.0], atol=0.02)
+    # each row's median residual follows 0.1 + 0.3 * x0: the odd column moves the median only on rows where it
+    # falls below 0.1 (x1 < -0.8), which leaves the level a slope of 0.026 on x1 (measured)
+    _, level_slopes = level_fit(design, residual, ResidualSettings())
+    np.testing.assert_allclose(level_slopes, [0.3, 0.0], atol=0.03)
     correction = fit_residuals(design, residual)
     np.testing.assert_allclose(correction.coef[0], 0.3, atol=0.03)
     np.testing.assert_allclose(correction.coef[1], [0, 0, 0, 0, 0.5], atol=0.06)  # ridge: measured 0.448
+    # without the level's slopes, the slope every column shares is in no column's own part: only the odd one's
     alone = fit_residuals(design, residual, ResidualSettings(shared=False))
-    np.testing.assert_allclose(alone.coef, correction.coef, atol=0.05)  # with 8-12 rows each finds it too
+    np.testing.assert_allclose(alone.coef, [[0, 0, 0, 0, 0], [0, 0, 0, 0, 0.5]], atol=0.04)
     few = fit_residuals(design[:2], residual[:2])  # fewer rows than min_rows_for_shared (3): biases only
     assert not few.coef.any()
 

@@ -12,8 +12,9 @@ The paper compares four ways to predict a target platform's times with a model t
 Two more that work from a single configuration, where fine-tuning every layer has nothing to stop it early on
 (``_ridge.py`` fits both in closed form, choosing their regularisation by leave-one-out error):
 
-- :func:`residual_corrected`: the source model's times times exp(g(x)), g a per-column bias shrunk toward the
-  other columns' plus a ridge on the features, fitted on the sample's log residuals;
+- :func:`residual_corrected`: the source model's times times exp(g(x)), g fitted on the sample's log residuals:
+  what every column of a row shares (the row's level) and each column's part against it, each a median bias
+  and a ridge on the features, or no change where leaving a row out says the fit would not help;
 - :func:`fine_tuned_frozen`: the networks' last layer alone tuned toward the sample, regularised toward the
   source weights (weight decay toward them, at its optimum), the hidden layers frozen.
 
@@ -290,12 +291,12 @@ def _adapted(model: PrimitiveCostModel, target_sample: PrimitiveDataset,
 def residual_corrected(model: PrimitiveCostModel, target_sample: PrimitiveDataset,
                        settings: ResidualSettings = DEFAULT_RESIDUALS) -> PrimitiveCostModel:
     """A copy of ``model`` whose predictions are its own times exp(g(x)), g fitted on the target sample's log
-    residuals (``_ridge.fit_residuals``): per column a bias shrunk toward the median of the columns' biases (a
-    column the sample never timed gets that median, so a uniformly slower platform moves every column while one
-    odd primitive moves only itself), plus a ridge on the standardised features once a column has
-    ``settings.min_rows_for_slopes`` times, its penalty chosen by leave-one-out error. For relative targets the
-    fit is encoded like the targets (the reference's correction, and each other column's less the
-    reference's), so the copy stays a model of the reference's time and ratios.
+    residuals (``_ridge.fit_residuals``): the rows' level (each row's median residual, which every column gets,
+    so a uniformly slower platform moves every column, the untimed ones too) plus each column's own part against
+    the level (so one odd primitive moves only itself), each a median bias and, with enough rows, a ridge on the
+    standardised features; each part keeps no change where leaving a row out says the fit would not help. For
+    relative targets the fit is encoded like the targets (the reference's correction, and each other column's
+    less the reference's), so the copy stays a model of the reference's time and ratios.
 
     Works from one configuration (then only biases move); nothing is held out. Any kind; the copy is an
     ordinary :class:`PrimitiveCostModel` (the correction is stored with it). An empty sample raises
