@@ -123,7 +123,7 @@ def test_the_level_carries_the_slope_most_columns_have() -> None:
     # without the level's slopes, the slope every column shares is in no column's own part: only the odd one's
     alone = fit_residuals(design, residual, ResidualSettings(shared=False))
     np.testing.assert_allclose(alone.coef, [[0, 0, 0, 0, 0], [0, 0, 0, 0, 0.5]], atol=0.04)
-    few = fit_residuals(design[:2], residual[:2])  # fewer rows than min_rows_for_shared (3): biases only
+    few = fit_residuals(design[:2], residual[:2])  # fewer rows than min_rows_for_slopes: biases only
     assert not few.coef.any()
 
 
