@@ -22,7 +22,7 @@ from nnperf.prediction.primitives import (
     residual_corrected,
     subsample,
 )
-from nnperf.prediction.primitives._ridge import fit_residuals, level_fit
+from nnperf.prediction.primitives._ridge import _left_out_biases, fit_residuals, level_fit
 from nnperf.primitives import ConvSample, PrimitiveDataset, TransformSample
 
 SMALL_NN = {"hidden": (32, 64, 32), "max_iterations": 300, "patience": 50, "threads": 1}
@@ -84,6 +84,15 @@ def test_a_columns_own_part_is_shrunk_and_the_level_reaches_every_column() -> No
     # every column, the untimed one too, moves by their median, 1.025; the own parts do not change
     shifted = fit_residuals(np.zeros((2, 3)), residual + 1.0, ResidualSettings(shrink_rows=2.0))
     np.testing.assert_allclose(shifted.bias, correction.bias + 1.025, atol=1e-12)
+
+
+def test_each_rows_left_out_bias_is_the_shrunk_median_of_the_others() -> None:
+    rng = np.random.default_rng(3)
+    for n in range(2, 24):
+        r = rng.normal(size=n)
+        r[: n // 3] = r[0]  # ties
+        want = np.array([np.median(np.delete(r, i)) for i in range(n)]) * (n - 1) / (n - 1 + 2.0)
+        np.testing.assert_allclose(_left_out_biases(r, 2.0), want, atol=1e-12)
 
 
 def test_a_long_tail_of_residuals_moves_the_median_not_the_mean() -> None:
