@@ -88,6 +88,17 @@ def test_transfer_profiles_a_sample_and_stores_the_model_for_the_target(capsys: 
     assert code == 0 and "correction factors" in text and "im2col-fhw" in text
     assert f"with system {target}" in text and "6 configurations" in text and "0 now and 6 before" in text
 
+    # the corrections fitted in closed form store a model of the same kind, without factors
+    last = tuned["model_id"]
+    for method in ("residual", "frozen"):
+        moved = run_json(capsys, "primitives", "transfer", "--from", "1", "--samples", "20%", "--threads", "2",
+                         "--method", method, "--db", db)
+        assert (moved["method"], moved["kind"], moved["factors"], moved["reused"]) == (method, "lin", None, 6)
+        assert moved["model_id"] > last
+        last = moved["model_id"]
+        here = run_json(capsys, "primitives", "predict", str(net), "--threads", "2", "--db", db)
+        assert all(math.isfinite(t) and t > 0 for layer in here["layers"] for t in layer["times_s"].values())
+
 
 @pytest.mark.parametrize(("argv", "needles"), [
     (("--from", "1", "--threads", "1"), ("is this platform", "ONEDNN_MAX_CPU_ISA/ATEN_CPU_CAPABILITY or --threads")),

@@ -360,8 +360,9 @@ def predict_primitives(model: ModelLike, system: System | StoredId | None = None
     return PrimitivePrediction(network.name, system_id, cost.kind, tuple(cost.primitives_), rows, predict_s)
 
 
-TRANSFER_METHODS = ("factor", "fine-tune", "factor+fine-tune")
-"""How :func:`transfer_primitive_model` moves a cost model to this platform (Mulder et al. 4.4)."""
+TRANSFER_METHODS = ("factor", "fine-tune", "factor+fine-tune", "residual", "frozen")
+"""How :func:`transfer_primitive_model` moves a cost model to this platform (Mulder et al. 4.4, and two corrections
+fitted in closed form)."""
 
 
 @dataclass(frozen=True)
@@ -415,8 +416,10 @@ def transfer_primitive_model(source: StoredId, system: System = PRIMITIVES, stor
     profiled here under the model's primitives that are available here, with the layout transformations (what the
     store already holds for this platform is not measured again); the model is then ``method``: ``"factor"`` (one
     factor per primitive and transformation, :func:`~nnperf.prediction.primitives.factor_corrected`),
-    ``"fine-tune"`` (trained further on the sample, :func:`~nnperf.prediction.primitives.fine_tuned`) or
-    ``"factor+fine-tune"`` (both, the factors first). ``harness`` defaults to
+    ``"fine-tune"`` (trained further on the sample, :func:`~nnperf.prediction.primitives.fine_tuned`),
+    ``"factor+fine-tune"`` (both, the factors first), ``"residual"`` (the log residuals' level and each column's
+    part against it, :func:`~nnperf.prediction.primitives.residual_corrected`) or ``"frozen"`` (the networks' last
+    layer alone, :func:`~nnperf.prediction.primitives.fine_tuned_frozen`). ``harness`` defaults to
     :data:`~nnperf.campaign.DATASET_HARNESS`, that of the source dataset.
 
     The source must differ from this platform: the same CPU counts as another platform with another thread count
@@ -424,7 +427,7 @@ def transfer_primitive_model(source: StoredId, system: System = PRIMITIVES, stor
     """
     from nnperf.campaign import DATASET_HARNESS, load_primitive_dataset
     from nnperf.campaign import profile_primitives as profile
-    from nnperf.prediction.primitives import correction_factors, factor_corrected, fine_tuned, subsample
+    from nnperf.prediction.primitives import subsample
 
     threads = primitive_threads(system, "transfer_primitive_model")
     share = fraction(samples, "the sample")
@@ -439,15 +442,33 @@ def transfer_primitive_model(source: StoredId, system: System = PRIMITIVES, stor
                          primitives=_runnable_primitives(model, record.id), progress=progress)
         sample = _sample_of(load_primitive_dataset(opened, report.system_id), configs)
         start = time.perf_counter()
-        factors = correction_factors(model, sample) if method != "fine-tune" else None
-        moved = factor_corrected(model, sample) if factors is not None else model
-        if method != "factor":
-            moved = fine_tuned(moved, sample, seed=seed)
+        moved, factors = _moved(model, sample, method, seed)
         transfer_s = time.perf_counter() - start
         model_id = opened.save_model(report.system_id, MODEL_KIND, moved.to_dict())
     return PrimitiveTransfer(moved, record.id, report.system_id, method, share, tuple(configs), report.measured,
                              report.reused, sample.n_samples, report.failures, factors, report.elapsed_s, transfer_s,
                              model_id)
+
+
+def _moved(model: PrimitiveCostModel, sample: PrimitiveDataset, method: str,
+           seed: int) -> tuple[PrimitiveCostModel, dict[str, float] | None]:
+    """``model`` moved with ``sample`` by ``method`` (:data:`TRANSFER_METHODS`), and the correction factors of the
+    factor methods (None for the others)."""
+    from nnperf.prediction.primitives import (
+        correction_factors,
+        factor_corrected,
+        fine_tuned,
+        fine_tuned_frozen,
+        residual_corrected,
+    )
+
+    if method == "residual":
+        return residual_corrected(model, sample), None
+    if method == "frozen":
+        return fine_tuned_frozen(model, sample), None
+    factors = correction_factors(model, sample) if method != "fine-tune" else None
+    moved = factor_corrected(model, sample) if factors is not None else model
+    return (fine_tuned(moved, sample, seed=seed) if method != "factor" else moved), factors
 
 
 def _transfer_source(store: Store, source: StoredId | None, threads: int) -> tuple[SystemRecord, PrimitiveCostModel]:

@@ -23,7 +23,7 @@ from nnperf.errors import NnperfError
 if TYPE_CHECKING:
     from nnperf.campaign import PrimitiveProfileReport
 
-TRANSFER_METHODS = ("factor", "fine-tune", "factor+fine-tune")
+TRANSFER_METHODS = ("factor", "fine-tune", "factor+fine-tune", "residual", "frozen")
 """``--method`` of ``nnperf primitives transfer`` (``nnperf.api._primitives.TRANSFER_METHODS``)."""
 
 
@@ -127,7 +127,9 @@ def _register_transfer(commands: argparse._SubParsersAction) -> None:  # type: i
                     "system's configurations here (this CPU with --threads threads; the same CPU is another "
                     "platform with another thread count or with ONEDNN_MAX_CPU_ISA/ATEN_CPU_CAPABILITY set), then "
                     "correct the source's newest cost model with one factor per primitive and transformation "
-                    "(factor), train it further on the sample (fine-tune), or both (factor+fine-tune). The result "
+                    "(factor), train it further on the sample (fine-tune), both (factor+fine-tune), fit the log "
+                    "residuals' level and each primitive's part against it (residual), or tune the networks' last "
+                    "layer alone (frozen). The result "
                     "is stored with this platform's system, where `nnperf primitives predict` and `nnperf select` "
                     "find it.")
     transfer.add_argument("--from", dest="source", required=True, metavar="ID|KEY",
