@@ -19,7 +19,7 @@ from nnperf.campaign import (
 )
 from nnperf.cli import main
 from nnperf.primitives import ConvConfig, get_primitive
-from nnperf.store import Store
+from nnperf.store import Store, SystemRecord
 
 CONFIGS = [ConvConfig.make(1, 8, 16, 12, 3, 1, 1), ConvConfig.make(1, 8, 8, 12, 1)]
 
@@ -51,6 +51,19 @@ def test_a_dataset_stored_from_its_file_reads_back_the_same_times_under_the_same
     assert {(t.batch, t.c, t.im): dict(t.times_s) for t in copy.layout} == \
         {(t.batch, t.c, t.im): dict(t.times_s) for t in source.layout}
     assert len(source.conv) == 2 and set(source.primitives) == {"torch-conv2d", "im2col-fhw"}
+
+
+def test_a_file_written_under_the_key_before_the_cpu_generation_imports_under_todays(
+        exported: tuple[Path, Path], tmp_path: Path) -> None:
+    document = _document(exported[1])
+    system = document["system"]
+    spec = SystemRecord(0, "", system["backend"], system["device"], system["device_name"], dict(system["options"]),
+                        dict(system["host"]), 0.0).spec()
+    assert spec.key == system["key"] != spec.legacy_key  # a CPU system: its generation is part of the key
+    old = _write(tmp_path / "old.json", {**document, "system": {**system, "key": spec.legacy_key}})
+    with Store(tmp_path / "target.db") as store:
+        imported = import_primitive_dataset(store, old)
+    assert imported.system.key == spec.key and imported.configurations == 2
 
 
 def _document(path: Path) -> dict:  # type: ignore[type-arg]

@@ -92,7 +92,7 @@ def _step_system(store: Store, measurer: Measurer | None) -> SystemRecord:
     """The stored record of the system ``measurer`` measures, which must have step models."""
     assert measurer is not None
     spec = measurer.system()
-    found = store.find_system(spec.key)
+    found = store.find_system(spec)
     if found is None:
         raise NnperfError(f"{store.path} has no step models of {spec.label}; measure sweeps with `nnperf sweep "
                           "conv2d --param channels ...` (and filters) on these backend options, then `nnperf "

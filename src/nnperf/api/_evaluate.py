@@ -92,7 +92,7 @@ def evaluate(models: Sequence[ModelLike] | None = None, system: MeasuringSystem 
     harness = CALIBRATION_HARNESS if budget_s is None else replace(CALIBRATION_HARNESS, budget_s=budget_s)
     with opened_store(store) as opened, measuring_on(system) as measurer:
         spec = measurer.system()
-        model = load_system_model(opened, spec.key, spec.label, spec.backend)
+        model = load_system_model(opened, spec, spec.label, spec.backend)
         for network in networks:  # refuse an uncovered network before measuring anything
             model.predict(network)
         measured = measure_networks(measurer, opened, networks, ProfileConfig(per_layer="isolated", harness=harness),

@@ -282,9 +282,9 @@ def _system_model(store: Store, backend: Backend, system: StoredSystem | None) -
     """The model of ``system`` (default: ``backend``'s), refused when it is not the system ``backend`` measures."""
     spec = backend.system()
     if system is None:
-        return load_system_model(store, spec.key, spec.label, backend.name)
+        return load_system_model(store, spec, spec.label, backend.name)
     model = system if isinstance(system, SystemModel) else load_stored_model(store, system)
-    if model.system_key != spec.key:
+    if model.system_key not in (spec.key, spec.legacy_key):
         named = "" if isinstance(system, SystemModel) else f" {system}"
         raise NnperfError(
             f"verify measures on {spec.label} here, but system{named} is {model.system_label} "

@@ -207,7 +207,7 @@ def find_primitive_system(store: Store, system: StoredId | None, threads: int) -
 
     if system is not None:
         return store.system(system)
-    here = store.find_system(primitive_system(threads).key)
+    here = store.find_system(primitive_system(threads))
     if here is not None:
         return here
     found = primitive_systems(store)

@@ -190,7 +190,7 @@ def _models_of(store: Store, stored: StoredId | None, measurer: Measurer | None,
                               f"{measurer.system().label}; measure on the system whose models you use")
         return record
     assert measurer is not None
-    found = store.find_system(measurer.system().key)
+    found = store.find_system(measurer.system())
     if found is None:
         raise NnperfError(f"{store.path} has no sweeps of {measurer.system().label}; measure them with "
                           f"`nnperf sweep {kind} ...` on these backend options")

@@ -22,7 +22,7 @@ from nnperf.campaign._profile import ProfileConfig
 from nnperf.campaign._roofline import measure_roofline
 from nnperf.campaign._sampling import sample_layers
 from nnperf.ir import Layer, Network
-from nnperf.measure import REFERENCE, HarnessConfig, read_reference
+from nnperf.measure import REFERENCE, HarnessConfig, SystemSpec, read_reference
 from nnperf.measure.backends import Backend
 from nnperf.measure.power import PowerMeter
 from nnperf.prediction import MODEL_KIND, MeasuredNetwork, RooflineModel, SystemModel, fit_system_model
@@ -109,7 +109,7 @@ def calibrate(measurer: Measurer, store: Store, networks: Sequence[Network] | No
                                 lambda what, done, part: progress(f"sampling: {what}", total, total),
                                 reference_s=sentinel_reference_s(r.whole.extra for r in runs))
     system = runner.system()
-    carried = _readings_of_reused(store, system.key, runs)
+    carried = _readings_of_reused(store, system, runs)
     model = fit_system_model(runs, system.key, system.label, profiled=profiled, roofline=roofline,
                              layer_samples=samples)
     calibration = dict(model.calibration)
@@ -123,14 +123,14 @@ def calibrate(measurer: Measurer, store: Store, networks: Sequence[Network] | No
     return model
 
 
-def _readings_of_reused(store: Store, system_key: str, runs: Sequence[MeasuredNetwork]) -> list[float] | None:
+def _readings_of_reused(store: Store, system: SystemSpec, runs: Sequence[MeasuredNetwork]) -> list[float] | None:
     """When every calibration network was reused from the store, the reference readings of the first stored
     calibration made of those very runs: the machine's speed when they were measured, which readings taken now
     do not tell (on a shared VM it moves by 10-25% within the hour). None when something was measured now or no
     such calibration is stored."""
     if not runs or not all(r.reused for r in runs):
         return None
-    record = store.find_system(system_key)
+    record = store.find_system(system)
     if record is None:
         return None
     ids = [r.run.id for r in runs]

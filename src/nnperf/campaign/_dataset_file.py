@@ -168,7 +168,7 @@ def _system(document: Mapping[str, Any], path: Path) -> SystemSpec:
                             dict(system["host"]), 0.0).spec()
     except (KeyError, TypeError, ValueError) as exc:
         raise DatasetFileError(f"{path}: a malformed system ({exc})") from None
-    if spec.key != system.get("key"):
+    if system.get("key") not in (spec.key, spec.legacy_key):
         raise DatasetFileError(f"{path}: the system's description gives key {spec.key}, not the {system.get('key')!r} "
                                "it was profiled under (was it edited?)")
     return spec

@@ -23,7 +23,7 @@ def attach_trace(store: Store, system: SystemSpec, model: str, trace: PowerTrace
 
     ``offset_s`` is added to the trace's times to bring them to Unix time.
     """
-    record = store.find_system(system.key)
+    record = store.find_system(system)
     runs = [] if record is None else [r for r in store.runs(system_id=record.id, model=model)
                                       if r.method == "isolated" and r.status == "done"]
     if not runs:

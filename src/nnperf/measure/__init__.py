@@ -69,6 +69,7 @@ from nnperf.measure._types import (
     SystemSpec,
     Timing,
     TimingStats,
+    cpu_generation,
     fused_sum_s,
 )
 
@@ -120,6 +121,7 @@ __all__ = [
     "check_document",
     "check_machine",
     "cpu_details",
+    "cpu_generation",
     "duet_placement",
     "fixed_timing",
     "fused_sum_s",

@@ -8,6 +8,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -93,13 +94,26 @@ class HostInfo:
     cpu_details: str = ""  # vendor, family/model/stepping, vector extensions, caches; '' in older stores
 
 
+def cpu_generation(cpu_details: str) -> str:
+    """What of ``cpu_details`` (:func:`nnperf.measure.cpu_details`) tells one CPU generation from another: the
+    vendor with family and model, and the vector extensions ('AuthenticAMD family 25 model 17; AVX-512, ...');
+    the model name, the stepping and the caches are left out ('' for an empty text)."""
+    parts = [part for part in cpu_details.split("; ")[1:] if not part.startswith(("L2 ", "L3 "))]
+    return "; ".join(re.sub(r" stepping \S+", "", part) for part in parts)
+
+
 @dataclass(frozen=True)
 class SystemSpec:
     """A 'system' in PreVIous' sense: a device, a framework and its options.
 
     Models fitted on one system never mix in measurements of another; ``key``
     identifies the system (the hostname is metadata, not identity: two hosts
-    with the same CPU and software are one system).
+    with the same CPU and software are one system). A CPU is named by more than
+    its model name, which a virtual machine often cuts to its family ('AMD
+    EPYC' for Zen 3 and Zen 4 alike): by :func:`cpu_generation` of the host's
+    ``cpu_details`` too. ``legacy_key`` is the key without it, which stores
+    written before kept (``Store`` adopts such a system when its recorded CPU
+    is this one).
     """
 
     backend: str
@@ -110,6 +124,15 @@ class SystemSpec:
 
     @property
     def key(self) -> str:
+        generation = cpu_generation(self.host.cpu_details) if self.device == "cpu" else ""
+        return self._hashed({"cpu": generation} if generation else {})
+
+    @property
+    def legacy_key(self) -> str:
+        """The key as stores before the CPU's generation was part of it computed it."""
+        return self._hashed({})
+
+    def _hashed(self, extra: dict[str, str]) -> str:
         identity = {
             "backend": self.backend,
             "device": self.device,
@@ -117,6 +140,7 @@ class SystemSpec:
             "options": list(self.options),
             "versions": list(self.host.versions),
             "allocator_env": list(self.host.allocator_env),
+            **extra,
         }
         return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
 

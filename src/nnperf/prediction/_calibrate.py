@@ -15,6 +15,7 @@ import numpy as np
 
 from nnperf.errors import NnperfError
 from nnperf.ir import Layer, OpType
+from nnperf.measure import SystemSpec
 from nnperf.prediction._base import CalibrationSet, fit_network_predictors
 from nnperf.prediction._features import features, model_key, model_keys
 from nnperf.prediction._model import MODEL_KIND, LayerPrediction, SystemModel
@@ -138,9 +139,9 @@ def _energy_coefficient(runs: Sequence[MeasuredNetwork], layer_predictions: Sequ
     return fit_coefficient(sums, [float(run.whole.energy_j or 0.0) for run in runs])
 
 
-def load_system_model(store: Store, system_key: str, label: str, backend: str = "torch") -> SystemModel:
-    """The latest stored model of a system; a missing one says how to calibrate."""
-    record = store.find_system(system_key)
+def load_system_model(store: Store, system: SystemSpec | str, label: str, backend: str = "torch") -> SystemModel:
+    """The latest stored model of a system (its spec, or its key); a missing one says how to calibrate."""
+    record = store.find_system(system)
     document = None if record is None else store.latest_model(record.id, MODEL_KIND)
     if document is None:
         raise missing_calibration(label, store.path, backend)

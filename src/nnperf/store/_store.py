@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nnperf.errors import StoreError
-from nnperf.measure import LayerMeasurement, Method, NetworkMeasurement, SystemSpec
+from nnperf.measure import LayerMeasurement, Method, NetworkMeasurement, SystemSpec, cpu_generation
 from nnperf.store._records import (
     LayerRecord,
     NetworkRecord,
@@ -120,7 +120,9 @@ class Store:
 
     # -- systems ------------------------------------------------------------
     def add_system(self, spec: SystemSpec) -> SystemRecord:
-        """Store ``spec`` unless a system with its ``key`` is already stored; return the stored record."""
+        """Store ``spec`` unless a system with its ``key`` is already stored (or one this store kept under its
+        ``legacy_key`` with the same CPU recorded, which is adopted); return the stored record."""
+        self._adopt_legacy(spec)
         h = spec.host
         host = {**asdict(h), "versions": dict(h.versions), "allocator_env": dict(h.allocator_env)}
         options_json = dumps(dict(spec.options), "system options")
@@ -140,10 +142,33 @@ class Store:
         """Every stored system, oldest first."""
         return [system_record(r) for r in self._read("SELECT * FROM systems ORDER BY id")]
 
-    def find_system(self, key: str) -> SystemRecord | None:
-        """The system with exactly this key, or None when it was never stored."""
+    def find_system(self, key: str | SystemSpec) -> SystemRecord | None:
+        """The system with exactly this key (or ``spec``'s, adopting one kept under its ``legacy_key`` with the
+        same CPU recorded), or None when it was never stored."""
+        if isinstance(key, SystemSpec):
+            self._adopt_legacy(key)
+            key = key.key
         rows = self._read("SELECT * FROM systems WHERE key = ?", (key,))
         return system_record(rows[0]) if rows else None
+
+    def _adopt_legacy(self, spec: SystemSpec) -> None:
+        """Gives ``spec``'s key to the system stored under its ``legacy_key`` (the key before the CPU's
+        generation was part of it) when the CPU that system recorded is of ``spec``'s generation and no system
+        has the key yet. A system of another generation, or of none recorded, stays as it is: its measurements
+        are of another CPU, or of one nobody can tell."""
+        if spec.legacy_key == spec.key or not self._read("SELECT 1 FROM systems WHERE key = ?", (spec.legacy_key,)):
+            return
+        wanted = cpu_generation(spec.host.cpu_details)
+
+        def write(c: sqlite3.Connection) -> None:
+            row = c.execute("SELECT host_json FROM systems WHERE key = ?", (spec.legacy_key,)).fetchone()
+            taken = c.execute("SELECT 1 FROM systems WHERE key = ?", (spec.key,)).fetchone()
+            if row is None or taken is not None:
+                return
+            if cpu_generation(str(json.loads(row["host_json"]).get("cpu_details") or "")) == wanted:
+                c.execute("UPDATE systems SET key = ? WHERE key = ?", (spec.key, spec.legacy_key))
+
+        retry(self._conn, self.path, write, write=True)
 
     def system(self, id_or_key_prefix: int | str) -> SystemRecord:
         """The system with this id (int) or whose key starts with this text (str).
