@@ -364,13 +364,13 @@ def print_refined(results: list[dict[str, Any]]) -> None:
     """(vii): (f) and (g), the selections refined in the program, in the same rounds as (a)-(d)."""
     print("\n(vii) (f) and (g): the predicted and profiled selections refined in the program, timed in the same "
           "rounds: median per-round ratio [95% bootstrap interval]; each selection run (s: solved, c: its "
-          "challenger) over the default in its step's rounds\n")
+          "challenger, u: the best uniform choice) over the default in its step's rounds\n")
     print("| network | refined | steps | selections run (time over the default) | (configuration, primitive) pairs "
           "run | kept | convolutions off the default | speed-up over (c) | speed-up over (d) | increase over (b) |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         for key, row in r["refine"].items():
-            runs = ", ".join(f"{'c' if run == 'challenger' else 's'} {x:.3f}"
+            runs = ", ".join(f"{'c' if run == 'challenger' else 'u' if run.startswith('uniform') else 's'} {x:.3f}"
                              for run, x in zip(row["run"], row["over_default"], strict=True))
             kept = "default" if row["kept"] is None else f"{row['kept'] + 1} ({fmt(row['confirmed'], 1, 3)})"
             print(f"| {r['network']} | ({key}) | {row['steps']} | {runs} | {row['pairs_run']} | {kept} "

@@ -120,4 +120,7 @@ def test_the_refinement_goes_on_while_a_layer_has_an_option_not_yet_run() -> Non
     refinement = refine_in_program(network, PrimitiveCosts({config: three}, moves), max_steps=2, rounds=2)
     # whatever each step solves, its challenger runs an option not run before: after two steps, all three ran
     assert refinement.steps == 2 and {(config, p) for p in three} <= set(refinement.measured_s)
-    assert [s.solver for s in refinement.history] == ["pbqp", "challenger", "pbqp", "challenger"]
+    assert [s.solver for s in refinement.history][:4] == ["pbqp", "challenger", "pbqp", "challenger"]
+    # then the best uniform choice on the refined costs, unless one of those four was it
+    assert all(s.solver.startswith("uniform:") for s in refinement.history[4:]) and len(refinement.history) <= 5
+    assert len(refinement.over_default) == len(refinement.history)

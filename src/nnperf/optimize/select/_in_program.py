@@ -15,8 +15,10 @@ every (configuration, primitive) pair run with its in-program median, scale the 
 configuration's context factor (in-program over isolated time of the pairs that were run), give every layout
 transformation that ran its in-program median too, and solve again, until the solver picks a selection already
 run and no layer has an option left to explore, or the steps run out. Of every selection run, the fastest against
-the default is kept if it is faster again in fresh rounds, its interval below 1. The transformations that did
-not run and the other layers keep their isolated costs.
+the default is kept if it is faster again in fresh rounds, its interval below 1; the best uniform choice on the
+refined costs (one primitive wherever it applies, the layouts solved around it) is run once too and competes
+alike, so a selection kept is not one a single primitive everywhere beat. The transformations that did not run
+and the other layers keep their isolated costs.
 """
 
 from __future__ import annotations
@@ -36,7 +38,12 @@ from nnperf.measure import ComparisonProtocol, PairedRatio, Rounds
 from nnperf.optimize.select._costs import PrimitiveCosts, activation_key, activation_shapes, network_convs
 from nnperf.optimize.select._execute import _inputs, build_selected
 from nnperf.optimize.select._graph import Selection, SelectionError
-from nnperf.optimize.select._network import default_selection, network_cost_graph, selection_from_labels
+from nnperf.optimize.select._network import (
+    default_selection,
+    network_cost_graph,
+    selection_from_labels,
+    uniform_selections,
+)
 from nnperf.optimize.select._solvers import solve
 from nnperf.prediction.primitives import ActivationShape
 from nnperf.primitives import ConvConfig
@@ -165,7 +172,8 @@ def time_in_program(network: Network, selections: Mapping[str, Mapping[str, str]
 @dataclass(frozen=True)
 class Refinement:
     """A selection refined in the program over ``steps`` steps. ``history`` holds every selection run, in order:
-    each step's solved one (the first on the isolated costs) and its challenger (``solver`` "challenger");
+    each step's solved one (the first on the isolated costs) and its challenger (``solver`` "challenger"), then
+    the best uniform choice on the refined costs (``solver`` "uniform:<primitive>") unless it was run already;
     ``over_default`` each one's time over the framework default's (median per-round ratio, run in the same
     rounds); ``measured_s`` the in-program time of every (configuration, primitive) pair run (s), ``moves_s`` of
     every layout transformation run (s, by activation shape and name); ``costs`` the isolated costs with them
@@ -270,6 +278,11 @@ def refine_in_program(network: Network, costs: PrimitiveCosts, max_steps: int = 
         selection = solve(refined_graph, solver)
         converged = any(selection.chosen == seen.chosen for seen in history)
         rival = challenger(network, refined, selection.chosen, measured, explore_within)
+    uniform = min(uniform_selections(refined_graph, solver=solver).values(), key=lambda u: u.cost_s)
+    if all(uniform.chosen != seen.chosen for seen in history):  # the best uniform choice, run once
+        timed = programs.time({"uniform": uniform.chosen, "default": default}, rounds, seed)
+        history.append(uniform)
+        over_default.append(timed["uniform"].ratio(timed["default"]).median)
     kept, confirmed = _confirmed(programs, history, over_default, default, rounds, seed)
     chosen = history[kept].chosen if kept is not None else default
     kept_selection = selection_from_labels(refined_graph, chosen, "in program")
