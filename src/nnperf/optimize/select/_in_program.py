@@ -17,8 +17,7 @@ transformation that ran its in-program median too, and solve again, until the so
 run and no layer has an option left to explore, or the steps run out. Of every selection run, the fastest against
 the default is kept if it is faster again in fresh rounds, its interval below 1; the best uniform choice on the
 refined costs (one primitive wherever it applies, the layouts solved around it) is run once too and competes
-alike, so a selection kept is not one a single primitive everywhere beat. The transformations that did not run
-and the other layers keep their isolated costs.
+alike. The transformations that did not run and the other layers keep their isolated costs.
 """
 
 from __future__ import annotations
