@@ -22,7 +22,7 @@ from nnperf.prediction.primitives import (
     residual_corrected,
     subsample,
 )
-from nnperf.prediction.primitives._ridge import _left_out_biases, fit_residuals, level_fit
+from nnperf.prediction.primitives._ridge import _left_out_biases, fit_residuals, level_fit, row_levels
 from nnperf.primitives import ConvSample, PrimitiveDataset, TransformSample
 
 SMALL_NN = {"hidden": (32, 64, 32), "max_iterations": 300, "patience": 50, "threads": 1}
@@ -124,7 +124,7 @@ def test_the_level_carries_the_slope_most_columns_have() -> None:
     residual[::3, 2] = np.nan  # and one misses a third of the rows
     # each row's median residual follows 0.1 + 0.3 * x0: the odd column moves the median only on rows where it
     # falls below 0.1 (x1 < -0.8), which leaves the level a slope of 0.026 on x1 (measured)
-    _, level_slopes = level_fit(design, residual, ResidualSettings())
+    _, level_slopes = level_fit(design, row_levels(residual), ResidualSettings())
     np.testing.assert_allclose(level_slopes, [0.3, 0.0], atol=0.03)
     correction = fit_residuals(design, residual)
     np.testing.assert_allclose(correction.coef[0], 0.3, atol=0.03)

@@ -189,10 +189,10 @@ def _solve(basis: Basis | None, r: np.ndarray, settings: ResidualSettings,
     return choice
 
 
-def level_fit(design: np.ndarray, residual: np.ndarray, settings: ResidualSettings) -> tuple[float, np.ndarray]:
-    """(bias, beta (d,)) of the rows' levels (:func:`row_levels`, clipped), the bias unshrunk: slopes only on a
-    shared design (n, d) with ``settings.shared`` and at least ``settings.min_rows_for_slopes`` rows."""
-    levels = row_levels(residual)
+def level_fit(design: np.ndarray, levels: np.ndarray, settings: ResidualSettings) -> tuple[float, np.ndarray]:
+    """(bias, beta (d,)) of the rows' ``levels`` (:func:`row_levels`; NaN for a row without one), clipped, the
+    bias unshrunk: slopes only on a shared design (n, d) with ``settings.shared`` and at least
+    ``settings.min_rows_for_slopes`` rows."""
     rows = ~np.isnan(levels)
     width = design.shape[-1]
     if not rows.any():
@@ -211,8 +211,9 @@ def fit_residuals(design: np.ndarray, residual: np.ndarray,
     The level's slopes need a shared design. Columns timed on the same rows share one singular value
     decomposition."""
     m, width = residual.shape[1], design.shape[-1]
-    level_bias, level_beta = level_fit(design, residual, settings)
-    own = residual - row_levels(residual)[:, None]
+    levels = row_levels(residual)
+    level_bias, level_beta = level_fit(design, levels, settings)
+    own = residual - levels[:, None]
     bias, coef = np.full(m, level_bias), np.tile(level_beta[:, None], (1, m))
     bases: dict[bytes, Basis] = {}
     for j in range(m):
