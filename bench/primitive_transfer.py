@@ -3,7 +3,7 @@
 Run: PYTHONPATH=src .venv/bin/python bench/primitive_transfer.py --db SOURCE_STORE --target-db TARGET_STORE
      [--source ID] [--target ID] [--source-model nn2/relative] [--network paper|small] [--repeats 25]
      [--fractions 0.001 0.01 0.025 0.05 0.1 0.25 0.5 1.0] [--methods direct factor residual frozen scratch]
-     [--test-fraction 0.3] [--seed 0] [--select NETWORK ...] [--target-threads 1] [--table5]
+     [--test-fraction 0.3] [--seed 0] [--select NETWORK ...] [--graphs-db PATH] [--target-threads 1] [--table5]
      [--json PATH]
 
 The target platform is a second profiled dataset, e.g. this CPU capped to AVX2 or SSE4.1:
@@ -33,9 +33,12 @@ primitive's MdRAE of its time (and of its ratio to the reference), over the tran
 each cell is the median over the subsets with the interquartile range [q1, q3]. At fraction 1 every subset is
 the whole pool: the deterministic methods are computed once there.
 
---select NETWORK ...: each network's cost graph on the target is built from the target's profiled medians (what
-the target dataset lacks is timed now, on this process's platform: run the script under the target's ISA caps,
-and give --target-threads; the other layers' layout times are profiled into --target-db) and solved; every model
+--select NETWORK ...: each network's cost graph on the target is built from the target's profiled medians and
+solved. The configurations the target dataset lacks are profiled on this process's platform (run the script under
+the target's ISA caps, and give --target-threads) into --graphs-db (default: the target store's name with
+``-graphs``), in the dataset's interleaved rounds, once: a later run reads them from there, so a network's graph
+is the same in every run, and they never join the target's pool or test part. The other layers' layout times are
+profiled into --target-db. Every model
 then solves the network from its predictions, and a table gives how much more that selection costs on the
 target's graph than the target's optimum. --table5: the source model tuned (frozen) on one primitive family of
 the whole pool at a time, scored per family (Table 5).
@@ -56,7 +59,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -66,13 +69,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from primitive_models import NETWORKS, family, load, pct, reference_of, transform_reference_of, variant_model
 
 from nnperf.api import load_model
-from nnperf.campaign import profile_layer_layouts
+from nnperf.campaign import profile_layer_layouts, profile_primitives
 from nnperf.ir import Network
 from nnperf.measure import host_info
 from nnperf.optimize.select import (
     CostGraph,
     CostGraphError,
     SelectionError,
+    network_convs,
     network_cost_graph,
     predicted_costs,
     profiled_costs,
@@ -143,10 +147,29 @@ class TargetGraph:
     layers_s: dict[str, dict[str, float]]
 
 
+def with_networks(data: PrimitiveDataset, names: Sequence[str], db: Path, threads: int) -> PrimitiveDataset:
+    """``data`` with the convolution configurations of the networks ``names`` that it lacks, profiled into the store
+    ``db`` on this process's platform with ``threads`` threads (what ``db`` holds already is not measured again)."""
+    held = {sample.config for sample in data.conv}
+    missing = sorted({config for name in names for config in network_convs(load_model(name)).values()} - held,
+                     key=config_key)
+    if not missing:
+        return data
+    log(f"profiling the {len(missing)} configurations of {', '.join(names)} the target dataset lacks into {db}")
+    with Store(db) as store:
+        profile_primitives(store, missing, threads)
+    _, extra = load(db)
+    activations = {(t.batch, t.c, t.im) for t in data.layout}
+    return replace(data, primitives=tuple(dict.fromkeys((*data.primitives, *extra.primitives))),
+                   transforms=tuple(dict.fromkeys((*data.transforms, *extra.transforms))),
+                   conv=data.conv + tuple(s for s in extra.conv if s.config in missing),
+                   layout=data.layout + tuple(t for t in extra.layout if (t.batch, t.c, t.im) not in activations))
+
+
 def target_graph(name: str, data: PrimitiveDataset, db: Path, threads: int) -> TargetGraph:
-    """``name``'s cost graph from the target's profiled medians; what the dataset lacks is timed now, on this
-    process's platform (run the script under the target's ISA caps) with ``threads`` threads; the other layers'
-    layout times are profiled into the target store."""
+    """``name``'s cost graph from the target's profiled medians (``data``, :func:`with_networks`); a transformation
+    it still lacks is timed now, on this process's platform with ``threads`` threads; the other layers' layout
+    times are profiled into the target store ``db``."""
     network = load_model(name)
     with Store(db) as store:
         layers_s = profile_layer_layouts(store, [network], threads).times_s
@@ -300,6 +323,11 @@ def table5(setup: Setup, pool: PrimitiveDataset) -> dict[str, Score]:
     return out
 
 
+def graphs_db_of(target_db: Path) -> Path:
+    """The default --graphs-db: beside the target store, its name with ``-graphs``."""
+    return target_db.with_name(f"{target_db.stem}-graphs{target_db.suffix}")
+
+
 def parse() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--db", "--source-db", dest="db", type=Path, required=True, help="the source platform's store")
@@ -316,6 +344,9 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0, help="seed of the source split and model, the target split")
     parser.add_argument("--select", nargs="*", default=[], metavar="NETWORK",
                         help="also score each model's selection on these networks against the target's optimum")
+    parser.add_argument("--graphs-db", type=Path, default=None,
+                        help="where the --select networks' configurations the target lacks are profiled, once "
+                             "(default: the target store's name with -graphs)")
     parser.add_argument("--target-threads", type=int, default=1,
                         help="threads of the target platform, for timing what its dataset lacks (default 1)")
     parser.add_argument("--table5", action="store_true", help="also tune on one family at a time (Table 5)")
@@ -342,9 +373,11 @@ def main() -> None:
     source_score = Score.of(evaluate(source, source_test, reference), {}, source_s)
     pool, _, test = split_dataset(target_data, (1 - args.test_fraction, 0.0, args.test_fraction), seed=args.seed)
     graphs = {}
+    graph_data = with_networks(target_data, args.select, args.graphs_db or graphs_db_of(args.target_db),
+                               args.target_threads) if args.select else target_data
     for name in args.select:
-        log(f"the target's cost graph of {name} (what the target dataset lacks is timed now)")
-        graphs[name] = target_graph(name, target_data, args.target_db, args.target_threads)
+        log(f"the target's cost graph of {name}")
+        graphs[name] = target_graph(name, graph_data, args.target_db, args.target_threads)
     print(f"{host_info().cpu_model}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n")
     print(f"source: {args.db} system {source_record.id}: {len(source_data.conv)} configurations; {args.source_model} "
           f"({args.network} networks; ratios to {reference or 'the most timed primitive'}) fitted on {len(train.conv)} in "
