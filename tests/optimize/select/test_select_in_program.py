@@ -8,7 +8,13 @@ import pytest
 from nnperf.ir import ConvAttrs, Layer, Network, OpType, TensorSpec
 from nnperf.optimize.select import PrimitiveCosts, SelectionError, network_cost_graph, solve
 from nnperf.optimize.select._costs import network_convs
-from nnperf.optimize.select._in_program import challenger, in_program_costs, refine_in_program, time_in_program
+from nnperf.optimize.select._in_program import (
+    UNIFORM_CANDIDATES,
+    challenger,
+    in_program_costs,
+    refine_in_program,
+    time_in_program,
+)
 from nnperf.primitives import ConvConfig
 
 
@@ -121,6 +127,9 @@ def test_the_refinement_goes_on_while_a_layer_has_an_option_not_yet_run() -> Non
     # whatever each step solves, its challenger runs an option not run before: after two steps, all three ran
     assert refinement.steps == 2 and {(config, p) for p in three} <= set(refinement.measured_s)
     assert [s.solver for s in refinement.history][:4] == ["pbqp", "challenger", "pbqp", "challenger"]
-    # then the best uniform choice on the refined costs, unless one of those four was it
-    assert all(s.solver.startswith("uniform:") for s in refinement.history[4:]) and len(refinement.history) <= 5
+    # then the best uniform choices on the refined costs, those not run yet, never the default's conv2d everywhere
+    uniforms = refinement.history[4:]
+    assert all(s.solver.startswith("uniform:") for s in uniforms) and len(uniforms) <= UNIFORM_CANDIDATES
+    assert all(s.chosen != u.chosen for s in refinement.history[:4] for u in uniforms)
+    assert "uniform:torch-conv2d" not in {s.solver for s in uniforms}
     assert len(refinement.over_default) == len(refinement.history)

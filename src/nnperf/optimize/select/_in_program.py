@@ -16,8 +16,8 @@ configuration's context factor (in-program over isolated time of the pairs that 
 transformation that ran its in-program median too, and solve again, until the solver picks a selection already
 run and no layer has an option left to explore, or the steps run out. Of every selection run, the fastest against
 the default is kept if it is faster again in fresh rounds, its interval below 1; the best uniform choice on the
-refined costs (one primitive wherever it applies, the layouts solved around it) is run once too and competes
-alike. The transformations that did not run and the other layers keep their isolated costs.
+refined costs (one primitive wherever it applies, the layouts solved around it) and the next
+:data:`UNIFORM_CANDIDATES` - 1 are run once too and compete alike. The transformations that did not run and the other layers keep their isolated costs.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from nnperf.ir import Network
 from nnperf.measure import ComparisonProtocol, PairedRatio, Rounds
 from nnperf.optimize.select._costs import PrimitiveCosts, activation_key, activation_shapes, network_convs
 from nnperf.optimize.select._execute import _inputs, build_selected
-from nnperf.optimize.select._graph import Selection, SelectionError
+from nnperf.optimize.select._graph import CostGraph, Selection, SelectionError
 from nnperf.optimize.select._network import (
     default_selection,
     network_cost_graph,
@@ -58,6 +58,10 @@ EXPLORE_WITHIN = 3.0
 times the one the layer runs. The cost models of this project were measured wrong by up to 2.4x on a whole
 layer (VGG-11's NNPACK layers, ranked fourth or lower); the bound also caps a challenger's convolutions at three
 times the selection's."""
+
+UNIFORM_CANDIDATES = 3
+"""How many of the best uniform choices on the refined costs a refinement runs (those not run already): the one
+the refined costs rank first can miss the fastest, whose convolutions' costs the steps did not measure."""
 
 
 @dataclass(frozen=True)
@@ -172,7 +176,8 @@ def time_in_program(network: Network, selections: Mapping[str, Mapping[str, str]
 class Refinement:
     """A selection refined in the program over ``steps`` steps. ``history`` holds every selection run, in order:
     each step's solved one (the first on the isolated costs) and its challenger (``solver`` "challenger"), then
-    the best uniform choice on the refined costs (``solver`` "uniform:<primitive>") unless it was run already;
+    the :data:`UNIFORM_CANDIDATES` best uniform choices on the refined costs (``solver`` "uniform:<primitive>"),
+    those not run already;
     ``over_default`` each one's time over the framework default's (median per-round ratio, run in the same
     rounds); ``measured_s`` the in-program time of every (configuration, primitive) pair run (s), ``moves_s`` of
     every layout transformation run (s, by activation shape and name); ``costs`` the isolated costs with them
@@ -277,16 +282,28 @@ def refine_in_program(network: Network, costs: PrimitiveCosts, max_steps: int = 
         selection = solve(refined_graph, solver)
         converged = any(selection.chosen == seen.chosen for seen in history)
         rival = challenger(network, refined, selection.chosen, measured, explore_within)
-    uniform = min(uniform_selections(refined_graph, solver=solver).values(), key=lambda u: u.cost_s)
-    if all(uniform.chosen != seen.chosen for seen in history):  # the best uniform choice, run once
-        timed = programs.time({"uniform": uniform.chosen, "default": default}, rounds, seed)
+    for uniform, ratio in _uniform_runs(programs, refined_graph, solver, history, default, rounds, seed):
         history.append(uniform)
-        over_default.append(timed["uniform"].ratio(timed["default"]).median)
+        over_default.append(ratio)
     kept, confirmed = _confirmed(programs, history, over_default, default, rounds, seed)
     chosen = history[kept].chosen if kept is not None else default
     kept_selection = selection_from_labels(refined_graph, chosen, "in program")
     return Refinement(kept_selection, kept, refined, tuple(history), tuple(over_default), measured, steps,
                       converged, confirmed, moved)
+
+
+def _uniform_runs(programs: _Programs, graph: CostGraph, solver: str, ran: Collection[Selection],
+                  default: Mapping[str, str], rounds: int, seed: int) -> list[tuple[Selection, float]]:
+    """The :data:`UNIFORM_CANDIDATES` best uniform choices on ``graph`` (by its costs) that neither ``ran`` nor the
+    default is, run together against the default in one set of rounds: each with its median per-round ratio."""
+    ranked = sorted(uniform_selections(graph, solver=solver).values(), key=lambda u: u.cost_s)
+    fresh = [u for u in ranked[:UNIFORM_CANDIDATES]
+             if u.chosen != default and all(u.chosen != seen.chosen for seen in ran)]
+    if not fresh:
+        return []
+    timed = programs.time({**{f"uniform {i}": u.chosen for i, u in enumerate(fresh)}, "default": default},
+                          rounds, seed)
+    return [(u, timed[f"uniform {i}"].ratio(timed["default"]).median) for i, u in enumerate(fresh)]
 
 
 def _confirmed(programs: _Programs, history: list[Selection], over_default: list[float], default: Mapping[str, str],
