@@ -155,7 +155,8 @@ def with_networks(data: PrimitiveDataset, names: Sequence[str], db: Path, thread
                      key=config_key)
     if not missing:
         return data
-    log(f"profiling the {len(missing)} configurations of {', '.join(names)} the target dataset lacks into {db}")
+    log(f"the {len(missing)} configurations of {', '.join(names)} the target dataset lacks: from {db}, profiled there "
+        f"where it lacks them")
     with Store(db) as store:
         profile_primitives(store, missing, threads)
     _, extra = load(db)
