@@ -263,3 +263,23 @@ def test_a_sample_budget_of_zero_turns_sampling_off_and_a_bad_one_is_named() -> 
     for bad in ("soon", "-5s"):
         with pytest.raises(NnperfError, match="--sample-budget"):
             parse_budget(bad, "--sample-budget")
+
+
+def test_calibrate_with_blocks_adds_their_networks_and_if_needed_wants_them(
+        capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    nets, blocks = _small_networks()[:3], [conv_net(f"block{c}", c, 12) for c in (4, 8)]
+    for where in (CALIBRATION_NETWORKS, "nnperf.campaign.calibration_networks"):
+        monkeypatch.setattr(where, lambda: nets)
+    monkeypatch.setattr("nnperf.campaign.block_calibration_networks", lambda: blocks)
+    monkeypatch.setattr("nnperf.zoo.block_calibration_names", lambda: [b.name for b in blocks])
+    db = str(tmp_path / "m.db")
+    assert run(capsys, "calibrate", *FAKE, "--no-check", "--db", db)[0] == 0
+    code, out, _ = run(capsys, "calibrate", *FAKE, "--no-check", "--blocks", "--if-needed", "--db", db)
+    assert code == 0 and "nothing to do" not in out  # the stored calibration lacks the blocks: calibrated again
+    doc = json.loads(run(capsys, "calibrate", *FAKE, "--blocks", "--if-needed", "--json", "--db", db)[1])
+    # the stored calibration is the second: on both sets, the first's networks reused rather than measured again
+    assert doc["networks"] == [n.name for n in nets + blocks] and doc["reused_networks"] == len(nets)
+    code, out, _ = run(capsys, "calibrate", *FAKE, "--blocks", "--if-needed", "--db", db)
+    assert code == 0 and "nothing to do" in out
+    code, out, _ = run(capsys, "calibrate", *FAKE, "--if-needed", "--db", db)
+    assert code == 0 and "nothing to do" in out  # without --blocks, any calibration will do

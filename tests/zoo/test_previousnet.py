@@ -217,3 +217,43 @@ def test_previousnet05_runs_for_real_and_matches_the_imported_shapes(networks):
     net = networks[entry.name]
     shape_of = {layer.name: layer.output_shape for layer in net.layers}
     assert [tuple(y.shape) for y in outputs] == [shape_of[o] for o in net.outputs]
+
+
+NET06 = [f"previousnet06_{c}" for c in CONFIGS]
+
+
+def test_previousnet06_is_registered_apart_from_the_default_calibration() -> None:
+    assert zoo.block_calibration_names() == NET06 and not set(NET06) & set(zoo.calibration_names())
+    assert zoo.get("PreVIousNet06-14x14x64").input_shape == (1, 64, 14, 14)
+
+
+@pytest.mark.parametrize("name", NET06)
+def test_previousnet06_chains_its_convolutions(name: str) -> None:
+    net = zoo_network(name)
+    counts = _counts(net)
+    assert len(net.layers) == 77 and not _dead_layers(net)
+    assert (counts[OpType.CONV], counts[OpType.BATCH_NORM], counts[OpType.RELU], counts[OpType.RELU6]) == (23, 23, 17, 4)
+    assert (counts[OpType.ADD], counts[OpType.CONCAT], counts[OpType.LINEAR]) == (5, 2, 1)
+    convs = [layer for layer in net.layers if layer.op is OpType.CONV]
+    assert Counter(layer.conv_kind for layer in convs) == {ConvKind.STANDARD: 9, ConvKind.POINTWISE: 11,
+                                                           ConvKind.DEPTHWISE: 3}
+    # what the network is for: 15 of its 23 convolutions read another's output through BN and activations only
+    # (the other 8 read the input, an add or a concat)
+    by_name = {layer.name: layer for layer in net.layers}
+
+    def reads_a_conv(layer) -> bool:
+        source = by_name.get(layer.inputs[0])
+        while source is not None and source.op in {OpType.BATCH_NORM, OpType.RELU, OpType.RELU6}:
+            source = by_name.get(source.inputs[0])
+        return source is not None and source.op is OpType.CONV
+
+    assert sum(reads_a_conv(layer) for layer in convs) == 15
+
+
+def test_previousnet06_weights_match_the_hand_count() -> None:
+    module = zoo.get("previousnet06_56x56x32").build(0)
+    conv_weights = sum(m.weight.numel() for m in module.modules() if isinstance(m, torch.nn.Conv2d))
+    # C = 32: stem 9,216; basic 18,432; bottleneck 512 + 2,304 + 512; inverted 4,096 + 1,152 + 4,096;
+    # fire 256 + 128 + 1,152; strided 18,432; basic at 2C 73,728; inverted 16,384 + 2,304 + 16,384;
+    # fire 1,024 + 512 + 4,608; depthwise 576; 1x1 4,096
+    assert conv_weights == 179_904

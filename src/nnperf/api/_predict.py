@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from nnperf import zoo
 from nnperf.api._load import InputShape, ModelLike, load_model
 from nnperf.api._session import DEFAULT_SYSTEM, StoredSystem, StoreLike, opened_store, settings
 from nnperf.campaign import CALIBRATION_HARNESS
@@ -54,14 +55,13 @@ network beside the reference, until their ratio is known within 1%, for at most 
 
 def calibrate(system: System | str = DEFAULT_SYSTEM, store: StoreLike = None, *, if_needed: bool = False,
               energy: str | None = None, budget_s: float | None = None, target_ci: float | None = None,
-              sample_budget_s: float | None = None, held_out: Sequence[ModelLike] = (),
-              progress: Progress | None = None, check: bool = True,
-              check_noise_s: float = CHECK_NOISE_S) -> SystemModel:
+              sample_budget_s: float | None = None, held_out: Sequence[ModelLike] = (), blocks: bool = False,
+              progress: Progress | None = None, check: bool = True, check_noise_s: float = CHECK_NOISE_S
+              ) -> SystemModel:
     """Profiles the calibration networks on a system and fits its models (PreVIous IV-C/IV-D).
 
-    Every measurement is stored as it is taken: an interrupted calibration
-    resumes, and networks already calibrated on the system are reused. About
-    5 minutes per backend on a 2-core VM.
+    Every measurement is stored as it is taken: an interrupted calibration resumes, and networks already
+    calibrated on the system are reused. About 5 minutes per backend on a 2-core VM.
 
     Parameters
     ----------
@@ -77,20 +77,21 @@ def calibrate(system: System | str = DEFAULT_SYSTEM, store: StoreLike = None, *,
     budget_s, target_ci : float, optional
         Per-layer time budget in seconds (default 0.5) and median CI target (default 0.02).
     sample_budget_s : float, optional
-        Seconds of sampled convolutions and pools measured alone besides the calibration networks (default
-        :data:`DEFAULT_SAMPLE_BUDGET_S`; 0: none), drawn from the layer configurations of nnperf's reference zoo and
-        placed where the kernel-aware models err most (nn-Meter's adaptive sampling;
-        :func:`nnperf.campaign.sample_layers`).
+        Seconds of sampled convolutions and pools measured alone (default :data:`DEFAULT_SAMPLE_BUDGET_S`; 0: none),
+        drawn from the layer configurations of nnperf's reference zoo where the kernel-aware models err most
+        (nn-Meter's adaptive sampling, :func:`nnperf.campaign.sample_layers`).
     held_out : sequence of models, optional
         Networks (files, zoo names or IR) whose layer configurations sampling must never measure: an evaluation
         on them then judges layers the calibration never saw. Their configurations leave the prior; the calibration
         records them, and ``if_needed`` reuses a stored calibration only when it held out the same ones.
+    blocks : bool, default False
+        Also calibrate on nnperf's PreVIousNet-06, CNN blocks chained as deployed networks chain them
+        (:func:`nnperf.zoo.block_calibration_names`); ``if_needed`` then reuses only a calibration that has them.
     progress : callable, optional
         Called with (what, done, total) as the calibration goes.
     check : bool, default True
-        Check the machine first (``nnperf check``: busy processes, load, pressure, and ``check_noise_s`` seconds
-        of the reference workload timed back to back) and store the findings with the calibration. A machine
-        found busy is calibrated all the same: the calibration says so (``calibration['machine_check']``).
+        Check the machine first (``nnperf check``, with ``check_noise_s`` seconds of noise measurement) and store
+        the findings; a busy machine is calibrated all the same, and ``calibration['machine_check']`` says so.
 
     Returns
     -------
@@ -106,12 +107,26 @@ def calibrate(system: System | str = DEFAULT_SYSTEM, store: StoreLike = None, *,
     prior = zoo_prior([load_model(model) for model in held_out]) if held_out and budget > 0 else None
     with opened_store(store) as opened, chosen.open() as runner:
         existing = _readable_calibration(opened, runner) if if_needed else None
-        if existing is not None and _holds_out(existing, prior.held_out if prior is not None else ()):
+        if existing is not None and _reusable(existing, prior.held_out if prior is not None else (), blocks):
             return existing
         found = _machine_check(runner, chosen.threads, check_noise_s, progress) if check else None
         config = ProfileConfig(per_layer="isolated", harness=_harness(budget_s, target_ci))
-        return calibrate_system(runner, opened, config=config, meter=meter, progress=progress,
-                                sample_budget_s=budget, machine_check=found, prior=prior)
+        return calibrate_system(runner, opened, _calibration_networks(blocks), config=config, meter=meter,
+                                progress=progress, sample_budget_s=budget, machine_check=found, prior=prior)
+
+
+def _calibration_networks(blocks: bool) -> list[Network] | None:
+    """The networks to calibrate on: None for the campaign's default ones, or those and PreVIousNet-06."""
+    from nnperf.campaign import block_calibration_networks, calibration_networks
+
+    return calibration_networks() + block_calibration_networks() if blocks else None
+
+
+def _reusable(model: SystemModel, held_out: Sequence[str], blocks: bool) -> bool:
+    """Whether ``model`` serves a calibration asked to hold out the networks named ``held_out`` and, with
+    ``blocks``, to include PreVIousNet-06 (:func:`nnperf.zoo.block_calibration_names`)."""
+    has_blocks = set(zoo.block_calibration_names()) <= set(model.calibration.get("networks", ()))
+    return _holds_out(model, held_out) and (has_blocks or not blocks)
 
 
 def _holds_out(model: SystemModel, names: Sequence[str]) -> bool:
@@ -152,10 +167,10 @@ def _readable_calibration(store: Store, runner: Backend) -> SystemModel | None:
 
 
 def stored_calibration(system: System | str = DEFAULT_SYSTEM, store: StoreLike = None,
-                       held_out: Sequence[ModelLike] = ()) -> SystemModel | None:
+                       held_out: Sequence[ModelLike] = (), blocks: bool = False) -> SystemModel | None:
     """The stored calibration of ``system`` on this host, or None when it has none (or no store exists yet), or,
-    with ``held_out``, when its sampling did not hold out exactly those networks (as :func:`calibrate` with
-    ``if_needed`` decides).
+    with ``held_out``, when its sampling did not hold out exactly those networks, or, with ``blocks``, when it was
+    not calibrated on PreVIousNet-06 (as :func:`calibrate` with ``if_needed`` decides).
 
     Parameters
     ----------
@@ -166,6 +181,8 @@ def stored_calibration(system: System | str = DEFAULT_SYSTEM, store: StoreLike =
     held_out : sequence of models, optional
         Networks (files, zoo names or IR) the calibration's sampling must have held out (as for
         :func:`calibrate`).
+    blocks : bool, default False
+        The calibration must have been made on PreVIousNet-06 too (as for :func:`calibrate`).
 
     Raises
     ------
@@ -180,7 +197,7 @@ def stored_calibration(system: System | str = DEFAULT_SYSTEM, store: StoreLike =
             model = _stored_model(opened, runner)
     except MissingStoreError:
         return None
-    return model if model is not None and _holds_out(model, names) else None
+    return model if model is not None and _reusable(model, names, blocks) else None
 
 
 def _stored_model(store: Store, runner: Backend) -> SystemModel | None:

@@ -37,8 +37,14 @@ CALIBRATION_HARNESS = HarnessConfig(warmup_s=0.02, target_ci=0.02, budget_s=0.5)
 
 
 def calibration_networks() -> list[Network]:
-    """The IR of every calibration network in the zoo (PreVIousNet-01 configurations, -02, nnperf's -03)."""
+    """The IR of every calibration network in the zoo (PreVIousNet-01 configurations, -02, nnperf's -03 to -05)."""
     return [zoo.zoo_network(name) for name in zoo.calibration_names()]
+
+
+def block_calibration_networks() -> list[Network]:
+    """The IR of the calibration networks ``nnperf calibrate --blocks`` adds (nnperf's PreVIousNet-06
+    configurations: CNN blocks chained as deployed networks chain them)."""
+    return [zoo.zoo_network(name) for name in zoo.block_calibration_names()]
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,8 @@ if TYPE_CHECKING:
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("calibrate", help="profile the calibration networks and fit this system's models",
                        description="Profile PreVIousNet-01 (four input configurations), PreVIousNet-02 and nnperf's "
-                                   "PreVIousNet-03 layer by layer and whole on one backend, store every measurement, "
-                                   "fit a standardised Ridge model per layer type and the network coefficient c "
+                                   "PreVIousNet-03 to -05 (and, with --blocks, -06) layer by layer and whole on one "
+                                   "backend, store every measurement, fit a standardised Ridge model per layer type and the network coefficient c "
                                    "(PreVIous, Eq. 4 and 6), learn which layers the backend fuses (from a short "
                                    "profiler pass) and the per-call difference of the composition, measure the "
                                    "roofline peaks, and store it all. Resumes if interrupted; networks already "
@@ -40,8 +40,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--held-out", nargs="+", metavar="MODEL", default=(),
                    help="networks (files or zoo names) whose layer configurations sampling must never measure, so that "
                         "an evaluation on them judges layers the calibration never saw")
+    p.add_argument("--blocks", action="store_true",
+                   help="also calibrate on nnperf's PreVIousNet-06: CNN blocks (residual, bottleneck, inverted residual, "
+                        "fire) chained as deployed networks chain them, at four input configurations; better predictions "
+                        "on backends that keep tensors in their own format along such chains (ONNX Runtime int8 and "
+                        "NCHWc), about 4 more networks of 77 layers to measure")
     p.add_argument("--if-needed", action="store_true",
-                   help="do nothing when this system already has a stored calibration")
+                   help="do nothing when this system already has a stored calibration (made with --blocks, if given)")
     p.add_argument("--no-check", action="store_true",
                    help="skip the machine check before calibrating (busy processes, load, pressure and 5 s of noise "
                         "measurement, as `nnperf check`; stored with the calibration)")
@@ -66,7 +71,8 @@ def run(args: argparse.Namespace) -> int:
     if args.if_needed:
         try:
             # what calibrate(if_needed=True) reuses: held-out networks count only where layers are sampled
-            existing = stored_calibration(system, args.db, held_out=args.held_out if sample_budget_s > 0 else ())
+            existing = stored_calibration(system, args.db, held_out=args.held_out if sample_budget_s > 0 else (),
+                                          blocks=args.blocks)
         except FormatVersionError as exc:  # an older nnperf's model: refit (stored measurements are reused)
             out.print(f"refitting: {exc}")
             existing = None
@@ -81,8 +87,8 @@ def run(args: argparse.Namespace) -> int:
         out.print(calibration_header(args.backend, args.device, args.threads, store_path, sample_budget_s))
     with Progress(not args.json, "calibrating") as progress:
         model = calibrate(system, args.db, energy=args.energy, budget_s=args.budget_s, target_ci=args.target_ci,
-                          sample_budget_s=sample_budget_s, held_out=args.held_out, progress=progress,
-                          check=not args.no_check)
+                          sample_budget_s=sample_budget_s, held_out=args.held_out, blocks=args.blocks,
+                          progress=progress, check=not args.no_check)
     print_calibration(model, store_path, args.json)
     return 0
 

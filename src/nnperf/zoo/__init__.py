@@ -2,12 +2,29 @@
 
 ``names()`` lists the reference networks (the ones to predict),
 ``calibration_names()`` the PreVIousNet calibration networks (the ones to
-profile a system with); ``get(name)`` finds either and returns a ZooEntry whose
+profile a system with), ``block_calibration_names()`` those ``--blocks`` adds; ``get(name)`` finds either and returns a ZooEntry whose
 ``build(seed)`` makes the module and ``example_input(seed)`` a canonical input;
 ``zoo_network(name)`` is a network's IR.
 """
 
 from nnperf.zoo._ir import zoo_network
-from nnperf.zoo._registry import ZooEntry, calibration_entries, calibration_names, entries, get, names
+from nnperf.zoo._registry import (
+    ZooEntry,
+    block_calibration_names,
+    calibration_entries,
+    calibration_names,
+    entries,
+    get,
+    names,
+)
 
-__all__ = ["ZooEntry", "calibration_entries", "calibration_names", "entries", "get", "names", "zoo_network"]
+__all__ = [
+    "ZooEntry",
+    "block_calibration_names",
+    "calibration_entries",
+    "calibration_names",
+    "entries",
+    "get",
+    "names",
+    "zoo_network",
+]

@@ -20,6 +20,7 @@ from nnperf.zoo.mobilenet_v3 import mobilenet_v3_large
 from nnperf.zoo.previousnet import CONFIGURATIONS, previousnet01, previousnet02, previousnet03
 from nnperf.zoo.previousnet04 import previousnet04
 from nnperf.zoo.previousnet05 import previousnet05
+from nnperf.zoo.previousnet06 import previousnet06
 from nnperf.zoo.resnet import resnet18, resnet34
 from nnperf.zoo.shufflenet import shufflenet_v2_x1_0
 from nnperf.zoo.simplenet import simplenet
@@ -174,7 +175,12 @@ _CALIBRATION: tuple[ZooEntry, ...] = (
       for height, width, channels in CONFIGURATIONS),
 )
 
-_BY_NAME: dict[str, ZooEntry] = {entry.name: entry for entry in _ENTRIES + _CALIBRATION}
+_BLOCKS: tuple[ZooEntry, ...] = _configurations(
+    "06", previousnet06, "nnperf extension, not calibrated by default: basic, bottleneck, inverted residual and fire"
+                         " blocks, a strided, a depthwise and a 1x1 conv, chained as deployed CNNs chain them")
+"""The calibration networks ``nnperf calibrate --blocks`` adds (PreVIousNet-06)."""
+
+_BY_NAME: dict[str, ZooEntry] = {entry.name: entry for entry in _ENTRIES + _CALIBRATION + _BLOCKS}
 
 
 def names() -> list[str]:
@@ -188,8 +194,13 @@ def entries() -> list[ZooEntry]:
 
 
 def calibration_names() -> list[str]:
-    """Names of the calibration networks (PreVIousNet-01, -02, -03 configurations), in registry order."""
+    """Names of the calibration networks (PreVIousNet-01 to -05 configurations), in registry order."""
     return [entry.name for entry in _CALIBRATION]
+
+
+def block_calibration_names() -> list[str]:
+    """Names of the calibration networks ``--blocks`` adds (PreVIousNet-06 configurations), in registry order."""
+    return [entry.name for entry in _BLOCKS]
 
 
 def calibration_entries() -> list[ZooEntry]:
