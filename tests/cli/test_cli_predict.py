@@ -268,9 +268,8 @@ def test_a_sample_budget_of_zero_turns_sampling_off_and_a_bad_one_is_named() -> 
 def test_calibrate_with_blocks_adds_their_networks_and_if_needed_wants_them(
         capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     nets, blocks = _small_networks()[:3], [conv_net(f"block{c}", c, 12) for c in (4, 8)]
-    for where in (CALIBRATION_NETWORKS, "nnperf.campaign.calibration_networks"):
-        monkeypatch.setattr(where, lambda: nets)
-    monkeypatch.setattr("nnperf.campaign.block_calibration_networks", lambda: blocks)
+    monkeypatch.setattr(CALIBRATION_NETWORKS, lambda: nets)
+    monkeypatch.setattr("nnperf.campaign._calibration.block_calibration_networks", lambda: blocks)
     monkeypatch.setattr("nnperf.zoo.block_calibration_names", lambda: [b.name for b in blocks])
     db = str(tmp_path / "m.db")
     assert run(capsys, "calibrate", *FAKE, "--no-check", "--db", db)[0] == 0

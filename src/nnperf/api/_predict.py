@@ -98,7 +98,7 @@ def calibrate(system: System | str = DEFAULT_SYSTEM, store: StoreLike = None, *,
     SystemModel
         The fitted models, also stored.
     """
-    from nnperf.campaign import ProfileConfig
+    from nnperf.campaign import ProfileConfig, networks_to_calibrate
     from nnperf.measure.power import get_meter
 
     chosen = settings(system, "calibrate")
@@ -111,15 +111,8 @@ def calibrate(system: System | str = DEFAULT_SYSTEM, store: StoreLike = None, *,
             return existing
         found = _machine_check(runner, chosen.threads, check_noise_s, progress) if check else None
         config = ProfileConfig(per_layer="isolated", harness=_harness(budget_s, target_ci))
-        return calibrate_system(runner, opened, _calibration_networks(blocks), config=config, meter=meter,
+        return calibrate_system(runner, opened, networks_to_calibrate(blocks), config=config, meter=meter,
                                 progress=progress, sample_budget_s=budget, machine_check=found, prior=prior)
-
-
-def _calibration_networks(blocks: bool) -> list[Network] | None:
-    """The networks to calibrate on: None for the campaign's default ones, or those and PreVIousNet-06."""
-    from nnperf.campaign import block_calibration_networks, calibration_networks
-
-    return calibration_networks() + block_calibration_networks() if blocks else None
 
 
 def _reusable(model: SystemModel, held_out: Sequence[str], blocks: bool) -> bool:

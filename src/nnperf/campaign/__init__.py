@@ -46,6 +46,7 @@ from nnperf.campaign._calibration import (
     block_calibration_networks,
     calibrate,
     calibration_networks,
+    networks_to_calibrate,
     sentinel_reference_s,
 )
 from nnperf.campaign._campaign import Campaign, Progress, no_progress, open_campaign
@@ -176,6 +177,7 @@ __all__ = [
     "measure_sentinel",
     "measure_whole_with_sentinel",
     "network_hash",
+    "networks_to_calibrate",
     "no_progress",
     "open_campaign",
     "predict_steps",

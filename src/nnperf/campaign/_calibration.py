@@ -47,6 +47,12 @@ def block_calibration_networks() -> list[Network]:
     return [zoo.zoo_network(name) for name in zoo.block_calibration_names()]
 
 
+def networks_to_calibrate(blocks: bool) -> list[Network] | None:
+    """What :func:`calibrate` is given to measure: None (its default, :func:`calibration_networks`) or, with
+    ``blocks``, those and :func:`block_calibration_networks`."""
+    return calibration_networks() + block_calibration_networks() if blocks else None
+
+
 @dataclass(frozen=True)
 class RooflineItem:
     """The roofline peaks measured on a system, as an item (:class:`nnperf.campaign.Item`) for a fleet."""

@@ -21,8 +21,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("calibrate", help="profile the calibration networks and fit this system's models",
                        description="Profile PreVIousNet-01 (four input configurations), PreVIousNet-02 and nnperf's "
                                    "PreVIousNet-03 to -05 (and, with --blocks, -06) layer by layer and whole on one "
-                                   "backend, store every measurement, fit a standardised Ridge model per layer type and the network coefficient c "
-                                   "(PreVIous, Eq. 4 and 6), learn which layers the backend fuses (from a short "
+                                   "backend, store every measurement, fit a standardised Ridge model per layer type "
+                                   "and the network coefficient c (PreVIous, Eq. 4 and 6), learn which layers the backend fuses (from a short "
                                    "profiler pass) and the per-call difference of the composition, measure the "
                                    "roofline peaks, and store it all. Resumes if interrupted; networks already "
                                    "calibrated on this system are reused.")

@@ -173,13 +173,7 @@ def calibrate_on_fleet(args: argparse.Namespace) -> int:
     """``nnperf calibrate --fleet``: every system the fleet has for these settings, calibrated in turn."""
     from dataclasses import replace
 
-    from nnperf.campaign import (
-        CALIBRATION_HARNESS,
-        ProfileConfig,
-        block_calibration_networks,
-        calibrate,
-        calibration_networks,
-    )
+    from nnperf.campaign import CALIBRATION_HARNESS, ProfileConfig, calibrate, networks_to_calibrate
     from nnperf.cli._store_arg import open_store
     from nnperf.errors import NnperfError
     from nnperf.report import console
@@ -198,9 +192,9 @@ def calibrate_on_fleet(args: argparse.Namespace) -> int:
     out, documents = console(), []
     with open_store(args) as store, fleet_runners(args, store, "calibrating") as (runners, progress):
         for runner in runners:
-            networks = calibration_networks() + block_calibration_networks() if args.blocks else None
-            model = calibrate(runner, store, networks, config=ProfileConfig(per_layer="isolated", harness=harness),
-                              progress=progress, sample_budget_s=sample_budget_s)
+            model = calibrate(runner, store, networks_to_calibrate(args.blocks),
+                              config=ProfileConfig(per_layer="isolated", harness=harness), progress=progress,
+                              sample_budget_s=sample_budget_s)
             if args.json:
                 documents.append(calibration_document(model, str(store.path)))
                 continue

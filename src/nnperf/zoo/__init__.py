@@ -2,7 +2,8 @@
 
 ``names()`` lists the reference networks (the ones to predict),
 ``calibration_names()`` the PreVIousNet calibration networks (the ones to
-profile a system with), ``block_calibration_names()`` those ``--blocks`` adds; ``get(name)`` finds either and returns a ZooEntry whose
+profile a system with), ``block_calibration_names()`` those ``nnperf calibrate
+--blocks`` adds; ``get(name)`` finds any of them and returns a ZooEntry whose
 ``build(seed)`` makes the module and ``example_input(seed)`` a canonical input;
 ``zoo_network(name)`` is a network's IR.
 """

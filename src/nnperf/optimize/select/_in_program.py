@@ -15,9 +15,10 @@ every (configuration, primitive) pair run with its in-program median, scale the 
 configuration's context factor (in-program over isolated time of the pairs that were run), give every layout
 transformation that ran its in-program median too, and solve again, until the solver picks a selection already
 run and no layer has an option left to explore, or the steps run out. Of every selection run, the fastest against
-the default is kept if it is faster again in fresh rounds, its interval below 1; the best uniform choice on the
-refined costs (one primitive wherever it applies, the layouts solved around it) and the next
-:data:`UNIFORM_CANDIDATES` - 1 are run once too and compete alike. The transformations that did not run and the other layers keep their isolated costs.
+the default is kept if it is faster again in fresh rounds, its interval below 1; the :data:`UNIFORM_CANDIDATES`
+best uniform choices on the refined costs (one primitive wherever it applies, the layouts solved around it) are
+run once too and compete alike. The transformations that did not run and the other layers keep their isolated
+costs.
 """
 
 from __future__ import annotations
