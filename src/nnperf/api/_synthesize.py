@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
     from nnperf.measure import ComparisonProtocol
     from nnperf.optimize.synthesize import Predict, ProgramSpec, Progress, SynthesisResult, ValidationSet
+    from nnperf.prediction import NetworkPrediction
 
 DIGITS_MODEL = "digits-cnn"
 """The model name of the CNN trained here on scikit-learn's digits (32x32, width 16, 8 epochs, seed 0)."""
@@ -38,6 +39,12 @@ DEFAULT_SAMPLES = 200
 """Validation samples judged by default (after the calibration part is taken)."""
 DEFAULT_CALIBRATION = 32
 """Validation samples the int8 ranges are calibrated on by default."""
+
+INT8_PREDICTOR = "kernel"
+"""The network predictor an all-int8 program's latency comes from, where its calibration fitted one (else the
+composed one): the kernel-aware predictor learns each kernel's time inside the calibration networks, while the
+composition sums isolated layer times, each paying its own quantise and dequantise, and over-predicted every
+all-int8 glyph program measured by 2 to 4.7 times (BENCHMARKS.md, "Why the calibrations miss on 32x32 networks")."""
 
 
 def digits_cache(size: int = 32, width: int = 16, epochs: int = 8, seed: int = 0) -> Path:
@@ -118,16 +125,25 @@ def _predictor(model: str | os.PathLike[str] | nn.Module, shape: tuple[int, ...]
         backend, threads, options = spec.backend_system()
         try:
             system = System(backend, threads=threads, options=options)
-            return predict(network, system, store).latency_s
+            return program_latency_s(predict(network, system, store), spec)
         except MissingCalibrationError:
             if not calibrate_missing:
                 return None
         except NnperfError:
             return None
         calibrate(system, store, if_needed=True, progress=progress)
-        return predict(network, system, store).latency_s
+        return program_latency_s(predict(network, system, store), spec)
 
     return predicted
+
+
+def program_latency_s(prediction: NetworkPrediction, spec: ProgramSpec) -> float:
+    """The predicted latency of the program ``spec`` (fp32, or every layer inexact) from its system's
+    ``prediction``: :data:`INT8_PREDICTOR`'s for an int8 program where the calibration fitted it, else the primary
+    prediction (``latency_s``, the composed one)."""
+    if spec.mode == "int8" and prediction.network_latency_s.get(INT8_PREDICTOR) is not None:
+        return float(prediction.network_latency_s[INT8_PREDICTOR])
+    return prediction.latency_s
 
 
 def synthesize(model: str | os.PathLike[str] | nn.Module, store: StoreLike = None, *,

@@ -423,3 +423,17 @@ def test_the_fastest_fp32_program_is_decided_in_paired_rounds_not_by_single_timi
         assert len(kept) == 1, runtime
     assert candidates.kept_fp32("onnxruntime")[0].spec == best.spec
     assert candidates.within(0.01) == [*candidates.kept_fp32("torch"), *candidates.kept_fp32("onnxruntime")]
+
+
+def test_an_int8_program_is_predicted_by_the_kernel_aware_predictor_where_the_calibration_has_it() -> None:
+    from nnperf.api._synthesize import program_latency_s
+    from nnperf.prediction import NetworkPrediction
+
+    both = NetworkPrediction("net", "sys", (), {"composed": 3e-3, "kernel": 1e-3, "previous": 5e-3})
+    composed_only = NetworkPrediction("net", "sys", (), {"composed": 3e-3, "previous": 5e-3})
+    int8 = ProgramSpec("onnxruntime", layout="nchwc", inexact=("conv1", "conv2"))
+    fp32, bf16 = ProgramSpec("onnxruntime", layout="nchwc"), ProgramSpec("torch", inexact=("conv1",))
+    assert int8.mode == "int8" and bf16.mode == "bf16"
+    assert program_latency_s(both, int8) == 1e-3
+    assert program_latency_s(composed_only, int8) == 3e-3  # no kernel-aware fit: the primary prediction
+    assert program_latency_s(both, fp32) == program_latency_s(both, bf16) == 3e-3
