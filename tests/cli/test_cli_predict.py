@@ -275,6 +275,7 @@ def test_calibrate_with_blocks_adds_their_networks_and_if_needed_wants_them(
     assert run(capsys, "calibrate", *FAKE, "--no-check", "--db", db)[0] == 0
     code, out, _ = run(capsys, "calibrate", *FAKE, "--no-check", "--blocks", "--if-needed", "--db", db)
     assert code == 0 and "nothing to do" not in out  # the stored calibration lacks the blocks: calibrated again
+    assert f"{len(nets + blocks)} calibration networks" in out
     doc = json.loads(run(capsys, "calibrate", *FAKE, "--blocks", "--if-needed", "--json", "--db", db)[1])
     # the stored calibration is the second: on both sets, the first's networks reused rather than measured again
     assert doc["networks"] == [n.name for n in nets + blocks] and doc["reused_networks"] == len(nets)

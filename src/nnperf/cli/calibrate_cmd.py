@@ -84,7 +84,8 @@ def run(args: argparse.Namespace) -> int:
                       f"{existing.coefficient_c:.3f}, {len(existing.latency)} layer-type models); nothing to do")
             return 0
     if not args.json:
-        out.print(calibration_header(args.backend, args.device, args.threads, store_path, sample_budget_s))
+        out.print(calibration_header(args.backend, args.device, args.threads, store_path, sample_budget_s,
+                                     args.blocks))
     with Progress(not args.json, "calibrating") as progress:
         model = calibrate(system, args.db, energy=args.energy, budget_s=args.budget_s, target_ci=args.target_ci,
                           sample_budget_s=sample_budget_s, held_out=args.held_out, blocks=args.blocks,
