@@ -76,7 +76,6 @@ from nnperf.optimize.select import (
     CostGraph,
     CostGraphError,
     SelectionError,
-    network_convs,
     network_cost_graph,
     predicted_costs,
     profiled_costs,
@@ -98,7 +97,7 @@ from nnperf.prediction.primitives import (
     split_dataset,
     subsample,
 )
-from nnperf.primitives import PrimitiveDataset, config_key
+from nnperf.primitives import PrimitiveDataset, config_key, conv_configs
 from nnperf.store import Store
 
 FRACTIONS = (0.001, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
@@ -151,8 +150,7 @@ def with_networks(data: PrimitiveDataset, names: Sequence[str], db: Path, thread
     """``data`` with the convolution configurations of the networks ``names`` that it lacks, profiled into the store
     ``db`` on this process's platform with ``threads`` threads (what ``db`` holds already is not measured again)."""
     held = {sample.config for sample in data.conv}
-    missing = sorted({config for name in names for config in network_convs(load_model(name)).values()} - held,
-                     key=config_key)
+    missing = sorted({config for name in names for config in conv_configs(load_model(name))} - held, key=config_key)
     if not missing:
         return data
     log(f"the {len(missing)} configurations of {', '.join(names)} the target dataset lacks: from {db}, profiled there "

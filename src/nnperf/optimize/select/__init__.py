@@ -46,7 +46,6 @@ from nnperf.optimize.select._costs import (
     NoConvolutionError,
     PrimitiveCosts,
     needed_transforms,
-    network_convs,
     predicted_costs,
     profiled_costs,
 )
@@ -137,7 +136,6 @@ __all__ = [
     "in_program_costs",
     "measure_selected",
     "needed_transforms",
-    "network_convs",
     "network_cost_graph",
     "predicted_costs",
     "profiled_costs",
