@@ -18,14 +18,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-
-def _conv_bn_act(cin: int, cout: int, kernel: int, stride: int, groups: int, act: type[nn.Module]) -> nn.Sequential:
-    return nn.Sequential(
-        nn.Conv2d(cin, cout, kernel, stride=stride, padding=(kernel - 1) // 2, groups=groups, bias=False),
-        nn.BatchNorm2d(cout),
-        act(inplace=True),
-    )
-
+from nnperf.zoo._layers import conv_bn
 
 # --------------------------------------------------------------------------- v1
 
@@ -42,12 +35,12 @@ class MobileNetV1(nn.Module):
 
     def __init__(self, num_classes: int = 1000) -> None:
         super().__init__()
-        layers: list[nn.Module] = [_conv_bn_act(3, 32, 3, 2, 1, nn.ReLU)]
+        layers: list[nn.Module] = [conv_bn(3, 32, 3, 2, 1, nn.ReLU)]
         cin = 32
         for cout, stride in _V1_BLOCKS:
             layers.append(nn.Sequential(
-                _conv_bn_act(cin, cin, 3, stride, cin, nn.ReLU),   # depthwise
-                _conv_bn_act(cin, cout, 1, 1, 1, nn.ReLU),         # pointwise
+                conv_bn(cin, cin, 3, stride, cin, nn.ReLU),   # depthwise
+                conv_bn(cin, cout, 1, 1, 1, nn.ReLU),         # pointwise
             ))
             cin = cout
         self.features = nn.Sequential(*layers)
@@ -72,9 +65,9 @@ class InvertedResidual(nn.Module):
         self.use_res_connect = stride == 1 and cin == cout
         layers: list[nn.Module] = []
         if expand_ratio != 1:
-            layers.append(_conv_bn_act(cin, hidden, 1, 1, 1, nn.ReLU6))
+            layers.append(conv_bn(cin, hidden, 1, 1, 1, nn.ReLU6))
         layers += [
-            _conv_bn_act(hidden, hidden, 3, stride, hidden, nn.ReLU6),
+            conv_bn(hidden, hidden, 3, stride, hidden, nn.ReLU6),
             nn.Conv2d(hidden, cout, 1, bias=False),
             nn.BatchNorm2d(cout),
         ]
@@ -99,13 +92,13 @@ class MobileNetV2(nn.Module):
 
     def __init__(self, num_classes: int = 1000, dropout: float = 0.2) -> None:
         super().__init__()
-        layers: list[nn.Module] = [_conv_bn_act(3, 32, 3, 2, 1, nn.ReLU6)]
+        layers: list[nn.Module] = [conv_bn(3, 32, 3, 2, 1, nn.ReLU6)]
         cin = 32
         for t, c, n, s in _V2_SETTINGS:
             for i in range(n):
                 layers.append(InvertedResidual(cin, c, s if i == 0 else 1, t))
                 cin = c
-        layers.append(_conv_bn_act(cin, 1280, 1, 1, 1, nn.ReLU6))
+        layers.append(conv_bn(cin, 1280, 1, 1, 1, nn.ReLU6))
         self.features = nn.Sequential(*layers)
         self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
         self.classifier = nn.Sequential(nn.Dropout(p=dropout), nn.Linear(1280, num_classes))

@@ -15,8 +15,12 @@ input: its two "FC" layers are counted as 1x1 convolutions on a 1x1 map.
 
 from __future__ import annotations
 
+import functools
+
 import torch
 from torch import nn
+
+from nnperf.zoo._layers import conv_bn
 
 
 def make_divisible(value: float, divisor: int = 8) -> int:
@@ -25,14 +29,8 @@ def make_divisible(value: float, divisor: int = 8) -> int:
     return rounded + divisor if rounded < 0.9 * value else rounded
 
 
-def _conv_bn(cin: int, cout: int, kernel: int, stride: int, groups: int, act: type[nn.Module] | None) -> nn.Sequential:
-    layers: list[nn.Module] = [
-        nn.Conv2d(cin, cout, kernel, stride=stride, padding=(kernel - 1) // 2, groups=groups, bias=False),
-        nn.BatchNorm2d(cout, eps=0.001, momentum=0.01),
-    ]
-    if act is not None:
-        layers.append(act(inplace=True))
-    return nn.Sequential(*layers)
+_conv_bn = functools.partial(conv_bn, eps=0.001, momentum=0.01)
+"""A convolution, batch normalisation as torchvision's MobileNetV3 sets it, and an activation."""
 
 
 class SqueezeExcitation(nn.Module):

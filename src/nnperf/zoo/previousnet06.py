@@ -20,19 +20,13 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-
-def _conv_bn(cin: int, cout: int, kernel: int = 3, stride: int = 1, groups: int = 1,
-             activation: type[nn.Module] | None = nn.ReLU) -> nn.Sequential:
-    """A conv (no bias, 'same' padding), batch normalisation and ``activation`` (None: none)."""
-    layers: list[nn.Module] = [nn.Conv2d(cin, cout, kernel, stride, kernel // 2, groups=groups, bias=False),
-                               nn.BatchNorm2d(cout)]
-    return nn.Sequential(*layers, *([activation()] if activation is not None else []))
+from nnperf.zoo._layers import conv_bn
 
 
 class _Basic(nn.Module):
     def __init__(self, c: int) -> None:
         super().__init__()
-        self.first, self.second, self.relu = _conv_bn(c, c), _conv_bn(c, c, activation=None), nn.ReLU()
+        self.first, self.second, self.relu = conv_bn(c, c, 3), conv_bn(c, c, 3, act=None), nn.ReLU()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.relu(self.second(self.first(x)) + x)
@@ -41,8 +35,8 @@ class _Basic(nn.Module):
 class _Bottleneck(nn.Module):
     def __init__(self, c: int) -> None:
         super().__init__()
-        self.reduce, self.conv = _conv_bn(c, c // 2, 1), _conv_bn(c // 2, c // 2)
-        self.expand, self.relu = _conv_bn(c // 2, c, 1, activation=None), nn.ReLU()
+        self.reduce, self.conv = conv_bn(c, c // 2, 1), conv_bn(c // 2, c // 2, 3)
+        self.expand, self.relu = conv_bn(c // 2, c, 1, act=None), nn.ReLU()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.relu(self.expand(self.conv(self.reduce(x))) + x)
@@ -51,9 +45,9 @@ class _Bottleneck(nn.Module):
 class _Inverted(nn.Module):
     def __init__(self, c: int) -> None:
         super().__init__()
-        self.expand = _conv_bn(c, 4 * c, 1, activation=nn.ReLU6)
-        self.depthwise = _conv_bn(4 * c, 4 * c, 3, groups=4 * c, activation=nn.ReLU6)
-        self.project = _conv_bn(4 * c, c, 1, activation=None)
+        self.expand = conv_bn(c, 4 * c, 1, act=nn.ReLU6)
+        self.depthwise = conv_bn(4 * c, 4 * c, 3, groups=4 * c, act=nn.ReLU6)
+        self.project = conv_bn(4 * c, c, 1, act=None)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.project(self.depthwise(self.expand(x))) + x
@@ -62,8 +56,8 @@ class _Inverted(nn.Module):
 class _Fire(nn.Module):
     def __init__(self, c: int) -> None:
         super().__init__()
-        self.squeeze = _conv_bn(c, c // 4, 1)
-        self.expand1, self.expand3 = _conv_bn(c // 4, c // 2, 1), _conv_bn(c // 4, c // 2, 3)
+        self.squeeze = conv_bn(c, c // 4, 1)
+        self.expand1, self.expand3 = conv_bn(c // 4, c // 2, 1), conv_bn(c // 4, c // 2, 3)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         squeezed = self.squeeze(x)
@@ -73,7 +67,7 @@ class _Fire(nn.Module):
 def previousnet06(channels: int = 32) -> nn.Module:
     """PreVIousNet-06 for ``channels`` input channels (a multiple of 4), random weights."""
     c = channels
-    return nn.Sequential(_conv_bn(c, c), _Basic(c), _Bottleneck(c), _Inverted(c), _Fire(c),
-                         _conv_bn(c, 2 * c, 3, 2), _Basic(2 * c), _Inverted(2 * c), _Fire(2 * c),
-                         _conv_bn(2 * c, 2 * c, 3, groups=2 * c), _conv_bn(2 * c, 2 * c, 1),
+    return nn.Sequential(conv_bn(c, c, 3), _Basic(c), _Bottleneck(c), _Inverted(c), _Fire(c),
+                         conv_bn(c, 2 * c, 3, 2), _Basic(2 * c), _Inverted(2 * c), _Fire(2 * c),
+                         conv_bn(2 * c, 2 * c, 3, groups=2 * c), conv_bn(2 * c, 2 * c, 1),
                          nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(2 * c, 10))
