@@ -1,4 +1,4 @@
-"""CNNergy energy, NeuPart partitioning and accelerator design sweeps (issue 5).
+"""CNNergy energy, NeuPart partitioning and accelerator design sweeps.
 
 Run: .venv/bin/python bench/accel_energy.py [--report bench/results/accel_energy.json] [--figures DIR]
 

@@ -1,4 +1,4 @@
-"""Long fuzzing run of every parser of user input (issue 15).
+"""Long fuzzing run of every parser of user input.
 
 Run: .venv/bin/python bench/fuzz_parsers.py [--examples 10000] [--parsers onnx,ir_json,...] [--seed 0]
      [--report bench/results/fuzz_parsers.json]   (about 25 minutes for 10,000 inputs per parser here)

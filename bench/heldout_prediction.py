@@ -1,4 +1,4 @@
-"""Held-out prediction (issue 21, items 4 and 5): fit only on calibration data, then predict networks that were
+"""Held-out prediction: fit only on calibration data, then predict networks that were
 never used to choose or fit anything, and judge every error against the noise of the measurement itself.
 
 Run: PYTHONPATH=src .venv/bin/python bench/heldout_prediction.py [--systems torch:1 onnxruntime:1]
@@ -68,7 +68,7 @@ from nnperf.store import Store
 from nnperf.zoo import zoo_network
 
 ZOO_HELDOUT = ("shufflenet_v2_x1_0", "mobilenet_v3_large", "convnext_tiny", "googlenet")
-"""Zoo networks no part of nnperf was chosen or fitted on (issue 21)."""
+"""Zoo networks no part of nnperf was chosen or fitted on."""
 
 NETWORKS = (*ARCHITECTURES, *ZOO_HELDOUT)
 SYSTEMS = ("torch:1", "onnxruntime:1", "torch:2", "onnxruntime:2")

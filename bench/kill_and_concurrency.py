@@ -1,4 +1,4 @@
-"""Measurement campaigns that are killed, interrupted and run side by side (issue 15).
+"""Measurement campaigns that are killed, interrupted and run side by side.
 
 Run: .venv/bin/python bench/kill_and_concurrency.py [--kills 20] [--interrupts 5] [--pairs 10] [--seed 15]
      [--report bench/results/kill_and_concurrency.json]

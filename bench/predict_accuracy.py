@@ -1,4 +1,4 @@
-"""Prediction accuracy (issue 4): calibrate, then predict the zoo networks and measure them, per backend.
+"""Prediction accuracy: calibrate, then predict the zoo networks and measure them, per backend.
 
 Run: .venv/bin/python bench/predict_accuracy.py [--backends torch,onnxruntime] [--report out.json]
      (about 10 minutes per backend here; --networks resnet18,mobilenet_v2 for a quick look)

@@ -1,4 +1,4 @@
-"""Time every available convolution primitive on one layer, with the measurement harness (issue 18, part 1).
+"""Time every available convolution primitive on one layer, with the measurement harness.
 
 Run: PYTHONPATH=src .venv/bin/python bench/primitive_times.py [--threads 1] [--c 64] [--f 64] [--im 56] [--k 3]
      [--transforms]

@@ -1,4 +1,4 @@
-"""Step-model accuracy (issue 6): d and r detected on full sweeps, 4-point characterisation on held-out sweeps,
+"""Step-model accuracy: d and r detected on full sweeps, 4-point characterisation on held-out sweeps,
 and the composed model on random configurations. Reads the store written by bench/step_sweeps.py.
 
 Run: .venv/bin/python bench/step_models.py --db bench/results/steps.db --report bench/results/step_models.json

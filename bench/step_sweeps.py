@@ -1,4 +1,4 @@
-"""Step-model measurements (issue 6): the sweeps that bench/step_models.py evaluates, into one store.
+"""Step-model measurements: the sweeps that bench/step_models.py evaluates, into one store.
 
 Run: .venv/bin/python bench/step_sweeps.py --db bench/results/steps.db [--backends torch,onnxruntime]
      [--device cuda] [--rounds 3] [--channel-step 2]   (about 25 minutes per CPU backend here)

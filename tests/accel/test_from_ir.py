@@ -406,7 +406,7 @@ def test_sample_images_ships_grace_hopper() -> None:
     assert load_image(images[0], 16, 16).shape == (1, 3, 16, 16)
 
 
-# --- resizing, normalisation and attention (issue 17) ---------------------------------------------------------
+# --- resizing, normalisation and attention ---------------------------------------------------------
 
 
 def test_conv_transpose_is_a_stride_1_row_over_the_zero_inserted_input() -> None:

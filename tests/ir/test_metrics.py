@@ -194,7 +194,7 @@ def test_network_totals():
     assert m.mem_bytes(DType.FLOAT32) == 4 * 2_616
 
 
-# activations and data movement (issue 17)
+# activations and data movement
 @pytest.mark.parametrize("op", [OpType.GELU, OpType.SOFTPLUS, OpType.MISH, OpType.EXP, OpType.LOG])
 def test_unary_activations_count_one_op_per_element(op):
     # 2x3x4x5 = 120 elements: 120 #OPs, no MACs, no weights; memOPs 120 + 0 + 120 = 240
@@ -247,7 +247,7 @@ def test_data_movement_shapes_are_checked(op, in_shape, out_shape, attrs):
 
     with pytest.raises(InvalidNetworkError):
         Layer("l", op, ("x",), (in_shape,), out_shape, attrs)
-# resizing, normalisation and attention (issue 17)
+# resizing, normalisation and attention
 def test_conv_transpose_2x2_stride_2():
     from nnperf.ir import ConvTransposeAttrs
 

@@ -154,7 +154,7 @@ def test_json_with_zero_dimension_names_the_layer():
         network_from_dict(data, source="x.json")
 
 
-# activations and data movement (issue 17)
+# activations and data movement
 def test_json_round_trip_of_issue17_attributes(tmp_path):
     from nnperf.ir import ClipAttrs, GatherAttrs, TensorSpec, TransposeAttrs
 

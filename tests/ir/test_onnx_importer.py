@@ -478,7 +478,7 @@ def test_reduce_max_over_hw_is_global_max_pool(tmp_path: Path) -> None:
 
 
 def test_reduce_mean_with_axes_not_stored_is_refused_when_strict(tmp_path: Path) -> None:
-    # over the channels it is a REDUCE_MEAN layer since issue 17; axes computed at run time are refused
+    # over the channels it is a REDUCE_MEAN layer; axes computed at run time are refused
     node = helper.make_node("ReduceMean", ["x", "axes"], ["y"], name="rm_c", keepdims=1)
     with pytest.raises(UnsupportedOperatorError) as info:
         load(tmp_path, [node], [vi("x", [1, 4, 3, 5]), helper.make_tensor_value_info("axes", TensorProto.INT64, [1])],
@@ -642,7 +642,7 @@ def test_clip_min_with_empty_max_input_is_relu(tmp_path: Path) -> None:
     assert layer.op is OpType.RELU
 
 
-def test_clip_minus1_1_is_a_clip_layer(tmp_path: Path) -> None:  # issue 17: was unsupported
+def test_clip_minus1_1_is_a_clip_layer(tmp_path: Path) -> None:  # was unsupported
     node = helper.make_node("Clip", ["x", "lo", "hi"], ["y"], name="hardtanh")
     layer = only_layer(single(tmp_path, node, [1, 2, 3, 3], opset=13, inits=[f32("lo", -1.0), f32("hi", 1.0)]))
     assert (layer.op, layer.attrs) == (OpType.CLIP, ClipAttrs(low=-1.0, high=1.0))
@@ -1477,7 +1477,7 @@ def test_initializer_of_an_unknown_data_type_is_a_shape_inference_error(tmp_path
     assert "999" in str(info.value)
 
 
-# ---- activations and data movement (issue 17) ---------------------------------------------------------
+# ---- activations and data movement ---------------------------------------------------------
 
 
 def test_hard_sigmoid_prelu_and_unary_activations(tmp_path: Path) -> None:
@@ -1603,7 +1603,7 @@ def test_a_transpose_of_other_axes_is_no_channel_shuffle(tmp_path: Path) -> None
     net = load(tmp_path, nodes, [vi("x", [1, 12, 5, 5])], [out("y")],
                [i64("grouped", [1, 3, 4, 5, 5]), i64("back", [1, 12, 5, 5])])
     assert [layer.op for layer in net.layers] == [OpType.RESHAPE, OpType.TRANSPOSE, OpType.RESHAPE]
-# ---- resizing, normalisation and attention (issue 17) --------------------------------------------
+# ---- resizing, normalisation and attention --------------------------------------------
 def test_conv_transpose_attributes(tmp_path: Path) -> None:
     from nnperf.ir import ConvTransposeAttrs
 

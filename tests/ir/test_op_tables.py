@@ -96,23 +96,23 @@ def test_fused_successors_are_the_successor_roles() -> None:
     # BN, scale, activations and element-wise layers: the set predict's composition imports.
     expected = {OpType.BATCH_NORM, OpType.SCALE, OpType.RELU, OpType.RELU6, OpType.LEAKY_RELU, OpType.SIGMOID,
                 OpType.TANH, OpType.HARDSWISH, OpType.SILU, OpType.ADD, OpType.MUL, OpType.MAX}
-    # activations and data movement (issue 17)
+    # activations and data movement
     expected |= {OpType.HARD_SIGMOID, OpType.CLIP, OpType.PRELU, OpType.GELU, OpType.SOFTPLUS, OpType.MISH,
                  OpType.EXP, OpType.LOG}
-    expected |= {OpType.SUB, OpType.DIV, OpType.POW, OpType.GELU}  # resizing, normalisation and attention (issue 17)
+    expected |= {OpType.SUB, OpType.DIV, OpType.POW, OpType.GELU}  # resizing, normalisation and attention
     assert FUSED_SUCCESSORS == expected
     assert {op for op, role in FUSION_ROLES.items() if role is FusionRole.HEAD} == set(OpType) - expected
 
 
 def test_ops_with_parameters_have_weights() -> None:
     # Conv, linear, batch norm and scale count n(W) in the metrics; exactly those get weights.
-    # issue 17: PReLU's slopes, and the weights of transposed convolutions, norms and constants
+    # PReLU's slopes, and the weights of transposed convolutions, norms and constants
     assert set(WEIGHT_MAKERS) == {OpType.CONV, OpType.LINEAR, OpType.BATCH_NORM, OpType.SCALE,
                                   OpType.PRELU} | ISSUE17_WEIGHTS
     assert set(ROW_GEOMETRY) == {OpType.CONV, OpType.LINEAR, OpType.CONV_TRANSPOSE}
 
 
-# resizing, normalisation and attention (issue 17)
+# resizing, normalisation and attention
 ISSUE17_WEIGHTS = {OpType.CONV_TRANSPOSE, OpType.LAYER_NORM, OpType.GROUP_NORM, OpType.CONSTANT}
 
 

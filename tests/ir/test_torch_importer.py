@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from nnperf.errors import NnperfWarning, UnsupportedOperatorError
-from nnperf.ir import AxisAttrs, ConvAttrs, ConvKind, NoAttrs, OpType, PoolAttrs, ScaleAttrs, UpsampleAttrs  # issue 17
+from nnperf.ir import AxisAttrs, ConvAttrs, ConvKind, NoAttrs, OpType, PoolAttrs, ScaleAttrs, UpsampleAttrs
 from nnperf.ir.importers import TraceError, from_torch
 from nnperf.ir.metrics import network_metrics
 from nnperf.ir.modules import Scale
@@ -116,8 +116,8 @@ class Strange(nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.c1 = nn.Conv1d(3, 3, 1)
-        self.gelu = nn.GELU(approximate="tanh")  # issue 17: the exact GELU is supported
-        self.gelu = nn.Softmin(dim=1)  # GELU became supported (issue 17)
+        self.gelu = nn.GELU(approximate="tanh")  # the exact GELU is supported
+        self.gelu = nn.Softmin(dim=1)  # GELU became supported
 
     def forward(self, x):
         y = self.gelu(x)
@@ -174,7 +174,7 @@ def test_concat_of_one_tensor_with_itself():
     assert cat.op is OpType.CONCAT and cat.inputs == ("relu", "relu") and cat.output_shape == (1, 6, 4, 4)
 
 
-# activations and data movement (issue 17)
+# activations and data movement
 class Issue17Activations(nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -240,7 +240,7 @@ def test_issue17_data_movement_calls():
         (OpType.GLOBAL_AVG_POOL, NoAttrs(), (1, 8, 1, 1)),
         (OpType.EXPAND, NoAttrs(), (1, 8, 5, 6)),
         (OpType.TRANSPOSE, TransposeAttrs(perm=(0, 2, 3, 1)), (1, 2, 6, 8))]
-# resizing, normalisation and attention (issue 17)
+# resizing, normalisation and attention
 class Issue17(nn.Module):
     """One of each issue-17 op, as modules and calls."""
 

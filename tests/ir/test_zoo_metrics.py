@@ -26,11 +26,11 @@ PUBLISHED = {
     "alexnet": (0.714, 61.1),
     "googlenet": (1.5, 6.6),  # torchvision variant: BN, 3x3 in the "5x5" branch, no aux heads
     "tiny_yolo_v2": (3.49, 15.86),  # darknet: 6.97 BFLOPs = 3.49 GMACs
-    # activations and data movement (issue 17); torchvision lists these MACs as "GFLOPS"
+    # activations and data movement; torchvision lists these MACs as "GFLOPS"
     "shufflenet_v2_x1_0": (0.146, 2.28),  # IR: 144.9 M MACs (-0.75%), 2,278,604 params
     "mobilenet_v3_large": (0.217, 5.48),  # IR: 216.6 M MACs, 5,483,032 params (SE FCs as 1x1 convs)
 }
-# resizing, normalisation and attention (issue 17)
+# resizing, normalisation and attention
 PUBLISHED.update({
     "convnext_tiny": (4.46, 28.59),  # torchvision: 4.46 GFLOPS (counted as MACs); ours 4.471 with 1x1-conv biases
     "vit_tiny": (1.26, 5.72),  # DeiT-Tiny/16 (fvcore, attention products included); ours 1.258
@@ -93,7 +93,7 @@ def test_onnx_export_round_trip(name, tmp_path):
     np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-2 * float(np.abs(want).max()))
 
 
-# resizing, normalisation and attention (issue 17)
+# resizing, normalisation and attention
 def _conv3x3(c_in: int, c_out: int, side: int) -> tuple[int, int]:
     """(MACs, params) of a padded 3x3 convolution with bias on a side x side map."""
     return (9 * c_in + 1) * c_out * side * side, (9 * c_in + 1) * c_out

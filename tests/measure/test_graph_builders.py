@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from nnperf.errors import UnsupportedOperatorError
-from nnperf.ir import (  # activations and data movement (issue 17)
+from nnperf.ir import (  # activations and data movement
     AxisAttrs,
     BatchNormAttrs,
     ChannelShuffleAttrs,
@@ -151,7 +151,7 @@ def _resize_pad_net() -> Network:
 SMALL = {"convpool": _conv_pool_net, "activations": _activation_net, "resizepad": _resize_pad_net}
 
 
-# activations and data movement (issue 17)
+# activations and data movement
 def _issue17_activation_net() -> Network:
     b = _Builder("issue17", x=(1, 6, 5, 4))
     y = b.add("hsig", OpType.HARD_SIGMOID, "x", attrs=HardSigmoidAttrs(alpha=1 / 6, beta=0.5))
@@ -266,7 +266,7 @@ def test_torch_and_onnxruntime_agree_on_zoo_networks(name: str) -> None:
     assert 1e-3 < float(np.abs(out).max()) < 1e3  # activations neither vanish nor explode
 
 
-@pytest.mark.parametrize("name", ["shufflenet_v2_x1_0", "mobilenet_v3_large"])  # issue 17
+@pytest.mark.parametrize("name", ["shufflenet_v2_x1_0", "mobilenet_v3_large"])
 def test_torch_and_onnxruntime_agree_on_issue17_zoo_networks(name: str) -> None:
     # without residual scaling the builders' random weights grow ShuffleNet's outputs to ~1e4: agreement only
     torch.set_num_threads(1)
@@ -274,7 +274,7 @@ def test_torch_and_onnxruntime_agree_on_issue17_zoo_networks(name: str) -> None:
     assert out.shape == (1, 1000)
 
 
-def test_torch_and_onnxruntime_agree_on_yolov8n() -> None:  # issue 17: chunk, SPPF pools, nearest upsampling
+def test_torch_and_onnxruntime_agree_on_yolov8n() -> None:  # chunk, SPPF pools, nearest upsampling
     torch.set_num_threads(1)
     (out,) = _check_torch_vs_onnx(_zoo("yolov8n"))
     assert out.shape == (1, 144, 8400)
@@ -401,7 +401,7 @@ def test_unsupported_layer_is_reported() -> None:
         build_torch(b.network("pad_channels"))
 
 
-# resizing, normalisation and attention (issue 17)
+# resizing, normalisation and attention
 def _issue17_spatial_net() -> Network:
     from nnperf.ir import ConvTransposeAttrs, GroupNormAttrs, MatmulAttrs, NormAttrs, ReduceAttrs
 

@@ -15,8 +15,8 @@ from nnperf.zoo import zoo_network
 CONFIGS = ["56x56x32", "28x28x64", "14x14x64", "7x7x64"]
 NET01 = [f"previousnet01_{c}" for c in CONFIGS]
 NET03 = [f"previousnet03_{c}" for c in CONFIGS]
-NET04 = [f"previousnet04_{c}" for c in CONFIGS]  # activations and data movement (issue 17)
-NET05 = [f"previousnet05_{c}" for c in CONFIGS]  # resizing, normalisation and attention (issue 17)
+NET04 = [f"previousnet04_{c}" for c in CONFIGS]  # activations and data movement
+NET05 = [f"previousnet05_{c}" for c in CONFIGS]  # resizing, normalisation and attention
 CALIBRATION = [*NET01, "previousnet02", *NET03, *NET04, *NET05]
 
 POOLS = {OpType.MAX_POOL, OpType.AVG_POOL, OpType.GLOBAL_AVG_POOL, OpType.GLOBAL_MAX_POOL}
@@ -40,7 +40,7 @@ def _dead_layers(net: Network) -> list[str]:
 
 def test_registry_keeps_reference_names_and_lists_calibration_apart():
     assert zoo.calibration_names() == CALIBRATION
-    # 14, + shufflenet and mobilenet v3, + unet, convnext and vit, + yolov8n (issue 17)
+    # 14, + shufflenet and mobilenet v3, + unet, convnext and vit, + yolov8n
     assert len(zoo.names()) == 14 + 2 + 3 + 1 and not set(zoo.names()) & set(CALIBRATION)
     assert all(e.calibration for e in zoo.calibration_entries())
     assert not any(e.calibration for e in zoo.entries())
@@ -164,7 +164,7 @@ def test_runs_for_real_and_matches_the_imported_shapes(networks, name):
     assert all(torch.isfinite(y).all() for y in outputs)
 
 
-# activations and data movement (issue 17)
+# activations and data movement
 ISSUE17_OPS_04 = [OpType.HARD_SIGMOID, OpType.CLIP, OpType.PRELU, OpType.GELU, OpType.SOFTPLUS, OpType.MISH, OpType.EXP,
                OpType.LOG, OpType.TRANSPOSE, OpType.CHANNEL_SHUFFLE, OpType.GATHER, OpType.EXPAND]
 
@@ -188,7 +188,7 @@ def test_previousnet04_runs_for_real_and_matches_the_imported_shapes(networks):
     shape_of = {layer.name: layer.output_shape for layer in net.layers}
     assert [tuple(y.shape) for y in outputs] == [shape_of[o] for o in net.outputs]
     assert all(torch.isfinite(y).all() for y in outputs)
-# resizing, normalisation and attention (issue 17)
+# resizing, normalisation and attention
 ISSUE17_OPS_05 = {OpType.CONV_TRANSPOSE, OpType.LAYER_NORM, OpType.GROUP_NORM, OpType.REDUCE_MEAN, OpType.REDUCE_MAX,
                OpType.MATMUL, OpType.SUB, OpType.DIV, OpType.POW, OpType.GELU, OpType.CONSTANT}
 

@@ -12,13 +12,13 @@ from nnperf.errors import UnknownModelError
 EXPECTED_NAMES = [
     "alexnet", "allcnn_c", "mobilenet_v1", "mobilenet_v2", "resnet18", "resnet34", "simplenet",
     "squeezenet1_0", "squeezenet1_1", "tiny_yolo_v2", "googlenet", "vgg11", "vgg16", "vgg19",
-    "shufflenet_v2_x1_0", "mobilenet_v3_large",  # activations and data movement (issue 17)
+    "shufflenet_v2_x1_0", "mobilenet_v3_large",  # activations and data movement
 ]
-EXPECTED_NAMES += ["unet", "convnext_tiny", "vit_tiny"]  # resizing, normalisation and attention (issue 17)
+EXPECTED_NAMES += ["unet", "convnext_tiny", "vit_tiny"]  # resizing, normalisation and attention
 
 OUTPUT_SHAPES = {name: (1, 1000) for name in EXPECTED_NAMES}
 OUTPUT_SHAPES.update({"allcnn_c": (1, 10), "simplenet": (1, 100), "tiny_yolo_v2": (1, 125, 13, 13)})
-OUTPUT_SHAPES["unet"] = (1, 2, 256, 256)  # issue 17
+OUTPUT_SHAPES["unet"] = (1, 2, 256, 256)
 
 # Published parameter counts, checked within 1%.
 PUBLISHED_PARAMS = {
@@ -33,7 +33,7 @@ PUBLISHED_PARAMS = {
     "vgg11": 132.86e6,
     "vgg16": 138.36e6,
     "vgg19": 143.67e6,
-    "shufflenet_v2_x1_0": 2.28e6,  # activations and data movement (issue 17)
+    "shufflenet_v2_x1_0": 2.28e6,  # activations and data movement
     "mobilenet_v3_large": 5.48e6,
 }
 
@@ -66,7 +66,7 @@ EXACT_PARAMS = {
     #   15,855,661 + 6,112 = 15,861,773
     "tiny_yolo_v2": 15_861_773,
 }
-# resizing, normalisation and attention (issue 17)
+# resizing, normalisation and attention
 PUBLISHED_PARAMS.update({"convnext_tiny": 28.59e6, "vit_tiny": 5.72e6})
 # U-Net, 4 levels, base 32, padded 3x3 convs with bias, 2x2/2 up-convolutions, 1x1 head to 2 classes:
 #   contracting: 3->32, 32->32; 32->64, 64->64; 64->128, 128->128; 128->256, 256->256; 256->512, 512->512
@@ -76,7 +76,7 @@ PUBLISHED_PARAMS.update({"convnext_tiny": 28.59e6, "vit_tiny": 5.72e6})
 #   head 1x1 32->2: 32*2 + 2 = 66;  4,712,224 + 3,047,840 + 66 = 7,760,130
 EXACT_PARAMS["unet"] = 7_760_130
 
-# a YOLO-style detector (issue 17): raw head maps of 4 x 16 DFL box + 80 class channels on 80^2 + 40^2 + 20^2
+# a YOLO-style detector: raw head maps of 4 x 16 DFL box + 80 class channels on 80^2 + 40^2 + 20^2
 # anchors; Ultralytics' unfused 3,157,200 params include the DFL's 16 fixed weights, which are not built here
 EXPECTED_NAMES.append("yolov8n")
 OUTPUT_SHAPES["yolov8n"] = (1, 4 * 16 + 80, 80 * 80 + 40 * 40 + 20 * 20)

@@ -35,10 +35,12 @@ class ZooNetwork:
 
 @dataclass(frozen=True)
 class Zoo:
-    """The reference networks and the calibration networks (PreVIousNet), in registry order."""
+    """The reference networks, the default calibration networks (PreVIousNet-01 to -05) and those ``nnperf calibrate
+    --blocks`` adds (PreVIousNet-06), in registry order."""
 
     networks: tuple[ZooNetwork, ...]
     calibration_networks: tuple[ZooNetwork, ...]
+    block_calibration_networks: tuple[ZooNetwork, ...]
 
 
 def zoo() -> Zoo:
@@ -46,7 +48,8 @@ def zoo() -> Zoo:
     from nnperf import zoo as registry
 
     return Zoo(tuple(_zoo_network(e) for e in registry.entries()),
-               tuple(_zoo_network(e) for e in registry.calibration_entries()))
+               tuple(_zoo_network(e) for e in registry.calibration_entries()),
+               tuple(_zoo_network(e) for e in registry.block_calibration_entries()))
 
 
 def _zoo_network(entry: ZooEntry) -> ZooNetwork:

@@ -1,7 +1,8 @@
 """``nnperf zoo``: the built-in networks with their input sizes, MACs and parameters.
 
-Reference networks and PreVIousNet calibration networks are listed in two tables
-(two lists in the JSON: ``networks`` and ``calibration_networks``).
+Reference networks, the default calibration networks (PreVIousNet-01 to -05) and those ``calibrate --blocks``
+adds (PreVIousNet-06) are listed in three tables (three lists in the JSON: ``networks``, ``calibration_networks``
+and ``block_calibration_networks``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import json
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("zoo", help="list the built-in networks", description="List the zoo's reference "
-                       "networks, then its calibration networks (PreVIousNet), with their canonical input size, "
+                       "networks, then its calibration networks (PreVIousNet) and those `nnperf calibrate --blocks` adds, with their canonical input size, "
                        "MACs and parameters.")
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
     p.set_defaults(run=run)
@@ -27,11 +28,13 @@ def run(args: argparse.Namespace) -> int:
     found = zoo()
     reference = [network.to_dict() for network in found.networks]
     calibration = [network.to_dict() for network in found.calibration_networks]
+    blocks = [network.to_dict() for network in found.block_calibration_networks]
     if args.json:
         print(json.dumps({"format": "nnperf-zoo", "version": 1, "networks": reference,
-                          "calibration_networks": calibration}, indent=1))
+                          "calibration_networks": calibration, "block_calibration_networks": blocks}, indent=1))
         return 0
-    for title, rows in (("nnperf zoo", reference), ("calibration networks (PreVIousNet)", calibration)):
+    for title, rows in (("nnperf zoo", reference), ("calibration networks (PreVIousNet)", calibration),
+                        ("calibration networks `nnperf calibrate --blocks` adds", blocks)):
         table = Table(title=title, title_justify="left")
         for column, justify in (("name", "left"), ("input", "left"), ("layers", "right"), ("MACs", "right"),
                                 ("params", "right"), ("description", "left")):

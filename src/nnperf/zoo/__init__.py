@@ -11,6 +11,7 @@ profile a system with), ``block_calibration_names()`` those ``nnperf calibrate
 from nnperf.zoo._ir import zoo_network
 from nnperf.zoo._registry import (
     ZooEntry,
+    block_calibration_entries,
     block_calibration_names,
     calibration_entries,
     calibration_names,
@@ -21,6 +22,7 @@ from nnperf.zoo._registry import (
 
 __all__ = [
     "ZooEntry",
+    "block_calibration_entries",
     "block_calibration_names",
     "calibration_entries",
     "calibration_names",

@@ -208,6 +208,11 @@ def calibration_entries() -> list[ZooEntry]:
     return list(_CALIBRATION)
 
 
+def block_calibration_entries() -> list[ZooEntry]:
+    """The entries ``nnperf calibrate --blocks`` adds (PreVIousNet-06), in registry order."""
+    return list(_BLOCKS)
+
+
 ALIASES: dict[str, str] = {"squeezenet_v11": "squeezenet1_1", "squeezenet_v10": "squeezenet1_0",
                            "googlenet_v1": "googlenet"}
 """Other names of zoo networks: those the CNNergy reference tables use (``nnperf accel``, ``partition``)."""
