@@ -283,3 +283,8 @@ def test_calibrate_with_blocks_adds_their_networks_and_if_needed_wants_them(
     assert code == 0 and "nothing to do" in out
     code, out, _ = run(capsys, "calibrate", *FAKE, "--if-needed", "--db", db)
     assert code == 0 and "nothing to do" in out  # without --blocks, any calibration will do
+    # with the blocks, the kernel-aware predictor judges its sampled layers by the in-network ones
+    from nnperf.campaign import predictor_options
+
+    assert predictor_options(nets) == {}
+    assert predictor_options(nets + blocks) == {"kernel": {"sampled_layers": "judged"}}

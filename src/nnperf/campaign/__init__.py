@@ -47,6 +47,7 @@ from nnperf.campaign._calibration import (
     calibrate,
     calibration_networks,
     networks_to_calibrate,
+    predictor_options,
     sentinel_reference_s,
 )
 from nnperf.campaign._campaign import Campaign, Progress, no_progress, open_campaign
@@ -181,6 +182,7 @@ __all__ = [
     "no_progress",
     "open_campaign",
     "predict_steps",
+    "predictor_options",
     "primitive_system",
     "primitive_systems",
     "profile_layer_layouts",

@@ -53,6 +53,14 @@ def networks_to_calibrate(blocks: bool) -> list[Network] | None:
     return calibration_networks() + block_calibration_networks() if blocks else None
 
 
+def predictor_options(networks: Sequence[Network]) -> dict[str, dict[str, str]]:
+    """How :func:`calibrate` makes its network predictors: with PreVIousNet-06 among ``networks``, the kernel-aware
+    predictor judges the sampled layers by the in-network ones (:class:`~nnperf.prediction.kernel.KernelModel`'s
+    ``sampled_layers``); else the defaults."""
+    names = {network.name for network in networks}
+    return {"kernel": {"sampled_layers": "judged"}} if set(zoo.block_calibration_names()) <= names else {}
+
+
 @dataclass(frozen=True)
 class RooflineItem:
     """The roofline peaks measured on a system, as an item (:class:`nnperf.campaign.Item`) for a fleet."""
@@ -123,7 +131,7 @@ def calibrate(measurer: Measurer, store: Store, networks: Sequence[Network] | No
     system = runner.system()
     carried = _readings_of_reused(store, system, runs)
     model = fit_system_model(runs, system.key, system.label, profiled=profiled, roofline=roofline,
-                             layer_samples=samples)
+                             layer_samples=samples, predictor_options=predictor_options(networks))
     calibration = dict(model.calibration)
     calibration.update({"wall_s": time.perf_counter() - started, "reused_networks": sum(r.reused for r in runs),
                         "harness": {"target_ci": config.harness.target_ci, "budget_s": config.harness.budget_s},

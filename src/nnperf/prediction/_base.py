@@ -365,8 +365,10 @@ def network_predictor_names() -> list[str]:
 
 
 def fit_network_predictors(calibration: CalibrationSet, names: Sequence[str] | None = None,
-                           on_skip: Callable[[str, str], None] | None = None) -> dict[str, NetworkPredictor]:
-    """Every registered network predictor (or those ``names``) that this calibration can fit, fitted."""
+                           on_skip: Callable[[str, str], None] | None = None,
+                           options: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, NetworkPredictor]:
+    """Every registered network predictor (or those ``names``) that this calibration can fit, fitted; ``options``
+    maps a predictor's name to the keyword arguments it is made with (default: none)."""
     fitted: dict[str, NetworkPredictor] = {}
     for name in names if names is not None else network_predictor_names():
         klass = predictor_class(name)
@@ -377,5 +379,5 @@ def fit_network_predictors(calibration: CalibrationSet, names: Sequence[str] | N
             if on_skip is not None:
                 on_skip(name, available.reason)
             continue
-        fitted[name] = klass().fit(calibration)
+        fitted[name] = klass(**(options or {}).get(name, {})).fit(calibration)
     return fitted

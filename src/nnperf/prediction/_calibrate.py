@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -42,7 +43,8 @@ def fit_system_model(runs: Sequence[MeasuredNetwork], system_key: str, system_la
                      alpha: float = 1.0, profiled: Sequence[MeasuredNetwork] = (),
                      roofline: RooflineModel | None = None,
                      layer_samples: Sequence[tuple[Layer, float]] = (),
-                     ridge_sampled_types: Collection[str] | None = None) -> SystemModel:
+                     ridge_sampled_types: Collection[str] | None = None,
+                     predictor_options: Mapping[str, Mapping[str, Any]] | None = None) -> SystemModel:
     """Ridge models per layer type on the isolated layer medians (and the generic layers' memory-bound model on
     all the memory-bound ones, see ``MEMORY_BOUND_OPS``), then every registered network predictor
     (c, the composition, the baselines, ...) that the calibration can fit, on the whole-network medians.
@@ -53,6 +55,7 @@ def fit_system_model(runs: Sequence[MeasuredNetwork], system_key: str, system_la
     fitted (``calibration['not_fitted']`` says so). ``layer_samples`` (sampled layers measured alone, with
     their seconds) feed the kernel-aware predictor; those of ``ridge_sampled_types`` (default
     :data:`RIDGE_SAMPLED_TYPES`, the pools) also join the latency Ridge of their layer type.
+    ``predictor_options`` maps a network predictor's name to the keyword arguments it is made with.
     """
     ridge_types = RIDGE_SAMPLED_TYPES if ridge_sampled_types is None else frozenset(ridge_sampled_types)
     rows = _calibration_rows(runs)
@@ -66,7 +69,7 @@ def fit_system_model(runs: Sequence[MeasuredNetwork], system_key: str, system_la
         None if roofline is None else roofline.ops_per_s_, None if roofline is None else roofline.bytes_per_s_,
         {LAYER_SAMPLES: tuple(layer_samples)})
     skipped: dict[str, str] = {}
-    predictors = fit_network_predictors(calibration_set, on_skip=skipped.__setitem__)
+    predictors = fit_network_predictors(calibration_set, on_skip=skipped.__setitem__, options=predictor_options)
     calibration = {
         "networks": [run.network.name for run in runs],
         "layers": sum(len(run.layers) for run in runs),

@@ -25,6 +25,7 @@ from nnperf.prediction.kernel import (
     KernelModel,
     StoredRegressor,
     choose,
+    choose_with_extra,
     fit_regressor,
     kernel_features,
     kernel_kind,
@@ -103,6 +104,30 @@ def test_too_few_samples_to_cross_validate_get_the_power_law_unscored() -> None:
     assert chosen.kind == "ridge" and scores == {}
 
 
+def test_extra_samples_join_where_they_agree_and_stay_out_where_they_are_biased() -> None:
+    x, y = _planted(40, 6)
+    extra_x, extra_y = _planted(60, 7)
+    agreeing = choose_with_extra(x, y, extra_x, extra_y, candidates=("ridge",))
+    # the same law: with them the power law (ridge, alpha 1) is within 2% either way; a tie goes to joining them
+    assert agreeing.extra and agreeing.regressor.kind == "ridge"
+    assert set(agreeing.scores) == {"ridge", "ridge+extra"} and agreeing.scores["ridge+extra"] < 0.02
+    biased = choose_with_extra(x, y, extra_x, 3.0 * extra_y, candidates=("ridge",))
+    # three times too slow (an int8 layer alone also converts its input and output): they would pull every
+    # prediction of the in-network samples up, so they stay out and the law is recovered
+    assert not biased.extra and biased.scores["ridge"] < 0.05 and biased.scores["ridge+extra"] > 0.5
+    assert np.median(np.abs(biased.regressor.predict_s(x) / y - 1)) < 0.05
+    # too few samples of the trusted source to judge the extra ones by: both join
+    few = choose_with_extra(x[:5], y[:5], extra_x, 3.0 * extra_y, candidates=("ridge",))
+    assert few.extra and few.regressor.kind == "ridge"
+    only_extra = choose_with_extra(np.empty((0, 2)), [], extra_x, extra_y, candidates=("ridge",))
+    assert only_extra.extra
+
+
+def test_the_kernel_model_refuses_an_unknown_way_for_sampled_layers() -> None:
+    with pytest.raises(NnperfError, match="judged or always, not 'sometimes'"):
+        KernelModel(sampled_layers="sometimes")
+
+
 def test_an_unknown_stored_regressor_is_refused() -> None:
     with pytest.raises(NnperfError, match="unknown kind 'svm'"):
         StoredRegressor.from_dict({"kind": "svm", "mean": [], "scale": [], "state": {}})
@@ -138,6 +163,7 @@ def test_the_kernel_model_learns_context_and_takes_sampled_kinds(tmp_path) -> No
     assert model.context_s("conv:standard") == pytest.approx(IN_NETWORK_EXTRA_S)
     assert model.context_s_["*"] == pytest.approx(IN_NETWORK_EXTRA_S)
     assert model.samples_["conv:grouped"] == len(grouped)  # a kind only the samples hold gets its own model
+    assert model.sampled_ == {"conv:grouped": True} and model.sampled_layers == "always"
     layer = _conv(48, 48, 20, 3, groups=12)
     want = backend.model.layer_cost_s(layer) + IN_NETWORK_EXTRA_S  # its time inside a network
     got = model.models_["conv:grouped"].predict_s(kernel_features(layer, layer_metrics(layer))[None])[0]

@@ -4,8 +4,8 @@ in-network layer times, composed the way the backend runs them.
 - :class:`KernelModel`, the network predictor ``kernel`` fitted at calibration next to PreVIous' (``_model.py``);
 - :func:`kernel_kind`, :class:`ConvKernel` and :func:`kernel_features`: which kernel runs a layer and what tells
   kernels of one kind apart (``_kinds.py``);
-- :class:`Regressor`, :func:`choose`, :func:`fit_regressor` and :class:`StoredRegressor`: the candidate
-  regressors, stored as numbers, never pickles (``_regressors.py``);
+- :class:`Regressor`, :func:`choose`, :func:`choose_with_extra`, :func:`fit_regressor` and
+  :class:`StoredRegressor`: the candidate regressors, stored as numbers, never pickles (``_regressors.py``);
 - :class:`ConvSample`, :class:`PoolSample` and :class:`LinearSample`, :func:`grid_draw` and :func:`next_round`: where calibration by
   adaptive sampling places convolution and pooling configurations (``_sampling.py``; ``nnperf.campaign.sample_layers``
   measures them);
@@ -21,9 +21,9 @@ from nnperf.prediction.kernel._kinds import (
     kernel_features,
     kernel_kind,
 )
-from nnperf.prediction.kernel._model import LAYER_SAMPLES, KernelModel
+from nnperf.prediction.kernel._model import LAYER_SAMPLES, SAMPLED_LAYERS, KernelModel
 from nnperf.prediction.kernel._prior import LayerPrior, layer_sample, zoo_prior
-from nnperf.prediction.kernel._regressors import REGRESSORS, Regressor, choose
+from nnperf.prediction.kernel._regressors import REGRESSORS, Chosen, Regressor, choose, choose_with_extra
 from nnperf.prediction.kernel._regressors import Stored as StoredRegressor
 from nnperf.prediction.kernel._regressors import fit as fit_regressor
 from nnperf.prediction.kernel._sampling import (
@@ -51,6 +51,8 @@ __all__ = [
     "PRIOR",
     "REGRESSORS",
     "SAMPLED_KINDS",
+    "SAMPLED_LAYERS",
+    "Chosen",
     "ConvKernel",
     "ConvSample",
     "Drawer",
@@ -63,6 +65,7 @@ __all__ = [
     "Sample",
     "StoredRegressor",
     "choose",
+    "choose_with_extra",
     "fit_regressor",
     "grid_draw",
     "kernel_features",

@@ -14,7 +14,15 @@ predictor does about each:
    their kind's median in-network minus isolated time on the calibration layers measured both ways. The
    difference is a per-layer offset, not a ratio: on torch it is tens of microseconds whatever the layer's size
    (a 0.1 ms layer takes twice its isolated time in the profiler, a 1 ms one 1.0-1.1 times), so a ratio learnt
-   on the calibration's small layers would double a large sampled one.
+   on the calibration's small layers would double a large sampled one. No offset captures what an int8 layer
+   timed alone adds: it also quantises its input and dequantises its output, work proportional to its
+   activations. On ONNX Runtime int8 the depthwise samples made a 32x32 MobileNet v2 predict 1.6 times its
+   measured time. So where the calibration networks include PreVIousNet-06 (``nnperf calibrate --blocks``),
+   whose in-network layers span the blocks CNNs are built of, a kind's sampled layers join its regressor only
+   where they lower its cross-validated error on the in-network layers (``sampled_layers="judged"``,
+   :func:`choose_with_extra`). Without those networks a kind has too few in-network layers to judge by, and
+   judging made the glyph networks' predictions worse on ONNX Runtime (BENCHMARKS.md, "Sampled layers judged by
+   the in-network layers"), so every sampled layer joins.
 3. **Composition.** The per-layer times compose as nnperf's composition does (the backend's fusion rules from
    the profiler, plus a per-call delta fitted on the whole calibration networks).
 
@@ -30,13 +38,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from nnperf.errors import NnperfError
 from nnperf.ir import Layer, Network
 from nnperf.ir.metrics import layer_metrics, network_metrics
 from nnperf.prediction._base import CalibrationSet, FittedOn, NetworkInput, NetworkPredictor, register_predictor
 from nnperf.prediction._composition import MIN_COMPOSITION_NETWORKS, Composition, compose_calibration
 from nnperf.prediction._features import layer_signature
 from nnperf.prediction.kernel._kinds import CONV_KINDS, kernel_features, kernel_kind
-from nnperf.prediction.kernel._regressors import REGRESSORS, Regressor, Stored, choose
+from nnperf.prediction.kernel._regressors import REGRESSORS, Chosen, Regressor, Stored, choose, choose_with_extra
 from nnperf.registry import Availability
 
 if TYPE_CHECKING:
@@ -47,6 +56,9 @@ LAYER_SAMPLES = "layer_samples"
 
 MIN_CONTEXT_PAIRS = 3
 """A kind's own context offset needs this many layers measured both alone and in a network; else the median."""
+
+SAMPLED_LAYERS = ("judged", "always")
+"""How sampled layers join a kind's regressor (:class:`KernelModel`'s ``sampled_layers``)."""
 
 OTHER_CANDIDATES: tuple[str, ...] = (Regressor.RIDGE.value, Regressor.FOREST.value)
 """The regressors the layer types other than convolutions choose from by default."""
@@ -66,10 +78,16 @@ class KernelModel(NetworkPredictor):
     folds : int, default 5
         Cross-validation folds.
     seed : int, default 0
+    sampled_layers : str, default 'always'
+        How the sampled layers (measured alone, plus their kind's context offset) join a kind's regressor:
+        ``always``, every one; ``judged``, only where they lower its cross-validated error on the calibration
+        networks' in-network layer times (:func:`choose_with_extra`), which a calibration with PreVIousNet-06
+        asks for (see the module docstring).
 
     After ``fit``: ``models_`` (kind -> fitted regressor), ``scores_`` (kind -> each candidate's
     cross-validated median relative error), ``samples_`` (kind -> samples fitted), ``context_s_`` (kind ->
-    median in-network minus isolated seconds, with ``"*"`` the median over every layer) and ``composition_``.
+    median in-network minus isolated seconds, with ``"*"`` the median over every layer), ``sampled_`` (kind ->
+    whether its sampled layers joined, for the kinds that had some) and ``composition_``.
     """
 
     name = "kernel"
@@ -78,7 +96,11 @@ class KernelModel(NetworkPredictor):
     display_order = 25
 
     def __init__(self, candidates: Sequence[str] = REGRESSORS, other_candidates: Sequence[str] = OTHER_CANDIDATES,
-                 folds: int = 5, seed: int = 0) -> None:
+                 folds: int = 5, seed: int = 0, sampled_layers: str = "always") -> None:
+        if sampled_layers not in SAMPLED_LAYERS:
+            raise NnperfError(f"sampled layers join the kernel model {' or '.join(SAMPLED_LAYERS)}, "
+                              f"not {sampled_layers!r}")
+        self.sampled_layers = sampled_layers
         self.candidates = tuple(candidates)
         self.other_candidates = tuple(other_candidates)
         self.folds = folds
@@ -92,44 +114,34 @@ class KernelModel(NetworkPredictor):
         return Availability.yes()
 
     def fit(self, calibration: CalibrationSet) -> Self:
-        rows: dict[str, list[np.ndarray]] = defaultdict(list)
-        targets: dict[str, list[float]] = defaultdict(list)
-        offsets: dict[str, list[float]] = defaultdict(list)
-        profiled = {m.network.name: m for m in calibration.profiled}
-        for run in calibration.runs:
-            isolated = run.layer_median_s()
-            in_network = _in_network_s(profiled[run.network.name]) if run.network.name in profiled else {}
-            for layer, metrics in zip(run.network.layers, network_metrics(run.network).layers):
-                kind = kernel_kind(layer)
-                if layer.name in in_network:
-                    seconds, alone = in_network[layer.name]
-                    if alone and isolated.get(layer.name, 0.0) > 0 and seconds > 0:
-                        offsets[kind].append(seconds - isolated[layer.name])
-                elif not in_network and isolated.get(layer.name, 0.0) > 0:
-                    seconds = isolated[layer.name]  # no profiler pass: isolated times, no context
-                else:
-                    continue  # inside a fused group another member carries
-                if seconds > 0:
-                    rows[kind].append(kernel_features(layer, metrics))
-                    targets[kind].append(seconds)
+        rows, targets, offsets = _in_network_rows(calibration)
         every = [d for values in offsets.values() for d in values]
         self.context_s_ = {"*": float(np.median(every)) if every else 0.0}
         self.context_s_.update({kind: float(np.median(v)) for kind, v in offsets.items()
                                 if len(v) >= MIN_CONTEXT_PAIRS})
         self.context_ratio_: dict[str, float] = {}
+        sampled_rows: dict[str, list[np.ndarray]] = defaultdict(list)
+        sampled_targets: dict[str, list[float]] = defaultdict(list)
         for layer, seconds in calibration.extra.get(LAYER_SAMPLES, ()):
             kind = kernel_kind(layer)
             if seconds > 0 and seconds + self.context_s(kind) > 0:
-                rows[kind].append(kernel_features(layer, layer_metrics(layer)))
-                targets[kind].append(seconds + self.context_s(kind))
+                sampled_rows[kind].append(kernel_features(layer, layer_metrics(layer)))
+                sampled_targets[kind].append(seconds + self.context_s(kind))
         self.models_: dict[str, Stored] = {}
         self.scores_: dict[str, dict[str, float]] = {}
         self.samples_: dict[str, int] = {}
-        for kind in sorted(rows):
+        self.sampled_: dict[str, bool] = {}
+        for kind in sorted(set(rows) | set(sampled_rows)):
             candidates = self.candidates if kind in CONV_KINDS else self.other_candidates
-            self.models_[kind], self.scores_[kind] = choose(np.array(rows[kind]), targets[kind], candidates,
-                                                            self.folds, self.seed)
-            self.samples_[kind] = len(targets[kind])
+            own = (np.array(rows[kind]), targets[kind])
+            extra = (np.array(sampled_rows[kind]), sampled_targets[kind])
+            chosen = (choose_with_extra(*own, *extra, candidates, self.folds, self.seed)
+                      if self.sampled_layers == "judged" else _with_every_sample(own, extra, candidates,
+                                                                                 self.folds, self.seed))
+            self.models_[kind], self.scores_[kind] = chosen.regressor, chosen.scores
+            self.samples_[kind] = len(targets[kind]) + (len(sampled_targets[kind]) if chosen.extra else 0)
+            if sampled_targets[kind]:
+                self.sampled_[kind] = chosen.extra
         self.composition_ = compose_calibration(
             calibration, [self.layer_latency_s(run.network, predicted)
                           for run, predicted in zip(calibration.runs, calibration.predicted_layer_s)])
@@ -202,6 +214,7 @@ class KernelModel(NetworkPredictor):
         """Each kind's regressor with its cross-validated median error, and the median context offset."""
         self.check_fitted()
         chosen = ", ".join(f"{kind} {self.models_[kind].kind}" + (f" {min(scores.values()):.0%}" if scores else "")
+                           + ("" if self.sampled_.get(kind, True) else " (sampled layers left out)")
                            for kind, scores in sorted(self.scores_.items()))
         return (f"{chosen}; a layer takes {self.context_s_['*'] * 1e6:+.1f} us in a network against alone "
                 "(median)")
@@ -217,12 +230,16 @@ class KernelModel(NetworkPredictor):
 
     def fitted_state(self) -> dict[str, Any]:
         return {"models": {k: m.to_dict() for k, m in self.models_.items()}, "scores": self.scores_,
-                "samples": self.samples_, "context_s": self.context_s_, "composition": self.composition_.to_dict()}
+                "samples": self.samples_, "sampled_layers": self.sampled_layers, "sampled": self.sampled_,
+                "context_s": self.context_s_,
+                "composition": self.composition_.to_dict()}
 
     def load_fitted_state(self, state: Mapping[str, Any]) -> None:
         self.models_ = {k: Stored.from_dict(v) for k, v in state["models"].items()}
         self.scores_ = {k: dict(v) for k, v in state.get("scores", {}).items()}
         self.samples_ = {k: int(v) for k, v in state.get("samples", {}).items()}
+        self.sampled_layers = str(state.get("sampled_layers", "always"))  # absent: stored before judging
+        self.sampled_ = {k: bool(v) for k, v in state.get("sampled", {}).items()}
         # a model stored before context became an offset holds ratios ("context"); only its fallback reads them
         self.context_s_ = {k: float(v) for k, v in state.get("context_s", {"*": 0.0}).items()}
         self.context_ratio_ = {} if "context_s" in state else {k: float(v) for k, v in state["context"].items()}
@@ -230,6 +247,42 @@ class KernelModel(NetworkPredictor):
         if not isinstance(composition, Composition):
             raise TypeError("the kernel model's composition is not a composition")
         self.composition_ = composition
+
+
+def _in_network_rows(calibration: CalibrationSet) -> tuple[dict[str, list[np.ndarray]], dict[str, list[float]],
+                                                            dict[str, list[float]]]:
+    """Per kernel kind, the calibration networks' layers' feature rows and in-network seconds (isolated ones for
+    a network with no profiler pass), and the in-network minus isolated seconds of the layers that ran alone."""
+    rows: dict[str, list[np.ndarray]] = defaultdict(list)
+    targets: dict[str, list[float]] = defaultdict(list)
+    offsets: dict[str, list[float]] = defaultdict(list)
+    profiled = {m.network.name: m for m in calibration.profiled}
+    for run in calibration.runs:
+        isolated = run.layer_median_s()
+        in_network = _in_network_s(profiled[run.network.name]) if run.network.name in profiled else {}
+        for layer, metrics in zip(run.network.layers, network_metrics(run.network).layers):
+            kind = kernel_kind(layer)
+            if layer.name in in_network:
+                seconds, alone = in_network[layer.name]
+                if alone and isolated.get(layer.name, 0.0) > 0 and seconds > 0:
+                    offsets[kind].append(seconds - isolated[layer.name])
+            elif not in_network and isolated.get(layer.name, 0.0) > 0:
+                seconds = isolated[layer.name]  # no profiler pass: isolated times, no context
+            else:
+                continue  # inside a fused group another member carries
+            if seconds > 0:
+                rows[kind].append(kernel_features(layer, metrics))
+                targets[kind].append(seconds)
+    return rows, targets, offsets
+
+
+def _with_every_sample(own: tuple[np.ndarray, list[float]], extra: tuple[np.ndarray, list[float]],
+                       candidates: Sequence[str], folds: int, seed: int) -> Chosen:
+    """:func:`choose` on the calibration's layers and every sampled one together."""
+    parts = [(x, y) for x, y in (own, extra) if len(y)]
+    regressor, scores = choose(np.vstack([x for x, _ in parts]), [t for _, y in parts for t in y], candidates,
+                               folds, seed)
+    return Chosen(regressor, scores, len(extra[1]) > 0)
 
 
 def _in_network_s(profiled: Any) -> dict[str, tuple[float, bool]]:
