@@ -42,12 +42,18 @@ def _calibrate(db: Path) -> subprocess.Popen[str]:
 
 
 def _rows(db: Path) -> list[tuple[str, str, str]]:
-    """(model, layer, method) of every stored layer measurement."""
+    """(model, layer, method) of every stored layer measurement; none while the store is not there yet, or is
+    created but its tables are not (a calibration just started, or killed before it wrote them)."""
     if not db.exists():
         return []
     with sqlite3.connect(db, timeout=30) as conn:
-        return conn.execute("SELECT r.model, m.layer, m.method FROM layer_measurements m "
-                            "JOIN runs r ON r.id = m.run_id").fetchall()
+        try:
+            return conn.execute("SELECT r.model, m.layer, m.method FROM layer_measurements m "
+                                "JOIN runs r ON r.id = m.run_id").fetchall()
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return []
+            raise
 
 
 def _expected() -> set[tuple[str, str, str]]:
