@@ -6,7 +6,8 @@ A calibration's sampled layers are measured alone, and join a kernel kind's regr
 in-network minus isolated offset: every one (``always``, the default), or only where they lower the kind's
 cross-validated error on the calibration networks' in-network layer times (``judged``, what a calibration with
 PreVIousNet-06 uses). This reads a calibrated system's calibration back from ``--db`` (networks, profiler passes and
-sampling, as ``nnperf calibrate`` stored them; it refuses to measure any of them), fits the kernel-aware
+sampling, as ``nnperf calibrate`` stored them; where a calibration network was missing it stops, the network
+measured into the store by then), fits the kernel-aware
 predictor both ways on the same data, times the judged networks in interleaved rounds now, and gives each fit's
 error on each:
 
