@@ -133,3 +133,47 @@ def test_the_refinement_goes_on_while_a_layer_has_an_option_not_yet_run() -> Non
     assert all(s.chosen != u.chosen for s in refinement.history[:4] for u in uniforms)
     assert "uniform:torch-conv2d" not in {s.solver for s in uniforms}
     assert len(refinement.over_default) == len(refinement.history)
+
+
+class _PlantedPrograms:
+    """Times each selection in fresh rounds at a planted ratio to the default (1 ms), with a 1% alternating
+    wobble so each ratio has an interval; records what it was asked to time."""
+
+    def __init__(self, fresh_ratio: dict[str, float]) -> None:
+        self.fresh_ratio, self.asked = fresh_ratio, []
+
+    def time(self, selections, rounds, order_seed):  # type: ignore[no-untyped-def]
+        from nnperf.optimize.select._in_program import InProgramTimes
+
+        self.asked.append(sorted(selections))
+        wobble = [1.0 + 0.01 * (-1) ** r for r in range(rounds)]
+        default = InProgramTimes(tuple(1e-3 for _ in wobble), {})
+        times = {name: InProgramTimes(tuple(1e-3 * self.fresh_ratio[labels["conv0"]] * w for w in wobble), {})
+                 for name, labels in selections.items() if name != "default"}
+        return {**times, "default": default}
+
+
+def test_the_three_fastest_are_confirmed_together_and_the_surely_faster_one_is_kept() -> None:
+    from nnperf.optimize.select._graph import Selection
+    from nnperf.optimize.select._in_program import CONFIRM_CANDIDATES, _confirmed
+
+    def run(primitive: str) -> Selection:
+        return Selection(("conv0",), (0,), (primitive,), 0.0, "pbqp", optimal=False)
+
+    default = {"conv0": "torch-conv2d"}
+    history = [run("direct"), run("winograd-2x3"), run("direct"), run("im2col-fhw"), run("kn2row")]
+    over_default = [0.90, 0.95, 0.91, 0.97, 0.99]  # direct ran fastest, twice: one candidate, not two
+    # in fresh rounds direct is no faster than the default, winograd surely is, im2col more so
+    programs = _PlantedPrograms({"direct": 1.0, "winograd-2x3": 0.96, "im2col-fhw": 0.93, "kn2row": 0.5})
+    kept, ratio = _confirmed(programs, history, over_default, default, rounds=20, seed=0)  # type: ignore[arg-type]
+    assert CONFIRM_CANDIDATES == 3 and len(programs.asked) == 1  # one set of fresh rounds for all three
+    assert programs.asked[0] == ["candidate 0", "candidate 1", "candidate 3", "default"]  # kn2row was fourth
+    assert kept == 3 and ratio is not None and ratio.median == pytest.approx(0.93) and ratio.ci_high < 1.0
+    # none surely faster in fresh rounds: the default is kept, with the fastest one's ratio there
+    programs = _PlantedPrograms({"direct": 1.0, "winograd-2x3": 1.02, "im2col-fhw": 1.05, "kn2row": 0.5})
+    kept, ratio = _confirmed(programs, history, over_default, default, rounds=20, seed=0)  # type: ignore[arg-type]
+    assert kept is None and ratio is not None and ratio.median == pytest.approx(1.0)
+    # none ran faster at first: nothing is timed again
+    programs = _PlantedPrograms({})
+    assert _confirmed(programs, history[:1], [1.01], default, 20, 0) == (None, None)  # type: ignore[arg-type]
+    assert programs.asked == []
