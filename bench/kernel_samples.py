@@ -13,6 +13,7 @@ error on each:
 
 - ``--system int8``: ONNX Runtime, one thread, NCHWc, all-int8 with weights per tensor; the four glyph networks
   (``bench/train_glyphs.py``'s families at width 16, 32x32 inputs, untrained: a time does not depend on weights);
+- ``--system int8-per-channel``: the same with weights per output channel;
 - ``--system fp32``: the same system in fp32;
 - ``--system torch``: torch, one thread, NCHW; the zoo's 224-px networks of ``--networks``.
 
@@ -53,6 +54,7 @@ from nnperf.zoo import zoo_network
 
 ORT = {"opt_level": "all", "execution": "sequential", "inter_threads": "1"}
 SYSTEMS = {"int8": ("onnxruntime", {**ORT, "precision": "int8", "int8_weights": "per_tensor"}),
+           "int8-per-channel": ("onnxruntime", {**ORT, "precision": "int8"}),
            "fp32": ("onnxruntime", ORT), "torch": ("torch", {"memory_format": "nchw"})}
 GLYPHS = ("resnet18", "mobilenet_v2", "googlenet", "squeezenet")
 ZOO = ("mobilenet_v3_large", "shufflenet_v2_x1_0", "googlenet", "resnet18", "mobilenet_v2", "squeezenet1_1")
