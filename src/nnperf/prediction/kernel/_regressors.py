@@ -123,23 +123,33 @@ def choose(features: np.ndarray, latency_s: Sequence[float], candidates: Sequenc
     """The candidate with the least cross-validated median relative error (``folds`` folds; the first of
     ``candidates`` within :data:`TIE` of it), fitted on every sample, and each candidate's error. Fewer than
     :data:`MIN_SAMPLES_TO_CHOOSE` samples: the power law, unscored."""
-    from sklearn.model_selection import KFold
-
     x = np.asarray(features, dtype=float)
     y = np.asarray(latency_s, dtype=float)
     if len(y) < MIN_SAMPLES_TO_CHOOSE:
         return fit(Regressor.RIDGE, x, y, seed), {}
-    scores: dict[str, float] = {}
-    splits = list(KFold(n_splits=min(folds, len(y)), shuffle=True, random_state=seed).split(x))
-    for name in candidates:
-        errors = []
-        for train, test in splits:
-            predicted = fit(name, x[train], y[train], seed).predict_s(x[test])
-            errors.extend(np.abs(predicted - y[test]) / y[test])
-        scores[name] = float(np.median(errors))
+    scores = _cross_validated(x, y, candidates, folds, seed)
     least = min(scores.values())
     best = next(name for name in candidates if scores[name] <= least + TIE)
     return fit(best, x, y, seed), scores
+
+
+def _cross_validated(x: np.ndarray, y: np.ndarray, candidates: Sequence[str], folds: int, seed: int,
+                     extra: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, float]:
+    """Each candidate's median relative error on ``folds`` held-out folds of ``x``, ``y``, trained on the other
+    folds (and every ``extra`` sample, which is never held out)."""
+    from sklearn.model_selection import KFold
+
+    splits = list(KFold(n_splits=min(folds, len(y)), shuffle=True, random_state=seed).split(x))
+    scores: dict[str, float] = {}
+    for name in candidates:
+        errors = []
+        for train, test in splits:
+            train_x = x[train] if extra is None else np.vstack([x[train], extra[0]])
+            train_y = y[train] if extra is None else np.concatenate([y[train], extra[1]])
+            predicted = fit(name, train_x, train_y, seed).predict_s(x[test])
+            errors.extend(np.abs(predicted - y[test]) / y[test])
+        scores[name] = float(np.median(errors))
+    return scores
 
 
 @dataclass(frozen=True)
@@ -161,25 +171,15 @@ def choose_with_extra(features: np.ndarray, latency_s: Sequence[float], extra_fe
     alone and with every extra sample, and scored on the held-out fold of the first source only. The least error
     wins, the extra samples first on a tie (within :data:`TIE`). Where the first source has fewer than
     :data:`MIN_SAMPLES_TO_CHOOSE` samples, nothing judges the extra ones, and both sources join :func:`choose`."""
-    from sklearn.model_selection import KFold
-
     x, y = np.asarray(features, dtype=float), np.asarray(latency_s, dtype=float)
     x_extra, y_extra = np.asarray(extra_features, dtype=float), np.asarray(extra_latency_s, dtype=float)
     if len(y_extra) == 0 or len(y) < MIN_SAMPLES_TO_CHOOSE:
         both_x = x if len(y_extra) == 0 else x_extra if len(y) == 0 else np.vstack([x, x_extra])
         regressor, scores = choose(both_x, np.concatenate([y, y_extra]), candidates, folds, seed)
         return Chosen(regressor, scores, len(y_extra) > 0)
-    splits = list(KFold(n_splits=min(folds, len(y)), shuffle=True, random_state=seed).split(x))
-    scores: dict[str, float] = {}
-    for extra in (True, False):
-        for name in candidates:
-            errors = []
-            for train, test in splits:
-                train_x = np.vstack([x[train], x_extra]) if extra else x[train]
-                train_y = np.concatenate([y[train], y_extra]) if extra else y[train]
-                predicted = fit(name, train_x, train_y, seed).predict_s(x[test])
-                errors.extend(np.abs(predicted - y[test]) / y[test])
-            scores[name + ("+extra" if extra else "")] = float(np.median(errors))
+    with_extra = _cross_validated(x, y, candidates, folds, seed, (x_extra, y_extra))
+    scores = {**{f"{name}+extra": error for name, error in with_extra.items()},
+              **_cross_validated(x, y, candidates, folds, seed)}
     least = min(scores.values())
     best = next(key for key in scores if scores[key] <= least + TIE)
     extra = best.endswith("+extra")
