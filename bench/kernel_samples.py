@@ -38,7 +38,6 @@ from nnperf.campaign import (
     CALIBRATION_HARNESS,
     FUSION_PROFILER_RUNS,
     ProfileConfig,
-    calibration_networks,
     measure_networks,
     networks_to_calibrate,
     sample_layers,
@@ -70,7 +69,7 @@ def judged_networks(system: str, names: list[str] | None) -> list[Network]:
 def fits(backend: Any, store: Store, blocks: bool) -> dict[str, SystemModel]:
     """The system's kernel-aware predictor fitted each way of :data:`SAMPLED_LAYERS` on its stored calibration."""
     config = ProfileConfig(per_layer="isolated", harness=CALIBRATION_HARNESS)
-    networks = networks_to_calibrate(blocks) or calibration_networks()
+    networks = networks_to_calibrate(blocks)
     runs = measure_networks(backend, store, networks, config)
     if not all(run.reused for run in runs):
         raise SystemExit("the store lacked calibration networks of this system; they were measured now, so this "

@@ -47,10 +47,10 @@ def block_calibration_networks() -> list[Network]:
     return [zoo.zoo_network(name) for name in zoo.block_calibration_names()]
 
 
-def networks_to_calibrate(blocks: bool) -> list[Network] | None:
-    """What :func:`calibrate` is given to measure: None (its default, :func:`calibration_networks`) or, with
-    ``blocks``, those and :func:`block_calibration_networks`."""
-    return calibration_networks() + block_calibration_networks() if blocks else None
+def networks_to_calibrate(blocks: bool) -> list[Network]:
+    """The networks a calibration measures: :func:`calibration_networks` and, with ``blocks``,
+    :func:`block_calibration_networks`."""
+    return calibration_networks() + (block_calibration_networks() if blocks else [])
 
 
 def predictor_options(networks: Sequence[Network]) -> dict[str, dict[str, str]]:

@@ -56,9 +56,9 @@ def calibration_header(backend: str, device: str, threads: int, store_path: str,
                        blocks: bool = False) -> str:
     """The line ``nnperf calibrate`` starts with: what it will measure (with ``blocks``, PreVIousNet-06 too), where
     it goes, that it resumes."""
-    from nnperf.campaign import calibration_networks, networks_to_calibrate
+    from nnperf.campaign import networks_to_calibrate
 
-    networks = networks_to_calibrate(blocks) or calibration_networks()
+    networks = networks_to_calibrate(blocks)
     layers = sum(len(n.layers) for n in networks)
     sampling = f", then {sample_budget_s:g} s of sampled layers" if sample_budget_s > 0 else ""
     return (f"calibrating {backend} on {device} ({threads} thread{'s' if threads != 1 else ''}) into {store_path}: "
