@@ -15,7 +15,9 @@ error on each:
   (``bench/train_glyphs.py``'s families at width 16, 32x32 inputs, untrained: a time does not depend on weights);
 - ``--system int8-per-channel``: the same with weights per output channel;
 - ``--system fp32``: the same system in fp32;
-- ``--system torch``: torch, one thread, NCHW; the zoo's 224-px networks of ``--networks``.
+- ``--system torch``: torch, one thread, NCHW; the zoo's 224-px networks of ``--networks``;
+- ``--system bf16`` and ``bf16-channels-last``: torch, one thread, every layer in bf16 (the synthesis's torch
+  programs with all their layers inexact), NCHW or channels-last; the four glyph networks.
 
 ``--blocks`` reads the calibration that ``nnperf calibrate --blocks`` stored (PreVIousNet-06 added).
 
@@ -54,7 +56,9 @@ from nnperf.zoo import zoo_network
 ORT = {"opt_level": "all", "execution": "sequential", "inter_threads": "1"}
 SYSTEMS = {"int8": ("onnxruntime", {**ORT, "precision": "int8", "int8_weights": "per_tensor"}),
            "int8-per-channel": ("onnxruntime", {**ORT, "precision": "int8"}),
-           "fp32": ("onnxruntime", ORT), "torch": ("torch", {"memory_format": "nchw"})}
+           "fp32": ("onnxruntime", ORT), "torch": ("torch", {"memory_format": "nchw"}),
+           "bf16": ("torch", {"memory_format": "nchw", "precision": "bf16"}),
+           "bf16-channels-last": ("torch", {"memory_format": "channels_last", "precision": "bf16"})}
 GLYPHS = ("resnet18", "mobilenet_v2", "googlenet", "squeezenet")
 ZOO = ("mobilenet_v3_large", "shufflenet_v2_x1_0", "googlenet", "resnet18", "mobilenet_v2", "squeezenet1_1")
 

@@ -2,7 +2,8 @@
 
 Run: PYTHONPATH=src .venv/bin/python bench/synthesize_networks.py [--networks digits resnet18 mobilenet_v2
      squeezenet1_1] [--budget 0.01] [--samples 200] [--photos 232] [--threads 2] [--calibrate]
-     [--db bench/results/synthesize.db] [--protocol interleaved] [--json bench/results/synthesize_networks.json]
+     [--db bench/results/synthesize.db] [--protocol interleaved] [--glyph-width 16]
+     [--json bench/results/synthesize_networks.json]
 
 - ``digits``: a CNN on scikit-learn's bundled handwritten digits resized to 64x64 (width 32, 10 epochs), trained
   once by this script and cached in bench/results/digits-cnn-64.pt; accuracy is top-1 on the held-out digits
@@ -11,14 +12,16 @@ Run: PYTHONPATH=src .venv/bin/python bench/synthesize_networks.py [--networks di
   crops of the photographs bundled with scikit-learn and matplotlib (a proxy, see the README).
 - ``glyphs-FAMILY`` (resnet18, mobilenet_v2, squeezenet, googlenet): the glyph classifiers bench/train_glyphs.py
   trained and cached (``--glyph-cache``); accuracy is top-1 on the built-in ``glyphs`` set (2,400 characters of
-  fonts never trained on: 32 calibrate int8, the rest judge, so give ``--samples 2400``).
+  fonts never trained on: 32 calibrate int8, the rest judge, so give ``--samples 2400``), at the base width
+  ``--glyph-width`` (default 16: half MobileNet v2's channels and a quarter of SqueezeNet's; 32 gives MobileNet
+  v2 its own, 64 SqueezeNet its own).
 
 For each network, `nnperf.api.synthesize` measures Table I's stages (baseline single-thread fp32 torch eager,
 parallel, layout, inexact, final artifact), the greedy and ILP searches, and writes the program to
 bench/results/synth/NAME/ (git-ignored). The fp32 candidates are predicted from the calibrations in --db (with
 --calibrate, the systems it lacks are calibrated first, once) and measured in that order. Stdout gets Markdown tables: Table I per network, the speed-up of the
 final program over single-thread fp32 torch eager (goal >= 8x within a 1% drop) and over ONNX Runtime's best fp32
-program (goal >= 1.2x), and greedy against ILP. The speed-ups come from the comparison synthesis ends with
+program (goal >= 1.5x), and greedy against ILP. The speed-ups come from the comparison synthesis ends with
 (``--protocol``): interleaved (default), the baseline and the stages' programs timed in the same rounds, each
 speed-up the median per-round ratio with its 95% bootstrap interval; sequential, the ratio of the search's medians.
 """
@@ -40,15 +43,16 @@ DIGITS_CACHE = Path("bench/results/digits-cnn-64.pt")
 NETWORKS = ("digits", "resnet18", "mobilenet_v2", "squeezenet1_1")
 
 
-def glyph_network(family: str, cache: Path) -> Any:
-    """The trained glyph classifier of ``family`` from bench/train_glyphs.py's cache, in eval mode."""
+def glyph_network(family: str, cache: Path, width: int) -> Any:
+    """The trained glyph classifier of ``family`` at base width ``width`` from bench/train_glyphs.py's cache, in
+    eval mode."""
     import torch
 
     from nnperf.optimize.synthesize._glyph_nets import glyph_network as build
 
-    path = cache / f"{family}-w16.pt"
+    path = cache / f"{family}-w{width}.pt"
     if not path.is_file():
-        raise SystemExit(f"{path} is missing: run bench/train_glyphs.py first")
+        raise SystemExit(f"{path} is missing: run bench/train_glyphs.py --width {width} --families {family} first")
     saved = torch.load(path, weights_only=True)
     module = build(family, saved["width"])
     module.load_state_dict(saved["state"])
@@ -58,7 +62,7 @@ def glyph_network(family: str, cache: Path) -> Any:
 def run_network(name: str, args: argparse.Namespace) -> SynthesisResult:
     out = Path("bench/results/synth") / name
     if name.startswith("glyphs-"):
-        module = glyph_network(name.removeprefix("glyphs-"), args.glyph_cache)
+        module = glyph_network(name.removeprefix("glyphs-"), args.glyph_cache, args.glyph_width)
         data = load_validation("glyphs", (1, 32, 32))
         result = synthesize(module, data=data, budget=args.budget, out=out, max_threads=args.threads,
                             samples=args.samples, input_shape=(1, 1, 32, 32), store=args.db,
@@ -210,6 +214,8 @@ def main() -> None:
     parser.add_argument("--measure-best", type=int, default=None, metavar="N",
                         help="measure only each runtime's N predicted fastest candidates per stage")
     parser.add_argument("--glyph-cache", type=Path, default=Path.home() / ".cache" / "nnperf" / "glyphs")
+    parser.add_argument("--glyph-width", type=int, default=16,
+                        help="the glyph classifiers' base width, as bench/train_glyphs.py --width trained them")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     host = host_info()
@@ -234,6 +240,7 @@ def main() -> None:
               f"| {r['measured']} / {r['skipped']} | {r['wall_s']:.0f} |")
     if args.json:
         args.json.write_text(json.dumps({"host": host.cpu_model, "budget": args.budget, "protocol": args.protocol,
+                                              "glyph_width": args.glyph_width,
                                               "networks": rows}, indent=1))
 
 
