@@ -1,6 +1,7 @@
 """Sampled layers in the kernel-aware predictor: every one, or only where they help (``sampled_layers``).
 
-Run: PYTHONPATH=src .venv/bin/python bench/kernel_samples.py --db STORE --system int8 [--blocks] [--json FILE]
+Run: PYTHONPATH=src .venv/bin/python bench/kernel_samples.py --db STORE --system int8 [--blocks]
+     [--networks FAMILY ...] [--glyph-width 16] [--json FILE]
 
 A calibration's sampled layers are measured alone, and join a kernel kind's regressor with that kind's median
 in-network minus isolated offset: every one (``always``, the default), or only where they lower the kind's
@@ -12,7 +13,8 @@ predictor both ways on the same data, times the judged networks in interleaved r
 error on each:
 
 - ``--system int8``: ONNX Runtime, one thread, NCHWc, all-int8 with weights per tensor; the four glyph networks
-  (``bench/train_glyphs.py``'s families at width 16, 32x32 inputs, untrained: a time does not depend on weights);
+  (``bench/train_glyphs.py``'s families at base width ``--glyph-width``, 32x32 inputs, untrained: a time does not
+  depend on weights);
 - ``--system int8-per-channel``: the same with weights per output channel;
 - ``--system fp32``: the same system in fp32;
 - ``--system torch``: torch, one thread, NCHW; the zoo's 224-px networks of ``--networks``;
@@ -63,11 +65,12 @@ GLYPHS = ("resnet18", "mobilenet_v2", "googlenet", "squeezenet")
 ZOO = ("mobilenet_v3_large", "shufflenet_v2_x1_0", "googlenet", "resnet18", "mobilenet_v2", "squeezenet1_1")
 
 
-def judged_networks(system: str, names: list[str] | None) -> list[Network]:
+def judged_networks(system: str, names: list[str] | None, width: int) -> list[Network]:
     torch.manual_seed(0)
     if system == "torch":
         return [zoo_network(name) for name in names or ZOO]
-    return [load_model(glyph_network(f).eval(), (1, 1, 32, 32), name=f"glyphs-{f}") for f in names or GLYPHS]
+    return [load_model(glyph_network(f, width).eval(), (1, 1, 32, 32), name=f"glyphs-{f}-w{width}")
+            for f in names or GLYPHS]
 
 
 def fits(backend: Any, store: Store, blocks: bool) -> dict[str, SystemModel]:
@@ -94,11 +97,12 @@ def main() -> None:
     parser.add_argument("--system", choices=sorted(SYSTEMS), required=True)
     parser.add_argument("--blocks", action="store_true")
     parser.add_argument("--networks", nargs="+")
+    parser.add_argument("--glyph-width", type=int, default=16, help="the glyph networks' base width")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     backend_name, options = SYSTEMS[args.system]
     system = nnperf.System(backend_name, threads=1, options=options)
-    networks = judged_networks(args.system, args.networks)
+    networks = judged_networks(args.system, args.networks, args.glyph_width)
     with system.open() as backend, Store(args.db) as store:
         fitted = fits(backend, store, args.blocks)
         rounds = measure_interleaved({n.name: backend.network_timer(n) for n in networks}, RoundsConfig())
