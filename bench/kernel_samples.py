@@ -21,7 +21,8 @@ error on each:
 - ``--system bf16`` and ``bf16-channels-last``: torch, one thread, every layer in bf16 (the synthesis's torch
   programs with all their layers inexact), NCHW or channels-last; the four glyph networks.
 
-``--blocks`` reads the calibration that ``nnperf calibrate --blocks`` stored (PreVIousNet-06 added).
+``--blocks`` reads the calibration that ``nnperf calibrate --blocks`` stored (PreVIousNet-06 added); both fits then
+move an int8 system's sampled layers into the network as that calibration does (``sampled_context``).
 
 Stdout: a Markdown table, and which kinds' sampled layers each fit left out.
 """
@@ -44,6 +45,7 @@ from nnperf.campaign import (
     ProfileConfig,
     measure_networks,
     networks_to_calibrate,
+    predictor_options,
     sample_layers,
     sentinel_reference_s,
 )
@@ -87,8 +89,10 @@ def fits(backend: Any, store: Store, blocks: bool) -> dict[str, SystemModel]:
                             reference_s=sentinel_reference_s(r.whole.extra for r in runs))
     key, label = backend.system().key, backend.system().label
     print(f"{label}: {len(runs)} calibration networks, {len(samples)} sampled layers read back\n", flush=True)
+    kernel = predictor_options(networks, dict(backend.system().options).get("precision", "fp32")).get("kernel", {})
     return {way: fit_system_model(runs, key, label, profiled=profiled, layer_samples=samples,
-                                  predictor_options={"kernel": {"sampled_layers": way}}) for way in SAMPLED_LAYERS}
+                                  predictor_options={"kernel": {**kernel, "sampled_layers": way}})
+            for way in SAMPLED_LAYERS}
 
 
 def main() -> None:

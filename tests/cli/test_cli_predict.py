@@ -286,5 +286,8 @@ def test_calibrate_with_blocks_adds_their_networks_and_if_needed_wants_them(
     # with the blocks, the kernel-aware predictor judges its sampled layers by the in-network ones
     from nnperf.campaign import predictor_options
 
-    assert predictor_options(nets) == {}
+    assert predictor_options(nets) == predictor_options(nets, "int8") == {}
     assert predictor_options(nets + blocks) == {"kernel": {"sampled_layers": "judged"}}
+    # ...and an int8 system moves them into the network by a line per kind
+    assert predictor_options(nets + blocks, "int8") == {"kernel": {"sampled_layers": "judged",
+                                                                   "sampled_context": "line"}}

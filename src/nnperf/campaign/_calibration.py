@@ -53,12 +53,21 @@ def networks_to_calibrate(blocks: bool) -> list[Network]:
     return calibration_networks() + (block_calibration_networks() if blocks else [])
 
 
-def predictor_options(networks: Sequence[Network]) -> dict[str, dict[str, str]]:
+def predictor_options(networks: Sequence[Network], precision: str = "fp32") -> dict[str, dict[str, str]]:
     """How :func:`calibrate` makes its network predictors: with PreVIousNet-06 among ``networks``, the kernel-aware
     predictor judges the sampled layers by the in-network ones (:class:`~nnperf.prediction.kernel.KernelModel`'s
-    ``sampled_layers``); else the defaults."""
+    ``sampled_layers``), and for an int8 system (``precision``, the backend's option) moves them into the network
+    by a line per kind (``sampled_context``); else the defaults."""
     names = {network.name for network in networks}
-    return {"kernel": {"sampled_layers": "judged"}} if set(zoo.block_calibration_names()) <= names else {}
+    if not set(zoo.block_calibration_names()) <= names:
+        return {}
+    kernel = {"sampled_layers": "judged", **({"sampled_context": "line"} if precision == "int8" else {})}
+    return {"kernel": kernel}
+
+
+def _precision(system: SystemSpec) -> str:
+    """The arithmetic ``system`` runs in: its backend's ``precision`` option (fp32 where it has none)."""
+    return dict(system.options).get("precision", "fp32")
 
 
 @dataclass(frozen=True)
@@ -131,7 +140,7 @@ def calibrate(measurer: Measurer, store: Store, networks: Sequence[Network] | No
     system = runner.system()
     carried = _readings_of_reused(store, system, runs)
     model = fit_system_model(runs, system.key, system.label, profiled=profiled, roofline=roofline,
-                             layer_samples=samples, predictor_options=predictor_options(networks))
+                             layer_samples=samples, predictor_options=predictor_options(networks, _precision(system)))
     calibration = dict(model.calibration)
     calibration.update({"wall_s": time.perf_counter() - started, "reused_networks": sum(r.reused for r in runs),
                         "harness": {"target_ci": config.harness.target_ci, "budget_s": config.harness.budget_s},

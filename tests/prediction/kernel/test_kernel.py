@@ -21,6 +21,7 @@ from nnperf.prediction import CalibrationSet, NetworkInput
 from nnperf.prediction.kernel import (
     CONV_FEATURES,
     LAYER_SAMPLES,
+    MIN_LINE_PAIRS,
     REGRESSORS,
     KernelModel,
     StoredRegressor,
@@ -182,3 +183,48 @@ def test_the_kernel_model_learns_context_and_takes_sampled_kinds(tmp_path) -> No
     legacy = KernelModel()
     legacy.load_fitted_state(state)
     assert legacy.layer_latency_s(depthwise, {"c": 1e-4}) == {"c": pytest.approx(1.5e-4)}
+
+
+class _InNetworkScaled(FakeBackend):
+    """The fake device whose layers take 2 us plus 1.5 times their time alone inside a network: an offset that
+    grows with the layer, as an int8 layer's does."""
+
+    def profile(self, network: Network, runs: int) -> ProfileResult:
+        result = super().profile(network, runs)
+        layers = tuple(replace(m, timing=fixed_timing([2e-6 + 1.5 * t for t in m.timing.times_s]))
+                       for m in result.layers)
+        return replace(result, layers=layers)
+
+
+def test_a_line_moves_sampled_layers_into_the_network_where_an_offset_cannot(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    backend = _InNetworkScaled(model=CostModel(noise_sigma=0.0))
+    config = ProfileConfig(harness=SHORT_HARNESS)
+    # nine networks: each has one standard convolution measured both ways, and a line needs MIN_LINE_PAIRS
+    networks = [residual_conv_net(f"cal{c}x{hw}", c, hw) for c in (4, 8, 16) for hw in (8, 16, 32)]
+    with Store(tmp_path / "m.db") as store:
+        runs = measure_networks(backend, store, networks, config)
+        profiled = measure_networks(backend, store, networks, replace(config, per_layer="profiler", profiler_runs=2))
+    calibration = CalibrationSet(runs, [run.layer_median_s() for run in runs], profiled)
+    assert len(networks) >= MIN_LINE_PAIRS
+    line = KernelModel(candidates=("ridge",), other_candidates=("ridge",), sampled_context="line").fit(calibration)
+    intercept_s, slope = line.context_line_["conv:standard"]
+    assert intercept_s == pytest.approx(2e-6, rel=0.05) and slope == pytest.approx(1.5, rel=0.01)
+    assert line.in_network_s("conv:standard", 1e-3) == pytest.approx(2e-6 + 1.5e-3, rel=0.01)
+    assert "by a line for 4 kinds" in line.summary()
+    # the offset, the median over the calibration's small layers, leaves a large one far short
+    offset = KernelModel(candidates=("ridge",), other_candidates=("ridge",)).fit(calibration)
+    assert offset.context_line_ == {} and offset.in_network_s("conv:standard", 1e-3) < 1.1e-3
+    # a kind with no line (a kind the calibration layers lack) keeps its offset
+    assert line.in_network_s("conv:grouped", 1e-3) == pytest.approx(1e-3 + line.context_s("conv:grouped"))
+    stored = KernelModel()
+    stored.load_fitted_state(json.loads(json.dumps(line.fitted_state())))
+    assert stored.sampled_context == "line" and stored.context_line_ == line.context_line_
+    legacy = json.loads(json.dumps(offset.fitted_state()))
+    del legacy["sampled_context"], legacy["context_line"]
+    stored.load_fitted_state(legacy)  # stored before lines: every kind keeps its offset
+    assert stored.sampled_context == "offset" and stored.context_line_ == {}
+
+
+def test_the_kernel_model_refuses_an_unknown_sampled_context() -> None:
+    with pytest.raises(NnperfError, match="an offset or a line, not 'ratio'"):
+        KernelModel(sampled_context="ratio")

@@ -21,7 +21,7 @@ from nnperf.prediction.kernel._kinds import (
     kernel_features,
     kernel_kind,
 )
-from nnperf.prediction.kernel._model import LAYER_SAMPLES, SAMPLED_LAYERS, KernelModel
+from nnperf.prediction.kernel._model import LAYER_SAMPLES, MIN_LINE_PAIRS, SAMPLED_CONTEXTS, SAMPLED_LAYERS, KernelModel
 from nnperf.prediction.kernel._prior import LayerPrior, layer_sample, zoo_prior
 from nnperf.prediction.kernel._regressors import REGRESSORS, Chosen, Regressor, choose, choose_with_extra
 from nnperf.prediction.kernel._regressors import Stored as StoredRegressor
@@ -48,8 +48,10 @@ __all__ = [
     "FIRST_ROUND",
     "LAYER_FEATURES",
     "LAYER_SAMPLES",
+    "MIN_LINE_PAIRS",
     "PRIOR",
     "REGRESSORS",
+    "SAMPLED_CONTEXTS",
     "SAMPLED_KINDS",
     "SAMPLED_LAYERS",
     "Chosen",
