@@ -27,7 +27,7 @@ predictor does about each:
    into the network by a line per kind, in-network = a + b x alone, fitted (Theil-Sen) on the kind's layers
    measured both ways (``sampled_context="line"``, kinds with :data:`MIN_LINE_PAIRS` such layers; the others
    keep the offset). It brought the int8 predictions of glyph networks at widths it was not chosen on from
-   11.4% to 8.2% median error (per tensor) and 13.9% to 5.4% (per channel), and made fp32's worse (9.6% to
+   11.4% to 8.2% median error (per tensor) and 13.9% to 5.5% (per channel), and made fp32's worse (9.6% to
    13.7%), so fp32 keeps the offset.
 3. **Composition.** The per-layer times compose as nnperf's composition does (the backend's fusion rules from
    the profiler, plus a per-call delta fitted on the whole calibration networks).
