@@ -89,7 +89,7 @@ def fits(backend: Any, store: Store, blocks: bool) -> dict[str, SystemModel]:
                             reference_s=sentinel_reference_s(r.whole.extra for r in runs))
     key, label = backend.system().key, backend.system().label
     print(f"{label}: {len(runs)} calibration networks, {len(samples)} sampled layers read back\n", flush=True)
-    kernel = predictor_options(networks, dict(backend.system().options).get("precision", "fp32")).get("kernel", {})
+    kernel = predictor_options(networks, backend.option("precision")).get("kernel", {})
     return {way: fit_system_model(runs, key, label, profiled=profiled, layer_samples=samples,
                                   predictor_options={"kernel": {**kernel, "sampled_layers": way}})
             for way in SAMPLED_LAYERS}
