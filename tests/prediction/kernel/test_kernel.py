@@ -142,9 +142,13 @@ class _InNetworkSlower(FakeBackend):
     """The fake device whose layers take 20 us longer inside a network (the profiler and the whole network) than
     alone, whatever their size."""
 
+    def inside_s(self, alone_s: float) -> float:
+        """A layer's time inside a network (the profiler's) from its time alone."""
+        return alone_s + IN_NETWORK_EXTRA_S
+
     def profile(self, network: Network, runs: int) -> ProfileResult:
         result = super().profile(network, runs)
-        layers = tuple(replace(m, timing=fixed_timing([t + IN_NETWORK_EXTRA_S for t in m.timing.times_s]))
+        layers = tuple(replace(m, timing=fixed_timing([self.inside_s(t) for t in m.timing.times_s]))
                        for m in result.layers)
         return replace(result, layers=layers)
 
@@ -185,15 +189,12 @@ def test_the_kernel_model_learns_context_and_takes_sampled_kinds(tmp_path) -> No
     assert legacy.layer_latency_s(depthwise, {"c": 1e-4}) == {"c": pytest.approx(1.5e-4)}
 
 
-class _InNetworkScaled(FakeBackend):
+class _InNetworkScaled(_InNetworkSlower):
     """The fake device whose layers take 2 us plus 1.5 times their time alone inside a network: an offset that
     grows with the layer, as an int8 layer's does."""
 
-    def profile(self, network: Network, runs: int) -> ProfileResult:
-        result = super().profile(network, runs)
-        layers = tuple(replace(m, timing=fixed_timing([2e-6 + 1.5 * t for t in m.timing.times_s]))
-                       for m in result.layers)
-        return replace(result, layers=layers)
+    def inside_s(self, alone_s: float) -> float:
+        return 2e-6 + 1.5 * alone_s
 
 
 def test_a_line_moves_sampled_layers_into_the_network_where_an_offset_cannot(tmp_path) -> None:  # type: ignore[no-untyped-def]
