@@ -18,7 +18,7 @@ Run: PYTHONPATH=src .venv/bin/python bench/synthesize_networks.py [--networks di
 
 For each network, `nnperf.api.synthesize` measures Table I's stages (baseline single-thread fp32 torch eager,
 parallel, layout, inexact, final artifact), the greedy and ILP searches, and writes the program to
-bench/results/synth/NAME/ (git-ignored). The fp32 candidates are predicted from the calibrations in --db (with
+--programs/NAME/ (default bench/results/synth/NAME/, git-ignored). The fp32 candidates are predicted from the calibrations in --db (with
 --calibrate, the systems it lacks are calibrated first, once) and measured in that order. Stdout gets Markdown tables: Table I per network, the speed-up of the
 final program over single-thread fp32 torch eager (goal >= 8x within a 1% drop) and over ONNX Runtime's best fp32
 program (goal >= 1.5x), and greedy against ILP. The speed-ups come from the comparison synthesis ends with
@@ -60,7 +60,7 @@ def glyph_network(family: str, cache: Path, width: int) -> Any:
 
 
 def run_network(name: str, args: argparse.Namespace) -> SynthesisResult:
-    out = Path("bench/results/synth") / name
+    out = args.programs / name
     if name.startswith("glyphs-"):
         module = glyph_network(name.removeprefix("glyphs-"), args.glyph_cache, args.glyph_width)
         data = load_validation("glyphs", (1, 32, 32))
@@ -216,6 +216,8 @@ def main() -> None:
     parser.add_argument("--glyph-cache", type=Path, default=Path.home() / ".cache" / "nnperf" / "glyphs")
     parser.add_argument("--glyph-width", type=int, default=16,
                         help="the glyph classifiers' base width, as bench/train_glyphs.py --width trained them")
+    parser.add_argument("--programs", type=Path, default=Path("bench/results/synth"),
+                        help="where each network's program folder is written (two runs at once need two)")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     host = host_info()
