@@ -229,3 +229,17 @@ def test_a_line_moves_sampled_layers_into_the_network_where_an_offset_cannot(tmp
 def test_the_kernel_model_refuses_an_unknown_sampled_context() -> None:
     with pytest.raises(NnperfError, match="an offset or a line, not 'ratio'"):
         KernelModel(sampled_context="ratio")
+
+
+def test_no_regressor_predicts_a_layer_faster_than_the_fastest_it_was_fitted_on() -> None:
+    x, y = _planted(60, 8)
+    model = fit_regressor("ridge", x, y)
+    assert model.floor_s == pytest.approx(float(np.min(y)))
+    tiny = np.array([[1.0, 1.0]])  # far below every fitted row: the power law extrapolates to about 1e-16 s
+    assert model.predict_s(tiny)[0] == pytest.approx(model.floor_s)
+    unfloored = replace(model, floor_s=0.0)
+    assert unfloored.predict_s(tiny)[0] < 1e-3 * model.floor_s
+    document = json.loads(json.dumps(model.to_dict()))
+    assert StoredRegressor.from_dict(document).floor_s == model.floor_s
+    del document["floor_s"]  # a regressor stored before floors predicts as it did
+    assert StoredRegressor.from_dict(document).predict_s(tiny)[0] == pytest.approx(unfloored.predict_s(tiny)[0])

@@ -74,36 +74,42 @@ def _estimator(name: str, seed: int) -> Any:
 
 @dataclass(frozen=True)
 class Stored:
-    """A fitted regressor as numbers: the column standardisation and the fitted ``state`` of its ``kind``."""
+    """A fitted regressor as numbers: the column standardisation, the fitted ``state`` of its ``kind`` and
+    ``floor_s``, the least latency it predicts (the fastest sample it was fitted on; 0 for one stored before)."""
 
     kind: Regressor
     mean: tuple[float, ...]
     scale: tuple[float, ...]
     state: Mapping[str, Any]
+    floor_s: float = 0.0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", Regressor.named(self.kind))
 
     def predict_s(self, features: np.ndarray) -> np.ndarray:
-        """Latency (seconds) for rows of raw features (n x p)."""
+        """Latency (seconds) for rows of raw features (n x p), never below ``floor_s``: a power law or a network
+        can extrapolate a layer unlike any it was fitted on to almost nothing (a multi-layer perceptron put
+        stride-2 depthwise layers at under 0.1 µs where they take 5-10 µs), and no layer of a kind runs faster
+        than every layer of it measured."""
         z = (np.log1p(np.maximum(np.atleast_2d(features), 0.0)) - np.asarray(self.mean)) / np.asarray(self.scale)
-        return np.exp(_predict_log(self.kind, self.state, z))
+        return np.maximum(np.exp(_predict_log(self.kind, self.state, z)), self.floor_s)
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind.value, "mean": list(self.mean), "scale": list(self.scale),
-                "state": dict(self.state)}
+                "state": dict(self.state), "floor_s": self.floor_s}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Stored:
         if d.get("kind") not in REGRESSORS:
             raise NnperfError(f"a stored kernel regressor has unknown kind {d.get('kind')!r}")
         return cls(Regressor(d["kind"]), tuple(map(float, d["mean"])), tuple(map(float, d["scale"])),
-                   dict(d["state"]))
+                   dict(d["state"]), float(d.get("floor_s", 0.0)))
 
 
-def fit(name: str, features: np.ndarray, latency_s: Sequence[float], seed: int = 0) -> Stored:
+def fit(name: str, features: np.ndarray, latency_s: Sequence[float], seed: int = 0, floored: bool = True) -> Stored:
     """Fits regressor ``name`` (a :class:`Regressor` or its name) on raw feature rows and latencies (seconds,
-    > 0) and exports it."""
+    > 0) and exports it, its floor the fastest latency (none where not ``floored``: cross-validation judges the
+    regressors unfloored, so the floor never changes which one is chosen)."""
     regressor = Regressor.named(name)
     x = np.log1p(np.maximum(np.asarray(features, dtype=float), 0.0))
     y = np.log(np.asarray(latency_s, dtype=float))
@@ -115,7 +121,8 @@ def fit(name: str, features: np.ndarray, latency_s: Sequence[float], seed: int =
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # lbfgs stopping at max_iter still fits well here
         estimator = _estimator(regressor, seed).fit((x - mean) / scale, y)
-    return Stored(regressor, tuple(map(float, mean)), tuple(map(float, scale)), export(regressor, estimator))
+    return Stored(regressor, tuple(map(float, mean)), tuple(map(float, scale)), export(regressor, estimator),
+                  float(np.min(np.exp(y))) if floored else 0.0)
 
 
 def choose(features: np.ndarray, latency_s: Sequence[float], candidates: Sequence[str] = REGRESSORS,
@@ -146,7 +153,7 @@ def _cross_validated(x: np.ndarray, y: np.ndarray, candidates: Sequence[str], fo
         for train, test in splits:
             train_x = x[train] if extra is None else np.vstack([x[train], extra[0]])
             train_y = y[train] if extra is None else np.concatenate([y[train], extra[1]])
-            predicted = fit(name, train_x, train_y, seed).predict_s(x[test])
+            predicted = fit(name, train_x, train_y, seed, floored=False).predict_s(x[test])
             errors.extend(np.abs(predicted - y[test]) / y[test])
         scores[name] = float(np.median(errors))
     return scores
