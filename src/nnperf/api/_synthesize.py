@@ -40,11 +40,16 @@ DEFAULT_SAMPLES = 200
 DEFAULT_CALIBRATION = 32
 """Validation samples the int8 ranges are calibrated on by default."""
 
-INT8_PREDICTOR = "kernel"
-"""The network predictor an all-int8 program's latency comes from, where its calibration fitted one (else the
-composed one): the kernel-aware predictor learns each kernel's time inside the calibration networks, while the
-composition sums isolated layer times, each paying its own quantise and dequantise, and over-predicted every
-all-int8 glyph program measured by 2 to 4.7 times (BENCHMARKS.md, "Why the calibrations miss on 32x32 networks")."""
+KERNEL_PREDICTOR = "kernel"
+"""The network predictor an inexact program's latency comes from (every layer int8 or bf16), where its calibration
+fitted one; an fp32 program's, and any program's where it did not, is the composed one. The kernel-aware predictor
+learns each kernel's time inside the calibration networks, while the composition sums isolated layer times: each
+int8 layer then pays its own quantise and dequantise, and every all-int8 glyph program measured was over-predicted
+2 to 4.7 times (BENCHMARKS.md, "Why the calibrations miss on 32x32 networks"). On the glyph networks with
+calibrations that ran the CNN blocks, the all-bf16 programs were predicted within 15% by the kernel-aware
+predictor (16 of 16) and at -20 to +13% by the composed one; for fp32 programs the kernel-aware predictor erred
+less but ordered one pair of candidates wrong where the composed one ordered all right, so fp32 keeps the composed
+prediction (BENCHMARKS.md, "Which predictor ranks the fp32 programs")."""
 
 
 def digits_cache(size: int = 32, width: int = 16, epochs: int = 8, seed: int = 0) -> Path:
@@ -110,9 +115,10 @@ def _resolve(model: str | os.PathLike[str] | nn.Module, data: str | os.PathLike[
 def _predictor(model: str | os.PathLike[str] | nn.Module, shape: tuple[int, ...], store: StoreLike,
                calibrate_missing: bool, progress: Progress | None) -> Predict | None:
     """Predicts a program's latency (fp32, or all layers inexact) from the calibration of its system
-    (``ProgramSpec.backend_system``, which names the precision) in
-    ``store``; a system without one is calibrated first with ``calibrate_missing``, else not predicted (None).
-    None when nnperf cannot read the network into its IR (a module torch.fx cannot trace): nothing is predicted."""
+    (``ProgramSpec.backend_system``, which names the precision) in ``store`` (:func:`program_latency_s`); a system
+    without one is calibrated first, with nnperf's CNN blocks (whose chained convolutions the kernel-aware
+    predictor needs), with ``calibrate_missing``, else not predicted (None). None when nnperf cannot read the
+    network into its IR (a module torch.fx cannot trace): nothing is predicted."""
     from nnperf.api._predict import calibrate, predict
     from nnperf.prediction import MissingCalibrationError
 
@@ -131,7 +137,7 @@ def _predictor(model: str | os.PathLike[str] | nn.Module, shape: tuple[int, ...]
                 return None
         except NnperfError:
             return None
-        calibrate(system, store, if_needed=True, progress=progress)
+        calibrate(system, store, if_needed=True, blocks=True, progress=progress)
         return program_latency_s(predict(network, system, store), spec)
 
     return predicted
@@ -139,10 +145,11 @@ def _predictor(model: str | os.PathLike[str] | nn.Module, shape: tuple[int, ...]
 
 def program_latency_s(prediction: NetworkPrediction, spec: ProgramSpec) -> float:
     """The predicted latency of the program ``spec`` (fp32, or every layer inexact) from its system's
-    ``prediction``: :data:`INT8_PREDICTOR`'s for an int8 program where the calibration fitted it, else the primary
-    prediction (``latency_s``, the composed one)."""
-    if spec.mode == "int8" and prediction.network_latency_s.get(INT8_PREDICTOR) is not None:
-        return float(prediction.network_latency_s[INT8_PREDICTOR])
+    ``prediction``: :data:`KERNEL_PREDICTOR`'s for an inexact program where the calibration fitted it, else the
+    primary prediction (``latency_s``, the composed one)."""
+    kernel_s = prediction.network_latency_s.get(KERNEL_PREDICTOR)
+    if spec.inexact and kernel_s is not None:
+        return float(kernel_s)
     return prediction.latency_s
 
 
@@ -168,8 +175,8 @@ def synthesize(model: str | os.PathLike[str] | nn.Module, store: StoreLike = Non
     ``calibration`` samples (shuffled, seeded) calibrate int8; at most ``samples`` of the rest judge accuracy.
     With ``predict``, the fp32 candidates are ranked by the latency nnperf predicts from the calibrations in
     ``store`` (default ./nnperf.db) before they are measured; ``calibrate_missing`` calibrates the systems the
-    store lacks (about 5 minutes each on a 2-core VM), else those are not predicted. ``protocol`` is where the
-    reported speed-ups come from: ``"auto"`` (default: what a quick machine check recommends, interleaved for
+    store lacks, with nnperf's CNN blocks (about 5 minutes each on a 2-core VM), else those are not predicted.
+    ``protocol`` is where the reported speed-ups come from: ``"auto"`` (default: what a quick machine check recommends, interleaved for
     these in-process programs), ``"interleaved"`` (the stages' programs timed again in the same rounds) or
     ``"sequential"`` (the ratio of the search's own medians, taken minutes apart). With ``measure_best`` (and
     ``predict``), a stage whose candidates are all predicted measures only each runtime's ``measure_best`` predicted

@@ -425,7 +425,7 @@ def test_the_fastest_fp32_program_is_decided_in_paired_rounds_not_by_single_timi
     assert candidates.within(0.01) == [*candidates.kept_fp32("torch"), *candidates.kept_fp32("onnxruntime")]
 
 
-def test_an_int8_program_is_predicted_by_the_kernel_aware_predictor_where_the_calibration_has_it() -> None:
+def test_an_inexact_program_is_predicted_by_the_kernel_aware_predictor_where_the_calibration_has_it() -> None:
     from nnperf.api._synthesize import program_latency_s
     from nnperf.prediction import NetworkPrediction
 
@@ -436,4 +436,6 @@ def test_an_int8_program_is_predicted_by_the_kernel_aware_predictor_where_the_ca
     assert int8.mode == "int8" and bf16.mode == "bf16"
     assert program_latency_s(both, int8) == 1e-3
     assert program_latency_s(composed_only, int8) == 3e-3  # no kernel-aware fit: the primary prediction
-    assert program_latency_s(both, fp32) == program_latency_s(both, bf16) == 3e-3
+    assert program_latency_s(both, bf16) == 1e-3  # bf16 as well: every inexact program
+    assert program_latency_s(composed_only, bf16) == 3e-3
+    assert program_latency_s(both, fp32) == 3e-3  # fp32 keeps the composed prediction
