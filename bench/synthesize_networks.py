@@ -18,8 +18,9 @@ Run: PYTHONPATH=src .venv/bin/python bench/synthesize_networks.py [--networks di
 
 For each network, `nnperf.api.synthesize` measures Table I's stages (baseline single-thread fp32 torch eager,
 parallel, layout, inexact, final artifact), the greedy and ILP searches, and writes the program to
---programs/NAME/ (default bench/results/synth/NAME/, git-ignored). The fp32 candidates are predicted from the calibrations in --db (with
---calibrate, the systems it lacks are calibrated first, once) and measured in that order. Stdout gets Markdown tables: Table I per network, the speed-up of the
+--programs/NAME/ (default bench/results/synth/NAME/, git-ignored). The fp32 candidates are predicted from the
+calibrations in --db (with --calibrate, the systems it lacks are calibrated first, once, with the CNN blocks) and
+measured in that order. Stdout gets Markdown tables: Table I per network, the speed-up of the
 final program over single-thread fp32 torch eager (goal >= 8x within a 1% drop) and over ONNX Runtime's best fp32
 program (goal >= 1.5x), and greedy against ILP. The speed-ups come from the comparison synthesis ends with
 (``--protocol``): interleaved (default), the baseline and the stages' programs timed in the same rounds, each
