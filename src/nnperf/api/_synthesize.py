@@ -178,10 +178,9 @@ def synthesize(model: str | os.PathLike[str] | nn.Module, store: StoreLike = Non
     store lacks, with nnperf's CNN blocks (about 5 minutes each on a 2-core VM), else those are not predicted.
     ``protocol`` is where the reported speed-ups come from: ``"auto"`` (default: what a quick machine check
     recommends, interleaved for these in-process programs), ``"interleaved"`` (the stages' programs timed again
-    in the same rounds) or
-    ``"sequential"`` (the ratio of the search's own medians, taken minutes apart). With ``measure_best`` (and
-    ``predict``), a stage whose candidates are all predicted measures only each runtime's ``measure_best`` predicted
-    fastest; the result lists the others (``skipped``).
+    in the same rounds) or ``"sequential"`` (the ratio of the search's own medians, taken minutes apart). With
+    ``measure_best`` (and ``predict``), a stage whose candidates are all predicted measures only each runtime's
+    ``measure_best`` predicted fastest; the result lists the others (``skipped``).
     """
     from nnperf.optimize.synthesize import ValidationDataError, check_protocol, make_sources
     from nnperf.optimize.synthesize import synthesize as run
