@@ -2,7 +2,7 @@
 
 Run: PYTHONPATH=src .venv/bin/python bench/primitive_dataset.py [--db bench/results/primitives.db] [--random 200]
      [--grid paper] [--max-gmacs G] [--shard I/N] [--budget-s 3000] [--threads 1] [--repeat 40] [--max-configs N]
-     [--device cpu|cuda|cuda:N]
+     [--device cpu|cuda|cuda:N] [--output-activations]
 
 Configurations: the distinct 2-D convolutions of every zoo network, then --random configurations sampled around
 them (``nnperf.primitives.sample_configs``). Every applicable primitive and every layout transformation of the
@@ -17,7 +17,10 @@ With --repeat N, N configurations already profiled are timed again into a second
 median relative difference between the two passes is the noise floor of the dataset on this machine, the error
 a model cannot go below. --device cuda profiles on a CUDA GPU instead of this CPU (``nnperf.campaign.primitive_system``:
 a system of its own, named by the GPU, in the same kind of store), with the primitives that run there (those on torch
-ops and torch's own conv2d); bench/gpu_smoke.py checks them on the GPU first. Stdout gets Markdown tables.
+ops and torch's own conv2d); bench/gpu_smoke.py checks them on the GPU first. --output-activations times, instead
+of the configurations, the layout transformations alone on their outputs that none of them reads
+(``nnperf.campaign.profile_transforms``): a network's transformations act on those activations too, and the
+configurations' inputs alone are few (100 for the paper's grid). Stdout gets Markdown tables.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from nnperf.api import dataset_configs
-from nnperf.campaign import load_primitive_dataset, primitive_system, profile_primitives
+from nnperf.campaign import load_primitive_dataset, primitive_system, profile_primitives, profile_transforms
 from nnperf.errors import NnperfError
 from nnperf.measure import host_info
 from nnperf.primitives import PrimitiveDataset, device_availability, device_name, device_type, get_primitive
@@ -88,6 +91,8 @@ def main() -> None:
     parser.add_argument("--max-configs", type=int, default=None, metavar="N",
                         help="profile a seeded random N of the configurations (default: all)")
     parser.add_argument("--device", default="cpu", help="cpu (default), cuda or cuda:N: where the primitives compute")
+    parser.add_argument("--output-activations", action="store_true",
+                        help="time the transformations on the configurations' outputs instead of the configurations")
     args = parser.parse_args()
     if args.max_configs is not None and args.max_configs < 1:
         parser.error(f"--max-configs must be at least 1, got {args.max_configs}")
@@ -106,10 +111,17 @@ def main() -> None:
     args.db.parent.mkdir(parents=True, exist_ok=True)
     with Store(args.db) as store:
         start = time.perf_counter()
-        report = profile_primitives(store, configs, args.threads, budget_s=args.budget_s, device=args.device,
-                                    progress=lambda what, done, total: print(f"\r{done}/{total} {what:<40}",
-                                                                             end="", flush=True))
-        print(f"\n\nprofiled now: {report.measured} configurations, {report.samples} samples in "
+        progress = lambda what, done, total: print(f"\r{done}/{total} {what:<40}", end="", flush=True)
+        unit = "configurations"
+        if args.output_activations:
+            unit = "activations"
+            shapes = sorted({(c.batch, c.f, c.out) for c in configs} - {(c.batch, c.c, c.im) for c in configs})
+            report = profile_transforms(store, shapes, args.threads, budget_s=args.budget_s, device=args.device,
+                                        progress=progress)
+        else:
+            report = profile_primitives(store, configs, args.threads, budget_s=args.budget_s, device=args.device,
+                                        progress=progress)
+        print(f"\n\nprofiled now: {report.measured} {unit}, {report.samples} samples in "
               f"{time.perf_counter() - start:.0f} s; profiled before: {report.reused}; left: {report.remaining}")
         for name, label, error in report.failures:
             print(f"failed: {name} on {label}: {error}")

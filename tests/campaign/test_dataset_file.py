@@ -16,21 +16,25 @@ from nnperf.campaign import (
     import_primitive_dataset,
     load_primitive_dataset,
     profile_primitives,
+    profile_transforms,
 )
 from nnperf.cli import main
 from nnperf.primitives import ConvConfig, get_primitive
 from nnperf.store import Store, SystemRecord
 
 CONFIGS = [ConvConfig.make(1, 8, 16, 12, 3, 1, 1), ConvConfig.make(1, 8, 8, 12, 1)]
+ALONE = (1, 4, (6, 10))  # an activation whose transformations alone are profiled
 
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """A real profile of two configurations (two primitives, every transformation) and its file."""
+    """A real profile of two configurations (two primitives, every transformation), of one more activation's
+    transformations alone, and its file."""
     where = tmp_path_factory.mktemp("dataset")
     with Store(where / "source.db") as store:
         report = profile_primitives(store, CONFIGS, harness=SMOKE_HARNESS,
                                     primitives=[get_primitive("torch-conv2d"), get_primitive("im2col-fhw")])
+        profile_transforms(store, [ALONE], harness=SMOKE_HARNESS)
         export_primitive_dataset(store, report.system_id, where / "dataset.json.gz")
     return where / "source.db", where / "dataset.json.gz"
 
@@ -45,12 +49,13 @@ def test_a_dataset_stored_from_its_file_reads_back_the_same_times_under_the_same
         again = import_primitive_dataset(store, path)
         copy = load_primitive_dataset(store, first.system.id)
     assert first.system.key == source.system_key == copy.system_key
-    assert (first.configurations, first.times, first.skipped) == (2, source.n_samples, 0)
+    assert (first.configurations, first.activations, first.times, first.skipped) == (2, 1, source.n_samples, 0)
     assert (again.configurations, again.times, again.skipped) == (0, 0, source.n_samples)  # nothing added twice
     assert {s.config: dict(s.times_s) for s in copy.conv} == {s.config: dict(s.times_s) for s in source.conv}
     assert {(t.batch, t.c, t.im): dict(t.times_s) for t in copy.layout} == \
         {(t.batch, t.c, t.im): dict(t.times_s) for t in source.layout}
     assert len(source.conv) == 2 and set(source.primitives) == {"torch-conv2d", "im2col-fhw"}
+    assert sorted((t.batch, t.c, t.im) for t in copy.layout) == [ALONE, (1, 8, (12, 12))]
 
 
 def test_a_file_written_under_the_key_before_the_cpu_generation_imports_under_todays(
@@ -85,8 +90,9 @@ def _write(path: Path, document: object) -> Path:
     (lambda d: {**d, "conv": [{**d["conv"][0], "times_s": {"torch-conv2d": -1}}]}, "positive number of seconds"),
     (lambda d: {**d, "conv": [{"config": {"c": 8}, "times_s": {}}]}, r"conv\[0\]: not a convolution configuration"),
     (lambda d: {**d, "conv": [{**d["conv"][0], "times_s": [1e-3]}]}, r"conv\[0\]: an entry needs a times_s object"),
-    (lambda d: {**d, "conv": d["conv"][:1], "layout": [{"batch": 1, "c": 3, "im": [5, 5], "times_s": {}}]},
-     "no configuration of the file reads the activation"),
+    (lambda d: {**d, "layout": [{"batch": 1, "c": 0, "im": [5, 5], "times_s": {}}]},
+     r"layout\[0\]: not an activation \(batch, c, im\)"),
+    (lambda d: {**d, "layout": [{"batch": 1, "c": 3, "im": [5], "times_s": {}}]}, r"layout\[0\]: not an activation"),
 ])
 def test_a_file_that_is_not_such_a_dataset_is_refused_naming_what_is_wrong(
         exported: tuple[Path, Path], tmp_path: Path, change, message: str) -> None:  # type: ignore[no-untyped-def]
@@ -111,7 +117,7 @@ def test_export_and_import_from_the_command_line(exported: tuple[Path, Path], tm
     assert "2 configurations" in capsys.readouterr().out
     assert _document_plain(out)["format"] == "nnperf-primitive-dataset"
     assert main(["primitives", "import", str(out), "--db", str(tmp_path / "copy.db")]) == 0
-    assert "of 2 configurations" in capsys.readouterr().out
+    assert "of 2 configurations and 1 activation under" in capsys.readouterr().out
     assert main(["primitives", "import", str(tmp_path / "missing.json"), "--db", str(tmp_path / "copy.db")]) != 0
     err = capsys.readouterr().err
     assert "missing.json: no such dataset file" in err and "Traceback" not in err

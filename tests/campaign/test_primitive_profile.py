@@ -20,6 +20,7 @@ from nnperf.campaign import (
     primitive_system,
     primitive_systems,
     profile_primitives,
+    profile_transforms,
 )
 from nnperf.campaign._primitives import (
     DATASET_REFERENCE,
@@ -92,6 +93,28 @@ def test_a_profile_of_more_primitives_measures_only_the_new_ones(store: Store) -
     dataset = load_primitive_dataset(store, more.system_id)
     assert len(dataset.conv) == 1 and set(dataset.conv[0].times_s) == {"direct", "im2col-fhw", "winograd-2x3"}
     assert profile(store, [THREE_BY_THREE]).reused == 1
+
+
+def test_activations_profiled_for_their_transformations_alone_are_activations_not_configurations(
+        store: Store) -> None:
+    shapes = [(1, 8, (12, 12)), (1, 4, (6, 10))]
+    report = profile_transforms(store, shapes, harness=SMOKE_HARNESS)
+    assert (report.measured, report.samples, report.failures) == (2, 2 * TRANSFORMS, ())
+    dataset = load_primitive_dataset(store, report.system_id)
+    assert dataset.conv == () and dataset.primitives == ()
+    assert sorted((t.batch, t.c, t.im) for t in dataset.layout) == sorted(shapes)
+    assert all(len(t.times_s) == TRANSFORMS and all(0 < s < 1 for s in t.times_s.values()) for t in dataset.layout)
+    assert profile_transforms(store, shapes, harness=SMOKE_HARNESS).reused == 2  # not measured again
+    both = profile(store, [THREE_BY_THREE])  # reads the first activation, timed again as every configuration's is
+    assert (both.measured, both.samples) == (1, 3 + TRANSFORMS)
+    dataset = load_primitive_dataset(store, report.system_id)
+    assert [s.config for s in dataset.conv] == [THREE_BY_THREE] and len(dataset.layout) == 2
+
+
+def test_a_carrier_is_the_1x1_convolution_that_reads_its_activation() -> None:
+    carrier = ConvConfig.carrier(2, 24, (7, 9))
+    assert carrier == ConvConfig.make(2, 24, 24, (7, 9), 1)
+    assert (carrier.input_shape(), carrier.output_shape()) == ((2, 24, 7, 9), (2, 24, 7, 9))
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,8 @@ everything that measures *into* the store lives here:
   :func:`recorded_surround` (``_surround.py``); :func:`characterise` and :func:`predict_steps`, the step models'
   measurements (``_steps.py``);
 - :func:`profile_primitives` and :func:`load_primitive_dataset`: the primitive-time dataset of Mulder et al.,
-  one run per convolution configuration (``_primitives.py``); :func:`export_primitive_dataset` and
+  one run per convolution configuration (``_primitives.py``; :func:`profile_transforms` adds activations whose
+  layout transformations alone are timed); :func:`export_primitive_dataset` and
   :func:`import_primitive_dataset`: that dataset as one portable file, and back into a store
   (``_dataset_file.py``); :func:`profile_layer_layouts` and
   :func:`load_layer_layouts`: the other layers' times in each layout (``_layer_layouts.py``);
@@ -99,6 +100,7 @@ from nnperf.campaign._primitives import (
     primitive_system,
     primitive_systems,
     profile_primitives,
+    profile_transforms,
 )
 from nnperf.campaign._profile import (
     UNATTRIBUTED_PREFIX,
@@ -188,6 +190,7 @@ __all__ = [
     "profile_layer_layouts",
     "profile_network",
     "profile_primitives",
+    "profile_transforms",
     "profiler_chunk",
     "profiler_chunks",
     "recorded_surround",

@@ -15,7 +15,8 @@ rounds were interleaved). The file is JSON, gzip-compressed when its name ends i
 :func:`import_primitive_dataset` stores such a file under its own system (the same key as where it was profiled),
 one run per configuration as a profile would, each time as a single sample: a time the store holds already for its
 configuration is kept and not imported, so importing twice adds nothing. Each activation's transformations go with
-the first configuration that reads it.
+the first configuration that reads it, or, for an activation no configuration reads (one profiled for its
+transformations alone), with its carrier configuration (``ConvConfig.carrier``), as the profile stored them.
 """
 
 from __future__ import annotations
@@ -58,13 +59,15 @@ class DatasetFileError(NnperfError):
 
 @dataclass(frozen=True)
 class DatasetImport:
-    """What :func:`import_primitive_dataset` stored: the system, how many configurations got new times, how many
-    times were new to the store, and how many it held already (``skipped``)."""
+    """What :func:`import_primitive_dataset` stored: the system, how many configurations got new times (and how many
+    activations profiled for their transformations alone), how many times were new to the store, and how many it
+    held already (``skipped``)."""
 
     system: SystemRecord
     configurations: int
     times: int
     skipped: int
+    activations: int = 0
 
 
 def _opener(path: Path) -> Any:
@@ -146,8 +149,13 @@ def _entries(document: Mapping[str, Any], path: Path) -> list[tuple[ConvConfig, 
         where = f"{path}: layout[{i}]"
         times = _times(entry, where)
         shape = (entry.get("batch"), entry.get("c"), tuple(entry.get("im", ())))
-        if shape not in first_reader:
-            raise DatasetFileError(f"{where}: no configuration of the file reads the activation {shape}")
+        if shape not in first_reader:  # an activation profiled for its transformations alone
+            try:
+                carrier = ConvConfig.carrier(*shape)  # type: ignore[arg-type]
+            except (TypeError, ValueError, IndexError, NnperfError) as exc:
+                raise DatasetFileError(f"{where}: not an activation (batch, c, im): {shape} ({exc})") from None
+            entries.append((carrier, {}))
+            first_reader[shape] = entries[-1][1]
         first_reader[shape].update({_known(name, where, known): _timing(t, f"{where} {name}") for name, t in times})
     return entries
 
@@ -181,7 +189,7 @@ def import_primitive_dataset(store: Store, path: Path) -> DatasetImport:
     spec = _system(document, path)
     record = store.add_system(spec)
     have = _stored_names(store, record)
-    configurations = times = skipped = 0
+    configurations = activations = times = skipped = 0
     for config, timings in entries:
         key = config_key(config)
         new = [LayerMeasurement(name, "transform" if "->" in name else "primitive", Method.ISOLATED, timing,
@@ -192,6 +200,9 @@ def import_primitive_dataset(store: Store, path: Path) -> DatasetImport:
         with open_campaign(store, spec, PRIMITIVE_CAMPAIGN + key, config_label(config), key, Method.ISOLATED.value,
                            {**config.to_dict(), "imported_from": path.name}) as campaign:
             campaign.add_layers(new)
-        configurations += 1
+        if any("->" not in name for name in timings):
+            configurations += 1
+        else:
+            activations += 1
         times += len(new)
-    return DatasetImport(record, configurations, times, skipped)
+    return DatasetImport(record, configurations, times, skipped, activations)

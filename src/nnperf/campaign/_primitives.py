@@ -200,6 +200,19 @@ def profile_primitives(store: Store, configs: Sequence[ConvConfig], threads: int
                     progress or no_progress, timing, seed, device)
 
 
+def profile_transforms(store: Store, shapes: Sequence[tuple[int, int, tuple[int, int]]], threads: int = 1,
+                       harness: HarnessConfig = DATASET_HARNESS, budget_s: float | None = None,
+                       progress: Progress | None = None, seed: int = 0,
+                       device: str = "cpu") -> PrimitiveProfileReport:
+    """Times every layout transformation on each activation (batch, c, (h, w)) of ``shapes`` into ``store``, in
+    the dataset's interleaved rounds, and no primitive: more activations for the transformations' model than the
+    configurations' inputs give. Each activation is stored under its :meth:`ConvConfig.carrier` (the dataset
+    reads it as an activation, not as a configuration); what the store holds already is not measured again, and
+    ``budget_s`` stops between two activations, as in :func:`profile_primitives`."""
+    carriers = [ConvConfig.carrier(batch, c, im) for batch, c, im in shapes]
+    return profile_primitives(store, carriers, threads, harness, budget_s, (), progress, seed=seed, device=device)
+
+
 def _device_primitives(primitives: Sequence[Primitive] | None, device: str) -> list[Primitive]:
     """``primitives`` (None: every available one that runs on ``device``); one that does not run there is an
     error that names each such primitive and why."""

@@ -181,8 +181,9 @@ def run_import(args: argparse.Namespace) -> int:
     from nnperf.api import import_primitive_dataset
 
     result = import_primitive_dataset(args.file, args.db)
-    print(f"stored {result.times} times of {result.configurations} configurations under system {result.system.id} "
-          f"({result.system.label}, {result.system.device_name}); {result.skipped} held already")
+    alone = f" and {result.activations} activation{'s' * (result.activations != 1)}" if result.activations else ""
+    print(f"stored {result.times} times of {result.configurations} configurations{alone} under system "
+          f"{result.system.id} ({result.system.label}, {result.system.device_name}); {result.skipped} held already")
     return 0
 
 

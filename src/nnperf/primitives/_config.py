@@ -68,6 +68,13 @@ class ConvConfig:
         return cls(batch, c, f, _pair(im), _pair(k), _pair(stride), pads,  # type: ignore[arg-type]
                    groups, _pair(dilation))
 
+    @classmethod
+    def carrier(cls, batch: int, c: int, im: tuple[int, int]) -> ConvConfig:
+        """The configuration that carries an activation (batch, c, im) in a profile of its layout transformations
+        alone: a 1x1 convolution c -> c, stride 1, no padding, whose input is that activation (a store keeps
+        every time under a configuration)."""
+        return cls(batch, c, c, (int(im[0]), int(im[1])), (1, 1))
+
     @property
     def padded(self) -> tuple[int, int]:
         """The input size (h, w) after padding."""
