@@ -136,19 +136,32 @@ def print_table(points: Sequence[Point], variants: Sequence[str], goal: float, f
     return laws
 
 
-def plot(points: Sequence[Point], variants: Sequence[str], goal: float, path: Path) -> Path:
-    """Ratio and time MdRAE against training configurations, log-log, one line per variant and target."""
+def plot(points: Sequence[Point], variants: Sequence[str], goal: float, full: int, path: Path) -> Path:
+    """Ratio and time MdRAE against training configurations, log-log, one line per variant and target, each
+    ratio power law extrapolated (dotted) to where it reaches the goal (at most 10^5 configurations), and a mark
+    at ``full`` training configurations."""
+    from matplotlib.ticker import NullFormatter, PercentFormatter
+
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     for variant in variants:
         for attribute, style in (("ratio_mdrae", "-o"), ("time_mdrae", "--s")):
             line = medians(points, variant, attribute)
-            if line:
-                ax.plot(*zip(*line), style, label=f"{variant}, {attribute.split('_')[0]}s")
+            if not line:
+                continue
+            drawn = ax.plot(*zip(*line), style, label=f"{variant}, {attribute.split('_')[0]}s")
+            law = PowerLaw.fit(*zip(*line)) if attribute == "ratio_mdrae" else None
+            if law is not None and law.exponent > 0:
+                n = np.geomspace(line[-1][0], min(law.needed(goal) or 1e5, 1e5), 50)
+                ax.plot(n, law.at(n), ":", color=drawn[0].get_color(), linewidth=1)
     ax.axhline(goal, color="grey", linewidth=1, linestyle=":", label=f"goal {pct(goal)}")
+    ax.axvline(full, color="grey", linewidth=1, linestyle="--", label=f"{full:,} (--full)")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("training configurations")
+    ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.set_yticks([0.02, 0.03, 0.05, 0.1, 0.2])
+    ax.set_xlabel("training configurations (dotted: the ratios' power law, extrapolated)")
     ax.set_ylabel("test MdRAE, all primitives")
     ax.set_title("Primitive cost models: error against training data")
     ax.legend(fontsize=8)
@@ -164,7 +177,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--goal", type=float, default=0.03, help="the MdRAE the extrapolation aims at")
     parser.add_argument("--full", type=int, default=3317 * 8 // 10,
-                        help="training configurations to extrapolate to (default: 80%% of the paper's grid here)")
+                        help="training configurations to extrapolate to (default: 80%% of the paper's grid within "
+                             "2 GMACs, the most a split of it trains on)")
     parser.add_argument("--network", choices=tuple(NETWORKS), default="paper")
     parser.add_argument("--threads", type=int, default=1, help="torch threads while training (default 1)")
     parser.add_argument("--json", type=Path, default=None, help="also write the points as JSON here")
@@ -183,7 +197,7 @@ def main() -> None:
     print("\nTest MdRAE of all primitives, time / ratio (median over seeds), by training configurations:\n")
     laws = print_table(points, args.variants, args.goal, args.full)
     if args.plot:
-        print(f"\nfigure: {plot(points, args.variants, args.goal, args.plot)}")
+        print(f"\nfigure: {plot(points, args.variants, args.goal, args.full, args.plot)}")
     if args.json:
         args.json.write_text(json.dumps({
             "host": host.cpu_model, "db": str(args.db), "configurations": len(dataset.conv), "reference": reference,
