@@ -36,7 +36,14 @@ from nnperf.api import dataset_configs
 from nnperf.campaign import load_primitive_dataset, primitive_system, profile_primitives, profile_transforms
 from nnperf.errors import NnperfError
 from nnperf.measure import host_info
-from nnperf.primitives import PrimitiveDataset, device_availability, device_name, device_type, get_primitive
+from nnperf.primitives import (
+    PrimitiveDataset,
+    device_availability,
+    device_name,
+    device_type,
+    get_primitive,
+    unread_outputs,
+)
 from nnperf.store import Store
 
 
@@ -126,8 +133,7 @@ def main() -> None:
         unit = "configurations"
         if args.output_activations:
             unit = "activations"
-            shapes = sorted({(c.batch, c.f, c.out) for c in configs} - {(c.batch, c.c, c.im) for c in configs})
-            report = profile_transforms(store, shapes, args.threads, budget_s=args.budget_s, device=args.device,
+            report = profile_transforms(store, unread_outputs(configs), args.threads, budget_s=args.budget_s, device=args.device,
                                         progress=progress)
         else:
             report = profile_primitives(store, configs, args.threads, budget_s=args.budget_s, device=args.device,

@@ -35,7 +35,7 @@ from nnperf.campaign._primitives import (
 from nnperf.errors import NnperfError
 from nnperf.measure import ComparisonProtocol, HarnessConfig, LayerMeasurement, Method, RoundsConfig, fixed_timing
 from nnperf.measure.backends._fake import FakeBackend
-from nnperf.primitives import Bound, ConvConfig, Primitive, get_primitive
+from nnperf.primitives import Bound, ConvConfig, Primitive, get_primitive, unread_outputs
 from nnperf.store import Store
 
 BLOCKED = str(get_primitive("ort-nchwc").input_layout)  # chw16c with AVX-512, chw8c with AVX2
@@ -109,6 +109,12 @@ def test_activations_profiled_for_their_transformations_alone_are_activations_no
     assert (both.measured, both.samples) == (1, 3 + TRANSFORMS)
     dataset = load_primitive_dataset(store, report.system_id)
     assert [s.config for s in dataset.conv] == [THREE_BY_THREE] and len(dataset.layout) == 2
+
+
+def test_the_outputs_no_configuration_reads_are_the_ones_left_without_transformations() -> None:
+    strided = ConvConfig.make(1, 16, 8, 12, 3, 2, 1)  # 16 x 12 x 12 -> 8 x 6 x 6, which nothing reads
+    assert unread_outputs([THREE_BY_THREE, strided]) == [(1, 8, (6, 6))]  # 3x3's 16 x 12 x 12 is strided's input
+    assert unread_outputs([THREE_BY_THREE]) == [(1, 16, (12, 12))]
 
 
 def test_a_carrier_is_the_1x1_convolution_that_reads_its_activation() -> None:

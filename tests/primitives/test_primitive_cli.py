@@ -8,8 +8,9 @@ import pytest
 from prims_helpers import NAMES
 
 from cli_helpers import assert_error, run_cli, run_json
-from networks import tiny_network
-from nnperf.ir import save_network
+from networks import conv_net, tiny_network
+from nnperf.campaign import load_primitive_dataset, primitive_systems
+from nnperf.ir import ConvAttrs, Layer, Network, OpType, save_network
 from nnperf.store import Store
 
 
@@ -64,6 +65,27 @@ def test_profile_stores_each_configuration_once_and_resumes(capsys: pytest.Captu
     assert (again["measured"], again["reused"], again["samples"]) == (0, 4, 0)
     code, out, _ = run_cli(capsys, *args)
     assert code == 0 and "4 profiled before" in out
+
+
+def test_profile_times_the_transformations_alone_on_the_outputs_no_configuration_reads(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """conv_net's 3x3 convolution reads and writes 4 x 6 x 6, and a strided one after it writes 8 x 3 x 3, which
+    nothing reads: that activation alone gets its twelve transformations, under its carrier."""
+    s, half = (1, 4, 6, 6), (1, 8, 3, 3)
+    net = conv_net("strided", 4, 6)
+    net = Network("strided", net.inputs, (*net.layers, Layer(
+        "down", OpType.CONV, ("add",), (s,), half, ConvAttrs((3, 3), stride=(2, 2), padding=(1,) * 4))), ("down",))
+    path, db = tmp_path / "strided.json", tmp_path / "p.db"
+    save_network(net, path)
+    args = ("primitives", "profile", str(path), "--random", "0", "--output-activations", "--db", str(db))
+    first = run_json(capsys, *args)
+    assert (first["measured"], first["samples"], first["failures"]) == (1, 12, [])
+    code, out, _ = run_cli(capsys, *args)
+    assert code == 0 and "0 activations profiled now" in out and "1 profiled before" in out
+    with Store(db) as store:
+        (record,) = primitive_systems(store)
+        dataset = load_primitive_dataset(store, record.id)
+    assert dataset.conv == () and [(t.batch, t.c, t.im) for t in dataset.layout] == [(1, 8, (3, 3))]
 
 
 @pytest.mark.parametrize(("argv", "protocol"), [(("--protocol", "sequential"), "sequential"), ((), "interleaved")])

@@ -145,8 +145,8 @@ def named_primitives(names: Sequence[str], device: str = "cpu") -> list[Primitiv
 def profile_primitives(models: Sequence[ModelLike] = (), system: System = PRIMITIVES, store: StoreLike = None, *,
                        random: int = 0, primitives: Sequence[str] = (), budget_s: float | None = None, seed: int = 0,
                        progress: Progress | None = None, runner: ItemRunner | None = None,
-                       protocol: str = "auto", grid: str | None = None,
-                       max_macs: int | None = None) -> PrimitiveProfileReport:
+                       protocol: str = "auto", grid: str | None = None, max_macs: int | None = None,
+                       output_activations: bool = False) -> PrimitiveProfileReport:
     """Profiles primitives and layout transformations into the store: the primitive dataset (Mulder et al. 3.2).
 
     Each time is stored as it is taken; what the store holds for this system is not measured again, so calling it
@@ -178,10 +178,15 @@ def profile_primitives(models: Sequence[ModelLike] = (), system: System = PRIMIT
         after ``models``' convolutions when models are given (:func:`dataset_configs`).
     max_macs : int, optional
         With ``grid``, leave out configurations of more multiply-accumulates.
+    output_activations : bool, default False
+        Instead of the configurations, time the layout transformations alone on their output activations that
+        none of them reads (``nnperf.campaign.profile_transforms``): more activations for the transformations'
+        model.
     """
     from nnperf.campaign import profile_primitives as profile
+    from nnperf.campaign import profile_transforms
     from nnperf.measure import IN_PROCESS_PROTOCOLS, resolve_protocol
-    from nnperf.primitives import require_device
+    from nnperf.primitives import require_device, unread_outputs
 
     threads, device = primitive_settings(system, "profile_primitives")
     if random < 0:
@@ -192,6 +197,9 @@ def profile_primitives(models: Sequence[ModelLike] = (), system: System = PRIMIT
     chosen = named_primitives(primitives, device)
     configs = dataset_configs(models, random, seed, grid, max_macs)
     with opened_store(store) as opened:
+        if output_activations:
+            return profile_transforms(opened, unread_outputs(configs), threads, budget_s=budget_s, progress=progress,
+                                      runner=runner, device=device)
         return profile(opened, configs, threads, budget_s=budget_s, primitives=chosen, progress=progress,
                        runner=runner, protocol=timing, device=device)
 

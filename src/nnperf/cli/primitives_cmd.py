@@ -73,6 +73,9 @@ def _register_profile(commands: argparse._SubParsersAction) -> None:  # type: ig
                               "strides 1, 2, 4, in a seeded random order so that --budget keeps a uniform sample")
     profile.add_argument("--max-gmacs", type=float, default=None, metavar="G",
                          help="with --grid, leave out configurations of more than G billion multiply-accumulates")
+    profile.add_argument("--output-activations", action="store_true",
+                         help="instead of the configurations, time the layout transformations alone on their output "
+                              "activations that none of them reads (more activations for the transformations' model)")
     profile.add_argument("--protocol", default="auto", choices=("auto", "sequential", "interleaved"),
                          help="how a configuration's primitives and transformations are timed: interleaved (in the "
                               "same rounds, in random order: their ratios hold when the machine drifts) or "
@@ -230,7 +233,7 @@ def run_profile(args: argparse.Namespace) -> int:
     with Progress(not args.json, "profiling primitives") as progress:
         report = profile_primitives(args.models, system_from_args(args), args.db, random=args.random, primitives=only,
                                     budget_s=budget_s, seed=args.seed, progress=progress, protocol=args.protocol,
-                                    grid=args.grid, max_macs=_max_macs(args))
+                                    grid=args.grid, max_macs=_max_macs(args), output_activations=args.output_activations)
     return _print_profile(args, report)
 
 
@@ -267,7 +270,7 @@ def _profile_on_fleet(args: argparse.Namespace, only: list[str], budget_s: float
             reports.append(profile_primitives(args.models, system_from_args(args), store, random=args.random,
                                               primitives=only, budget_s=budget_s, seed=args.seed, progress=progress,
                                               runner=runner, protocol=args.protocol, grid=args.grid,
-                                              max_macs=_max_macs(args)))
+                                              max_macs=_max_macs(args), output_activations=args.output_activations))
     if args.json:
         documents = [_profile_document(report) for report in reports]
         print(json.dumps(documents[0] if len(documents) == 1 else documents, indent=1))
@@ -291,11 +294,11 @@ def _print_profile(args: argparse.Namespace, report: PrimitiveProfileReport) -> 
         print(json.dumps(_profile_document(report), indent=1))
         return 0
     out = console()
-    out.print(f"system {report.system_id}: {report.measured} configurations profiled now ({report.samples} samples "
+    unit = "activations" if args.output_activations else "configurations"
+    out.print(f"system {report.system_id}: {report.measured} {unit} profiled now ({report.samples} samples "
               f"in {report.elapsed_s:.0f} s), {report.reused} profiled before")
     if report.remaining:
-        out.print(f"the budget was spent with {report.remaining} configurations left: run the same command again "
-                  "to go on")
+        out.print(f"the budget was spent with {report.remaining} {unit} left: run the same command again to go on")
     for name, label, error in report.failures:
         out.print(f"{name} failed on {label}: {error}", style="yellow")
     return 0

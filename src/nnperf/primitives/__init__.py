@@ -18,7 +18,7 @@ imported until used.
 """
 
 from nnperf.primitives._base import CPU_AND_CUDA, CPU_ONLY, ERROR_BOUNDS, Bound, Family, Primitive
-from nnperf.primitives._config import ConvConfig, PrimitiveError, pad_input, reference_conv2d
+from nnperf.primitives._config import ConvConfig, PrimitiveError, pad_input, reference_conv2d, unread_outputs
 from nnperf.primitives._dataset import (
     GRID_KERNELS,
     GRID_STRIDES,
@@ -81,5 +81,5 @@ __all__ = [
     "from_layout", "get_primitive", "grid_shapes", "ieee_float32", "layer_key", "layer_layouts", "layer_signature",
     "layout_order", "layout_transforms", "pad_input", "paper_grid", "parse_layout", "primitive_layouts",
     "primitive_report", "primitive_timer", "reference_conv2d", "require_device", "sample_configs", "synchronizer",
-    "time_layer", "time_primitive", "time_transform", "to_layout", "transform_timer",
+    "time_layer", "time_primitive", "time_transform", "to_layout", "transform_timer", "unread_outputs",
 ]

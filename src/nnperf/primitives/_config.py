@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -121,6 +122,13 @@ class ConvConfig:
         return {"batch": self.batch, "c": self.c, "f": self.f, "im": list(self.im), "k": list(self.k),
                 "stride": list(self.stride), "padding": list(self.padding), "groups": self.groups,
                 "dilation": list(self.dilation)}
+
+
+def unread_outputs(configs: Sequence[ConvConfig]) -> list[tuple[int, int, tuple[int, int]]]:
+    """The output activations (batch, f, (h, w)) of ``configs`` that none of them reads as its input, sorted: the
+    activations a profile of the configurations leaves without layout transformation times."""
+    inputs = {(c.batch, c.c, c.im) for c in configs}
+    return sorted({(c.batch, c.f, c.out) for c in configs} - inputs)
 
 
 def pad_input(x: torch.Tensor, config: ConvConfig) -> torch.Tensor:
