@@ -133,8 +133,8 @@ def main() -> None:
         unit = "configurations"
         if args.output_activations:
             unit = "activations"
-            report = profile_transforms(store, unread_outputs(configs), args.threads, budget_s=args.budget_s, device=args.device,
-                                        progress=progress)
+            report = profile_transforms(store, unread_outputs(configs), args.threads, budget_s=args.budget_s,
+                                        device=args.device, progress=progress)
         else:
             report = profile_primitives(store, configs, args.threads, budget_s=args.budget_s, device=args.device,
                                         progress=progress)
