@@ -32,6 +32,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from select_networks import profiling_durations
+
 from nnperf.api import dataset_configs
 from nnperf.campaign import load_primitive_dataset, primitive_system, profile_primitives, profile_transforms
 from nnperf.errors import NnperfError
@@ -72,17 +74,6 @@ def _noise_floor(dataset: PrimitiveDataset, repeat: PrimitiveDataset) -> dict[st
             if t0:
                 errors[name].append(abs(t - t0) / t0)
     return {name: statistics.median(v) for name, v in sorted(errors.items())}
-
-
-def _measuring_s(store: Store, system_id: int) -> float:
-    """The seconds the system's runs spent timing: per run, from its first timed block to its last (a run of
-    interleaved rounds is stored when its rounds end, so its own start and finish span the storing alone)."""
-    windows: dict[int, list[float]] = {}
-    for m in store.layer_measurements(system_id=system_id):
-        if m.timing.started_at > 0:
-            window = windows.setdefault(m.run_id, [m.timing.started_at, m.timing.ended_at])
-            window[0], window[1] = min(window[0], m.timing.started_at), max(window[1], m.timing.ended_at)
-    return sum(end - start for start, end in windows.values())
 
 
 def _check_device(parser: argparse.ArgumentParser, device: str) -> None:
@@ -145,7 +136,7 @@ def main() -> None:
         system = store.find_system(primitive_system(args.threads, args.device).key)
         assert system is not None
         dataset = load_primitive_dataset(store, system.id)
-        profiling_s = _measuring_s(store, system.id)
+        profiling_s = sum(d for d in profiling_durations(store, system.id).values() if d is not None)
     subset = f"; a random {len(configs)} of them profiled" if len(configs) < asked else ""
     origin = (f"the paper's grid{', shard ' + args.shard if args.shard else ''}" if args.grid else
               f"{asked - args.random} from the zoo networks, {args.random} sampled")

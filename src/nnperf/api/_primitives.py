@@ -199,7 +199,7 @@ def profile_primitives(models: Sequence[ModelLike] = (), system: System = PRIMIT
     with opened_store(store) as opened:
         if output_activations:
             return profile_transforms(opened, unread_outputs(configs), threads, budget_s=budget_s, progress=progress,
-                                      runner=runner, device=device)
+                                      runner=runner, protocol=timing, device=device)
         return profile(opened, configs, threads, budget_s=budget_s, primitives=chosen, progress=progress,
                        runner=runner, protocol=timing, device=device)
 

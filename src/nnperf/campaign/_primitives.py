@@ -202,17 +202,18 @@ def profile_primitives(store: Store, configs: Sequence[ConvConfig], threads: int
 
 def profile_transforms(store: Store, shapes: Sequence[tuple[int, int, tuple[int, int]]], threads: int = 1,
                        harness: HarnessConfig = DATASET_HARNESS, budget_s: float | None = None,
-                       progress: Progress | None = None, runner: ItemRunner | None = None, seed: int = 0,
+                       progress: Progress | None = None, runner: ItemRunner | None = None,
+                       protocol: ComparisonProtocol | str = ComparisonProtocol.INTERLEAVED, seed: int = 0,
                        device: str = "cpu") -> PrimitiveProfileReport:
-    """Times every layout transformation on each activation (batch, c, (h, w)) of ``shapes`` into ``store``, in
-    the dataset's interleaved rounds, and no primitive: more activations for the transformations' model than the
+    """Times every layout transformation on each activation (batch, c, (h, w)) of ``shapes`` into ``store``, under
+    ``protocol`` (default: the dataset's interleaved rounds), and no primitive: more activations for the transformations' model than the
     configurations' inputs give. Each activation is stored under its :meth:`ConvConfig.carrier` (the dataset
     reads it as an activation, not as a configuration); what the store holds already is not measured again, and
     ``budget_s`` stops between two activations and ``runner`` measures on a fleet, as in :func:`profile_primitives`.
     ``nnperf.primitives.unread_outputs`` gives the activations a set of configurations leaves without times."""
     carriers = [ConvConfig.carrier(batch, c, im) for batch, c, im in shapes]
-    return profile_primitives(store, carriers, threads, harness, budget_s, (), progress, runner, seed=seed,
-                              device=device)
+    return profile_primitives(store, carriers, threads, harness, budget_s, (), progress, runner, protocol, seed,
+                              device)
 
 
 def _device_primitives(primitives: Sequence[Primitive] | None, device: str) -> list[Primitive]:

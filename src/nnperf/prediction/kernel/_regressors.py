@@ -122,7 +122,7 @@ def fit(name: str, features: np.ndarray, latency_s: Sequence[float], seed: int =
         warnings.simplefilter("ignore", ConvergenceWarning)  # lbfgs stopping at max_iter still fits well here
         estimator = _estimator(regressor, seed).fit((x - mean) / scale, y)
     return Stored(regressor, tuple(map(float, mean)), tuple(map(float, scale)), export(regressor, estimator),
-                  float(np.min(np.exp(y))) if floored else 0.0)
+                  float(np.min(latency_s)) if floored else 0.0)
 
 
 def choose(features: np.ndarray, latency_s: Sequence[float], candidates: Sequence[str] = REGRESSORS,
