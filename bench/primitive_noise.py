@@ -1,19 +1,24 @@
 """The primitive dataset's repeat-to-repeat noise under the sequential and the interleaved protocol.
 
 Run: flock /tmp/nnperf-bench.lock env PYTHONPATH=src .venv/bin/python bench/primitive_noise.py [--configs 20]
-     [--json PATH]
+     [--conditions none periodic hog] [--protocols sequential interleaved ...] [--json PATH]
 
 A seeded sample of --configs configurations of the dataset grid (``nnperf.api.dataset_configs(random=200)``, the
-grid of bench/primitive_dataset.py) is profiled twice (two repeats) under each protocol, into four fresh stores
-(``nnperf.campaign.profile_primitives`` with ``DATASET_HARNESS``: every applicable primitive and the six layout
-transformations). Per configuration and repeat the two protocols run back to back, their order alternating. It
-is all done twice: with nothing added, and with a ``PeriodicSlowdown`` (1 s period, half of it spinning) on CPU
-0, the one CPU this process is pinned to.
+grid of bench/primitive_dataset.py) is profiled twice (two repeats) under each protocol, into two fresh stores per
+protocol (``nnperf.campaign.profile_primitives`` with ``DATASET_HARNESS``: every applicable primitive and the
+layout transformations). The protocols: sequential; interleaved, with the machine-speed reference in every round
+(the default); interleaved without it. Per configuration and repeat the protocols run back to back, their order
+alternating. It is all done under each condition: with nothing added ("none"); with a ``PeriodicSlowdown`` (1 s
+period, half of it spinning) on CPU 0, the one CPU this process is pinned to ("periodic"); and with a ``CpuHog``
+on CPU 0 while one configuration in four is timed, a different quarter in each repeat ("hog": a slow window as
+long as a configuration's rounds, which pairing the rounds cannot see and the machine-speed reference levels).
 
 For every primitive of every configuration timed in both repeats, the relative difference |b - a| / a of (i) its
-dataset time and (ii) its dataset time over the reference's (oneDNN on chw, the framework default) of the same
-configuration and repeat; the tables give their medians. "Interleaved, round medians" is (ii) from the stored
-medians alone, without the pairing of the rounds that ``load_primitive_dataset`` does. Stdout gets Markdown.
+dataset time and (ii) its dataset time over the reference's (torch-conv2d, the framework default) of the same
+configuration and repeat; the tables give their medians. "Interleaved" is the dataset as read
+(``load_primitive_dataset``: paired, levelled by the machine-speed reference), "interleaved, not levelled" the
+same rounds paired only (``level=False``), "interleaved, round medians" the stored medians alone, without the
+pairing; under "hog", the hogged configurations (one of the repeats ran beside the hog) also alone. Stdout gets Markdown.
 """
 
 from __future__ import annotations
@@ -31,23 +36,36 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from nnperf.api import dataset_configs
-from nnperf.campaign import DATASET_REFERENCE, load_primitive_dataset, profile_primitives
-from nnperf.measure import Method, PeriodicSlowdown, host_info, interference_availability
+from nnperf.campaign import DATASET_REFERENCE, PrimitiveProfileReport, load_primitive_dataset, profile_primitives
+from nnperf.measure import CpuHog, Method, PeriodicSlowdown, host_info, interference_availability
 from nnperf.primitives import ConvConfig, config_from_dict
 from nnperf.store import Store
 
-PROTOCOLS = ("sequential", "interleaved")
+NO_REFERENCE = "interleaved, no reference"
+PROTOCOLS = ("sequential", "interleaved", NO_REFERENCE)
 REPEATS = (0, 1)
-CONDITIONS = ("none", "periodic")
+CONDITIONS = ("none", "periodic", "hog")
 
 Times = dict[ConvConfig, dict[str, float]]
 """Configuration -> primitive -> seconds."""
 
+Medians = tuple[float, float, int]
+"""(median over every primitive and configuration, median over primitives of each one's median, pairs)."""
+
 
 def _injector(condition: str) -> contextlib.AbstractContextManager[object]:
-    if condition == "none":
-        return contextlib.nullcontext()
-    return PeriodicSlowdown(cpus=(0,), max_s=3600.0)  # the default 600 s deadline could end it mid-run
+    """The injector that runs through a whole condition."""
+    if condition == "periodic":
+        return PeriodicSlowdown(cpus=(0,), max_s=3600.0)  # the default 600 s deadline could end it mid-run
+    return contextlib.nullcontext()
+
+
+def _window(condition: str, config_index: int, repeat: int) -> contextlib.AbstractContextManager[object]:
+    """The injector around one configuration's timing: under "hog", a CPU hog on CPU 0 for one configuration in
+    four, a different quarter in each repeat."""
+    if condition == "hog" and (config_index + 2 * repeat) % 4 == 0:
+        return CpuHog(cpus=(0,), max_s=600.0)
+    return contextlib.nullcontext()
 
 
 def _stored_medians(store: Store, system_id: int) -> Times:
@@ -79,28 +97,39 @@ def _differences(a: Mapping[object, Mapping[str, float]], b: Mapping[object, Map
     return out
 
 
-def _medians(diffs: Mapping[str, list[float]]) -> tuple[float, float, int]:
+def _medians(diffs: Mapping[str, list[float]]) -> Medians:
     """(median over every primitive and configuration, median over primitives of each one's median, pairs)."""
     pooled = [d for values in diffs.values() for d in values]
     per_primitive = [statistics.median(v) for v in diffs.values() if v]
     return statistics.median(pooled), statistics.median(per_primitive), len(pooled)
 
 
-def _run_condition(condition: str, configs: list[ConvConfig], folder: Path,
-                   log: dict[str, object]) -> Iterator[str]:
-    stores = {(p, r): Store(folder / f"{condition}-{p}-{r}.db") for p in PROTOCOLS for r in REPEATS}
+def _profile(store: Store, config: ConvConfig, protocol: str, repeat: int) -> PrimitiveProfileReport:
+    """One configuration profiled under ``protocol`` ("interleaved, no reference": without the machine-speed
+    reference in the rounds)."""
+    if protocol == NO_REFERENCE:
+        return profile_primitives(store, [config], protocol="interleaved", seed=repeat, speed_reference=False)
+    return profile_primitives(store, [config], protocol=protocol, seed=repeat)
+
+
+def _run_condition(condition: str, configs: list[ConvConfig], folder: Path, log: dict[str, object],
+                   protocols: tuple[str, ...] = PROTOCOLS) -> Iterator[str]:
+    stores = {(p, r): Store(folder / f"{condition}-{p}-{r}.db") for p in protocols for r in REPEATS}
     wall: dict[str, list[float]] = defaultdict(list)
     spreads: list[float] = []
     system_ids: dict[tuple[str, int], int] = {}
+    hogged: set[ConvConfig] = set()
     began = time.perf_counter()
     try:
         with _injector(condition):
             for i, config in enumerate(configs):
                 for r in REPEATS:
-                    order = PROTOCOLS if (i + r) % 2 == 0 else PROTOCOLS[::-1]
+                    order = protocols if (i + r) % 2 == 0 else protocols[::-1]
                     for p in order:
                         start = time.perf_counter()
-                        report = profile_primitives(stores[p, r], [config], protocol=p, seed=r)
+                        with _window(condition, i, r) as window:
+                            report = _profile(stores[p, r], config, p, r)
+                        hogged |= {config} if window is not None else set()
                         wall[p].append(time.perf_counter() - start)
                         system_ids[p, r] = report.system_id
                         spreads += [s for _, s in report.ratio_spreads]
@@ -108,37 +137,50 @@ def _run_condition(condition: str, configs: list[ConvConfig], folder: Path,
                             print(f"# failed: {name} on {label}: {error}", flush=True)
                 print(f"# {condition}: {i + 1}/{len(configs)} configurations, "
                       f"{time.perf_counter() - began:.0f} s", flush=True)
-        rows = {}
-        for p in PROTOCOLS:
-            data = [load_primitive_dataset(stores[p, r], system_ids[p, r]) for r in REPEATS]
-            a, b = ({s.config: s.times_s for s in d.conv} for d in data)
-            rows[p] = (_medians(_differences(a, b, False)), _medians(_differences(a, b, True)))
-        raw = [_stored_medians(stores["interleaved", r], system_ids["interleaved", r]) for r in REPEATS]
-        rows["interleaved, round medians"] = (_medians(_differences(raw[0], raw[1], False)),
-                                              _medians(_differences(raw[0], raw[1], True)))
-        first = [load_primitive_dataset(stores[p, 0], system_ids[p, 0]) for p in PROTOCOLS]
-        seq, inter = ({s.config: s.times_s for s in d.conv} for d in first)
-        bias = statistics.median(inter[c][n] / t for c, times in seq.items() for n, t in times.items()
-                                 if n in inter.get(c, {}))
+        rows = _rows(stores, system_ids, protocols, hogged)
     finally:
         for store in stores.values():
             store.close()
-    elapsed = time.perf_counter() - began
     log[condition] = {"rows": rows, "wall_s": {p: statistics.median(w) for p, w in wall.items()},
-                      "ratio_spread": statistics.median(spreads), "interleaved_over_sequential": bias,
-                      "elapsed_s": elapsed}
+                      "ratio_spread": statistics.median(spreads), "elapsed_s": time.perf_counter() - began,
+                      "hogged": len(hogged)}
     for name, ((abs_pooled, abs_per, n), (rel_pooled, rel_per, n_rel)) in rows.items():
         seconds = f"{statistics.median(wall[name]):.2f}" if name in wall else "-"
         spread = f"{statistics.median(spreads) * 100:.1f}%" if name == "interleaved" else "-"
         yield (f"| {condition} | {name} | {abs_pooled * 100:.1f}% ({abs_per * 100:.1f}%) | "
                f"{rel_pooled * 100:.1f}% ({rel_per * 100:.1f}%) | {spread} | {seconds} |")
-    yield (f"| {condition} | (interleaved time / sequential time, median over the primitives of {len(seq)} "
-           f"configurations, repeat 0) | {bias:.3f} | | | |")
+
+
+def _rows(stores: Mapping[tuple[str, int], Store], system_ids: Mapping[tuple[str, int], int],
+          protocols: tuple[str, ...], hogged: set[ConvConfig]) -> dict[str, tuple[Medians, Medians]]:
+    """Each table row's ((i), (ii)) medians: every protocol's dataset as read, and for the interleaved one its
+    rounds not levelled, its stored medians alone and, where a hog ran, the hogged configurations alone."""
+    def read(p: str, level: bool = True) -> list[Times]:
+        return [{s.config: s.times_s for s in load_primitive_dataset(stores[p, r], system_ids[p, r], level).conv}
+                for r in REPEATS]
+
+    def row(pair: list[Times], only: set[ConvConfig] | None = None) -> tuple[Medians, Medians]:
+        a, b = ({c: t for c, t in times.items() if only is None or c in only} for times in pair)
+        return _medians(_differences(a, b, False)), _medians(_differences(a, b, True))
+
+    rows = {p: row(read(p)) for p in protocols}
+    if "interleaved" in protocols:
+        rows["interleaved, not levelled"] = row(read("interleaved", level=False))
+        rows["interleaved, round medians"] = row([_stored_medians(stores["interleaved", r],
+                                                                  system_ids["interleaved", r]) for r in REPEATS])
+        if hogged:
+            rows["interleaved, hogged configurations"] = row(read("interleaved"), hogged)
+            rows["interleaved, not levelled, hogged configurations"] = row(read("interleaved", level=False), hogged)
+    return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--configs", type=int, default=20, help="configurations sampled from the grid (default 20)")
+    parser.add_argument("--conditions", nargs="+", choices=CONDITIONS, default=list(CONDITIONS),
+                        help="the injector conditions to run (default all)")
+    parser.add_argument("--protocols", nargs="+", choices=PROTOCOLS, default=list(PROTOCOLS),
+                        help="the protocols to compare (default all)")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = parser.parse_args()
     availability = interference_availability()
@@ -156,8 +198,8 @@ def main() -> None:
     print("|---|---|---|---|---|---|")
     log: dict[str, object] = {"configs": [c.to_dict() for c in configs], "cpu": host.cpu_model}
     with tempfile.TemporaryDirectory() as folder:
-        for condition in CONDITIONS:
-            for line in _run_condition(condition, configs, Path(folder), log):
+        for condition in args.conditions:
+            for line in _run_condition(condition, configs, Path(folder), log, tuple(args.protocols)):
                 print(line, flush=True)
     if args.json is not None:
         args.json.write_text(json.dumps(log, indent=1, default=str))

@@ -15,17 +15,21 @@ from harness_presets import SMOKE_HARNESS
 from nnperf.campaign import (
     DATASET_HARNESS,
     PRIMITIVE_BACKEND,
+    SPEED_REFERENCE,
     PrimitiveOutcome,
+    ProfileSpeed,
     load_primitive_dataset,
     primitive_system,
     primitive_systems,
     profile_primitives,
+    profile_speed,
     profile_transforms,
 )
 from nnperf.campaign._primitives import (
     DATASET_REFERENCE,
     EARLIER_REFERENCE,
     _config_campaign,
+    _config_spread,
     _Job,
     _store_outcomes,
     _timed,
@@ -35,7 +39,7 @@ from nnperf.campaign._primitives import (
 from nnperf.errors import NnperfError
 from nnperf.measure import ComparisonProtocol, HarnessConfig, LayerMeasurement, Method, RoundsConfig, fixed_timing
 from nnperf.measure.backends._fake import FakeBackend
-from nnperf.primitives import Bound, ConvConfig, Primitive, get_primitive, unread_outputs
+from nnperf.primitives import Bound, ConvConfig, Primitive, config_label, get_primitive, unread_outputs
 from nnperf.store import Store
 
 BLOCKED = str(get_primitive("ort-nchwc").input_layout)  # chw16c with AVX-512, chw8c with AVX2
@@ -293,8 +297,90 @@ def test_an_interleaved_profile_stores_one_window_of_rounds_and_reports_its_spre
     assert label == "c8 f16 12x12 k1x1 s1 p0" and 0 <= spread < 1
     (run,) = store.runs(system_id=report.system_id)
     assert run.config["protocol"] == "interleaved"
-    windows = {(m.timing.started_at, m.timing.ended_at, m.n) for m in store.layer_measurements(run_id=run.id)}
-    assert len(windows) == 1  # the two primitives and the transformations were timed in the same rounds
+    stored = store.layer_measurements(run_id=run.id)
+    windows = {(m.timing.started_at, m.timing.ended_at, m.n) for m in stored}
+    assert len(windows) == 1  # the two primitives, the transformations and the machine-speed reference
+    assert [m.op for m in stored if m.layer == SPEED_REFERENCE] == ["reference"]
+    assert report.speed_readings_s == ((label, pytest.approx(profile_speed(store, report.system_id).standard_s)),)
     assert profile(store, [ONE_BY_ONE], protocol="sequential").reused == 1
     with pytest.raises(NnperfError, match="'duet' compares two workloads"):
         profile(store, [ONE_BY_ONE], protocol="duet")
+
+
+# ------------------------------------------------------------ the machine-speed reference in the rounds
+
+
+SPEED_COST_S = 0.2e-3
+"""The fake machine-speed reference: a fifth of the fake reference primitive."""
+
+
+def speed_job(machine: Machine) -> _Job:
+    return _Job(SPEED_REFERENCE, "reference", "reference", functools.partial(FakeTimer, machine, SPEED_COST_S))
+
+
+def store_timed(store: Store, config: ConvConfig, machine: Machine) -> None:
+    """``config``'s fake primitives and the machine-speed reference timed in interleaved rounds on ``machine``,
+    stored as a profile stores them."""
+    outcomes = _timed(fake_jobs(machine), (), ComparisonProtocol.INTERLEAVED, TEN_ROUNDS, clock=machine.clock,
+                      speed_reference=speed_job(machine))
+    assert [o.name for o in outcomes] == [*COSTS_S, SPEED_REFERENCE]
+    with _config_campaign(store, primitive_system(), config, 1, TEN_ROUNDS, ComparisonProtocol.INTERLEAVED) as c:
+        _store_outcomes(c, str(config), outcomes, [], together=True)
+
+
+def test_a_configuration_timed_in_a_slow_window_is_levelled_to_the_machine_s_usual_speed(store: Store) -> None:
+    # two configurations timed on a steady machine, one on a machine twice as slow all through its rounds
+    slow_one = ConvConfig.make(1, 4, 4, 6, 3, 1, 1)
+    for config, machine in ((THREE_BY_THREE, Machine()), (ONE_BY_ONE, Machine()), (slow_one, Machine(0.0))):
+        store_timed(store, config, machine)
+    system_id = store.runs()[-1].system_id
+    speed = profile_speed(store, system_id)
+    assert speed.standard_s == pytest.approx(SPEED_COST_S)  # the median of 0.2, 0.2 and 0.4 ms
+    assert speed.slow() == ((config_label(slow_one), pytest.approx(2.0)),)
+    assert speed.slow(2.5) == ()
+    levelled = {s.config: s.times_s for s in load_primitive_dataset(store, system_id).conv}
+    as_timed = {s.config: s.times_s for s in load_primitive_dataset(store, system_id, level=False).conv}
+    for config in (THREE_BY_THREE, ONE_BY_ONE, slow_one):  # every configuration at the steady machine's speed
+        assert levelled[config] == {name: pytest.approx(cost, rel=1e-9) for name, cost in COSTS_S.items()}
+    assert as_timed[slow_one] == {name: pytest.approx(2 * cost, rel=1e-9) for name, cost in COSTS_S.items()}
+    assert SPEED_REFERENCE not in {name for row in levelled.values() for name in row}
+
+
+def test_levelling_keeps_a_configuration_s_ratios_when_the_machine_slows_during_its_rounds(store: Store) -> None:
+    # the machine halves its speed halfway through the rounds: the ratios stay exact, and the level is the
+    # reference primitive's per-round ratio to the machine-speed reference (5x) at the usual 0.2 ms
+    steady = Machine()
+    _timed(fake_jobs(steady), (), ComparisonProtocol.INTERLEAVED, TEN_ROUNDS, clock=steady.clock,
+           speed_reference=speed_job(steady))
+    store_timed(store, THREE_BY_THREE, Machine(slow_after_s=steady.now_s / 2))
+    store_timed(store, ONE_BY_ONE, Machine())  # two steady configurations: the usual speed is the steady one
+    store_timed(store, ConvConfig.make(1, 4, 4, 6, 3, 1, 1), Machine())
+    times = load_primitive_dataset(store, store.runs()[-1].system_id).conv
+    assert all(s.times_s == {name: pytest.approx(cost, rel=1e-9) for name, cost in COSTS_S.items()} for s in times)
+
+
+def test_the_machine_speed_reference_is_timed_only_beside_something_and_left_out_of_the_spread() -> None:
+    machine = Machine()
+    jobs = fake_jobs(machine)
+    done = [job.name for job in jobs]
+    assert _timed(jobs, done, ComparisonProtocol.INTERLEAVED, TEN_ROUNDS, clock=machine.clock,
+                  speed_reference=speed_job(machine)) == ()
+    # one primitive left: timed in rounds with the machine-speed reference, not alone
+    first, reference = _timed(jobs, done[1:], ComparisonProtocol.INTERLEAVED, TEN_ROUNDS, clock=machine.clock,
+                              speed_reference=speed_job(machine))
+    assert (first.name, reference.name) == (DATASET_REFERENCE, SPEED_REFERENCE)
+    assert first.timing is not None and len(first.timing.times_s) == 10
+    assert _config_spread([replace(first, ratio_iqr_rel=0.1), replace(reference, ratio_iqr_rel=0.9)]) == 0.1
+    # sequential timing has no rounds to put it in
+    sequential = _timed(jobs, (), ComparisonProtocol.SEQUENTIAL, TEN_ROUNDS, clock=machine.clock,
+                        speed_reference=speed_job(machine))
+    assert [o.name for o in sequential] == list(COSTS_S)
+
+
+def test_a_profile_without_the_machine_speed_reference_is_read_as_timed(store: Store) -> None:
+    report = profile(store, [ONE_BY_ONE], speed_reference=False)
+    assert report.speed_readings_s == ()
+    assert SPEED_REFERENCE not in {m.layer for m in store.layer_measurements(system_id=report.system_id)}
+    assert profile_speed(store, report.system_id) == ProfileSpeed(())
+    assert ProfileSpeed(()).standard_s is None and ProfileSpeed(()).slow() == ()
+    assert load_primitive_dataset(store, report.system_id) == load_primitive_dataset(store, report.system_id, False)

@@ -96,5 +96,6 @@ def test_an_item_keeps_its_device_and_defaults_to_the_cpu() -> None:
     item = PrimitiveItem(CONFIG, (get_primitive("direct"),), frozenset({t.name for t in all_transforms()}), 1,
                          SMOKE_HARNESS)
     assert item.device == "cpu"
-    (outcome,) = item.measure()
+    outcome, reference = item.measure()  # direct, timed in rounds with the machine-speed reference
     assert outcome.name == "direct" and outcome.timing is not None and outcome.timing.stats.median_s > 0
+    assert reference.name == "machine-speed reference" and reference.op == "reference"

@@ -124,7 +124,7 @@ def test_the_primitive_system_has_no_backend_and_takes_only_primitive_items(tmp_
     outcomes = measure_on_node(SystemSettings("primitives"), primitive_system(1).key, item, "here")
     assert [o.name for o in outcomes] == [  # what the item's ``done`` holds (chw->hwc) is not timed again
         "direct", "chw->hcw", f"chw->{BLOCKED}", "hwc->chw", "hwc->hcw", f"hwc->{BLOCKED}", "hcw->chw", "hcw->hwc",
-        f"hcw->{BLOCKED}", f"{BLOCKED}->chw", f"{BLOCKED}->hwc", f"{BLOCKED}->hcw"]
+        f"hcw->{BLOCKED}", f"{BLOCKED}->chw", f"{BLOCKED}->hwc", f"{BLOCKED}->hcw", "machine-speed reference"]
     assert all(o.timing is not None and o.timing.stats.median_s > 0 for o in outcomes)
     with Store(tmp_path / "s.db") as store, pytest.raises(NnperfError, match="backend 'primitives', not on fake"):
         profile_primitives(store, [config], runner=LocalRunner(create_backend("fake")))

@@ -61,6 +61,8 @@ def test_profile_stores_each_configuration_once_and_resumes(capsys: pytest.Captu
     # 3 convolutions and 1 sampled configuration, each under direct and the 12 layout transformations (between
     # chw, hwc, hcw and the blocked layout)
     assert (first["measured"], first["reused"], first["samples"], first["failures"]) == (4, 0, 4 * 13, [])
+    # the machine-speed reference was timed in each configuration's rounds (stored, not counted as a sample)
+    assert len(first["speed_readings_s"]) == 4 and all(0 < s < 1 for _, s in first["speed_readings_s"])
     again = run_json(capsys, *args)
     assert (again["measured"], again["reused"], again["samples"]) == (0, 4, 0)
     code, out, _ = run_cli(capsys, *args)

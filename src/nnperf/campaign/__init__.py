@@ -29,7 +29,8 @@ everything that measures *into* the store lives here:
   measurements (``_steps.py``);
 - :func:`profile_primitives` and :func:`load_primitive_dataset`: the primitive-time dataset of Mulder et al.,
   one run per convolution configuration (``_primitives.py``; :func:`profile_transforms` adds activations whose
-  layout transformations alone are timed); :func:`export_primitive_dataset` and
+  layout transformations alone are timed; :func:`profile_speed`, the machine-speed reference timed in every
+  configuration's rounds, which the dataset is levelled with); :func:`export_primitive_dataset` and
   :func:`import_primitive_dataset`: that dataset as one portable file, and back into a store
   (``_dataset_file.py``); :func:`profile_layer_layouts` and
   :func:`load_layer_layouts`: the other layers' times in each layout (``_layer_layouts.py``);
@@ -92,14 +93,18 @@ from nnperf.campaign._primitives import (
     DATASET_REFERENCE,
     PRIMITIVE_BACKEND,
     PRIMITIVE_CAMPAIGN,
+    SLOW_FACTOR,
+    SPEED_REFERENCE,
     PrimitiveItem,
     PrimitiveOutcome,
     PrimitiveProfileReport,
     PrimitiveRunner,
+    ProfileSpeed,
     load_primitive_dataset,
     primitive_system,
     primitive_systems,
     profile_primitives,
+    profile_speed,
     profile_transforms,
 )
 from nnperf.campaign._profile import (
@@ -135,6 +140,8 @@ __all__ = [
     "SENTINEL",
     "SENTINEL_EVERY",
     "SENTINEL_PREFIX",
+    "SLOW_FACTOR",
+    "SPEED_REFERENCE",
     "UNATTRIBUTED_PREFIX",
     "Campaign",
     "DatasetFileError",
@@ -153,6 +160,7 @@ __all__ = [
     "PrimitiveRunner",
     "ProfileConfig",
     "ProfileReport",
+    "ProfileSpeed",
     "ProfilerItem",
     "Progress",
     "ReferenceItem",
@@ -190,6 +198,7 @@ __all__ = [
     "profile_layer_layouts",
     "profile_network",
     "profile_primitives",
+    "profile_speed",
     "profile_transforms",
     "profiler_chunk",
     "profiler_chunks",

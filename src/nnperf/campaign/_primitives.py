@@ -34,7 +34,7 @@ import contextlib
 import functools
 import math
 import time
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 
 import numpy as np
@@ -74,7 +74,7 @@ from nnperf.primitives import (
     require_device,
     transform_timer,
 )
-from nnperf.store import Store, SystemRecord
+from nnperf.store import RunRecord, Store, SystemRecord
 
 PRIMITIVE_CAMPAIGN = "primitives|"
 """The prefix of a profiled configuration's campaign key."""
@@ -98,6 +98,26 @@ Where it was not timed, :data:`EARLIER_REFERENCE` is, else the first workload ti
 EARLIER_REFERENCE = "onednn-chw"
 """The reference of rounds timed before ``torch-conv2d`` was a primitive (oneDNN on chw, which needs symmetric
 padding): the stored rounds of those datasets were judged against it, and their paired times keep it."""
+
+SPEED_REFERENCE = "machine-speed reference"
+"""The workload timed in every round of a configuration's interleaved rounds to say how fast the machine ran while
+they ran (stored with op 'reference'): :data:`DATASET_REFERENCE` on :data:`SPEED_REFERENCE_CONFIG`, the same
+convolution wherever it is timed. The rounds protect a configuration's ratios from a change of machine speed, but
+not its level: a configuration timed while a neighbour's work halved this VM's speed is stored 2x slow, and the
+networks' profile of 2026-11-26 held 39 of 206 configurations timed 2-5x slow, 36 of them within six minutes
+(BENCHMARKS.md, the primitive selection). :func:`load_primitive_dataset` levels every configuration to the
+system's median reference time (:func:`paired_times`); :func:`profile_speed` names the slow ones."""
+
+SPEED_REFERENCE_CONFIG = ConvConfig.make(1, 32, 32, 28, 3, padding=1)
+"""The machine-speed reference's convolution: 3x3, 32 -> 32 channels at 28x28 (7.2 M MACs), the drift sentinel
+and ``nnperf.measure.REFERENCE_CANDIDATES['conv']``. The whole-network reference (ResNet-18 at 112x112) tracks
+networks better, but a configuration is one convolution, of the small reference's kind, and ResNet-18 would add
+a block of about 19 ms (one thread, this AMD EPYC) to each round of 13 or more blocks of 2 ms; this one adds one
+block of 2 ms."""
+
+SLOW_FACTOR = 1.5
+"""A configuration whose machine-speed reference ran over this many times its system's median was timed in a slow
+window (:meth:`ProfileSpeed.slow`)."""
 
 _FAILURES = (RuntimeError, ValueError, NnperfError)
 """What a primitive or transformation raises when its library refuses the shape: noted, and the profile goes on."""
@@ -153,7 +173,9 @@ class PrimitiveProfileReport:
     later by the budget; samples measured now; primitives that failed (name, configuration label, error).
 
     ``ratio_spreads`` holds, for each configuration measured now under the interleaved protocol, (label, its
-    repeat noise): the median over its primitives and transformations of :func:`ratio_spread` (a fraction).
+    repeat noise): the median over its primitives and transformations of :func:`ratio_spread` (a fraction);
+    ``speed_readings_s`` (label, seconds) the median of its rounds of the machine-speed reference
+    (:data:`SPEED_REFERENCE`), where it was timed.
     """
 
     system_id: int
@@ -164,6 +186,7 @@ class PrimitiveProfileReport:
     elapsed_s: float
     failures: tuple[tuple[str, str, str], ...]
     ratio_spreads: tuple[tuple[str, float], ...] = ()
+    speed_readings_s: tuple[tuple[str, float], ...] = ()
 
 
 def profile_primitives(store: Store, configs: Sequence[ConvConfig], threads: int = 1,
@@ -171,7 +194,7 @@ def profile_primitives(store: Store, configs: Sequence[ConvConfig], threads: int
                        primitives: Sequence[Primitive] | None = None, progress: Progress | None = None,
                        runner: ItemRunner | None = None,
                        protocol: ComparisonProtocol | str = ComparisonProtocol.INTERLEAVED,
-                       seed: int = 0, device: str = "cpu") -> PrimitiveProfileReport:
+                       seed: int = 0, device: str = "cpu", speed_reference: bool = True) -> PrimitiveProfileReport:
     """Times every applicable primitive and every layout transformation on each of ``configs`` into ``store``.
 
     ``primitives`` defaults to every registered primitive that is available here. What the store already holds
@@ -183,7 +206,9 @@ def profile_primitives(store: Store, configs: Sequence[ConvConfig], threads: int
 
     ``protocol`` is 'interleaved' (default: a configuration's primitives and transformations timed in rounds,
     :func:`dataset_rounds` of ``harness``) or 'sequential' (each measured with ``harness``, one after the other).
-    ``seed`` (default 0) is mixed with each configuration's key to seed the random order of its rounds.
+    ``seed`` (default 0) is mixed with each configuration's key to seed the random order of its rounds. With
+    ``speed_reference`` (default) the interleaved rounds also time :data:`SPEED_REFERENCE`, which levels the
+    configuration's times to the machine's usual speed when the dataset is read (:func:`load_primitive_dataset`).
 
     ``device`` (default "cpu"; "cuda" or "cuda:N": :func:`primitive_system`'s CUDA system) is where the primitives
     and transformations compute; ``primitives`` then defaults to those that run there
@@ -197,7 +222,7 @@ def profile_primitives(store: Store, configs: Sequence[ConvConfig], threads: int
         require_device(device)
     chosen = _device_primitives(primitives, device)
     return _profile(store, configs, runner or PrimitiveRunner(threads, device), harness, budget_s, chosen,
-                    progress or no_progress, timing, seed, device)
+                    progress or no_progress, timing, seed, device, speed_reference)
 
 
 def profile_transforms(store: Store, shapes: Sequence[tuple[int, int, tuple[int, int]]], threads: int = 1,
@@ -245,7 +270,8 @@ class PrimitiveRunner(LocalRunner):
 
 def _profile(store: Store, configs: Sequence[ConvConfig], runner: ItemRunner, harness: HarnessConfig,
              budget_s: float | None, chosen: Sequence[Primitive], report: Progress,
-             protocol: ComparisonProtocol, seed: int, device: str = "cpu") -> PrimitiveProfileReport:
+             protocol: ComparisonProtocol, seed: int, device: str = "cpu",
+             speed_reference: bool = True) -> PrimitiveProfileReport:
     """:func:`profile_primitives` with each configuration still needed a :class:`PrimitiveItem` measured by
     ``runner`` on ``device``, stored (one transaction) as it comes back; the budget is checked before each result is
     taken (a runner of this process measures nothing more once it is spent)."""
@@ -264,10 +290,11 @@ def _profile(store: Store, configs: Sequence[ConvConfig], runner: ItemRunner, ha
     for config in unique:  # a configuration with nothing stored is needed: no need to ask each primitive
         if config_key(config) not in stored or _still_needed(config, stored, chosen, threads, device):
             items.append(PrimitiveItem(config, tuple(chosen), frozenset(stored.get(config_key(config), set())), threads,
-                                       harness, protocol, seed, device))
+                                       harness, protocol, seed, device, speed_reference))
     measured = samples = 0
     failures: list[tuple[str, str, str]] = []
     spreads: list[tuple[str, float]] = []
+    speeds: list[tuple[str, float]] = []
     with contextlib.closing(runner.run(items, report)) as results:
         while measured < len(items):
             if budget_s is not None and time.perf_counter() - start > budget_s:
@@ -279,10 +306,12 @@ def _profile(store: Store, configs: Sequence[ConvConfig], runner: ItemRunner, ha
                 samples += _store_outcomes(campaign, item.label, outcomes, failures, together=True)
             if protocol is ComparisonProtocol.INTERLEAVED:
                 spreads.append((item.label, _config_spread(outcomes)))
+            speeds += [(item.label, o.timing.stats.median_s) for o in outcomes
+                       if o.name == SPEED_REFERENCE and o.timing is not None]
             measured += 1
     report("done", len(unique), len(unique))
     return PrimitiveProfileReport(record.id, measured, len(unique) - len(items), len(items) - measured, samples,
-                                  time.perf_counter() - start, tuple(failures), tuple(spreads))
+                                  time.perf_counter() - start, tuple(failures), tuple(spreads), tuple(speeds))
 
 
 def _still_needed(config: ConvConfig, stored: dict[str, set[str]], primitives: Sequence[Primitive],
@@ -341,6 +370,15 @@ def _jobs(config: ConvConfig, primitives: Sequence[Primitive], threads: int, dev
     return jobs
 
 
+def _speed_reference_job(threads: int, device: str = "cpu") -> _Job:
+    """:data:`SPEED_REFERENCE` as a job of ``threads`` threads on ``device``."""
+    from nnperf.primitives import get_primitive
+
+    return _Job(SPEED_REFERENCE, "reference", "reference",
+                functools.partial(primitive_timer, get_primitive(DATASET_REFERENCE), SPEED_REFERENCE_CONFIG, threads,
+                                  device=device))
+
+
 @dataclass(frozen=True)
 class PrimitiveOutcome:
     """One primitive or layout transformation timed on a configuration, or why it failed (``timing`` None).
@@ -368,18 +406,20 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _timed(jobs: Sequence[_Job], done: Collection[str], protocol: ComparisonProtocol, harness: HarnessConfig,
-           seed: int = 0, clock: Callable[[], float] = time.perf_counter) -> Iterable[PrimitiveOutcome]:
+           seed: int = 0, clock: Callable[[], float] = time.perf_counter,
+           speed_reference: _Job | None = None) -> Iterable[PrimitiveOutcome]:
     """Times each of ``jobs`` not in ``done`` under ``protocol``: one outcome each, in the order of ``jobs``.
 
     Sequential outcomes come one at a time, as each measurement ends; interleaved ones all together when the
-    rounds end (:func:`dataset_rounds` of ``harness``, seeded by ``seed``). A primitive or transformation that
+    rounds end (:func:`dataset_rounds` of ``harness``, seeded by ``seed``), with ``speed_reference`` (a job timed
+    in every round, its outcome last) when there is something to time. A primitive or transformation that
     raises while it is prepared or runs (a library refusing a shape) gives an outcome with the error's first
     line instead of a timing. ``clock`` measures budgets only (a fake clock makes the protocols testable).
     """
     todo = [job for job in jobs if job.name not in done]
     if protocol is ComparisonProtocol.SEQUENTIAL:
         return _timed_sequential(todo, harness, clock)
-    return _timed_interleaved(todo, harness, seed, clock)
+    return _timed_interleaved(todo + [speed_reference] if todo and speed_reference else todo, harness, seed, clock)
 
 
 def _timed_sequential(jobs: Sequence[_Job], harness: HarnessConfig,
@@ -460,14 +500,15 @@ def _timed_interleaved(jobs: Sequence[_Job], harness: HarnessConfig, seed: int,
                              ended_at=began + rounds.wall_s)
             outcomes[name] = PrimitiveOutcome(name, job.op, job.group, timing,
                                               ratio_iqr_rel=spread.get(name, math.nan))
-    elif names:  # a single workload has nothing to pair with: measured alone
+    elif names and by_name[names[0]].op != "reference":  # a single workload has nothing to pair with: timed alone
         outcomes.update((o.name, o) for o in _timed_sequential([by_name[names[0]]], harness, clock))
-    return tuple(outcomes[job.name] for job in jobs)
+    return tuple(outcomes[job.name] for job in jobs if job.name in outcomes)  # a reference left alone is not timed
 
 
 def _config_spread(outcomes: Iterable[PrimitiveOutcome]) -> float:
-    """The median of the outcomes' ``ratio_iqr_rel`` (nan when none has one)."""
-    values = [o.ratio_iqr_rel for o in outcomes if math.isfinite(o.ratio_iqr_rel)]
+    """The median of the outcomes' ``ratio_iqr_rel`` (nan when none has one), the machine-speed reference's
+    left out."""
+    values = [o.ratio_iqr_rel for o in outcomes if math.isfinite(o.ratio_iqr_rel) and o.op != "reference"]
     return float(np.median(values)) if values else math.nan
 
 
@@ -476,7 +517,8 @@ class PrimitiveItem:
     """A configuration's primitives (those that apply) and layout transformations not in ``done``, timed
     with ``threads`` threads under ``protocol`` (default interleaved; ``seed`` as in :func:`profile_primitives`) on
     ``device`` (default "cpu"): a fleet's measuring item (see ``nnperf.campaign._items``); gives a tuple of
-    :class:`PrimitiveOutcome`. It needs no backend: the primitives are the libraries themselves."""
+    :class:`PrimitiveOutcome`. It needs no backend: the primitives are the libraries themselves. With
+    ``speed_reference`` interleaved rounds also time :data:`SPEED_REFERENCE`, whose outcome comes last."""
 
     config: ConvConfig
     primitives: tuple[Primitive, ...]
@@ -486,20 +528,23 @@ class PrimitiveItem:
     protocol: ComparisonProtocol = ComparisonProtocol.INTERLEAVED
     seed: int = 0
     device: str = "cpu"
+    speed_reference: bool = True
 
     @property
     def label(self) -> str:
         return config_label(self.config)
 
     def measure(self, backend: object = None, meter: object = None) -> tuple[PrimitiveOutcome, ...]:
+        reference = _speed_reference_job(self.threads, self.device) if self.speed_reference else None
         return tuple(_timed(_jobs(self.config, self.primitives, self.threads, self.device), self.done, self.protocol,
-                            self.harness, _rounds_seed(self.config, self.seed)))
+                            self.harness, _rounds_seed(self.config, self.seed), speed_reference=reference))
 
 
 def _store_outcomes(campaign: Campaign, label: str, outcomes: Iterable[PrimitiveOutcome],
                     failures: list[tuple[str, str, str]], together: bool = False) -> int:
     """Stores each timed outcome in ``campaign`` (what it holds already is skipped) and notes each failed one
-    in ``failures`` with the configuration's ``label``; returns how many were stored.
+    in ``failures`` with the configuration's ``label``; returns how many primitives and transformations were stored
+    (a machine-speed reading is stored, not counted).
 
     With ``together`` they are stored in one transaction (a crash keeps all or none: interleaved rounds), else
     each as it comes (a crash keeps those before it)."""
@@ -515,7 +560,7 @@ def _store_outcomes(campaign: Campaign, label: str, outcomes: Iterable[Primitive
             campaign.add_layer(kept[-1])
     if together and kept:
         campaign.add_layers(kept)
-    return len(kept)
+    return sum(m.op != "reference" for m in kept)
 
 
 def primitive_systems(store: Store) -> list[SystemRecord]:
@@ -523,34 +568,31 @@ def primitive_systems(store: Store) -> list[SystemRecord]:
     return [s for s in store.systems() if s.backend == PRIMITIVE_BACKEND]
 
 
-def load_primitive_dataset(store: Store, system_id: int) -> PrimitiveDataset:
+def load_primitive_dataset(store: Store, system_id: int, level: bool = True) -> PrimitiveDataset:
     """Every primitive and transformation time stored for system ``system_id`` (finished and interrupted
     configurations alike: what was measured counts), as a :class:`PrimitiveDataset`.
 
     A time is the stored median, except for workloads timed in one set of interleaved rounds (see
     :func:`paired_times`): there the reference's median times the workload's median per-round ratio to it, so that
-    a change of machine speed during the rounds leaves the configuration's relative times as measured. A
-    transformation measured on the same activation in several configurations keeps the first time stored.
+    a change of machine speed during the rounds leaves the configuration's relative times as measured. With
+    ``level`` (default), rounds that timed the machine-speed reference (:data:`SPEED_REFERENCE`) are levelled to
+    the system's median reference time (:class:`ProfileSpeed`): a configuration timed in a slow window is read at
+    the machine's usual speed. A transformation measured on the same activation in several configurations keeps
+    the first time stored.
     """
     system = store.system(system_id)
-    if system.backend != PRIMITIVE_BACKEND:
-        raise NnperfError(f"system {system.id} ({system.backend}/{system.device}) holds no profiled primitives; "
-                          "profile them with `nnperf primitives profile`")
-    runs = {r.id: r for r in store.runs(system_id=system.id) if r.campaign.startswith(PRIMITIVE_CAMPAIGN)}
-    measured: dict[int, list[LayerMeasurement]] = {run_id: [] for run_id in runs}
-    for m in store.layer_measurements(system_id=system.id, method=Method.ISOLATED):
-        if m.run_id in runs and m.op in ("primitive", "transform"):
-            measured[m.run_id].append(m.measurement())
+    runs, measured = _profiled(store, system)
+    standard_s = ProfileSpeed.of(runs, measured).standard_s if level else None
     conv: dict[int, dict[str, float]] = {run_id: {} for run_id in runs}
     layout: dict[tuple[int, int, tuple[int, int]], dict[str, float]] = {}
     for run_id, measurements in measured.items():
-        times = paired_times(measurements)
+        times = paired_times(measurements, standard_s)
         c = runs[run_id].config
         shape = (int(c["batch"]), int(c["c"]), (int(c["im"][0]), int(c["im"][1])))
         for m in measurements:
             if m.op == "primitive":
                 conv[run_id][m.layer] = times[m.layer]
-            else:
+            elif m.op == "transform":
                 layout.setdefault(shape, {}).setdefault(m.layer, times[m.layer])
     by_config: dict[ConvConfig, dict[str, float]] = {}
     for run_id, row in conv.items():
@@ -562,7 +604,51 @@ def load_primitive_dataset(store: Store, system_id: int) -> PrimitiveDataset:
                             tuple(sorted({n for t in transforms for n in t.times_s})), samples, transforms)
 
 
-def paired_times(measurements: Sequence[LayerMeasurement]) -> dict[str, float]:
+def _profiled(store: Store, system: SystemRecord) -> tuple[dict[int, RunRecord], dict[int, list[LayerMeasurement]]]:
+    """The configurations' runs of a primitive ``system`` by id, and each run's primitive, transformation and
+    machine-speed measurements; a system of another backend is an error."""
+    if system.backend != PRIMITIVE_BACKEND:
+        raise NnperfError(f"system {system.id} ({system.backend}/{system.device}) holds no profiled primitives; "
+                          "profile them with `nnperf primitives profile`")
+    runs = {r.id: r for r in store.runs(system_id=system.id) if r.campaign.startswith(PRIMITIVE_CAMPAIGN)}
+    measured: dict[int, list[LayerMeasurement]] = {run_id: [] for run_id in runs}
+    for m in store.layer_measurements(system_id=system.id, method=Method.ISOLATED):
+        if m.run_id in runs and m.op in ("primitive", "transform", "reference"):
+            measured[m.run_id].append(m.measurement())
+    return runs, measured
+
+
+@dataclass(frozen=True)
+class ProfileSpeed:
+    """How fast the machine ran while a primitive system's configurations were timed: for each run that timed the
+    machine-speed reference (:data:`SPEED_REFERENCE`), the configuration's label and the reference's median over
+    its rounds (seconds). ``standard_s``, the median of those, is the machine's usual speed, the one
+    :func:`load_primitive_dataset` levels to (None: no run timed the reference)."""
+
+    readings_s: tuple[tuple[str, float], ...]
+
+    @classmethod
+    def of(cls, runs: Mapping[int, RunRecord], measured: Mapping[int, Sequence[LayerMeasurement]]) -> ProfileSpeed:
+        return cls(tuple((runs[run_id].model, m.timing.stats.median_s) for run_id, members in measured.items()
+                         for m in members if m.op == "reference"))
+
+    @property
+    def standard_s(self) -> float | None:
+        return float(np.median([s for _, s in self.readings_s])) if self.readings_s else None
+
+    def slow(self, factor: float = SLOW_FACTOR) -> tuple[tuple[str, float], ...]:
+        """(label, reading over the standard) of each reading over ``factor`` times the standard, slowest first."""
+        standard = self.standard_s
+        found = [(label, s / standard) for label, s in self.readings_s if standard and s > factor * standard]
+        return tuple(sorted(found, key=lambda item: -item[1]))
+
+
+def profile_speed(store: Store, system_id: int) -> ProfileSpeed:
+    """The machine-speed readings of primitive system ``system_id``'s profile (see :class:`ProfileSpeed`)."""
+    return ProfileSpeed.of(*_profiled(store, store.system(system_id)))
+
+
+def paired_times(measurements: Sequence[LayerMeasurement], speed_standard_s: float | None = None) -> dict[str, float]:
     """The time (seconds) of each of one configuration's ``measurements``, by name.
 
     Measurements whose timings share one window of interleaved rounds (the same first and last Unix time and
@@ -571,6 +657,11 @@ def paired_times(measurements: Sequence[LayerMeasurement]) -> dict[str, float]:
     per-round ratios to the reference. The median of each alone would not keep their ratios: when the machine's
     speed changes during the rounds, each workload's median falls on either side of the change, depending on where
     the change fell in the round that straddles it. Any other measurement (timed alone) is its median.
+
+    With ``speed_standard_s``, a window that holds the machine-speed reference (op 'reference') is levelled: the
+    reference's median becomes ``speed_standard_s`` times its median per-round ratio to the machine-speed
+    reference, its time at the speed where that one takes ``speed_standard_s`` seconds; the members' ratios to it
+    are kept.
     """
     times = {m.layer: m.timing.stats.median_s for m in measurements}
     windows: dict[tuple[float, float, int], list[LayerMeasurement]] = {}
@@ -581,10 +672,14 @@ def paired_times(measurements: Sequence[LayerMeasurement]) -> dict[str, float]:
         if len(members) < 2:
             continue
         by_name = {m.layer: m for m in members}
+        speed = next((m for m in members if m.op == "reference"), None)
         reference = by_name.get(DATASET_REFERENCE) or by_name.get(EARLIER_REFERENCE) or members[0]
         ref = np.asarray(reference.timing.times_s)
+        level_s = float(np.median(ref))
+        if speed is not None and speed_standard_s is not None:
+            level_s = speed_standard_s * float(np.median(ref / np.asarray(speed.timing.times_s)))
         for m in members:
-            times[m.layer] = float(np.median(ref) * np.median(np.asarray(m.timing.times_s) / ref))
+            times[m.layer] = float(level_s * np.median(np.asarray(m.timing.times_s) / ref))
     return times
 
 

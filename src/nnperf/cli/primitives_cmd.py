@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -284,7 +285,8 @@ def _profile_document(report: PrimitiveProfileReport) -> dict[str, Any]:
     return {"format": "nnperf-primitive-profile", "version": 1, "system_id": report.system_id,
             "measured": report.measured, "reused": report.reused, "remaining": report.remaining,
             "samples": report.samples, "elapsed_s": report.elapsed_s,
-            "failures": [list(f) for f in report.failures]}
+            "failures": [list(f) for f in report.failures],
+            "speed_readings_s": [list(r) for r in report.speed_readings_s]}
 
 
 def _print_profile(args: argparse.Namespace, report: PrimitiveProfileReport) -> int:
@@ -301,7 +303,26 @@ def _print_profile(args: argparse.Namespace, report: PrimitiveProfileReport) -> 
         out.print(f"the budget was spent with {report.remaining} {unit} left: run the same command again to go on")
     for name, label, error in report.failures:
         out.print(f"{name} failed on {label}: {error}", style="yellow")
+    _print_speed(out, report.speed_readings_s)
     return 0
+
+
+def _print_speed(out: Any, readings_s: Sequence[tuple[str, float]]) -> None:
+    """The machine-speed reference's median over this profile's configurations, and those timed while the machine
+    ran over ``SLOW_FACTOR`` times slower than that."""
+    from nnperf.campaign import SLOW_FACTOR, SPEED_REFERENCE, ProfileSpeed
+
+    speed = ProfileSpeed(tuple(readings_s))
+    if speed.standard_s is None:
+        return
+    slow = speed.slow()
+    out.print(f"{SPEED_REFERENCE}: {speed.standard_s * 1e3:.3g} ms, the median over {len(readings_s)} "
+              f"configurations; {len(slow)} timed while it took over {SLOW_FACTOR:g}x that (each configuration is levelled "
+              "by its own reading when the dataset is read)")
+    for label, factor in slow[:10]:
+        out.print(f"  {label}: {factor:.2f}x", style="yellow")
+    if len(slow) > 10:
+        out.print(f"  and {len(slow) - 10} more", style="yellow")
 
 
 def run_train(args: argparse.Namespace) -> int:

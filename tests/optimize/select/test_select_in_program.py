@@ -123,7 +123,10 @@ def test_the_refinement_goes_on_while_a_layer_has_an_option_not_yet_run() -> Non
     config = next(iter(network_convs(network).values()))
     moves = {(1, 16, (24, 24)): {"chw->hwc": 1e-3, "hwc->chw": 1e-3}}
     three = {"torch-conv2d": 1e-4, "im2col-fhw": 1.1e-4, "winograd-2x3": 1.2e-4}  # all within 3x of each other
-    refinement = refine_in_program(network, PrimitiveCosts({config: three}, moves), max_steps=2, rounds=2)
+    # a reach far past the three (a loaded machine once timed im2col-fhw 25x torch-conv2d in the program, which put
+    # winograd-2x3's scaled cost past the default reach)
+    refinement = refine_in_program(network, PrimitiveCosts({config: three}, moves), max_steps=2, rounds=2,
+                                   explore_within=1e3)
     # whatever each step solves, its challenger runs an option not run before: after two steps, all three ran
     assert refinement.steps == 2 and {(config, p) for p in three} <= set(refinement.measured_s)
     assert [s.solver for s in refinement.history][:4] == ["pbqp", "challenger", "pbqp", "challenger"]
