@@ -10,6 +10,7 @@ from prims_helpers import NAMES
 from cli_helpers import assert_error, run_cli, run_json
 from networks import conv_net, tiny_network
 from nnperf.campaign import load_primitive_dataset, primitive_systems
+from nnperf.errors import NnperfError
 from nnperf.ir import ConvAttrs, Layer, Network, OpType, save_network
 from nnperf.store import Store
 
@@ -105,6 +106,7 @@ def test_profile_times_under_the_protocol_asked_or_chosen(capsys: pytest.Capture
 @pytest.mark.parametrize(("argv", "needles"), [
     (("--only", "nope"), ("unknown primitive 'nope'", "winograd-4x3")),
     (("--random", "-1"), ("random must be 0 or more",)),
+    (("--only", "direct", "--output-activations"), ("--only picks the primitives", "give one or the other")),
     (("--budget", "ten"), ("--budget", "not a duration")),
     (("--backend", "torch"), ("profile_primitives", "nnperf.System(\"primitives\", threads=N)", "torch/cpu")),
 ])
@@ -140,3 +142,10 @@ def test_train_takes_a_gpus_dataset_by_its_stored_system_not_by_device(capsys: p
     code, _, err = run_cli(capsys, "primitives", "train", "--device", "cuda", "--db", str(tmp_path / "p.db"))
     assert_error(code, err, "train_primitive_model: the primitives are profiled on this CPU",
                  "not primitives/cuda[threads=1]; name a stored system of another device by its id or key (--system")
+
+
+def test_the_api_refuses_primitives_named_for_output_activations(tmp_path: Path) -> None:
+    from nnperf.api import profile_primitives
+
+    with pytest.raises(NnperfError, match=r"the primitives named \(direct\) would not be timed"):
+        profile_primitives([], store=tmp_path / "p.db", primitives=["direct"], output_activations=True)

@@ -191,6 +191,9 @@ def profile_primitives(models: Sequence[ModelLike] = (), system: System = PRIMIT
     threads, device = primitive_settings(system, "profile_primitives")
     if random < 0:
         raise NnperfError(f"random must be 0 or more, got {random}")
+    if output_activations and primitives:
+        raise NnperfError(f"output_activations times the layout transformations alone, no primitive; the primitives "
+                          f"named ({', '.join(primitives)}) would not be timed: leave them out")
     if runner is None:
         require_device(device)  # before the models are read
     timing = resolve_protocol(protocol, IN_PROCESS_PROTOCOLS, "the primitive dataset", threads=threads).protocol

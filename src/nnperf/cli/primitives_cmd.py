@@ -228,6 +228,9 @@ def run_profile(args: argparse.Namespace) -> int:
 
     budget_s = None if args.budget is None else parse_duration(args.budget)
     only = [name.strip() for name in args.only.split(",") if name.strip()]
+    if only and args.output_activations:
+        raise NnperfError("--only picks the primitives of the configurations; --output-activations times the layout "
+                          "transformations alone, no primitive: give one or the other")
     if args.fleet:
         return _profile_on_fleet(args, only, budget_s)
     _device_here(args.device)
