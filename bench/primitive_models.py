@@ -64,14 +64,16 @@ def family(name: str) -> str:
         return "?"
 
 
-def load(db: Path, chosen: str | None = None, avoid: SystemRecord | None = None) -> tuple[SystemRecord, PrimitiveDataset]:
+def load(db: Path, chosen: str | None = None, avoid: SystemRecord | None = None,
+         level: bool = True) -> tuple[SystemRecord, PrimitiveDataset]:
     """The primitive system ``chosen`` (id or key prefix) of ``db``, else its one with the most configurations
-    (another than ``avoid`` when there is one), and its dataset; the store is opened read-only."""
+    (another than ``avoid`` when there is one), and its dataset (levelled by its machine-speed readings unless not
+    ``level``); the store is opened read-only."""
     with Store(db, create=False) as store:
         if chosen is not None:
             record = store.system(chosen)
-            return record, load_primitive_dataset(store, record.id)
-        found = [(s, load_primitive_dataset(store, s.id)) for s in primitive_systems(store)]
+            return record, load_primitive_dataset(store, record.id, level)
+        found = [(s, load_primitive_dataset(store, s.id, level)) for s in primitive_systems(store)]
     if not found:
         raise SystemExit(f"{db} holds no profiled primitives")
     others = [(s, d) for s, d in found if avoid is None or s.key != avoid.key] or found

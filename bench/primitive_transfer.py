@@ -4,7 +4,7 @@ Run: PYTHONPATH=src .venv/bin/python bench/primitive_transfer.py --db SOURCE_STO
      [--source ID] [--target ID] [--source-model nn2/relative] [--network paper|small] [--repeats 25]
      [--fractions 0.001 0.01 0.025 0.05 0.1 0.25 0.5 1.0] [--methods direct factor residual frozen scratch]
      [--test-fraction 0.3] [--seed 0] [--select NETWORK ...] [--graphs-db PATH] [--target-threads 1] [--table5]
-     [--json PATH]
+     [--target-as-timed] [--json PATH]
 
 The target platform is a second profiled dataset, e.g. this CPU capped to AVX2 or SSE4.1:
 
@@ -14,7 +14,8 @@ The target platform is a second profiled dataset, e.g. this CPU capped to AVX2 o
 Source: the primitive system of --db with the most configurations (or --source); a --source-model
 (``kind/targets``, default NN2 on targets relative to the dataset's reference primitive; ``--network`` paper
 is Table 3's width, small 32-64-64-32) is fitted on its dataset split 80/10/10. Target: the largest primitive
-system of --target-db (or --target; another than the source when both stores are one), split (seeded) into a
+system of --target-db (or --target; another than the source when both stores are one; its times levelled by the
+machine-speed reference where its rounds timed it, as timed with --target-as-timed), split (seeded) into a
 held-out test part (--test-fraction of its configurations and activations) and a pool. For every fraction of
 the pool (the paper's 0.1 to 25%, and more), --repeats random subsets are drawn and each method moves the
 source model with that subset:
@@ -349,6 +350,8 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--target-threads", type=int, default=1,
                         help="threads of the target platform, for timing what its dataset lacks (default 1)")
     parser.add_argument("--table5", action="store_true", help="also tune on one family at a time (Table 5)")
+    parser.add_argument("--target-as-timed", action="store_true",
+                        help="read the target's times as timed, not levelled by its machine-speed readings")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures as JSON here")
     args = parser.parse_args()
     if args.repeats < 1 or not 0 < args.test_fraction < 1 or not all(0 < f <= 1 for f in args.fractions):
@@ -361,7 +364,8 @@ def main() -> None:
     begin = time.perf_counter()
     source_record, source_data = load(args.db, args.source)
     same = args.target_db.resolve() == args.db.resolve()
-    target_record, target_data = load(args.target_db, args.target, source_record if same else None)
+    target_record, target_data = load(args.target_db, args.target, source_record if same else None,
+                                      level=not args.target_as_timed)
     reference = reference_of(source_data)
     network = NETWORKS[args.network]
     log(f"fitting {args.source_model} on system {source_record.id} ({len(source_data.conv)} configurations)")
