@@ -155,6 +155,11 @@ class _PlantedPrograms:
                  for name, labels in selections.items() if name != "default"}
         return {**times, "default": default}
 
+    def confirm(self, selections, rounds, order_seed):  # type: ignore[no-untyped-def]
+        self.confirmed_rounds = rounds
+        times = self.time(selections, rounds, order_seed)
+        return {name: t.ratio(times["default"]) for name, t in times.items() if name != "default"}
+
 
 def test_the_three_fastest_are_confirmed_together_and_the_surely_faster_one_is_kept() -> None:
     from nnperf.optimize.select._graph import Selection
@@ -180,3 +185,25 @@ def test_the_three_fastest_are_confirmed_together_and_the_surely_faster_one_is_k
     programs = _PlantedPrograms({})
     assert _confirmed(programs, history[:1], [1.01], default, 20, 0) == (None, None)  # type: ignore[arg-type]
     assert programs.asked == []
+
+
+def test_the_fastest_uniform_choice_is_confirmed_however_it_ran_in_the_program() -> None:
+    from nnperf.optimize.select._graph import Selection
+    from nnperf.optimize.select._in_program import _confirmed
+
+    def run(primitive: str, solver: str = "pbqp") -> Selection:
+        return Selection(("conv0",), (0,), (primitive,), 0.0, solver, optimal=False)
+
+    default = {"conv0": "torch-conv2d"}
+    history = [run("direct"), run("kn2row", "uniform:kn2row"), run("fft", "uniform:fft")]
+    over_default = [0.97, 1.03, 1.01]  # in the program the uniform choices ran slower than the default
+    # run again, fft is surely faster than both the default and direct
+    programs = _PlantedPrograms({"direct": 0.99, "kn2row": 1.03, "fft": 0.96})
+    kept, ratio = _confirmed(programs, history, over_default, default, rounds=20, seed=0)  # type: ignore[arg-type]
+    assert programs.asked == [["candidate 0", "candidate 2", "default"]]  # the fastest uniform choice, not both
+    assert programs.confirmed_rounds == 40
+    assert kept == 2 and ratio is not None and ratio.median == pytest.approx(0.96)
+    # a uniform choice is run again even when no selection ran faster than the default
+    programs = _PlantedPrograms({"kn2row": 1.03, "fft": 1.01})
+    assert _confirmed(programs, history[1:], over_default[1:], default, 20, 0)[0] is None  # type: ignore[arg-type]
+    assert programs.asked == [["candidate 1", "default"]]

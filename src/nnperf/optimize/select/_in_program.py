@@ -16,9 +16,11 @@ configuration's context factor (in-program over isolated time of the pairs that 
 transformation that ran its in-program median too, and solve again, until the solver picks a selection already
 run and no layer has an option left to explore, or the steps run out. The :data:`UNIFORM_CANDIDATES` best uniform
 choices on the refined costs (one primitive wherever it applies, the layouts solved around it) are run once too.
-Of every selection run, the :data:`CONFIRM_CANDIDATES` fastest against the default run again with it in fresh
-rounds, and the fastest there whose interval is below 1 is kept (the default where none is). The transformations
-that did not run and the other layers keep their isolated costs.
+Of every selection run, the :data:`CONFIRM_CANDIDATES` fastest against the default, and the fastest uniform choice,
+run again with it in fresh rounds, timed as a user runs them (whole programs, no call timed inside, interleaved in
+blocks: :func:`~nnperf.optimize.select.compare_selections`), and the fastest there whose interval is below 1 is
+kept (the default where none is). The transformations that did not run and the other layers keep their isolated
+costs.
 """
 
 from __future__ import annotations
@@ -68,7 +70,12 @@ CONFIRM_CANDIDATES = 3
 """How many of the selections that ran fastest against the default are run again, together, in fresh rounds
 before one is kept. The fastest in one set of rounds is the one its noise favoured most: on MobileNet v2 it
 failed its confirmation and the default was kept, while a uniform choice 2.8% faster in the same rounds was
-1.05x faster than the default when timed again."""
+1.05x faster than the default when timed again.
+
+The fastest uniform choice run is confirmed too, however it ran in the program: timed in the program, MobileNet
+v2's best uniform choice (oneDNN on hwc) over the default came out higher than in plain rounds in six of six
+paired runs, by a median 1.8 points (BENCHMARKS.md, the primitive selection), so a refinement that ranked it by
+its in-program time alone never ran it again and kept a slower program."""
 
 
 @dataclass(frozen=True)
@@ -166,6 +173,18 @@ class _Programs:
         return {name: InProgramTimes(tuple(whole[name]), _medians(steps[name]), _medians(moves[name]))
                 for name in modules}
 
+    def confirm(self, selections: Mapping[str, Mapping[str, str]], rounds: int, order_seed: int
+                ) -> dict[str, PairedRatio]:
+        """Each of ``selections`` but "default" over "default", timed as a user runs them: whole programs, no call
+        timed inside, interleaved in blocks (:func:`~nnperf.optimize.select.compare_selections`, its rounds with
+        at least ``rounds`` of them)."""
+        from nnperf.optimize.select._compare import SELECTION_ROUNDS, compare_selections
+
+        config = dataclasses.replace(SELECTION_ROUNDS, min_rounds=rounds,
+                                     max_rounds=max(rounds, SELECTION_ROUNDS.max_rounds), seed=order_seed)
+        compared = compare_selections(self.network, selections, rounds=config, seed=self.seed, threads=self.threads)
+        return {name: compared.ratio(name, "default") for name in selections if name != "default"}
+
 
 def _medians(samples: Mapping[Any, list[float]]) -> dict[Any, float]:
     return {key: statistics.median(v) for key, v in samples.items()}
@@ -192,7 +211,7 @@ class Refinement:
     ratio if it runs faster than the default again, in fresh rounds (the least of several noisy ratios is biased
     low), else the default, costed on ``costs``; ``kept`` its index in ``history`` (None: the default),
     ``confirmed`` its time over the default's in those fresh rounds, with its 95% interval, which must lie below 1
-    (None when none ran faster in its step).
+    (None when none was run again).
     ``converged``: the last solve chose a selection already run, and no layer had an option left to explore."""
 
     selection: Selection
@@ -316,9 +335,10 @@ def _uniform_runs(programs: _Programs, graph: CostGraph, solver: str, ran: Colle
 def _confirmed(programs: _Programs, history: list[Selection], over_default: list[float], default: Mapping[str, str],
                rounds: int, seed: int) -> tuple[int | None, PairedRatio | None]:
     """The index in ``history`` of the selection kept: of the :data:`CONFIRM_CANDIDATES` distinct selections of
-    least ratio to the default that ran faster than it, run again together with the default in fresh rounds,
-    the one of least ratio there whose 95% interval is below 1 (None: the default); and its ratio there (that of
-    the fastest there when none is surely faster; None when none ran faster at first)."""
+    least ratio to the default that ran faster than it, and the uniform choice of least ratio, run again together
+    with the default in fresh rounds at least twice ``rounds`` long (:meth:`_Programs.confirm`), the one of least
+    ratio there whose 95% interval is below 1 (None: the default); and its ratio there (that of the fastest there
+    when none is surely faster; None when none was run again)."""
     ranked = sorted(range(len(history)), key=over_default.__getitem__)
     best: list[int] = []
     for index in ranked:
@@ -326,11 +346,14 @@ def _confirmed(programs: _Programs, history: list[Selection], over_default: list
             break
         if all(history[index].chosen != history[other].chosen for other in best):
             best.append(index)
+    uniform = next((i for i in ranked if history[i].solver.startswith("uniform:")), None)
+    if uniform is not None and all(history[uniform].chosen != history[other].chosen for other in best):
+        best.append(uniform)
     if not best:
         return None, None
-    again = programs.time({**{f"candidate {i}": history[i].chosen for i in best}, "default": default}, 2 * rounds,
-                          seed + 1)
-    ratios = {i: again[f"candidate {i}"].ratio(again["default"]) for i in best}
+    ratios = programs.confirm({**{f"candidate {i}": history[i].chosen for i in best}, "default": default},
+                              2 * rounds, seed + 1)
+    ratios = {i: ratios[f"candidate {i}"] for i in best}
     fastest = min(best, key=lambda i: ratios[i].median)
     surely = [i for i in best if ratios[i].ci_high < 1.0]
     kept = min(surely, key=lambda i: ratios[i].median) if surely else None
