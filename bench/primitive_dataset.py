@@ -32,10 +32,14 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from select_networks import profiling_durations
-
 from nnperf.api import dataset_configs
-from nnperf.campaign import load_primitive_dataset, primitive_system, profile_primitives, profile_transforms
+from nnperf.campaign import (
+    load_primitive_dataset,
+    primitive_system,
+    profile_primitives,
+    profile_transforms,
+    profiling_durations,
+)
 from nnperf.errors import NnperfError
 from nnperf.measure import host_info
 from nnperf.primitives import (

@@ -61,9 +61,9 @@ from architectures import ARCHITECTURES, exported
 
 from nnperf.api import load_model, stored_primitive_model
 from nnperf.api._primitives import find_primitive_system
-from nnperf.campaign import LAYER_CAMPAIGN, PRIMITIVE_CAMPAIGN, load_primitive_dataset, profile_layer_layouts
+from nnperf.campaign import LAYER_CAMPAIGN, load_primitive_dataset, profile_layer_layouts, profiling_durations
 from nnperf.ir import Network
-from nnperf.measure import HarnessConfig, Method, PairedRatio, RoundsConfig, host_info
+from nnperf.measure import HarnessConfig, PairedRatio, RoundsConfig, host_info
 from nnperf.optimize.select import (
     SELECTION_ROUNDS,
     CostGraph,
@@ -135,28 +135,6 @@ def missing_transforms(dataset: PrimitiveDataset, costs: PrimitiveCosts) -> int:
     """How many of the transformation times in ``costs`` the dataset does not hold (they were timed now)."""
     stored = {(s.batch, s.c, (int(s.im[0]), int(s.im[1]))): s.times_s for s in dataset.layout}
     return sum(name not in stored.get(shape, {}) for shape, row in costs.transforms_s.items() for name in row)
-
-
-def profiling_durations(store: Store, system_id: int) -> dict[str, float | None]:
-    """How long each stored configuration took to profile (s), by configuration key: the time its measurements span
-    (an interleaved configuration's run is opened and closed when its rounds are stored, so the run's own start and
-    end say nothing), or the run's duration where no measurement carries its window; None for an unfinished run."""
-    runs = {r.id: r for r in store.runs(system_id=system_id) if r.campaign.startswith(PRIMITIVE_CAMPAIGN)}
-    windows: dict[int, tuple[float, float]] = {}
-    for m in store.layer_measurements(system_id=system_id, method=Method.ISOLATED):
-        timing = m.measurement().timing
-        if m.run_id in runs and timing.started_at > 0:
-            low, high = windows.get(m.run_id, (timing.started_at, timing.ended_at))
-            windows[m.run_id] = (min(low, timing.started_at), max(high, timing.ended_at))
-    found: dict[str, float | None] = {}
-    for run_id, run in runs.items():
-        if not run.finished_at:
-            found.setdefault(run.network_hash, None)
-        elif run_id in windows:
-            found[run.network_hash] = (found.get(run.network_hash) or 0.0) + windows[run_id][1] - windows[run_id][0]
-        else:
-            found[run.network_hash] = (found.get(run.network_hash) or 0.0) + run.finished_at - run.started_at
-    return found
 
 
 def stored_profiling_s(network: Network, durations: dict[str, float | None]) -> tuple[float, int, int]:

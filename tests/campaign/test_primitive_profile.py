@@ -24,6 +24,7 @@ from nnperf.campaign import (
     profile_primitives,
     profile_speed,
     profile_transforms,
+    profiling_durations,
 )
 from nnperf.campaign._primitives import (
     DATASET_REFERENCE,
@@ -39,7 +40,7 @@ from nnperf.campaign._primitives import (
 from nnperf.errors import NnperfError
 from nnperf.measure import ComparisonProtocol, HarnessConfig, LayerMeasurement, Method, RoundsConfig, fixed_timing
 from nnperf.measure.backends._fake import FakeBackend
-from nnperf.primitives import Bound, ConvConfig, Primitive, config_label, get_primitive, unread_outputs
+from nnperf.primitives import Bound, ConvConfig, Primitive, config_key, config_label, get_primitive, unread_outputs
 from nnperf.store import Store
 
 BLOCKED = str(get_primitive("ort-nchwc").input_layout)  # chw16c with AVX-512, chw8c with AVX2
@@ -384,3 +385,18 @@ def test_a_profile_without_the_machine_speed_reference_is_read_as_timed(store: S
     assert profile_speed(store, report.system_id) == ProfileSpeed(())
     assert ProfileSpeed(()).standard_s is None and ProfileSpeed(()).slow() == ()
     assert load_primitive_dataset(store, report.system_id) == load_primitive_dataset(store, report.system_id, False)
+
+
+def test_a_configuration_s_profiling_time_is_the_span_of_its_rounds(store: Store) -> None:
+    report = profile(store, [THREE_BY_THREE, ONE_BY_ONE])
+    durations = profiling_durations(store, report.system_id)
+    assert set(durations) == {config_key(THREE_BY_THREE), config_key(ONE_BY_ONE)}
+    for run in store.runs(system_id=report.system_id):  # one window of rounds per configuration: its span
+        (started, ended), = {(m.timing.started_at, m.timing.ended_at) for m in store.layer_measurements(run_id=run.id)}
+        assert durations[run.network_hash] == pytest.approx(ended - started) and 0 < ended - started < report.elapsed_s
+    # a configuration measured again in a second run adds its span; an unfinished one has none
+    more = profile(store, [THREE_BY_THREE], [get_primitive("fft")])
+    assert more.measured == 1
+    assert profiling_durations(store, report.system_id)[config_key(THREE_BY_THREE)] > durations[config_key(THREE_BY_THREE)]
+    run = store.start_run(report.system_id, "primitives|0123", "c1", "0123", "isolated", {})
+    assert profiling_durations(store, report.system_id)[run.network_hash] is None

@@ -30,7 +30,8 @@ everything that measures *into* the store lives here:
 - :func:`profile_primitives` and :func:`load_primitive_dataset`: the primitive-time dataset of Mulder et al.,
   one run per convolution configuration (``_primitives.py``; :func:`profile_transforms` adds activations whose
   layout transformations alone are timed; :func:`profile_speed`, the machine-speed reference timed in every
-  configuration's rounds, which the dataset is levelled with); :func:`export_primitive_dataset` and
+  configuration's rounds, which the dataset is levelled with; :func:`profiling_durations`, how long each
+  configuration took); :func:`export_primitive_dataset` and
   :func:`import_primitive_dataset`: that dataset as one portable file, and back into a store
   (``_dataset_file.py``); :func:`profile_layer_layouts` and
   :func:`load_layer_layouts`: the other layers' times in each layout (``_layer_layouts.py``);
@@ -106,6 +107,7 @@ from nnperf.campaign._primitives import (
     profile_primitives,
     profile_speed,
     profile_transforms,
+    profiling_durations,
 )
 from nnperf.campaign._profile import (
     UNATTRIBUTED_PREFIX,
@@ -202,6 +204,7 @@ __all__ = [
     "profile_transforms",
     "profiler_chunk",
     "profiler_chunks",
+    "profiling_durations",
     "recorded_surround",
     "run_sweep",
     "runner_for",

@@ -643,6 +643,24 @@ class ProfileSpeed:
         return tuple(sorted(found, key=lambda item: -item[1]))
 
 
+def profiling_durations(store: Store, system_id: int) -> dict[str, float | None]:
+    """How long each configuration of primitive system ``system_id`` took to profile (s), by configuration key
+    (:func:`config_key`; a configuration profiled in several runs sums them): the time its measurements span (an
+    interleaved configuration's run is opened and closed when its rounds are stored, so the run's own start and end
+    say nothing), or the run's duration where no measurement carries its window; None for an unfinished run."""
+    runs, measured = _profiled(store, store.system(system_id))
+    found: dict[str, float | None] = {}
+    for run_id, run in runs.items():
+        windows = [(m.timing.started_at, m.timing.ended_at) for m in measured[run_id] if m.timing.started_at > 0]
+        if not run.finished_at:
+            found.setdefault(run.network_hash, None)
+            continue
+        span = (max(end for _, end in windows) - min(start for start, _ in windows) if windows
+                else run.finished_at - run.started_at)
+        found[run.network_hash] = (found.get(run.network_hash) or 0.0) + span
+    return found
+
+
 def profile_speed(store: Store, system_id: int) -> ProfileSpeed:
     """The machine-speed readings of primitive system ``system_id``'s profile (see :class:`ProfileSpeed`)."""
     return ProfileSpeed.of(*_profiled(store, store.system(system_id)))
