@@ -73,9 +73,9 @@ failed its confirmation and the default was kept, while a uniform choice 2.8% fa
 1.05x faster than the default when timed again.
 
 The fastest uniform choice run is confirmed too, however it ran in the program: timed in the program, MobileNet
-v2's best uniform choice (oneDNN on hwc) over the default came out higher than in plain rounds in six of six
-paired runs, by a median 1.8 points (BENCHMARKS.md, the primitive selection), so a refinement that ranked it by
-its in-program time alone never ran it again and kept a slower program."""
+v2's best uniform choice (oneDNN on hwc) over the default came out higher than in plain rounds in 6 of 8 paired
+repeats, by a median 0.9 points (``bench/in_program_bias.py``, BENCHMARKS.md), and a refinement that ranked it by
+its in-program time alone never ran it again and kept the default, 3% slower than it in the benchmark's rounds."""
 
 
 @dataclass(frozen=True)
