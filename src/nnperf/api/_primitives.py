@@ -189,11 +189,7 @@ def profile_primitives(models: Sequence[ModelLike] = (), system: System = PRIMIT
     from nnperf.primitives import require_device, unread_outputs
 
     threads, device = primitive_settings(system, "profile_primitives")
-    if random < 0:
-        raise NnperfError(f"random must be 0 or more, got {random}")
-    if output_activations and primitives:
-        raise NnperfError(f"output_activations times the layout transformations alone, no primitive; the primitives "
-                          f"named ({', '.join(primitives)}) would not be timed: leave them out")
+    _check_profile_arguments(random, primitives, output_activations)
     if runner is None:
         require_device(device)  # before the models are read
     timing = resolve_protocol(protocol, IN_PROCESS_PROTOCOLS, "the primitive dataset", threads=threads).protocol
@@ -205,6 +201,16 @@ def profile_primitives(models: Sequence[ModelLike] = (), system: System = PRIMIT
                                       runner=runner, protocol=timing, device=device)
         return profile(opened, configs, threads, budget_s=budget_s, primitives=chosen, progress=progress,
                        runner=runner, protocol=timing, device=device)
+
+
+def _check_profile_arguments(random: int, primitives: Sequence[str], output_activations: bool) -> None:
+    """:func:`profile_primitives`' ``random`` is not negative, and no primitive is named for ``output_activations``
+    (which times the transformations alone)."""
+    if random < 0:
+        raise NnperfError(f"random must be 0 or more, got {random}")
+    if output_activations and primitives:
+        raise NnperfError(f"output_activations times the layout transformations alone, no primitive; the primitives "
+                          f"named ({', '.join(primitives)}) would not be timed: leave them out")
 
 
 MODEL_KIND = "primitive-cost"
