@@ -18,7 +18,8 @@ dataset time and (ii) its dataset time over the reference's (torch-conv2d, the f
 configuration and repeat; the tables give their medians. "Interleaved" is the dataset as read
 (``load_primitive_dataset``: paired, levelled by the machine-speed reference), "interleaved, not levelled" the
 same rounds paired only (``level=False``), "interleaved, round medians" the stored medians alone, without the
-pairing; under "hog", the hogged configurations (one of the repeats ran beside the hog) also alone. Stdout gets Markdown.
+pairing; under "hog", the hogged configurations (one of the repeats ran beside the hog) also alone. Stdout gets
+Markdown.
 """
 
 from __future__ import annotations
@@ -163,14 +164,16 @@ def _rows(stores: Mapping[tuple[str, int], Store], system_ids: Mapping[tuple[str
         a, b = ({c: t for c, t in times.items() if only is None or c in only} for times in pair)
         return _medians(_differences(a, b, False)), _medians(_differences(a, b, True))
 
-    rows = {p: row(read(p)) for p in protocols}
+    as_read = {p: read(p) for p in protocols}
+    rows = {p: row(pair) for p, pair in as_read.items()}
     if "interleaved" in protocols:
-        rows["interleaved, not levelled"] = row(read("interleaved", level=False))
+        as_timed = read("interleaved", level=False)
+        rows["interleaved, not levelled"] = row(as_timed)
         rows["interleaved, round medians"] = row([_stored_medians(stores["interleaved", r],
                                                                   system_ids["interleaved", r]) for r in REPEATS])
         if hogged:
-            rows["interleaved, hogged configurations"] = row(read("interleaved"), hogged)
-            rows["interleaved, not levelled, hogged configurations"] = row(read("interleaved", level=False), hogged)
+            rows["interleaved, hogged configurations"] = row(as_read["interleaved"], hogged)
+            rows["interleaved, not levelled, hogged configurations"] = row(as_timed, hogged)
     return rows
 
 

@@ -397,6 +397,7 @@ def test_a_configuration_s_profiling_time_is_the_span_of_its_rounds(store: Store
     # a configuration measured again in a second run adds its span; an unfinished one has none
     more = profile(store, [THREE_BY_THREE], [get_primitive("fft")])
     assert more.measured == 1
-    assert profiling_durations(store, report.system_id)[config_key(THREE_BY_THREE)] > durations[config_key(THREE_BY_THREE)]
+    key = config_key(THREE_BY_THREE)
+    assert profiling_durations(store, report.system_id)[key] > durations[key]
     run = store.start_run(report.system_id, "primitives|0123", "c1", "0123", "isolated", {})
     assert profiling_durations(store, report.system_id)[run.network_hash] is None

@@ -231,8 +231,8 @@ def profile_transforms(store: Store, shapes: Sequence[tuple[int, int, tuple[int,
                        protocol: ComparisonProtocol | str = ComparisonProtocol.INTERLEAVED, seed: int = 0,
                        device: str = "cpu") -> PrimitiveProfileReport:
     """Times every layout transformation on each activation (batch, c, (h, w)) of ``shapes`` into ``store``, under
-    ``protocol`` (default: the dataset's interleaved rounds), and no primitive: more activations for the transformations' model than the
-    configurations' inputs give. Each activation is stored under its :meth:`ConvConfig.carrier` (the dataset
+    ``protocol`` (default: the dataset's interleaved rounds), and no primitive: more activations for the
+    transformations' model than the configurations' inputs give. Each activation is stored under its :meth:`ConvConfig.carrier` (the dataset
     reads it as an activation, not as a configuration); what the store holds already is not measured again, and
     ``budget_s`` stops between two activations and ``runner`` measures on a fleet, as in :func:`profile_primitives`.
     ``nnperf.primitives.unread_outputs`` gives the activations a set of configurations leaves without times."""

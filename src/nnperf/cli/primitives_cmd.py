@@ -320,8 +320,8 @@ def _print_speed(out: Any, readings_s: Sequence[tuple[str, float]]) -> None:
         return
     slow = speed.slow()
     out.print(f"{SPEED_REFERENCE}: {speed.standard_s * 1e3:.3g} ms, the median over {len(readings_s)} "
-              f"configurations; {len(slow)} timed while it took over {SLOW_FACTOR:g}x that (each configuration is levelled "
-              "by its own reading when the dataset is read)")
+              f"configurations; {len(slow)} timed while it took over {SLOW_FACTOR:g}x that (each configuration is "
+              "levelled by its own reading when the dataset is read)")
     for label, factor in slow[:10]:
         out.print(f"  {label}: {factor:.2f}x", style="yellow")
     if len(slow) > 10:
