@@ -2,7 +2,7 @@
 
 Run: PYTHONPATH=src .venv/bin/python bench/primitive_dataset.py [--db bench/results/primitives.db] [--random 200]
      [--grid paper] [--max-gmacs G] [--shard I/N] [--budget-s 3000] [--threads 1] [--repeat 40] [--max-configs N]
-     [--device cpu|cuda|cuda:N] [--output-activations]
+     [--device cpu|cuda|cuda:N] [--output-activations] [--retime-slow FACTOR]
 
 Configurations: the distinct 2-D convolutions of every zoo network, then --random configurations sampled around
 them (``nnperf.primitives.sample_configs``). Every applicable primitive and every layout transformation of the
@@ -104,6 +104,8 @@ def main() -> None:
     parser.add_argument("--max-configs", type=int, default=None, metavar="N",
                         help="profile a seeded random N of the configurations (default: all)")
     parser.add_argument("--device", default="cpu", help="cpu (default), cuda or cuda:N: where the primitives compute")
+    parser.add_argument("--retime-slow", type=float, default=None, metavar="FACTOR",
+                        help="then time again each configuration whose machine-speed reading is over FACTOR x median")
     parser.add_argument("--output-activations", action="store_true",
                         help="time the transformations on the configurations' outputs instead of the configurations")
     args = parser.parse_args()
@@ -129,12 +131,13 @@ def main() -> None:
         if args.output_activations:
             unit = "activations"
             report = profile_transforms(store, unread_outputs(configs), args.threads, budget_s=args.budget_s,
-                                        device=args.device, progress=progress)
+                                        device=args.device, progress=progress, retime_over=args.retime_slow)
         else:
             report = profile_primitives(store, configs, args.threads, budget_s=args.budget_s, device=args.device,
-                                        progress=progress)
+                                        progress=progress, retime_over=args.retime_slow)
         print(f"\n\nprofiled now: {report.measured} {unit}, {report.samples} samples in "
-              f"{time.perf_counter() - start:.0f} s; profiled before: {report.reused}; left: {report.remaining}")
+              f"{time.perf_counter() - start:.0f} s; profiled before: {report.reused}; left: {report.remaining}; "
+              f"timed again for a slow machine-speed reading: {len(report.retimed)}")
         for name, label, error in report.failures:
             print(f"failed: {name} on {label}: {error}")
         system = store.find_system(primitive_system(args.threads, args.device).key)

@@ -18,6 +18,8 @@ from nnperf.campaign import (
     SPEED_REFERENCE,
     PrimitiveOutcome,
     ProfileSpeed,
+    export_primitive_dataset,
+    import_primitive_dataset,
     load_primitive_dataset,
     primitive_system,
     primitive_systems,
@@ -29,6 +31,7 @@ from nnperf.campaign import (
 from nnperf.campaign._primitives import (
     DATASET_REFERENCE,
     EARLIER_REFERENCE,
+    RETIMED,
     _config_campaign,
     _config_spread,
     _Job,
@@ -68,7 +71,11 @@ def profile(store: Store, configs: list[ConvConfig], primitives: list[Primitive]
 def test_every_applicable_primitive_and_transformation_is_stored_and_read_back(store: Store) -> None:
     report = profile(store, [THREE_BY_THREE, ONE_BY_ONE, THREE_BY_THREE])
     assert (report.measured, report.reused, report.remaining, report.failures) == (2, 0, 0, ())
-    assert report.samples == 3 + 2 + 2 * TRANSFORMS  # Winograd F(2,3) does not apply to the 1x1 layer
+    # Winograd F(2,3) does not apply to the 1x1 layer; both read the same 8 x 12 x 12 activation, whose
+    # transformations are timed once, with the first
+    assert report.samples == 3 + 2 + TRANSFORMS
+    runs = store.runs(system_id=report.system_id)
+    assert [sum(m.op == "transform" for m in store.layer_measurements(run_id=r.id)) for r in runs] == [TRANSFORMS, 0]
     dataset = load_primitive_dataset(store, report.system_id)
     assert dataset.system_key == primitive_system().key
     assert dataset.primitives == ("direct", "im2col-fhw", "winograd-2x3")
@@ -88,7 +95,17 @@ def test_profiled_configurations_are_read_back_not_measured_again(store: Store) 
     profile(store, [THREE_BY_THREE])
     again = profile(store, [THREE_BY_THREE, ONE_BY_ONE])
     assert (again.measured, again.reused) == (1, 1)
-    assert again.samples == 2 + TRANSFORMS
+    assert again.samples == 2  # its input's transformations were timed with the first
+
+
+def test_a_store_read_from_a_dataset_file_is_not_profiled_again(store: Store, tmp_path: Path) -> None:
+    # a file holds each activation's transformations once, with the first configuration that reads it
+    first = profile(store, [THREE_BY_THREE, ONE_BY_ONE])
+    export_primitive_dataset(store, first.system_id, tmp_path / "dataset.json")
+    with Store(tmp_path / "imported.db") as imported:
+        import_primitive_dataset(imported, tmp_path / "dataset.json")
+        again = profile(imported, [THREE_BY_THREE, ONE_BY_ONE])
+    assert (again.measured, again.reused, again.samples) == (0, 2, 0)
 
 
 def test_a_profile_of_more_primitives_measures_only_the_new_ones(store: Store) -> None:
@@ -110,8 +127,8 @@ def test_activations_profiled_for_their_transformations_alone_are_activations_no
     assert sorted((t.batch, t.c, t.im) for t in dataset.layout) == sorted(shapes)
     assert all(len(t.times_s) == TRANSFORMS and all(0 < s < 1 for s in t.times_s.values()) for t in dataset.layout)
     assert profile_transforms(store, shapes, harness=SMOKE_HARNESS).reused == 2  # not measured again
-    both = profile(store, [THREE_BY_THREE])  # reads the first activation, timed again as every configuration's is
-    assert (both.measured, both.samples) == (1, 3 + TRANSFORMS)
+    both = profile(store, [THREE_BY_THREE])  # reads the first activation, whose transformations are stored
+    assert (both.measured, both.samples) == (1, 3)
     dataset = load_primitive_dataset(store, report.system_id)
     assert [s.config for s in dataset.conv] == [THREE_BY_THREE] and len(dataset.layout) == 2
 
@@ -401,3 +418,61 @@ def test_a_configuration_s_profiling_time_is_the_span_of_its_rounds(store: Store
     assert profiling_durations(store, report.system_id)[key] > durations[key]
     run = store.start_run(report.system_id, "primitives|0123", "c1", "0123", "isolated", {})
     assert profiling_durations(store, report.system_id)[run.network_hash] is None
+
+
+# ------------------------------------------------------------ configurations timed again for a slow reading
+
+
+def test_a_configuration_timed_again_is_read_from_its_new_rounds_and_the_slow_ones_stay_stored(store: Store) -> None:
+    slow_one = ConvConfig.make(1, 4, 4, 6, 3, 1, 1)
+    for config, machine in ((THREE_BY_THREE, Machine()), (ONE_BY_ONE, Machine()), (slow_one, Machine(0.0))):
+        store_timed(store, config, machine)
+    system_id = store.runs()[-1].system_id
+    assert [label for label, _ in profile_speed(store, system_id).slow()] == [config_label(slow_one)]
+    # timed again on the steady machine: that is its reading and its times, as timed
+    machine = Machine()
+    outcomes = _timed(fake_jobs(machine), (), ComparisonProtocol.INTERLEAVED, TEN_ROUNDS, clock=machine.clock,
+                      speed_reference=speed_job(machine))
+    with _config_campaign(store, primitive_system(), slow_one, 1, TEN_ROUNDS, ComparisonProtocol.INTERLEAVED,
+                          retimed=True) as campaign:
+        _store_outcomes(campaign, config_label(slow_one), outcomes, [], together=True)
+    assert store.runs()[-1].campaign.endswith(RETIMED)
+    speed = profile_speed(store, system_id)
+    assert dict(speed.readings_s)[config_label(slow_one)] == pytest.approx(SPEED_COST_S)
+    assert speed.slow() == ()
+    as_timed = {s.config: s.times_s for s in load_primitive_dataset(store, system_id, level=False).conv}
+    assert as_timed[slow_one] == {name: pytest.approx(cost, rel=1e-9) for name, cost in COSTS_S.items()}
+    # nothing measured is lost: both runs' rounds are in the store
+    assert sum(m.layer == SPEED_REFERENCE for m in store.layer_measurements(system_id=system_id)) == 4
+
+
+def test_a_profile_times_again_the_configurations_read_slow_and_the_dataset_reads_them_anew(store: Store) -> None:
+    configs = [THREE_BY_THREE, ONE_BY_ONE, ConvConfig.make(1, 4, 4, 6, 3, 1, 1)]
+    first = profile(store, configs)
+    readings = dict(first.speed_readings_s)
+    slowest = max(readings, key=readings.__getitem__)
+    before = load_primitive_dataset(store, first.system_id, level=False)
+    # over 1x the median: the one configuration (of three) above the middle reading is timed again, as a whole
+    again = profile(store, configs, retime_over=1.0)
+    assert (again.measured, again.reused, again.retimed) == (0, 3, (slowest,))
+    assert again.samples == sum(len(s.times_s) for s in before.conv if config_label(s.config) == slowest) + TRANSFORMS
+    (run,) = [r for r in store.runs(system_id=first.system_id) if r.campaign.endswith(RETIMED)]
+    assert run.model == slowest and dict(again.speed_readings_s)[slowest] != readings[slowest]
+    dataset = load_primitive_dataset(store, first.system_id, False)
+    after = {config_label(s.config): s.times_s for s in dataset.conv}
+    fresh = paired_times([m.measurement() for m in store.layer_measurements(run_id=run.id)])
+    assert after[slowest] == {name: fresh[name] for name in after[slowest]}
+    (retimed,) = [s.config for s in dataset.conv if config_label(s.config) == slowest]
+    (layout,) = [t.times_s for t in dataset.layout if (t.batch, t.c, t.im) == (retimed.batch, retimed.c, retimed.im)]
+    assert len(layout) == TRANSFORMS and layout == {name: fresh[name] for name in layout}
+    assert all(after[config_label(s.config)] == s.times_s for s in before.conv if config_label(s.config) != slowest)
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"retime_over": 0.5}, "a factor of at least 1"),
+    ({"retime_over": 1.5, "protocol": "sequential"}, "only the interleaved protocol times"),
+    ({"retime_over": 1.5, "speed_reference": False}, "only the interleaved protocol times")])
+def test_timing_slow_configurations_again_needs_their_readings(store: Store, kwargs: dict, message: str) -> None:
+    with pytest.raises(NnperfError, match=message):
+        profile(store, [ONE_BY_ONE], **kwargs)
+    assert store.runs() == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 
 import pytest
@@ -103,12 +104,30 @@ def test_profile_times_under_the_protocol_asked_or_chosen(capsys: pytest.Capture
         assert {run.config["protocol"] for run in store.runs()} == {protocol}
 
 
+def test_profile_times_the_slow_configurations_again(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    net, db = tmp_path / "tiny.json", str(tmp_path / "p.db")
+    save_network(tiny_network(), net)
+    args = ("primitives", "profile", str(net), "--random", "1", "--only", "direct", "--db", db)
+    readings = dict(run_json(capsys, *args)["speed_readings_s"])
+    # over 1x the median of the four readings: the two above the middle ones, each timed again as a whole
+    again = run_json(capsys, *args, "--retime-slow=1")
+    median = statistics.median(readings.values())
+    assert sorted(again["retimed"]) == sorted(label for label, s in readings.items() if s > median)
+    assert (again["measured"], again["reused"], again["samples"]) == (0, 4, 13 * len(again["retimed"]))
+    assert {label: s for label, s in again["speed_readings_s"]}.keys() == set(again["retimed"])
+    code, out, _ = run_cli(capsys, *args, "--retime-slow=1")
+    assert code == 0 and "timed again for a slow reading (the dataset reads the new times): c" in out
+
+
 @pytest.mark.parametrize(("argv", "needles"), [
     (("--only", "nope"), ("unknown primitive 'nope'", "winograd-4x3")),
     (("--random", "-1"), ("random must be 0 or more",)),
     (("--only", "direct", "--output-activations"), ("--only picks the primitives", "give one or the other")),
     (("--budget", "ten"), ("--budget", "not a duration")),
     (("--backend", "torch"), ("profile_primitives", "nnperf.System(\"primitives\", threads=N)", "torch/cpu")),
+    (("--retime-slow", "fast"), ("--retime-slow takes a factor", "'fast'", "--retime-slow=FACTOR")),
+    (("--retime-slow=0.5",), ("a factor of at least 1", "0.5")),
+    (("--retime-slow", "--protocol", "sequential"), ("only the interleaved protocol times",)),
 ])
 def test_profile_refuses_bad_arguments(capsys: pytest.CaptureFixture[str], tmp_path: Path, argv: tuple[str, ...],
                                        needles: tuple[str, ...]) -> None:

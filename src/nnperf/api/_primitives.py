@@ -146,11 +146,10 @@ def profile_primitives(models: Sequence[ModelLike] = (), system: System = PRIMIT
                        random: int = 0, primitives: Sequence[str] = (), budget_s: float | None = None, seed: int = 0,
                        progress: Progress | None = None, runner: ItemRunner | None = None,
                        protocol: str = "auto", grid: str | None = None, max_macs: int | None = None,
-                       output_activations: bool = False) -> PrimitiveProfileReport:
+                       output_activations: bool = False, retime_over: float | None = None) -> PrimitiveProfileReport:
     """Profiles primitives and layout transformations into the store: the primitive dataset (Mulder et al. 3.2).
 
-    Each time is stored as it is taken; what the store holds for this system is not measured again, so calling it
-    again after an interruption or a spent ``budget_s`` goes on where it stopped.
+    Each time is stored as it is taken and not measured again: calling it again after a stop goes on from there.
 
     Parameters
     ----------
@@ -171,17 +170,18 @@ def profile_primitives(models: Sequence[ModelLike] = (), system: System = PRIMIT
     runner : ItemRunner, optional
         A fleet's nodes of a primitive system (``nnperf.fleet``): the configurations are measured there.
     protocol : {'auto', 'interleaved', 'sequential'}, default 'auto'
-        How one configuration's primitives and transformations are timed ('auto': what a quick machine check
-        recommends, interleaved for these in-process timings).
+        How a configuration's workloads are timed ('auto': what a quick machine check recommends, interleaved).
     grid : {'paper'}, optional
         Profile Mulder et al.'s grid (Table 7's shapes x Table 1's kernels and strides) in a seeded random order,
         after ``models``' convolutions when models are given (:func:`dataset_configs`).
     max_macs : int, optional
         With ``grid``, leave out configurations of more multiply-accumulates.
     output_activations : bool, default False
-        Instead of the configurations, time the layout transformations alone on their output activations that
-        none of them reads (``nnperf.campaign.profile_transforms``): more activations for the transformations'
-        model.
+        Instead of the configurations, time the layout transformations alone on the output activations none of
+        them reads (``nnperf.campaign.profile_transforms``): more activations for the transformations' model.
+    retime_over : float, optional
+        Then time again each configuration whose machine-speed reading is over this factor of the median
+        (``nnperf.campaign.SLOW_FACTOR``: 1.5); the dataset reads the new times (the report's ``retimed``).
     """
     from nnperf.campaign import profile_primitives as profile
     from nnperf.campaign import profile_transforms
@@ -198,9 +198,9 @@ def profile_primitives(models: Sequence[ModelLike] = (), system: System = PRIMIT
     with opened_store(store) as opened:
         if output_activations:
             return profile_transforms(opened, unread_outputs(configs), threads, budget_s=budget_s, progress=progress,
-                                      runner=runner, protocol=timing, device=device)
+                                      runner=runner, protocol=timing, device=device, retime_over=retime_over)
         return profile(opened, configs, threads, budget_s=budget_s, primitives=chosen, progress=progress,
-                       runner=runner, protocol=timing, device=device)
+                       runner=runner, protocol=timing, device=device, retime_over=retime_over)
 
 
 def _check_profile_arguments(random: int, primitives: Sequence[str], output_activations: bool) -> None:

@@ -35,7 +35,8 @@ import functools
 import math
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -175,7 +176,8 @@ class PrimitiveProfileReport:
     ``ratio_spreads`` holds, for each configuration measured now under the interleaved protocol, (label, its
     repeat noise): the median over its primitives and transformations of :func:`ratio_spread` (a fraction);
     ``speed_readings_s`` (label, seconds) the median of its rounds of the machine-speed reference
-    (:data:`SPEED_REFERENCE`), where it was timed.
+    (:data:`SPEED_REFERENCE`), where it was timed (a configuration timed again: its new reading); ``retimed`` the
+    labels of the configurations timed again because their reading was slow (``retime_over``).
     """
 
     system_id: int
@@ -187,6 +189,7 @@ class PrimitiveProfileReport:
     failures: tuple[tuple[str, str, str], ...]
     ratio_spreads: tuple[tuple[str, float], ...] = ()
     speed_readings_s: tuple[tuple[str, float], ...] = ()
+    retimed: tuple[str, ...] = ()
 
 
 def profile_primitives(store: Store, configs: Sequence[ConvConfig], threads: int = 1,
@@ -194,7 +197,8 @@ def profile_primitives(store: Store, configs: Sequence[ConvConfig], threads: int
                        primitives: Sequence[Primitive] | None = None, progress: Progress | None = None,
                        runner: ItemRunner | None = None,
                        protocol: ComparisonProtocol | str = ComparisonProtocol.INTERLEAVED,
-                       seed: int = 0, device: str = "cpu", speed_reference: bool = True) -> PrimitiveProfileReport:
+                       seed: int = 0, device: str = "cpu", speed_reference: bool = True,
+                       retime_over: float | None = None) -> PrimitiveProfileReport:
     """Times every applicable primitive and every layout transformation on each of ``configs`` into ``store``.
 
     ``primitives`` defaults to every registered primitive that is available here. What the store already holds
@@ -209,6 +213,10 @@ def profile_primitives(store: Store, configs: Sequence[ConvConfig], threads: int
     ``seed`` (default 0) is mixed with each configuration's key to seed the random order of its rounds. With
     ``speed_reference`` (default) the interleaved rounds also time :data:`SPEED_REFERENCE`, which levels the
     configuration's times to the machine's usual speed when the dataset is read (:func:`load_primitive_dataset`).
+    With ``retime_over`` (a factor, e.g. :data:`SLOW_FACTOR`), once every configuration is stored, each of
+    ``configs`` whose reading is over that many times the system's median (:meth:`ProfileSpeed.slow`) is timed
+    again as a whole, in a new run that the dataset reads instead of the slow one (which stays in the store); the
+    budget still applies.
 
     ``device`` (default "cpu"; "cuda" or "cuda:N": :func:`primitive_system`'s CUDA system) is where the primitives
     and transformations compute; ``primitives`` then defaults to those that run there
@@ -218,27 +226,42 @@ def profile_primitives(store: Store, configs: Sequence[ConvConfig], threads: int
     if budget_s is not None and budget_s <= 0:
         raise NnperfError(f"the profiling budget must be positive, got {budget_s} s")
     timing = _protocol(protocol)
+    _check_retime(retime_over, timing, speed_reference)
     if runner is None:
         require_device(device)
     chosen = _device_primitives(primitives, device)
     return _profile(store, configs, runner or PrimitiveRunner(threads, device), harness, budget_s, chosen,
-                    progress or no_progress, timing, seed, device, speed_reference)
+                    progress or no_progress, timing, seed, device, speed_reference, retime_over)
+
+
+def _check_retime(retime_over: float | None, protocol: ComparisonProtocol, speed_reference: bool) -> None:
+    """A configuration is timed again for a slow machine-speed reading: a factor over 1, and a profile that
+    takes the readings (interleaved rounds with the reference)."""
+    if retime_over is None:
+        return
+    if not retime_over >= 1:
+        raise NnperfError(f"a slow configuration's reading is over a factor of at least 1 of the median; got "
+                          f"{retime_over}")
+    if protocol is not ComparisonProtocol.INTERLEAVED or not speed_reference:
+        raise NnperfError("slow configurations are found by the machine-speed reference, which only the interleaved "
+                          "protocol times: time them interleaved, with the reference, to time the slow ones again")
 
 
 def profile_transforms(store: Store, shapes: Sequence[tuple[int, int, tuple[int, int]]], threads: int = 1,
                        harness: HarnessConfig = DATASET_HARNESS, budget_s: float | None = None,
                        progress: Progress | None = None, runner: ItemRunner | None = None,
                        protocol: ComparisonProtocol | str = ComparisonProtocol.INTERLEAVED, seed: int = 0,
-                       device: str = "cpu") -> PrimitiveProfileReport:
+                       device: str = "cpu", retime_over: float | None = None) -> PrimitiveProfileReport:
     """Times every layout transformation on each activation (batch, c, (h, w)) of ``shapes`` into ``store``, under
     ``protocol`` (default: the dataset's interleaved rounds), and no primitive: more activations for the
-    transformations' model than the configurations' inputs give. Each activation is stored under its :meth:`ConvConfig.carrier` (the dataset
-    reads it as an activation, not as a configuration); what the store holds already is not measured again, and
-    ``budget_s`` stops between two activations and ``runner`` measures on a fleet, as in :func:`profile_primitives`.
+    transformations' model than the configurations' inputs give. Each activation is stored under its
+    :meth:`ConvConfig.carrier` (the dataset reads it as an activation, not as a configuration); what the store
+    holds already is not measured again, and ``budget_s`` stops between two activations and ``runner`` measures on
+    a fleet, and ``retime_over`` times the slow ones again, as in :func:`profile_primitives`.
     ``nnperf.primitives.unread_outputs`` gives the activations a set of configurations leaves without times."""
     carriers = [ConvConfig.carrier(batch, c, im) for batch, c, im in shapes]
     return profile_primitives(store, carriers, threads, harness, budget_s, (), progress, runner, protocol, seed,
-                              device)
+                              device, retime_over=retime_over)
 
 
 def _device_primitives(primitives: Sequence[Primitive] | None, device: str) -> list[Primitive]:
@@ -271,10 +294,11 @@ class PrimitiveRunner(LocalRunner):
 def _profile(store: Store, configs: Sequence[ConvConfig], runner: ItemRunner, harness: HarnessConfig,
              budget_s: float | None, chosen: Sequence[Primitive], report: Progress,
              protocol: ComparisonProtocol, seed: int, device: str = "cpu",
-             speed_reference: bool = True) -> PrimitiveProfileReport:
+             speed_reference: bool = True, retime_over: float | None = None) -> PrimitiveProfileReport:
     """:func:`profile_primitives` with each configuration still needed a :class:`PrimitiveItem` measured by
     ``runner`` on ``device``, stored (one transaction) as it comes back; the budget is checked before each result is
-    taken (a runner of this process measures nothing more once it is spent)."""
+    taken (a runner of this process measures nothing more once it is spent). With ``retime_over``, the slow ones of
+    ``configs`` are then measured again the same way, each in a new run marked :data:`RETIMED`."""
     system = runner.system()
     if system.backend != PRIMITIVE_BACKEND:
         raise NnperfError(f"the primitive dataset is profiled on a system of backend {PRIMITIVE_BACKEND!r}, not on "
@@ -283,42 +307,118 @@ def _profile(store: Store, configs: Sequence[ConvConfig], runner: ItemRunner, ha
         raise NnperfError(f"the primitives were asked for on {device}, but the runner measures on {system.label}")
     threads = int(dict(system.options).get("threads", "1"))
     record = store.add_system(system)
-    stored = _stored_names(store, record)
-    start = time.perf_counter()
+    tally = _Tally(time.perf_counter(), budget_s)
     unique = list(dict.fromkeys(configs))
-    items: list[PrimitiveItem] = []
-    for config in unique:  # a configuration with nothing stored is needed: no need to ask each primitive
-        if config_key(config) not in stored or _still_needed(config, stored, chosen, threads, device):
-            items.append(PrimitiveItem(config, tuple(chosen), frozenset(stored.get(config_key(config), set())), threads,
-                                       harness, protocol, seed, device, speed_reference))
-    measured = samples = 0
-    failures: list[tuple[str, str, str]] = []
-    spreads: list[tuple[str, float]] = []
-    speeds: list[tuple[str, float]] = []
+
+    def item(config: ConvConfig, done: frozenset[str]) -> PrimitiveItem:
+        return PrimitiveItem(config, tuple(chosen), done, threads, harness, protocol, seed, device, speed_reference)
+
+    items = [item(config, done) for config, done in _needed(store, record, unique, chosen)]
+    measured = _measure_items(store, system, runner, items, report, tally)
+    retimed: list[PrimitiveItem] = []
+    if retime_over is not None and measured == len(items):
+        retimed = [item(config, frozenset()) for config in _slow_configs(store, record, unique, retime_over)]
+        retimed = retimed[:_measure_items(store, system, runner, retimed, report, tally, retimed=True)]
+    report("done", len(unique), len(unique))
+    return PrimitiveProfileReport(record.id, measured, len(unique) - len(items), len(items) - measured, tally.samples,
+                                  time.perf_counter() - tally.start_s, tuple(tally.failures), tuple(tally.spreads),
+                                  tuple(tally.speeds_s.items()), tuple(i.label for i in retimed))
+
+
+RETIMED = "|retimed"
+"""The suffix of the campaign key of a configuration timed again for a slow machine-speed reading: a run of its
+own, never resumed by a profile of the configuration (nor the other way round). The dataset reads a time from the
+configuration's latest run that holds it (:func:`load_primitive_dataset`), so the new times replace the slow ones,
+which stay in the store."""
+
+
+@dataclass
+class _Tally:
+    """What a profile's measuring has gathered so far (see :class:`PrimitiveProfileReport`), and when its budget
+    ends."""
+
+    start_s: float
+    budget_s: float | None
+    samples: int = 0
+    failures: list[tuple[str, str, str]] = field(default_factory=list)
+    spreads: list[tuple[str, float]] = field(default_factory=list)
+    speeds_s: dict[str, float] = field(default_factory=dict)
+
+    def spent(self) -> bool:
+        return self.budget_s is not None and time.perf_counter() - self.start_s > self.budget_s
+
+
+def _measure_items(store: Store, system: SystemSpec, runner: ItemRunner, items: Sequence[PrimitiveItem],
+                   report: Progress, tally: _Tally, retimed: bool = False) -> int:
+    """Measures ``items`` with ``runner``, storing each in its configuration's run as it comes back (a new run
+    marked :data:`RETIMED` when ``retimed``) and adding what it gave to ``tally``; returns how many were measured
+    before the budget was spent (the first ones)."""
+    measured = 0
     with contextlib.closing(runner.run(items, report)) as results:
         while measured < len(items):
-            if budget_s is not None and time.perf_counter() - start > budget_s:
+            if tally.spent():
                 report("budget spent", measured, len(items))
                 break
             index, outcomes = next(results)
             item = items[index]
-            with _config_campaign(store, system, item.config, threads, harness, protocol) as campaign:
-                samples += _store_outcomes(campaign, item.label, outcomes, failures, together=True)
-            if protocol is ComparisonProtocol.INTERLEAVED:
-                spreads.append((item.label, _config_spread(outcomes)))
-            speeds += [(item.label, o.timing.stats.median_s) for o in outcomes
-                       if o.name == SPEED_REFERENCE and o.timing is not None]
+            with _config_campaign(store, system, item.config, item.threads, item.harness, item.protocol,
+                                  retimed) as campaign:
+                tally.samples += _store_outcomes(campaign, item.label, outcomes, tally.failures, together=True)
+            if item.protocol is ComparisonProtocol.INTERLEAVED:
+                tally.spreads.append((item.label, _config_spread(outcomes)))
+            tally.speeds_s.update((item.label, o.timing.stats.median_s) for o in outcomes
+                                  if o.name == SPEED_REFERENCE and o.timing is not None)
             measured += 1
-    report("done", len(unique), len(unique))
-    return PrimitiveProfileReport(record.id, measured, len(unique) - len(items), len(items) - measured, samples,
-                                  time.perf_counter() - start, tuple(failures), tuple(spreads), tuple(speeds))
+    return measured
 
 
-def _still_needed(config: ConvConfig, stored: dict[str, set[str]], primitives: Sequence[Primitive],
-                  threads: int, device: str = "cpu") -> list[_Job]:
-    """The jobs of ``config`` whose names ``stored`` (see :func:`_stored_names`) does not hold."""
-    have = stored.get(config_key(config), set())
-    return [job for job in _jobs(config, primitives, threads, device) if job.name not in have]
+def _slow_configs(store: Store, system: SystemRecord, configs: Sequence[ConvConfig],
+                  factor: float) -> list[ConvConfig]:
+    """Those of ``configs`` whose latest machine-speed reading is over ``factor`` times the system's median
+    (:class:`ProfileSpeed`)."""
+    readings = _latest_readings(*_profiled(store, system))
+    standard_s = ProfileSpeed(tuple(readings.values())).standard_s
+    return [config for config in configs if config_key(config) in readings
+            and standard_s is not None and readings[config_key(config)][1] > factor * standard_s]
+
+
+def _needed(store: Store, system: SystemRecord, configs: Sequence[ConvConfig],
+            primitives: Sequence[Primitive]) -> list[tuple[ConvConfig, frozenset[str]]]:
+    """Each of ``configs`` that still needs a primitive or transformation timed on ``system``, with the names it
+    does not need: those stored for it, and the layout transformations of its input activation that the store holds
+    from another configuration or that an earlier one of ``configs`` will time (an activation's transformations are
+    timed once: the paper's grid has 100 input activations for 3,317 configurations)."""
+    stored = _stored_names(store, system)
+    claimed = _stored_activations(store, system, stored)
+    transforms = [t.name for t in all_transforms() if t.src != t.dst]
+    needed: list[tuple[ConvConfig, frozenset[str]]] = []
+    for config in configs:
+        activation = (config.batch, config.c, config.im)
+        have = stored.get(config_key(config), set()) | claimed.get(activation, set())
+        # a primitive stored is not asked whether it applies (ONNX Runtime's blocked one builds a session to say)
+        if (any(name not in have for name in transforms)
+                or any(p.name not in have and p.applies(config) for p in primitives)):
+            needed.append((config, frozenset(have)))
+            claimed.setdefault(activation, set()).update(transforms)
+    return needed
+
+
+def _stored_activations(store: Store, system: SystemRecord,
+                        stored: Mapping[str, set[str]]) -> dict[tuple[int, int, tuple[int, int]], set[str]]:
+    """For every input activation (batch, c, (h, w)) of a configuration profiled on ``system``, the layout
+    transformations the store holds for it (``stored``: :func:`_stored_names`)."""
+    transforms = {t.name for t in all_transforms()}
+    found: dict[tuple[int, int, tuple[int, int]], set[str]] = {}
+    for run in store.runs(system_id=system.id):
+        if run.campaign.startswith(PRIMITIVE_CAMPAIGN):
+            names = stored.get(run.network_hash, set()) & transforms
+            found.setdefault(_input_activation(run.config), set()).update(names)
+    return found
+
+
+def _input_activation(config: Mapping[str, Any]) -> tuple[int, int, tuple[int, int]]:
+    """The input activation (batch, c, (h, w)) of a configuration's run config."""
+    return int(config["batch"]), int(config["c"]), (int(config["im"][0]), int(config["im"][1]))
 
 
 def _rounds_seed(config: ConvConfig, seed: int) -> int:
@@ -328,11 +428,14 @@ def _rounds_seed(config: ConvConfig, seed: int) -> int:
 
 
 def _config_campaign(store: Store, system: SystemSpec, config: ConvConfig, threads: int, harness: HarnessConfig,
-                     protocol: ComparisonProtocol) -> contextlib.AbstractContextManager[Campaign]:
-    """The campaign (one run) that holds ``config``'s primitive and transformation times on ``system``; the run
-    config (written when the run starts) names the protocol, so a reader knows whether the rounds line up."""
+                     protocol: ComparisonProtocol,
+                     retimed: bool = False) -> contextlib.AbstractContextManager[Campaign]:
+    """The campaign (one run) that holds ``config``'s primitive and transformation times on ``system`` (with
+    ``retimed``, its times taken again: :data:`RETIMED`); the run config (written when the run starts) names the
+    protocol, so a reader knows whether the rounds line up."""
     key = config_key(config)
-    return open_campaign(store, system, PRIMITIVE_CAMPAIGN + key, config_label(config), key, Method.ISOLATED.value,
+    campaign = PRIMITIVE_CAMPAIGN + key + (RETIMED if retimed else "")
+    return open_campaign(store, system, campaign, config_label(config), key, Method.ISOLATED.value,
                          {**config.to_dict(), "threads": threads, "harness": asdict(harness),
                           "protocol": protocol.value})
 
@@ -577,8 +680,10 @@ def load_primitive_dataset(store: Store, system_id: int, level: bool = True) -> 
     a change of machine speed during the rounds leaves the configuration's relative times as measured. With
     ``level`` (default), rounds that timed the machine-speed reference (:data:`SPEED_REFERENCE`) are levelled to
     the system's median reference time (:class:`ProfileSpeed`): a configuration timed in a slow window is read at
-    the machine's usual speed. A transformation measured on the same activation in several configurations keeps
-    the first time stored.
+    the machine's usual speed. A configuration profiled in several runs (more primitives added later, or timed again
+    for a slow reading) takes each time from the latest run that holds it. A transformation measured on the same
+    activation in several configurations keeps the first time stored, unless a configuration timed again
+    (:data:`RETIMED`) took it later.
     """
     system = store.system(system_id)
     runs, measured = _profiled(store, system)
@@ -587,13 +692,13 @@ def load_primitive_dataset(store: Store, system_id: int, level: bool = True) -> 
     layout: dict[tuple[int, int, tuple[int, int]], dict[str, float]] = {}
     for run_id, measurements in measured.items():
         times = paired_times(measurements, standard_s)
-        c = runs[run_id].config
-        shape = (int(c["batch"]), int(c["c"]), (int(c["im"][0]), int(c["im"][1])))
+        shape = _input_activation(runs[run_id].config)
+        retimed = runs[run_id].campaign.endswith(RETIMED)
         for m in measurements:
             if m.op == "primitive":
                 conv[run_id][m.layer] = times[m.layer]
-            elif m.op == "transform":
-                layout.setdefault(shape, {}).setdefault(m.layer, times[m.layer])
+            elif m.op == "transform" and (retimed or m.layer not in layout.get(shape, {})):
+                layout.setdefault(shape, {})[m.layer] = times[m.layer]
     by_config: dict[ConvConfig, dict[str, float]] = {}
     for run_id, row in conv.items():
         if row:  # a configuration profiled in two runs (two processes at once) merges them
@@ -620,17 +725,17 @@ def _profiled(store: Store, system: SystemRecord) -> tuple[dict[int, RunRecord],
 
 @dataclass(frozen=True)
 class ProfileSpeed:
-    """How fast the machine ran while a primitive system's configurations were timed: for each run that timed the
-    machine-speed reference (:data:`SPEED_REFERENCE`), the configuration's label and the reference's median over
-    its rounds (seconds). ``standard_s``, the median of those, is the machine's usual speed, the one
-    :func:`load_primitive_dataset` levels to (None: no run timed the reference)."""
+    """How fast the machine ran while a primitive system's configurations were timed: for each configuration that
+    timed the machine-speed reference (:data:`SPEED_REFERENCE`), its label and the reference's median over its
+    latest rounds (seconds; a configuration timed again for a slow reading has its new one). ``standard_s``, the
+    median of those, is the machine's usual speed, the one :func:`load_primitive_dataset` levels to (None: no run
+    timed the reference)."""
 
     readings_s: tuple[tuple[str, float], ...]
 
     @classmethod
     def of(cls, runs: Mapping[int, RunRecord], measured: Mapping[int, Sequence[LayerMeasurement]]) -> ProfileSpeed:
-        return cls(tuple((runs[run_id].model, m.timing.stats.median_s) for run_id, members in measured.items()
-                         for m in members if m.op == "reference"))
+        return cls(tuple(_latest_readings(runs, measured).values()))
 
     @property
     def standard_s(self) -> float | None:
@@ -641,6 +746,18 @@ class ProfileSpeed:
         standard = self.standard_s
         found = [(label, s / standard) for label, s in self.readings_s if standard and s > factor * standard]
         return tuple(sorted(found, key=lambda item: -item[1]))
+
+
+def _latest_readings(runs: Mapping[int, RunRecord],
+                     measured: Mapping[int, Sequence[LayerMeasurement]]) -> dict[str, tuple[str, float]]:
+    """For each configuration key whose runs timed the machine-speed reference, (label, the median of its latest
+    run's rounds of it, seconds)."""
+    found: dict[str, tuple[str, float]] = {}
+    for run_id in sorted(measured):
+        for m in measured[run_id]:
+            if m.op == "reference":
+                found[runs[run_id].network_hash] = (runs[run_id].model, m.timing.stats.median_s)
+    return found
 
 
 def profiling_durations(store: Store, system_id: int) -> dict[str, float | None]:

@@ -82,6 +82,10 @@ def _register_profile(commands: argparse._SubParsersAction) -> None:  # type: ig
                               "same rounds, in random order: their ratios hold when the machine drifts) or "
                               "sequential (one after the other); auto (default) takes what a quick machine check "
                               "recommends, interleaved for these in-process timings")
+    profile.add_argument("--retime-slow", nargs="?", const="", default=None, metavar="FACTOR",
+                         help="once every configuration is stored, time again each one whose machine-speed reference "
+                              "ran over FACTOR (default 1.5) times its median: the dataset reads the new times, the "
+                              "slow ones stay in the store")
     profile.add_argument("--json", action="store_true", help="print JSON")
     add_fleet_argument(profile)
     add_db_argument(profile)
@@ -237,7 +241,8 @@ def run_profile(args: argparse.Namespace) -> int:
     with Progress(not args.json, "profiling primitives") as progress:
         report = profile_primitives(args.models, system_from_args(args), args.db, random=args.random, primitives=only,
                                     budget_s=budget_s, seed=args.seed, progress=progress, protocol=args.protocol,
-                                    grid=args.grid, max_macs=_max_macs(args), output_activations=args.output_activations)
+                                    grid=args.grid, max_macs=_max_macs(args),
+                                    output_activations=args.output_activations, retime_over=_retime_over(args))
     return _print_profile(args, report)
 
 
@@ -248,6 +253,19 @@ def _device_here(device: str) -> None:
     available = device_availability(device)
     if not available.ok:
         raise NnperfError(f"--device {device}: {available.reason}")
+
+
+def _retime_over(args: argparse.Namespace) -> float | None:
+    """``--retime-slow``'s factor: ``SLOW_FACTOR`` when given without one, None when not given."""
+    from nnperf.campaign import SLOW_FACTOR
+
+    if args.retime_slow is None:
+        return None
+    try:
+        return float(args.retime_slow) if args.retime_slow else SLOW_FACTOR
+    except ValueError:
+        raise NnperfError(f"--retime-slow takes a factor (e.g. 1.5), got {args.retime_slow!r}: give the models first "
+                          "or write --retime-slow=FACTOR") from None
 
 
 def _max_macs(args: argparse.Namespace) -> int | None:
@@ -274,7 +292,8 @@ def _profile_on_fleet(args: argparse.Namespace, only: list[str], budget_s: float
             reports.append(profile_primitives(args.models, system_from_args(args), store, random=args.random,
                                               primitives=only, budget_s=budget_s, seed=args.seed, progress=progress,
                                               runner=runner, protocol=args.protocol, grid=args.grid,
-                                              max_macs=_max_macs(args), output_activations=args.output_activations))
+                                              max_macs=_max_macs(args), output_activations=args.output_activations,
+                                              retime_over=_retime_over(args)))
     if args.json:
         documents = [_profile_document(report) for report in reports]
         print(json.dumps(documents[0] if len(documents) == 1 else documents, indent=1))
@@ -289,7 +308,7 @@ def _profile_document(report: PrimitiveProfileReport) -> dict[str, Any]:
             "measured": report.measured, "reused": report.reused, "remaining": report.remaining,
             "samples": report.samples, "elapsed_s": report.elapsed_s,
             "failures": [list(f) for f in report.failures],
-            "speed_readings_s": [list(r) for r in report.speed_readings_s]}
+            "speed_readings_s": [list(r) for r in report.speed_readings_s], "retimed": list(report.retimed)}
 
 
 def _print_profile(args: argparse.Namespace, report: PrimitiveProfileReport) -> int:
@@ -307,6 +326,8 @@ def _print_profile(args: argparse.Namespace, report: PrimitiveProfileReport) -> 
     for name, label, error in report.failures:
         out.print(f"{name} failed on {label}: {error}", style="yellow")
     _print_speed(out, report.speed_readings_s)
+    if report.retimed:
+        out.print(f"timed again for a slow reading (the dataset reads the new times): {', '.join(report.retimed)}")
     return 0
 
 
