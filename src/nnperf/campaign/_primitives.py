@@ -235,7 +235,7 @@ def profile_primitives(store: Store, configs: Sequence[ConvConfig], threads: int
 
 
 def _check_retime(retime_over: float | None, protocol: ComparisonProtocol, speed_reference: bool) -> None:
-    """A configuration is timed again for a slow machine-speed reading: a factor over 1, and a profile that
+    """A configuration is timed again for a slow machine-speed reading: a factor of at least 1, and a profile that
     takes the readings (interleaved rounds with the reference)."""
     if retime_over is None:
         return
