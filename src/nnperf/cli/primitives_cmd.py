@@ -325,24 +325,27 @@ def _print_profile(args: argparse.Namespace, report: PrimitiveProfileReport) -> 
         out.print(f"the budget was spent with {report.remaining} {unit} left: run the same command again to go on")
     for name, label, error in report.failures:
         out.print(f"{name} failed on {label}: {error}", style="yellow")
-    _print_speed(out, report.speed_readings_s)
+    _print_speed(out, report.speed_readings_s, len(report.retimed))
     if report.retimed:
-        out.print(f"timed again for a slow reading (the dataset reads the new times): {', '.join(report.retimed)}")
+        more = f" and {len(report.retimed) - 10} more" if len(report.retimed) > 10 else ""
+        out.print(f"timed again (the dataset reads the new times): {', '.join(report.retimed[:10])}{more}")
     return 0
 
 
-def _print_speed(out: Any, readings_s: Sequence[tuple[str, float]]) -> None:
-    """The machine-speed reference's median over this profile's configurations, and those timed while the machine
-    ran over ``SLOW_FACTOR`` times slower than that."""
+def _print_speed(out: Any, readings_s: Sequence[tuple[str, float]], retimed: int = 0) -> None:
+    """The machine-speed reference's median over this profile's configurations (their latest readings: ``retimed``
+    of them were timed again for a slow one), and those timed while the machine ran over ``SLOW_FACTOR`` times
+    slower than that."""
     from nnperf.campaign import SLOW_FACTOR, SPEED_REFERENCE, ProfileSpeed
 
     speed = ProfileSpeed(tuple(readings_s))
     if speed.standard_s is None:
         return
     slow = speed.slow()
+    again = f", {retimed} of them after timing them again for a slow reading" if retimed else ""
     out.print(f"{SPEED_REFERENCE}: {speed.standard_s * 1e3:.3g} ms, the median over {len(readings_s)} "
-              f"configurations; {len(slow)} timed while it took over {SLOW_FACTOR:g}x that (each configuration is "
-              "levelled by its own reading when the dataset is read)")
+              f"configurations{again}; {len(slow)} timed while it took over {SLOW_FACTOR:g}x that (each "
+              "configuration is levelled by its own reading when the dataset is read)")
     for label, factor in slow[:10]:
         out.print(f"  {label}: {factor:.2f}x", style="yellow")
     if len(slow) > 10:
