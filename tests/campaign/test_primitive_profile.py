@@ -7,6 +7,7 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,6 +18,7 @@ from nnperf.campaign import (
     PRIMITIVE_BACKEND,
     SPEED_REFERENCE,
     PrimitiveOutcome,
+    PrimitiveProfileReport,
     ProfileSpeed,
     export_primitive_dataset,
     import_primitive_dataset,
@@ -63,7 +65,8 @@ def store(tmp_path: Path) -> Iterator[Store]:
         yield opened
 
 
-def profile(store: Store, configs: list[ConvConfig], primitives: list[Primitive] | None = None, **kwargs):  # type: ignore[no-untyped-def]
+def profile(store: Store, configs: list[ConvConfig], primitives: list[Primitive] | None = None,
+            **kwargs: Any) -> PrimitiveProfileReport:
     return profile_primitives(store, configs, harness=SMOKE_HARNESS,
                               primitives=chosen() if primitives is None else primitives, **kwargs)
 
