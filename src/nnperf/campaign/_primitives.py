@@ -61,6 +61,7 @@ from nnperf.measure import (
 from nnperf.primitives import (
     ConvConfig,
     ConvSample,
+    LayoutTransform,
     Primitive,
     PrimitiveDataset,
     TransformSample,
@@ -390,7 +391,7 @@ def _needed(store: Store, system: SystemRecord, configs: Sequence[ConvConfig],
     timed once: the paper's grid has 100 input activations for 3,317 configurations)."""
     stored = _stored_names(store, system)
     claimed = _stored_activations(store, system, stored)
-    transforms = [t.name for t in all_transforms() if t.src != t.dst]
+    transforms = [t.name for t in _layout_changes()]
     needed: list[tuple[ConvConfig, frozenset[str]]] = []
     for config in configs:
         activation = (config.batch, config.c, config.im)
@@ -407,13 +408,18 @@ def _stored_activations(store: Store, system: SystemRecord,
                         stored: Mapping[str, set[str]]) -> dict[tuple[int, int, tuple[int, int]], set[str]]:
     """For every input activation (batch, c, (h, w)) of a configuration profiled on ``system``, the layout
     transformations the store holds for it (``stored``: :func:`_stored_names`)."""
-    transforms = {t.name for t in all_transforms()}
+    transforms = {t.name for t in _layout_changes()}
     found: dict[tuple[int, int, tuple[int, int]], set[str]] = {}
     for run in store.runs(system_id=system.id):
         if run.campaign.startswith(PRIMITIVE_CAMPAIGN):
             names = stored.get(run.network_hash, set()) & transforms
             found.setdefault(_input_activation(run.config), set()).update(names)
     return found
+
+
+def _layout_changes() -> list[LayoutTransform]:
+    """The layout transformations a configuration's input is timed under: every one but the identities."""
+    return [t for t in all_transforms() if t.src != t.dst]
 
 
 def _input_activation(config: Mapping[str, Any]) -> tuple[int, int, tuple[int, int]]:
@@ -469,7 +475,7 @@ def _jobs(config: ConvConfig, primitives: Sequence[Primitive], threads: int, dev
             for p in primitives if p.applies(config)]
     jobs += [_Job(t.name, "transform", "layout",
                   functools.partial(transform_timer, t, config.batch, config.c, config.im, threads, device=device))
-             for t in all_transforms() if t.src != t.dst]
+             for t in _layout_changes()]
     return jobs
 
 
