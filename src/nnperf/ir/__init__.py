@@ -6,7 +6,7 @@ imported here.
 
 from nnperf.ir._json import load_network_json, network_from_dict, network_to_dict, save_network
 from nnperf.ir._limits import DEFAULT_SIZE_LIMITS, SIZE_LIMITS_ENV, SizeLimits, current_size_limits, size_limits
-from nnperf.ir._network import Layer, Network, TensorSpec
+from nnperf.ir._network import Layer, Network, SourceFile, TensorSpec
 from nnperf.ir._ops import (
     ACTIVATIONS,
     ATTRIBUTES_OF,
@@ -87,6 +87,7 @@ __all__ = [
     "Shape",
     "SizeLimits",
     "SliceAttrs",
+    "SourceFile",
     "TensorSpec",
     "TransposeAttrs",
     "UpsampleAttrs",

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from nnperf.errors import FormatVersionError, InvalidNetworkError, ModelFileError
-from nnperf.ir._network import Layer, Network, TensorSpec
+from nnperf.ir._network import Layer, Network, SourceFile, TensorSpec
 from nnperf.ir._ops import OpType, attributes_class
 
 FORMAT = "nnperf-network"
@@ -17,8 +17,8 @@ VERSION = 1
 
 
 def network_to_dict(network: Network) -> dict[str, Any]:
-    """A plain, JSON-ready dictionary of ``network`` with its format version (``int8_layers`` only when the
-    network has some, so a float network's document is as it always was)."""
+    """A plain, JSON-ready dictionary of ``network`` with its format version (``int8_layers`` and ``source`` only
+    when the network has them, so a float network built in nnperf has the document it always had)."""
     document = {
         "format": FORMAT,
         "version": VERSION,
@@ -39,6 +39,8 @@ def network_to_dict(network: Network) -> dict[str, Any]:
     }
     if network.int8_layers:
         document["int8_layers"] = sorted(network.int8_layers)
+    if network.source is not None:
+        document["source"] = dataclasses.asdict(network.source)
     return document
 
 
@@ -65,6 +67,7 @@ def network_from_dict(data: dict[str, Any], source: str = "<dict>") -> Network:
             layers=layers,
             outputs=tuple(data["outputs"]),
             int8_layers=frozenset(str(name) for name in data.get("int8_layers", [])),
+            source=SourceFile(**{key: str(value) for key, value in data["source"].items()}) if "source" in data else None,
         )
     except InvalidNetworkError as exc:
         raise InvalidNetworkError(f"{source}: {exc}") from exc

@@ -94,11 +94,24 @@ class Layer:
 
 
 @dataclass(frozen=True)
+class SourceFile:
+    """The model file a network was imported from, for the backend that runs such files as they are (LiteRT runs
+    a .tflite file itself, not a program rebuilt from the IR). ``format`` is the file type ("tflite");
+    ``sha256`` is the digest of the bytes imported, so a changed file is never run in the network's place."""
+
+    path: str
+    format: str
+    sha256: str
+
+
+@dataclass(frozen=True)
 class Network:
     """A DAG of layers in topological order, with named inputs and outputs.
 
     ``int8_layers`` names the layers the model file runs in int8 (a quantised model's convolutions and matrix
     products, between its QuantizeLinear and DequantizeLinear nodes); every other layer computes in float.
+    ``source`` is the file the network was imported from, where a backend can run that file as it is; a network
+    derived from another (layers cut or changed) has none. It takes no part in equality.
     """
 
     name: str
@@ -106,6 +119,7 @@ class Network:
     layers: tuple[Layer, ...]
     outputs: tuple[str, ...]
     int8_layers: frozenset[str] = frozenset()
+    source: SourceFile | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if not self.inputs:

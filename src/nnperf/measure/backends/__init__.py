@@ -1,5 +1,8 @@
 """Measurement backends: frameworks that run IR networks and layers and time them.
 
+The workstation frameworks (torch, ONNX Runtime, OpenCV DNN) are always installed; the deployment runtimes
+(OpenVINO, LiteRT, ExecuTorch) are optional extras (``pip install nnperf[runtimes]``).
+
 ``BACKENDS`` is the registry (third parties add theirs through the
 ``nnperf.backends`` entry-point group). Framework modules are imported only
 when their backend is created.
@@ -45,6 +48,24 @@ def _opencv() -> type[Backend]:
     return OpenCvBackend
 
 
+def _openvino() -> type[Backend]:
+    from nnperf.measure.backends._openvino import OpenVinoBackend
+
+    return OpenVinoBackend
+
+
+def _litert() -> type[Backend]:
+    from nnperf.measure.backends._litert import LiteRtBackend
+
+    return LiteRtBackend
+
+
+def _executorch() -> type[Backend]:
+    from nnperf.measure.backends._executorch import ExecuTorchBackend
+
+    return ExecuTorchBackend
+
+
 def _fake() -> type[Backend]:
     from nnperf.measure.backends._fake import FakeBackend
 
@@ -55,9 +76,12 @@ BACKENDS: Registry[type[Backend]] = Registry("backend", "nnperf.backends")
 BACKENDS.register("torch", _torch)
 BACKENDS.register("onnxruntime", _onnxruntime)
 BACKENDS.register("opencv", _opencv)
+BACKENDS.register("openvino", _openvino)
+BACKENDS.register("litert", _litert)
+BACKENDS.register("executorch", _executorch)
 BACKENDS.register("fake", _fake)
 
-REAL_BACKENDS = ("torch", "onnxruntime", "opencv")
+REAL_BACKENDS = ("torch", "onnxruntime", "opencv", "openvino", "litert", "executorch")
 """The backends whose times are measurements (``fake`` is a formula, for testing the harness)."""
 
 
