@@ -33,7 +33,7 @@ from nnperf.api._compare import compare
 from nnperf.api._evaluate import EvaluationReport, evaluate
 from nnperf.api._fleet import FleetStatus, fleet_down, fleet_status, fleet_up
 from nnperf.api._load import InputShape, ModelLike, load_model
-from nnperf.api._machine import CheckResult, check
+from nnperf.api._machine import CheckResult, ThreadSettings, check, thread_settings
 from nnperf.api._partition import NetworkPartition, partition
 from nnperf.api._predict import (
     DEFAULT_SAMPLE_BUDGET_S,
@@ -63,6 +63,7 @@ from nnperf.api._primitives import (
 )
 from nnperf.api._profile import profile
 from nnperf.api._records import StoredSystems, export_measurements, systems
+from nnperf.api._runtimes import rank_runtimes
 from nnperf.api._select import NetworkSelection, select
 from nnperf.api._session import StoredSystem
 from nnperf.api._steps import StepFits, StepPrediction, fit_steps, predict_steps
@@ -99,6 +100,7 @@ __all__ = [
     "StoredSystem",
     "StoredSystems",
     "System",
+    "ThreadSettings",
     "Verification",
     "Verified",
     "Zoo",
@@ -132,12 +134,14 @@ __all__ = [
     "predict_steps",
     "profile",
     "profile_primitives",
+    "rank_runtimes",
     "select",
     "stored_calibration",
     "stored_primitive_model",
     "sweep",
     "synthesize",
     "systems",
+    "thread_settings",
     "train_primitive_model",
     "transfer_primitive_model",
     "verify",

@@ -64,13 +64,17 @@ def _zoo_network(entry: ZooEntry) -> ZooNetwork:
 @dataclass(frozen=True)
 class Available:
     """A backend (on ``device``) or power meter, whether it can run here and why not; ``measures`` is false for
-    the fake backend (harness tests only)."""
+    the fake backend (harness tests only). ``version`` is the installed framework's ('' when not installed or for
+    a power meter) and ``extra`` the nnperf extra that installs an optional one ('' for the frameworks nnperf
+    always installs)."""
 
     name: str
     device: str
     available: bool
     reason: str
     measures: bool = True
+    version: str = ""
+    extra: str = ""
 
 
 @dataclass(frozen=True)
@@ -83,11 +87,12 @@ class Backends:
 
 def backends() -> Backends:
     """Which backends and power meters can run on this machine, and why not (``nnperf backends``)."""
-    from nnperf.measure.backends import backend_report
+    from nnperf.measure.backends import BACKENDS, backend_report
     from nnperf.measure.power import meter_report
 
     return Backends(
-        tuple(Available(name, device, a.ok, a.reason, name != "fake")
+        tuple(Available(name, device, a.ok, a.reason, name != "fake", BACKENDS.create(name).version(),
+                        BACKENDS.create(name).EXTRA)
               for device in ("cpu", "cuda") for name, a in backend_report(device)),
         tuple(Available(name, "", a.ok, a.reason) for name, a in meter_report()))
 

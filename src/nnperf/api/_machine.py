@@ -18,6 +18,33 @@ class CheckResult:
 
     check: MachineCheck
     noise_skipped: str | None = None
+    threads: tuple[ThreadSettings, ...] = ()
+
+
+@dataclass(frozen=True)
+class ThreadSettings:
+    """One backend's own thread settings as nnperf applies them at ``threads`` (read back from the framework where
+    it tells), or why the backend cannot run here (``settings`` then empty)."""
+
+    backend: str
+    threads: int
+    settings: tuple[tuple[str, str], ...]
+    unavailable: str = ""
+
+
+def thread_settings(threads: int = 1) -> tuple[ThreadSettings, ...]:
+    """Every measuring backend's thread settings on the CPU at ``threads`` threads (``nnperf check``)."""
+    from nnperf.measure.backends import BACKENDS, REAL_BACKENDS, BackendOptions
+    from nnperf.registry import UnavailableError
+
+    found = []
+    for name in REAL_BACKENDS:
+        try:
+            with BACKENDS.create(name)(BackendOptions(threads=threads)) as backend:
+                found.append(ThreadSettings(name, threads, backend.thread_settings()))
+        except UnavailableError as exc:
+            found.append(ThreadSettings(name, threads, (), str(exc)))
+    return tuple(found)
 
 
 def noise_timer() -> Timer:
@@ -29,13 +56,14 @@ def noise_timer() -> Timer:
     return reference_timer("torch", BackendOptions(threads=1))
 
 
-def check(*, noise_s: float = 10.0, sample_s: float = 1.0, noise: bool = True,
+def check(*, noise_s: float = 10.0, sample_s: float = 1.0, noise: bool = True, threads: bool = True,
           progress: Progress | None = None) -> CheckResult:
     """Inspects this machine before measuring (``nnperf check``): other busy processes, load, steal time, CPU and
     memory pressure, free memory, the cpufreq governor and turbo, SMT siblings and allocator variables; then (with
     ``noise``) times the machine-speed reference back to back for ``noise_s`` seconds and reports how much it
     moves. Other processes' CPU use is sampled over ``sample_s`` seconds. Each finding is ok, warn or bad with one
-    sentence of advice; the verdict is the worst.
+    sentence of advice; the verdict is the worst. With ``threads``, every backend's own thread settings at one
+    thread are read back too (:func:`thread_settings`; this imports each installed framework).
 
     Raises
     ------
@@ -56,4 +84,5 @@ def check(*, noise_s: float = 10.0, sample_s: float = 1.0, noise: bool = True,
             timer = noise_timer()
         except UnavailableError as exc:  # the other findings need no backend: report them anyway
             skipped = str(exc)
-    return CheckResult(check_machine(timer, noise_s=noise_s, sample_s=sample_s, progress=progress), skipped)
+    machine = check_machine(timer, noise_s=noise_s, sample_s=sample_s, progress=progress)
+    return CheckResult(machine, skipped, thread_settings() if threads else ())

@@ -22,6 +22,7 @@ from nnperf.cli import (
     predict_cmd,
     primitives_cmd,
     profile_cmd,
+    runtimes_cmd,
     select_cmd,
     steps_cmd,
     sweep_cmd,
@@ -31,7 +32,7 @@ from nnperf.cli import (
 )
 
 COMMANDS = (zoo_cmd, inspect_cmd, export_cmd, backends_cmd, check_cmd, profile_cmd, systems_cmd, measurements_cmd,
-            calibrate_cmd, predict_cmd, evaluate_cmd, sweep_cmd, steps_cmd, advise_cmd, accel_cmd, partition_cmd,
+            calibrate_cmd, predict_cmd, runtimes_cmd, evaluate_cmd, sweep_cmd, steps_cmd, advise_cmd, accel_cmd, partition_cmd,
             compare_cmd, primitives_cmd, select_cmd, synthesize_cmd, fleet_cmd, completion_cmd)
 
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from nnperf.cli._backend_args import Progress
 
 if TYPE_CHECKING:
+    from nnperf.api import ThreadSettings
     from nnperf.measure import MachineCheck
 
 EXIT_BAD = 4
@@ -33,6 +34,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--no-noise", action="store_true", help="skip the noise measurement (and importing torch)")
     p.add_argument("--sample-s", type=float, default=1.0, metavar="S",
                    help="seconds over which other processes' CPU use and steal time are sampled (default 1)")
+    p.add_argument("--no-threads", action="store_true",
+                   help="skip reading back each backend's own thread settings (which imports every framework)")
     p.add_argument("--strict", action="store_true", help=f"exit with code {EXIT_BAD} when the verdict is bad")
     p.set_defaults(run=run)
 
@@ -43,16 +46,20 @@ def run(args: argparse.Namespace) -> int:
 
     with Progress(not args.json, "checking the machine") as progress:
         result = check_machine(noise_s=args.noise_s, sample_s=args.sample_s, noise=not args.no_noise,
-                               progress=progress)
+                               threads=not args.no_threads, progress=progress)
     if result.noise_skipped is not None:
         print(f"nnperf: the noise measurement needs the torch backend ({result.noise_skipped}); skipping it",
               file=sys.stderr)
     check = result.check
     document = check_document(check)
+    document["threads"] = [{"backend": t.backend, "threads": t.threads, "settings": dict(t.settings),
+                            "unavailable": t.unavailable} for t in result.threads]
     if args.json:
         print(json.dumps(document, indent=1))
     else:
         print_check(check, document["protocol"]["reason"])
+        if result.threads:
+            print_threads(result.threads)
     return EXIT_BAD if args.strict and check.verdict.value == "bad" else 0
 
 
@@ -83,3 +90,18 @@ def print_check(check: MachineCheck, protocol_reason: str) -> None:
     else:
         line.append(" (nothing to change before measuring)")
     out.print(line)
+
+
+def print_threads(threads: tuple[ThreadSettings, ...]) -> None:
+    """Each backend's own thread settings as nnperf applies them (at one thread, the default), or why it cannot
+    run here."""
+    from rich.table import Table
+
+    from nnperf.report import console
+
+    table = Table(title="thread settings per backend (--threads 1)", title_justify="left")
+    for column in ("backend", "settings"):
+        table.add_column(column)
+    for t in threads:
+        table.add_row(t.backend, ", ".join(f"{key}={value}" for key, value in t.settings) or f"[dim]{t.unavailable}")
+    console().print(table)

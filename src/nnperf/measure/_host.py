@@ -67,15 +67,17 @@ def cpu_details() -> str:
     return "; ".join(parts)
 
 
+def package_version(name: str) -> str:
+    """The installed version of distribution ``name``, '' when it is not installed."""
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return ""
+
+
 def package_versions(packages: tuple[str, ...] = PACKAGES) -> tuple[tuple[str, str], ...]:
     """(package, version) of the installed packages among ``packages``, sorted."""
-    found = []
-    for name in packages:
-        try:
-            found.append((name, metadata.version(name)))
-        except metadata.PackageNotFoundError:
-            continue
-    return tuple(sorted(found))
+    return tuple(sorted((name, package_version(name)) for name in packages if package_version(name)))
 
 
 def host_info() -> HostInfo:

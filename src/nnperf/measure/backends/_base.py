@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Self
 
 import numpy as np
@@ -12,7 +12,7 @@ import numpy as np
 from nnperf.errors import NnperfError
 from nnperf.ir import GenericAttrs, Layer, Network
 from nnperf.measure._harness import Timer
-from nnperf.measure._host import cpu_model, host_info
+from nnperf.measure._host import cpu_model, host_info, package_version
 from nnperf.measure._types import LayerMeasurement, SystemSpec, Timing, fused_sum_s
 from nnperf.measure.backends._generic_node import input_dtype
 from nnperf.registry import Availability, UnavailableError
@@ -79,6 +79,11 @@ class Backend(abc.ABC):
     has_profiler: bool = False
     has_trace: bool = False
     """Whether :meth:`trace` gives the framework's own trace."""
+    PACKAGE: str = ""
+    """The distribution that provides the framework (its version is recorded with every system the backend
+    measures, and ``nnperf backends`` shows it)."""
+    EXTRA: str = ""
+    """The nnperf extra that installs the framework when it is optional (``pip install nnperf[EXTRA]``)."""
     KEYED_WHEN_SET: frozenset[str] = frozenset({"precision"})
     """Options added after systems were stored, whose default is how the backend ran before them: they join the
     system's identity only when set away from their default, so stored calibrations keep their keys."""
@@ -116,9 +121,23 @@ class Backend(abc.ABC):
         return tuple(sorted(opts.items()))
 
     def system(self) -> SystemSpec:
-        """The system this backend measures: device, framework, options and host."""
+        """The system this backend measures: device, framework, options and host (whose package versions
+        include this framework's)."""
         host = host_info()
+        recorded = dict(host.versions)
+        if self.PACKAGE and self.PACKAGE not in recorded and self.version():
+            host = replace(host, versions=tuple(sorted({**recorded, self.PACKAGE: self.version()}.items())))
         return SystemSpec(self.name, self.options.device, self.device_name(), self.resolved_options(), host)
+
+    @classmethod
+    def version(cls) -> str:
+        """The installed version of the framework's distribution (``PACKAGE``), '' when it is not installed."""
+        return package_version(cls.PACKAGE) if cls.PACKAGE else ""
+
+    def thread_settings(self) -> tuple[tuple[str, str], ...]:
+        """The framework's own thread settings as this backend applies them, read back from the framework where
+        it tells (``nnperf check`` shows them), in its own words."""
+        return (("threads", str(self.options.threads)),)
 
     def device_name(self) -> str:
         return cpu_model() if self.options.device == "cpu" else self.options.device

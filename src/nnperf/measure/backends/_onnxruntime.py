@@ -33,6 +33,7 @@ class OrtBackend(Backend):
     other layers stay fp32), with ``int8_weights`` scaled ``per_channel`` (default) or ``per_tensor``."""
 
     name = "onnxruntime"
+    PACKAGE = "onnxruntime"
     OPTIONS: Mapping[str, tuple[str, tuple[str, ...]]] = {
         "opt_level": ("all", OPT_LEVELS),
         "inter_threads": ("1", ()),
@@ -70,6 +71,13 @@ class OrtBackend(Backend):
             return Availability.no("this onnxruntime build has no CUDA execution provider "
                                    "(pip install onnxruntime-gpu on a machine with an NVIDIA GPU)")
         return Availability.yes()
+
+    def thread_settings(self) -> tuple[tuple[str, str], ...]:
+        so = self._session_options()
+        return (("intra_op_num_threads", str(so.intra_op_num_threads)),
+                ("inter_op_num_threads", str(so.inter_op_num_threads)),
+                ("execution_mode", "parallel" if so.execution_mode == self.ort.ExecutionMode.ORT_PARALLEL
+                 else "sequential"))
 
     def _session_options(self, profile_prefix: str | None = None) -> Any:
         ort = self.ort

@@ -24,6 +24,7 @@ class OpenCvBackend(Backend):
     """cv2.dnn; option ``engine``: auto | classic | new (OpenCV 5's two DNN engines)."""
 
     name = "opencv"
+    PACKAGE = "opencv-python-headless"
     OPTIONS: Mapping[str, tuple[str, tuple[str, ...]]] = {"engine": ("auto", ("auto", "classic", "new"))}
     has_profiler = True
 
@@ -33,6 +34,10 @@ class OpenCvBackend(Backend):
 
         self.cv2 = cv2
         cv2.setNumThreads(options.threads)
+
+    def thread_settings(self) -> tuple[tuple[str, str], ...]:
+        self.cv2.setNumThreads(self.options.threads)  # process-wide: another backend may have changed it
+        return (("cv2.getNumThreads()", str(self.cv2.getNumThreads())),)
 
     @classmethod
     def availability(cls, device: str = "cpu") -> Availability:

@@ -36,6 +36,7 @@ class TorchBackend(Backend):
     activations in bfloat16: oneDNN's bf16 kernels on a CPU with AVX512-BF16 or AMX, emulated and slow without)."""
 
     name = "torch"
+    PACKAGE = "torch"
     OPTIONS: Mapping[str, tuple[str, tuple[str, ...]]] = {"memory_format": ("nchw", ("nchw", "channels_last")),
                                                           "precision": ("fp32", ("fp32", "bf16"))}
     has_profiler = True
@@ -64,6 +65,11 @@ class TorchBackend(Backend):
         if index >= torch.cuda.device_count():
             return Availability.no(f"{device} does not exist ({torch.cuda.device_count()} CUDA device(s))")
         return Availability.yes()
+
+    def thread_settings(self) -> tuple[tuple[str, str], ...]:
+        self.torch.set_num_threads(self.options.threads)  # process-wide: another backend may have changed it
+        return (("intra-op threads", str(self.torch.get_num_threads())),
+                ("inter-op threads", str(self.torch.get_num_interop_threads())))
 
     def device_name(self) -> str:
         if self.device.type == "cuda":
