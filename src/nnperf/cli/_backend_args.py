@@ -25,7 +25,8 @@ def key_value(text: str) -> tuple[str, str]:
     return key, value
 
 
-BACKEND_HELP = "torch, onnxruntime or opencv (see `nnperf backends`)"
+BACKEND_HELP = ("torch, onnxruntime, opencv, or a deployment runtime: openvino, litert, executorch "
+                "(see `nnperf backends`)")
 PRIMITIVES_HELP = "primitives, this CPU's convolution primitives (the only system primitives are profiled on)"
 
 
