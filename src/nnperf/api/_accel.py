@@ -1,7 +1,7 @@
 """The CNNergy accelerator model from Python (NeuPart): a network's energy per image on a row-stationary CNN
 accelerator, design-space sweeps over its buffers and PE array, and the specs they run on.
 
-A network is given as a model (zoo name, .onnx or IR .json file, :class:`~nnperf.ir.Network`: its conv and FC
+A network is given as a model (zoo name, .onnx, .tflite or IR .json file, :class:`~nnperf.ir.Network`: its conv and FC
 layers become rows, with sparsities measured or borrowed), as one of the public CNNergy model's networks
 (``network=``, shipped layer tables) or as a layer table file (``table=``). The names of the four reference
 networks given as the model take their shipped table unless a sparsity source (or, for

@@ -1,4 +1,5 @@
-"""Turn what a user names (a zoo network, an ONNX or IR file, a PyTorch module, an IR network) into a Network."""
+"""Turn what a user names (a zoo network, an ONNX, .tflite or IR file, a PyTorch module, an IR network) into a
+Network."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ ModelLike = Union[str, "os.PathLike[str]", Network, "torch.nn.Module"]
 InputShape = Sequence[int] | Mapping[str, Sequence[int]]
 """One input's shape (batch first) or a mapping of ONNX input names to shapes."""
 
-MODEL_SUFFIXES = (".onnx", ".json")
+MODEL_SUFFIXES = (".onnx", ".tflite", ".json")
 
 
 def load_model(model: ModelLike, input_shape: InputShape | None = None, *, name: str | None = None,
@@ -30,20 +31,21 @@ def load_model(model: ModelLike, input_shape: InputShape | None = None, *, name:
     Parameters
     ----------
     model : str, path-like, Network or torch.nn.Module
-        A zoo name (``nnperf zoo`` lists them), an ``.onnx`` file, an nnperf
-        IR ``.json`` file, an IR network (returned as it is) or a PyTorch
+        A zoo name (``nnperf zoo`` lists them), an ``.onnx`` file, a
+        ``.tflite`` file (LiteRT; needs ai-edge-litert), an nnperf IR
+        ``.json`` file, an IR network (returned as it is) or a PyTorch
         module (traced with torch.fx on a random input of ``input_shape``).
     input_shape : sequence of int or mapping of str to sequence of int, optional
         Batch first, e.g. ``(1, 3, 224, 224)``. Required for a module; for an
         ONNX file it fixes the dynamic dimensions of its input (a single
         shape for a one-input model, else ``{input name: shape}``). Zoo
-        networks and IR files have their own shapes.
+        networks, .tflite and IR files have their own shapes.
     name : str, optional
         The network's name (default: the module's class name; a file's name
         or a zoo name otherwise).
     strict : bool, default False
-        Refuse an ONNX file with operators nnperf has no dedicated layer type for, naming them, instead of
-        importing them as generic layers; and a module torch.fx cannot trace or map, instead of importing it
+        Refuse an ONNX or .tflite file with operators nnperf has no dedicated layer type for, naming them, instead
+        of importing them as generic layers; and a module torch.fx cannot trace or map, instead of importing it
         through torch.export and ONNX.
 
     Raises
@@ -68,6 +70,12 @@ def _load_named(spec: str, input_shape: InputShape | None, strict: bool = False)
         from nnperf.ir.importers import from_onnx
 
         return from_onnx(path, input_shapes=_onnx_shapes(path, input_shape), strict=strict)
+    if suffix == ".tflite":
+        if input_shape is not None:
+            raise NnperfError(f"{path}: a .tflite file has its shapes; input_shape applies to ONNX files and modules")
+        from nnperf.ir.importers import from_tflite
+
+        return from_tflite(path, strict=strict)
     if suffix == ".json":
         if input_shape is not None:
             raise NnperfError(f"{path}: an IR file has its shapes; input_shape applies to ONNX files and modules")
@@ -94,8 +102,8 @@ def _load_module(module: Any, input_shape: InputShape | None, name: str | None, 
     import torch
 
     if not isinstance(module, torch.nn.Module):
-        raise NnperfError(f"cannot load a model from a {type(module).__name__}: give a zoo name, an .onnx or IR "
-                          ".json file, an nnperf Network or a torch.nn.Module")
+        raise NnperfError(f"cannot load a model from a {type(module).__name__}: give a zoo name, an .onnx, .tflite or "
+                          "IR .json file, an nnperf Network or a torch.nn.Module")
     if input_shape is None or isinstance(input_shape, Mapping):
         raise NnperfError(f"{type(module).__name__}: a PyTorch module needs input_shape, one shape batch first, "
                           "e.g. (1, 3, 224, 224)")

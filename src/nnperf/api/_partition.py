@@ -138,7 +138,7 @@ def partition(model: ModelLike | None = None, system: StoredSystem | None = None
     """
     channel, coding, cloud = _setting(bitrate, tx_power, input_sparsity, jpeg_bytes, send, cloud_tops)
     if system is not None and model is None:
-        raise NnperfError("--system partitions an IR network: name a MODEL (zoo name, .onnx or .json)")
+        raise NnperfError("--system partitions an IR network: name a MODEL (zoo name, .onnx, .tflite or .json)")
     source = accel_source(model, spec, network=network, table=table, bits=bits, default_bits=8, control=control,
                           sparsity=sparsity, images=images, ir=system is not None, progress=progress)
     energy = source.energy() if system is None else None

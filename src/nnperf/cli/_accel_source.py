@@ -14,8 +14,8 @@ def add_source_arguments(parser: argparse.ArgumentParser, default_bits: int, bit
     (which, like --sparsity and --images, sends a reference network's name through the IR path)."""
     ir_options = "--sparsity, --images or --system" if with_system else "--sparsity or --images"
     parser.add_argument("model", nargs="?", metavar="MODEL",
-                        help="a zoo name, .onnx or IR .json file (its conv and FC layers become rows); the names "
-                             "of the four reference networks (alexnet, vgg16, squeezenet_v11 = squeezenet1_1, "
+                        help="a zoo name, .onnx, .tflite or IR .json file (its conv and FC layers become rows); the "
+                             "names of the four reference networks (alexnet, vgg16, squeezenet_v11 = squeezenet1_1, "
                              f"googlenet_v1 = googlenet) take their shipped table unless {ir_options} is given")
     parser.add_argument("--network", metavar="NAME",
                         help="one of the public CNNergy model's networks: alexnet, vgg16, squeezenet_v11, "

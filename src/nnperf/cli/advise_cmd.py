@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                                    "composed step models (`nnperf sweep` + `nnperf steps fit`). A change is listed "
                                    "when it saves more than the width change alone would (a step edge or an aligned "
                                    "fast path). --verify measures each suggestion in the profiling network.")
-    p.add_argument("model", metavar="MODEL", help="zoo name (see `nnperf zoo`), .onnx file or IR .json file")
+    p.add_argument("model", metavar="MODEL", help="zoo name (see `nnperf zoo`), .onnx, .tflite or IR .json file")
     add_backend_arguments(p)
     p.add_argument("--tolerance", type=_fraction, default=0.10, metavar="PCT",
                    help="how far a width may move, e.g. 10%% (default) or 0.05")

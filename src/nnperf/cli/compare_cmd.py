@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("a", metavar="A", help="run:ID, system:ID|KEY or predicted:ID|KEY")
     p.add_argument("b", metavar="B", help="the same forms as A")
     p.add_argument("--model", metavar="MODEL",
-                   help="the network for system: and predicted: sides (zoo name, .onnx or IR .json file, as "
+                   help="the network for system: and predicted: sides (zoo name, .onnx, .tflite or IR .json file, as "
                         "given to `nnperf profile`)")
     p.add_argument("--strict", action="store_true",
                    help="refuse an ONNX file with operators nnperf has no dedicated layer type for, instead of "

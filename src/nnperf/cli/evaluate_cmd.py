@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                                    "Fig. 5 and Fig. 7 of PreVIous, nnperf's composition and the MACs and roofline "
                                    "baselines side by side. Writes the figures and one self-contained HTML report.")
     p.add_argument("models", nargs="*", metavar="MODEL",
-                   help="zoo names, .onnx or IR .json files (default: every reference zoo network)")
+                   help="zoo names, .onnx, .tflite or IR .json files (default: every reference zoo network)")
     add_backend_arguments(p)
     p.add_argument("--out", type=Path, default=Path("nnperf-evaluation"),
                    help="folder for fig5_layers.png, fig7_networks.png and report.html "

@@ -11,13 +11,13 @@ from nnperf.cli._shapes import parse_input_shape
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("inspect", help="per-layer MACs, parameters and memory operations of a network",
                        description="Print the per-layer table (name, type, shapes, MACs, ops, params, memOPs) "
-                                   "and totals of a zoo network, an ONNX file or an nnperf IR JSON file.")
-    p.add_argument("model", metavar="MODEL", help="zoo name (see `nnperf zoo`), .onnx file or IR .json file")
+                                   "and totals of a zoo network, an ONNX or .tflite file or an nnperf IR JSON file.")
+    p.add_argument("model", metavar="MODEL", help="zoo name (see `nnperf zoo`), .onnx, .tflite or IR .json file")
     p.add_argument("--json", action="store_true", help="print machine-readable JSON instead of the table")
     p.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16", "int8"],
                    help="element type for the byte counts (default: float32)")
     p.add_argument("--strict", action="store_true",
-                   help="refuse an ONNX file with operators nnperf has no dedicated layer type for, instead of "
+                   help="refuse an ONNX or .tflite file with operators nnperf has no dedicated layer type for, instead of "
                         "importing them as generic layers")
     p.add_argument("--input-shape", action="append", type=parse_input_shape, default=[], metavar="[NAME=]SHAPE",
                    help="fix an ONNX input's shape, e.g. 1x3x224x224 or input=1x3x224x224 (repeatable)")

@@ -18,7 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                                    "PreVIous models, the network total (composed with the backend's fusions, and "
                                    "PreVIous' c x the sum beside it) and the hotspots, without running the network. "
                                    "--verify also measures it and compares.")
-    p.add_argument("model", metavar="MODEL", help="zoo name (see `nnperf zoo`), .onnx file or IR .json file")
+    p.add_argument("model", metavar="MODEL", help="zoo name (see `nnperf zoo`), .onnx, .tflite or IR .json file")
     add_backend_arguments(p)
     p.add_argument("--system", metavar="ID|KEY",
                    help="predict with this stored system's calibration (id or key prefix, see `nnperf systems`); "

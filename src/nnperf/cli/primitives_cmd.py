@@ -58,7 +58,7 @@ def _register_profile(commands: argparse._SubParsersAction) -> None:  # type: ig
                     "--device cuda the primitives that run on a CUDA GPU (those on torch ops and torch's own conv2d) "
                     "are profiled there, a system of its own.")
     profile.add_argument("models", nargs="*", metavar="MODEL",
-                         help="zoo names, .onnx or IR .json files (default: every zoo network)")
+                         help="zoo names, .onnx, .tflite or IR .json files (default: every zoo network)")
     profile.add_argument("--random", type=int, default=200, metavar="N",
                          help="configurations sampled around the networks' ones (default 200)")
     profile.add_argument("--budget", default=None, metavar="DURATION",
@@ -119,7 +119,7 @@ def _register_predict(commands: argparse._SubParsersAction) -> None:  # type: ig
         "predict", help="every primitive's predicted time on every convolution of a network, and the fastest",
         description="Predict the time of every primitive on every 2-D convolution of MODEL with the system's newest "
                     "cost model (`nnperf primitives train`), in one batched call, and name the fastest per layer.")
-    predict.add_argument("model", metavar="MODEL", help="zoo name, .onnx or IR .json file")
+    predict.add_argument("model", metavar="MODEL", help="zoo name, .onnx, .tflite or IR .json file")
     add_primitive_system_arguments(predict)
     predict.add_argument("--json", action="store_true", help="print JSON")
     predict.add_argument("--csv", type=Path, metavar="FILE.csv",

@@ -15,11 +15,11 @@ from nnperf.cli.fleet_cmd import add_fleet_argument, measuring
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("profile", help="measure a network's per-layer and whole-network times on a backend",
-                       description="Time a network (zoo name, .onnx or IR .json) on a real backend: the whole "
+                       description="Time a network (zoo name, .onnx, .tflite or IR .json) on a real backend: the whole "
                                    "network, and each layer either alone on its real input shapes (isolated, as "
                                    "PreVIous does) or from the framework's profiler. Every measurement is stored "
                                    "as it is taken; an interrupted run resumes.")
-    p.add_argument("model", metavar="MODEL", help="zoo name (see `nnperf zoo`), .onnx file or IR .json file")
+    p.add_argument("model", metavar="MODEL", help="zoo name (see `nnperf zoo`), .onnx, .tflite or IR .json file")
     add_backend_arguments(p)
     p.add_argument("--per-layer", choices=["isolated", "profiler", "none"], default="isolated",
                    help="isolated: each layer alone (default); profiler: the framework's per-node times in "

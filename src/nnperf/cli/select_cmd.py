@@ -20,7 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                     "and the best uniform choice (one primitive wherever it applies). With --verify the selected "
                     "network also runs end to end in torch, is checked against the reference and is timed against "
                     "both, in the same interleaved rounds by default (--protocol).")
-    p.add_argument("model", metavar="MODEL", help="zoo name, .onnx or IR .json file")
+    p.add_argument("model", metavar="MODEL", help="zoo name, .onnx, .tflite or IR .json file")
     p.add_argument("--costs", choices=("predicted", "profiled"), default="predicted",
                    help="the cost model's predictions or the profiled medians (default predicted)")
     p.add_argument("--solver", choices=("pbqp", "ilp", "exhaustive"), default="pbqp", help="(default pbqp)")
