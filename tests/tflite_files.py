@@ -309,3 +309,56 @@ def compressed_model(path: Path) -> Path:
     w.op("FULLY_CONNECTED", [conv, weights, w.weights("fc/b", (4,))], [fc],
          _options(w, "FullyConnectedOptionsT", asymmetricQuantizeInputs=True), version=9)
     return w.save(path, [x], [fc])
+
+
+def sequence_model(path: Path) -> Path:
+    """A transformer-like block on a 1x16x32 sequence (3-D: no image): a layer norm as TensorFlow writes it (MEAN,
+    SQUARED_DIFFERENCE, MEAN, ADD of epsilon, RSQRT, SUB, MUL), FULLY_CONNECTED 32 -> 64 keeping the rows, SiLU as
+    LOGISTIC and MUL, self-attention scores by BATCH_MATMUL against a TRANSPOSE, SOFTMAX, BATCH_MATMUL, then a
+    RESHAPE whose target a SHAPE, STRIDED_SLICE and PACK compute at run time, and FULLY_CONNECTED 1024 -> 4."""
+    w = TfliteWriter()
+    x = w.tensor("x", (1, 16, 32))
+    axis = w.constant("norm/axis", [2])
+    mean = w.tensor("norm/mean", (1, 16, 1))
+    w.op("MEAN", [x, axis], [mean], _options(w, "ReducerOptionsT", keepDims=True))
+    sq = w.tensor("norm/squared", (1, 16, 32))
+    w.op("SQUARED_DIFFERENCE", [x, mean], [sq])
+    var = w.tensor("norm/variance", (1, 16, 1))
+    w.op("MEAN", [sq, axis], [var], _options(w, "ReducerOptionsT", keepDims=True))
+    eps = w.tensor("norm/eps_added", (1, 16, 1))
+    w.op("ADD", [var, w.constant("norm/eps", [1e-5], "float32")], [eps], _options(w, "AddOptionsT"))
+    inv = w.tensor("norm/rsqrt", (1, 16, 1))
+    w.op("RSQRT", [eps], [inv])
+    centred = w.tensor("norm/centred", (1, 16, 32))
+    w.op("SUB", [x, mean], [centred], _options(w, "SubOptionsT"))
+    normed = w.tensor("norm/out", (1, 16, 32))
+    w.op("MUL", [centred, inv], [normed], _options(w, "MulOptionsT"))
+    hidden = w.tensor("mlp/fc", (1, 16, 64))
+    w.op("FULLY_CONNECTED", [normed, w.weights("mlp/w", (64, 32)), w.weights("mlp/b", (64,))], [hidden],
+         _options(w, "FullyConnectedOptionsT", keepNumDims=True))
+    gate = w.tensor("mlp/sigmoid", (1, 16, 64))
+    w.op("LOGISTIC", [hidden], [gate])
+    silu = w.tensor("mlp/silu", (1, 16, 64))
+    w.op("MUL", [hidden, gate], [silu], _options(w, "MulOptionsT"))
+    keys = w.tensor("attn/keys", (1, 64, 16))
+    w.op("TRANSPOSE", [silu, w.constant("attn/perm", [0, 2, 1])], [keys])
+    scores = w.tensor("attn/scores", (1, 16, 16))
+    w.op("BATCH_MATMUL", [silu, keys], [scores], _options(w, "BatchMatMulOptionsT"))
+    weights = w.tensor("attn/softmax", (1, 16, 16))
+    w.op("SOFTMAX", [scores], [weights], _options(w, "SoftmaxOptionsT", beta=1.0))
+    context = w.tensor("attn/context", (1, 16, 64))
+    w.op("BATCH_MATMUL", [weights, silu], [context], _options(w, "BatchMatMulOptionsT"))
+    shape = w.tensor("flat/shape", (3,), "int32")
+    w.op("SHAPE", [context], [shape], _options(w, "ShapeOptionsT", outType=_TYPES["int32"]))
+    batch = w.tensor("flat/batch", (), "int32")
+    w.op("STRIDED_SLICE", [shape, w.constant("flat/begin", [0]), w.constant("flat/end", [1]),
+                           w.constant("flat/strides", [1])], [batch],
+         _options(w, "StridedSliceOptionsT", shrinkAxisMask=1))
+    target = w.tensor("flat/target", (2,), "int32")
+    w.op("PACK", [batch, w.constant("flat/rest", -1)], [target], _options(w, "PackOptionsT", valuesCount=2))
+    flat = w.tensor("flat", (1, 1024))
+    w.op("RESHAPE", [context, target], [flat])
+    out = w.tensor("logits", (1, 4))
+    w.op("FULLY_CONNECTED", [flat, w.weights("head/w", (4, 1024)), w.weights("head/b", (4,))], [out],
+         _options(w, "FullyConnectedOptionsT"))
+    return w.save(path, [x], [out])

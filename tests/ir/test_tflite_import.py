@@ -25,6 +25,7 @@ from nnperf.ir import (
     Network,
     OpType,
     PoolAttrs,
+    ReduceAttrs,
     ScaleAttrs,
     SliceAttrs,
     TransposeAttrs,
@@ -33,7 +34,7 @@ from nnperf.ir import (
 )
 from nnperf.ir.importers import from_tflite
 from nnperf.ir.metrics import layer_metrics, network_metrics
-from tflite_files import compressed_model, float_cnn, int8_cnn, ops_model, twins_model
+from tflite_files import compressed_model, float_cnn, int8_cnn, ops_model, sequence_model, twins_model
 
 
 def litert_outputs(path: Path, x: np.ndarray) -> list[np.ndarray]:
@@ -58,7 +59,8 @@ def _macs(network: Network) -> dict[str, int]:
 @pytest.fixture(scope="module")
 def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("tflite")
-    made = {f.__name__: f(folder / f"{f.__name__}.tflite") for f in (float_cnn, int8_cnn, ops_model, compressed_model)}
+    made = {f.__name__: f(folder / f"{f.__name__}.tflite")
+            for f in (float_cnn, int8_cnn, ops_model, compressed_model, sequence_model)}
     made["twins"] = twins_model(folder / "twins.tflite")
     made["no_twin"] = twins_model(folder / "no_twin.tflite", unsupported=True)
     return made
@@ -139,8 +141,9 @@ def test_more_operators_map_to_their_layers_with_nchw_attributes(files: dict[str
         OpType.CLIP, OpType.TANH, OpType.SOFTMAX, OpType.TRANSPOSE]
     layer = network.layer
     assert layer("pad").output_shape == (1, 8, 34, 34)
-    assert layer("bn.mul").attrs == ScaleAttrs(bias=True, per_channel=True)  # MUL and ADD by per-channel constants
-    assert layer("bn.mul").output_shape == (1, 16, 32, 32)
+    # MUL and ADD by per-channel constants: one scale layer, named after the tensor it writes
+    assert layer("bn.add").attrs == ScaleAttrs(bias=True, per_channel=True)
+    assert layer("bn.add").output_shape == (1, 16, 32, 32) and layer("hswish").inputs == ("bn.add",)
     assert layer("maxpool").attrs == PoolAttrs((3, 3), (2, 2), padding=(0, 0, 1, 1))
     assert layer("avgpool").attrs == PoolAttrs((2, 2), (2, 2), count_include_pad=False)
     assert layer("dw").attrs == ConvAttrs((3, 3), stride=(2, 2), padding=(0, 0, 1, 1), groups=16)  # multiplier 2
@@ -153,11 +156,33 @@ def test_more_operators_map_to_their_layers_with_nchw_attributes(files: dict[str
     assert layer("fc.flatten").output_shape == (1, 2) and layer("fc").inputs == ("fc.flatten",)
     assert layer("nchw").attrs == TransposeAttrs((0, 1, 2, 3))  # NHWC -> NCHW is the IR's own order
     assert network.outputs == ("probs", "nchw")
-    assert _macs(network) == {"conv": 3 * 3 * 8 * 16 * 32 * 32 + 16 * 32 * 32, "bn.mul": 16 * 32 * 32,
+    assert _macs(network) == {"conv": 3 * 3 * 8 * 16 * 32 * 32 + 16 * 32 * 32, "bn.add": 16 * 32 * 32,
                               "dw": 3 * 3 * 32 * 8 * 8 + 32 * 8 * 8,
                               "deconv": 3 * 3 * 48 * 8 * 16 * 16 + 8 * 32 * 32, "fc": 2 * 5}
     assert network_metrics(network).params == (
         (3 * 3 * 8 * 16 + 16) + 2 * 16 + (3 * 3 * 32 + 32) + 48 + (3 * 3 * 48 * 8 + 8) + (2 * 5 + 5))
+
+
+def test_a_sequence_keeps_its_axes_and_sizes_computed_at_run_time_are_the_files(files: dict[str, Path]) -> None:
+    path = files["sequence_model"]
+    assert litert_outputs(path, np.random.default_rng(0).random((1, 16, 32), dtype=np.float32))[0].shape == (1, 4)
+    network = from_tflite(path)
+    assert network.inputs[0].shape == (1, 16, 32)  # 3-D: no image, no axis renumbered
+    assert _ops(network) == [
+        ("norm.mean", OpType.REDUCE_MEAN), ("norm.squared.difference", OpType.SUB), ("norm.squared", OpType.MUL),
+        ("norm.variance", OpType.REDUCE_MEAN), ("norm.eps", OpType.CONSTANT), ("norm.eps_added", OpType.ADD),
+        ("norm.rsqrt", OpType.GENERIC), ("norm.centred", OpType.SUB), ("norm.out", OpType.MUL),
+        ("mlp.fc", OpType.LINEAR), ("mlp.silu", OpType.SILU), ("attn.keys", OpType.TRANSPOSE),
+        ("attn.scores", OpType.MATMUL), ("attn.softmax", OpType.SOFTMAX), ("attn.context", OpType.MATMUL),
+        ("flat", OpType.FLATTEN), ("logits", OpType.LINEAR)]  # SHAPE, STRIDED_SLICE, PACK: sizes, no layers
+    assert network.layer("norm.mean").attrs == ReduceAttrs(axes=(2,), keepdims=True)
+    assert network.layer("norm.squared").inputs == ("norm.squared.difference",) * 2
+    assert network.layer("attn.keys").attrs == TransposeAttrs((0, 2, 1))
+    assert network.layer("attn.softmax").attrs == AxisAttrs(2)
+    assert network.layer("attn.context").inputs == ("attn.softmax", "mlp.silu")
+    assert _macs(network) == {"mlp.fc": 16 * 32 * 64, "attn.scores": 16 * 64 * 16, "attn.context": 16 * 16 * 64,
+                              "logits": 1024 * 4}
+    assert network_metrics(network).params == (32 * 64 + 64) + 1 + (1024 * 4 + 4)  # epsilon: a stored operand
 
 
 def test_operators_without_a_layer_type_are_generic_layers_computing_what_litert_computes(

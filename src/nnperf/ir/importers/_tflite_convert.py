@@ -68,11 +68,16 @@ class Op:
         return self.inputs[position] if position < len(self.inputs) else -1
 
 
+PREVIOUS = -2
+"""A step's input that is the result of the step before it."""
+
+
 @dataclass(frozen=True)
 class Step:
-    """One IR layer of an operator. It reads ``inputs`` (tensors: activations, or stored operands, which become
-    CONSTANT layers), or, when there are none, the step before; its result is tensor ``output``, or an
-    intermediate of IR shape ``shape`` named after the operator with ``role`` appended."""
+    """One IR layer of an operator. It reads ``inputs``: tensors (activations, or stored operands, which become
+    CONSTANT layers), or :data:`PREVIOUS`, the result of the step before (what a step without inputs reads). Its
+    result is tensor ``output``, or an intermediate of IR shape ``shape`` named after the operator with ``role``
+    appended."""
 
     op: OpType
     attrs: Attributes = field(default_factory=NoAttrs)
@@ -103,6 +108,8 @@ _FUSED = {1: (OpType.RELU, NoAttrs()), 2: (OpType.CLIP, ClipAttrs(-1.0, 1.0)), 3
 """``fused_activation_function`` -> the layer it becomes (SIGN_BIT, 5, has none: such an operator is refused)."""
 _INT8_OPERATORS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV", "BATCH_MATMUL"})
 _INT8_LAYERS = frozenset({OpType.CONV, OpType.LINEAR, OpType.MATMUL, OpType.CONV_TRANSPOSE})
+_SIZES_ONLY = frozenset({"SHAPE"})
+"""Operators that read only the size of an activation: constants, not layers."""
 _UNSAFE = re.compile(r"[\s,;\"']+")
 
 
@@ -147,7 +154,7 @@ class Converter:
             inputs, outputs = vector(raw.inputs), vector(raw.outputs)
             reads = tuple(t for t in inputs if t >= 0 and (t in self.layer_of or t in self.failed))
             op = Op(index, self.op_names[index], inputs, outputs, raw.builtinOptions, reads)
-            if not reads:
+            if not reads or op.name in _SIZES_ONLY:
                 self._constant_operator(op)
             elif index not in self.absorbed and not self._quantisation_alias(op):
                 layers.extend(self._convert(op))
@@ -227,9 +234,13 @@ class Converter:
         return spec
 
     def _constant_operator(self, op: Op) -> None:
-        """An operator of stored tensors alone computes constants (a DEQUANTIZE of weights: their float values)."""
+        """An operator of stored tensors alone, or of sizes alone, computes constants: a DEQUANTIZE of weights
+        their float values, a SHAPE the static shape of what it reads (a RESHAPE whose target is computed from it
+        has its output's shape in the file)."""
         value = None
-        if op.name == "DEQUANTIZE" and op.inputs and op.inputs[0] in self.stored:
+        if op.name == "SHAPE" and op.inputs:
+            value = np.asarray(self.file_shape(op.inputs[0]), dtype=np.int32)
+        elif op.name == "DEQUANTIZE" and op.inputs and op.inputs[0] in self.stored:
             stored = tensor_value(self.file, self.tensors[op.inputs[0]])
             value = None if stored is None else dequantised(self.tensors[op.inputs[0]], stored)
         for tensor in op.outputs:
@@ -283,13 +294,15 @@ class Converter:
 
     def _layers(self, op: Op, label: str, steps: list[Step]) -> list[Layer]:
         made: list[Layer] = []
+        previous: Layer | None = None
         for step in steps:
-            inputs = step.inputs or ()
             producers, shapes = [], []
-            if not inputs:
-                producers, shapes = [made[-1].name], [made[-1].output_shape]
-            for tensor in inputs:
-                if tensor in self.layer_of:
+            for tensor in step.inputs or (PREVIOUS,):
+                if tensor == PREVIOUS:
+                    assert previous is not None
+                    producers.append(previous.name)
+                    shapes.append(previous.output_shape)
+                elif tensor in self.layer_of:
                     producers.append(self.layer_of[tensor])
                     shapes.append(self.shape(tensor))
                 else:  # a stored operand combined with an activation: a CONSTANT layer, broadcast as the file does
@@ -299,9 +312,11 @@ class Converter:
                     shapes.append(shape)
             shape = step.shape if step.output is None or step.shape is not None else self.shape(step.output)
             assert shape is not None
-            base = label if step.output is None or len(op.outputs) == 1 else self._valid(self.tensor_name(step.output))
+            # a step writing another tensor than the operator's first (a SPLIT's, a fused reader's) is named after it
+            base = label if step.output in (None, op.outputs[0]) else self._valid(self.tensor_name(step.output))
             name = self.names.unique(f"{base}.{step.role}" if step.role else base)
-            made.append(Layer(name, step.op, tuple(producers), tuple(shapes), shape, step.attrs))
+            previous = Layer(name, step.op, tuple(producers), tuple(shapes), shape, step.attrs)
+            made.append(previous)
             if step.output is not None:
                 self.layer_of[step.output] = name
         return made

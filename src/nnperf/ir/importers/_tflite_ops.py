@@ -35,7 +35,7 @@ from nnperf.ir._ops import (
 from nnperf.ir._shapes import numel, same_padding
 from nnperf.ir.importers._common import one_value, reshape_op, scale_kind
 from nnperf.ir.importers._table import ImportRule, rule
-from nnperf.ir.importers._tflite_convert import Converter, Op, Step, TfliteHandler, TfliteTwin
+from nnperf.ir.importers._tflite_convert import PREVIOUS, Converter, Op, Step, TfliteHandler, TfliteTwin
 from nnperf.ir.importers._tflite_read import broadcast_shape
 
 _SAME = 0
@@ -230,6 +230,30 @@ def map_clip(low: float, high: float) -> TfliteHandler:
     return handle
 
 
+def map_logistic(c: Converter, op: Op) -> list[Step] | None:
+    """LOGISTIC, or SiLU when its only reader multiplies it by its own input (how converters write SiLU)."""
+    mul = c.sole_reader(op.outputs[0], "MUL")
+    if mul is not None and set(mul.inputs) == {op.x, op.outputs[0]} and not mul.option("fusedActivationFunction", 0):
+        c.absorbed.add(mul.index)
+        return [Step(OpType.SILU, NoAttrs(), (op.x,), mul.outputs[0])]
+    return [Step(OpType.SIGMOID, NoAttrs(), (op.x,), op.outputs[0])]
+
+
+def map_square(c: Converter, op: Op) -> list[Step] | None:
+    """SQUARE: a product of the activation with itself."""
+    return [Step(OpType.MUL, NoAttrs(), (op.x, op.x), op.outputs[0])]
+
+
+def map_squared_difference(c: Converter, op: Op) -> list[Step] | None:
+    """SQUARED_DIFFERENCE (a layer or group norm's variance, as TensorFlow writes it): a subtraction, then the
+    product of the difference with itself."""
+    operands = tuple(t for t in op.inputs if t >= 0)
+    if len(operands) != 2 or _mixed_ranks(c, op):
+        return None
+    return [Step(OpType.SUB, NoAttrs(), operands, shape=c.shape(op.outputs[0]), role="difference"),
+            Step(OpType.MUL, NoAttrs(), (PREVIOUS, PREVIOUS), op.outputs[0])]
+
+
 def map_leaky_relu(c: Converter, op: Op) -> list[Step] | None:
     return [Step(OpType.LEAKY_RELU, LeakyReluAttrs(_f32(op.option("alpha", 0.2))), (op.x,), op.outputs[0])]
 
@@ -262,8 +286,8 @@ def map_binary(op_type: OpType) -> TfliteHandler:
 
     def handle(c: Converter, op: Op) -> list[Step] | None:
         operands = tuple(t for t in op.inputs if t >= 0)
-        if len({len(c.file_shape(t)) for t in op.activations}) > 1 and any(c.layout(t).image for t in op.activations):
-            return None  # an image and a lower-rank activation: the IR cannot broadcast them as the file does
+        if _mixed_ranks(c, op):
+            return None
         stored = [t for t in operands if t not in op.activations]
         if len(op.activations) == 1 and len(stored) == 1 and op_type in (OpType.MUL, OpType.DIV):
             scale = _scale(c, op, stored[0], op_type)
@@ -274,6 +298,13 @@ def map_binary(op_type: OpType) -> TfliteHandler:
         return [Step(op_type, NoAttrs(), operands, op.outputs[0])]
 
     return handle
+
+
+def _mixed_ranks(c: Converter, op: Op) -> bool:
+    """Whether an image meets an activation of another rank: NHWC broadcasts a (C,) over the channels, which the
+    IR's NCHW cannot without a reshape the file does not have."""
+    ranks = {len(c.file_shape(t)) for t in op.activations}
+    return len(ranks) > 1 and any(c.layout(t).image for t in op.activations)
 
 
 def _scale(c: Converter, op: Op, stored: int, op_type: OpType) -> list[Step] | None:
@@ -303,6 +334,11 @@ def map_reshape(c: Converter, op: Op) -> list[Step] | None:
     elements are counted, not ordered: the IR does not model the order NHWC leaves them in)."""
     kind, attrs = reshape_op(c.shape(op.x), c.shape(op.outputs[0]))
     return [Step(kind, attrs, (op.x,), op.outputs[0])]
+
+
+def map_broadcast_to(c: Converter, op: Op) -> list[Step] | None:
+    """BROADCAST_TO: an expand to the output's shape."""
+    return [Step(OpType.EXPAND, NoAttrs(), (op.x,), op.outputs[0])] if op.x == op.input(0) else None
 
 
 def map_transpose(c: Converter, op: Op) -> list[Step] | None:
@@ -450,8 +486,8 @@ _ACTIVATIONS = {OpType.RELU, OpType.RELU6, OpType.TANH, OpType.CLIP}
 """What a fused activation adds after an operator."""
 _BINARY = {"ADD": OpType.ADD, "SUB": OpType.SUB, "MUL": OpType.MUL, "DIV": OpType.DIV, "MAXIMUM": OpType.MAX,
            "POW": OpType.POW, "ADD_N": OpType.ADD}
-_PLAIN = {"RELU": OpType.RELU, "RELU6": OpType.RELU6, "LOGISTIC": OpType.SIGMOID, "TANH": OpType.TANH,
-          "HARD_SWISH": OpType.HARDSWISH, "EXP": OpType.EXP, "LOG": OpType.LOG}
+_PLAIN = {"RELU": OpType.RELU, "RELU6": OpType.RELU6, "TANH": OpType.TANH, "HARD_SWISH": OpType.HARDSWISH,
+          "EXP": OpType.EXP, "LOG": OpType.LOG}
 
 TFLITE_IMPORTERS: Mapping[str, ImportRule[TfliteHandler]] = MappingProxyType({
     "CONV_2D": rule({OpType.CONV, *_ACTIVATIONS}, map_conv, "CONV_2D (filters computed at run time)"),
@@ -472,16 +508,21 @@ TFLITE_IMPORTERS: Mapping[str, ImportRule[TfliteHandler]] = MappingProxyType({
     "SOFTMAX": rule({OpType.SOFTMAX}, map_softmax),
     "LOCAL_RESPONSE_NORMALIZATION": rule({OpType.LRN}, map_lrn),
     **{name: plain_rule(op_type) for name, op_type in _PLAIN.items()},
+    "LOGISTIC": rule({OpType.SIGMOID, OpType.SILU}, map_logistic),
+    "SQUARE": rule({OpType.MUL}, map_square),
+    "SQUARED_DIFFERENCE": rule({OpType.SUB, OpType.MUL, OpType.CONSTANT}, map_squared_difference,
+                               "SQUARED_DIFFERENCE (of an image and an activation of another rank)"),
     "RELU_N1_TO_1": rule({OpType.CLIP}, map_clip(-1.0, 1.0)),
     "RELU_0_TO_1": rule({OpType.CLIP}, map_clip(0.0, 1.0)),
     "LEAKY_RELU": rule({OpType.LEAKY_RELU}, map_leaky_relu),
     "GELU": rule({OpType.GELU}, map_gelu, "GELU (the tanh approximation)"),
     "PRELU": rule({OpType.PRELU}, map_prelu, "PRELU (slopes neither one per channel nor one in all)"),
     **{name: rule({op_type, OpType.SCALE, OpType.CONSTANT, *_ACTIVATIONS}, map_binary(op_type),
-                  f"{name} (an image with an activation of another rank)")
+                  f"{name} (of an image and an activation of another rank)")
        for name, op_type in _BINARY.items()},
     "CONCATENATION": rule({OpType.CONCAT, OpType.CONSTANT, *_ACTIVATIONS}, map_concat),
     **_rules(("RESHAPE", "SQUEEZE", "EXPAND_DIMS"), {OpType.FLATTEN, OpType.RESHAPE}, map_reshape),
+    "BROADCAST_TO": rule({OpType.EXPAND}, map_broadcast_to),
     "TRANSPOSE": rule({OpType.TRANSPOSE}, map_transpose, "TRANSPOSE (a permutation computed at run time)"),
     **_rules(("PAD", "PADV2", "MIRROR_PAD"), {OpType.PAD}, map_pad,
              "{name} (SYMMETRIC mirroring, or a value computed at run time)"),
@@ -500,7 +541,7 @@ TFLITE_TWINS: Mapping[str, TfliteTwin] = MappingProxyType({
     "ABS": TfliteTwin("Abs"), "NEG": TfliteTwin("Neg"), "SQRT": TfliteTwin("Sqrt"), "FLOOR": TfliteTwin("Floor"),
     "CEIL": TfliteTwin("Ceil"), "ROUND": TfliteTwin("Round"), "SIGN": TfliteTwin("Sign"), "SIN": TfliteTwin("Sin"),
     "COS": TfliteTwin("Cos"), "ELU": TfliteTwin("Elu"), "MINIMUM": TfliteTwin("Min"),
-    "RSQRT": TfliteTwin("Pow", constant=-0.5), "SQUARE": TfliteTwin("Pow", constant=2.0),
+    "RSQRT": TfliteTwin("Pow", constant=-0.5),
     "PRELU": TfliteTwin("PRelu"), "GELU": TfliteTwin("Gelu", attributes={"approximate": "tanh"}, opset=20),
     "DEPTH_TO_SPACE": TfliteTwin("DepthToSpace", attributes={"mode": "DCR"}, options={"blocksize": "blockSize"}),
     "SPACE_TO_DEPTH": TfliteTwin("SpaceToDepth", options={"blocksize": "blockSize"}),

@@ -186,7 +186,7 @@ LAYOUT_KEEPING = frozenset({
     "NEG", "SQRT", "RSQRT", "SQUARE", "SIN", "COS", "FLOOR", "CEIL", "ROUND", "SIGN", "QUANTIZE", "DEQUANTIZE",
     "CONCATENATION", "PAD", "PADV2", "MIRROR_PAD", "SOFTMAX", "SPLIT", "SPLIT_V", "SLICE", "STRIDED_SLICE", "ADD_N",
     "CAST", "L2_NORMALIZATION", "LOCAL_RESPONSE_NORMALIZATION", "GATHER", "MEAN", "REDUCE_MAX", "REDUCE_MIN",
-    "SUM", "REDUCE_PROD", "FULLY_CONNECTED",
+    "SUM", "REDUCE_PROD", "FULLY_CONNECTED", "BROADCAST_TO",
 })
 """Operators whose 4-D activations all share one layout (element-wise, joining and cutting operators, and
 reductions and fully connected layers that keep their input's rank)."""
@@ -201,10 +201,11 @@ SPATIAL = frozenset({
 def image_tensors(graph: Any, names: Sequence[str], stored: Iterable[int]) -> frozenset[int]:
     """The 4-D activations that hold NHWC images (their IR shapes are NCHW); every other tensor keeps its shape.
 
-    A 4-D tensor is an image when it is a graph input, or read or written by a spatial operator (a convolution,
-    a pool, a resize), or shares a layout-keeping operator (element-wise, concatenation, padding, slicing,
-    (de)quantisation) with one that is: the attention maps of a transformer (4-D operands of BATCH_MATMUL,
-    reached through RESHAPE and TRANSPOSE) keep their shapes, so their axes mean what the file says.
+    A 4-D tensor is an image when it is read or written by a spatial operator (a convolution, a pool, a resize),
+    or shares a layout-keeping operator (element-wise, concatenation, padding, slicing, (de)quantisation) with one
+    that is. Any other keeps its shape, so that its axes mean what the file says: the attention maps of a
+    transformer (4-D operands of BATCH_MATMUL, reached through RESHAPE and TRANSPOSE), and the NCHW input of a
+    model converted from PyTorch, which a TRANSPOSE turns into the NHWC image its convolutions read.
     """
     rank4 = {i for i, t in enumerate(graph.tensors) if t.shape is not None and len(t.shape) == 4} - set(stored)
     parent = {i: i for i in rank4}
@@ -215,7 +216,7 @@ def image_tensors(graph: Any, names: Sequence[str], stored: Iterable[int]) -> fr
             i = parent[i]
         return i
 
-    seeds = {i for i in vector(graph.inputs) if i in rank4}
+    seeds: set[int] = set()
     for op, name in zip(graph.operators, names):
         touched = [i for i in [*vector(op.inputs), *vector(op.outputs)] if i in rank4]
         if name in SPATIAL:
