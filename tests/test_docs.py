@@ -1,5 +1,5 @@
 """The repository carries its own documentation: no text file points outside it, and every relative
-Markdown link in the README, BENCHMARKS.md and docs/ lands on a file (and heading) of the repository."""
+Markdown link in the README, RESULTS.md and docs/ lands on a file (and heading) of the repository."""
 
 from __future__ import annotations
 
@@ -28,11 +28,11 @@ def project_files() -> list[str]:
 
 
 def text_files() -> list[str]:
-    """README.md, BENCHMARKS.md and the text files under docs/, src/, bench/ and tests/ (except this test)."""
+    """README.md, RESULTS.md and the text files under docs/, src/, bench/ and tests/ (except this test)."""
     chosen = []
     for path in project_files():
         top = path.split("/", 1)[0]
-        wanted = path in ("README.md", "BENCHMARKS.md") or (top in ("docs", "src", "bench", "tests") and path != THIS)
+        wanted = path in ("README.md", "RESULTS.md") or (top in ("docs", "src", "bench", "tests") and path != THIS)
         if wanted and Path(path).suffix in TEXT_SUFFIXES and ".egg-info/" not in path:
             chosen.append(path)
     return chosen
@@ -91,7 +91,7 @@ def anchors(markdown: str) -> set[str]:
 
 def linked_documents() -> list[str]:
     docs = [p for p in project_files() if p.startswith("docs/") and p.endswith(".md")]
-    return ["README.md", "BENCHMARKS.md", *docs]
+    return ["README.md", "RESULTS.md", *docs]
 
 
 def relative_links(markdown: str) -> list[str]:
