@@ -258,3 +258,32 @@ def test_load_model_and_the_cli_read_tflite_files(files: dict[str, Path], capsys
     assert_error(code, err, "L2_NORMALIZATION (l2norm)")
     code, _, err = run_cli(capsys, "predict", str(path), "--backend", "torch", "--db", str(tmp_path / "none.db"))
     assert_error(code, err, "no calibration for torch", "nnperf calibrate --backend torch")
+
+
+def _product_macs(network: Network) -> int:
+    """The MACs of convolutions and matrix products without their bias MACs (a batch norm folded into a convolution
+    gives it a bias)."""
+    products = (OpType.CONV, OpType.CONV_TRANSPOSE, OpType.LINEAR, OpType.MATMUL)
+    return sum(m.macs - (m.n_output if isinstance(layer.attrs, (ConvAttrs, ConvTransposeAttrs)) and layer.attrs.bias
+                         else 0)
+               for layer, m in zip(network.layers, network_metrics(network).layers) if layer.op in products)
+
+
+@pytest.mark.parametrize("name", ["mobilenet_v2", "yolov8n", "vit_tiny"])
+def test_zoo_networks_written_by_the_litert_backend_import_with_their_products(name: str, tmp_path: Path) -> None:
+    """The LiteRT backend's writer folds batch norms, fuses activations and keeps NCHW at the model's edges (a
+    TRANSPOSE after the input, as converters from PyTorch do); what it writes imports with the same convolutions
+    and matrix products."""
+    graph = pytest.importorskip("nnperf.measure.backends._tflite_graph")
+    from nnperf.zoo import zoo_network
+
+    network = zoo_network(name)
+    path = tmp_path / f"{name}.tflite"
+    path.write_bytes(graph.build_tflite(network).content)
+    imported = from_tflite(path, strict=name != "vit_tiny")  # vit's layer norms: RSQRT, a generic Pow
+    assert imported.inputs[0].shape == network.inputs[0].shape
+    assert _product_macs(imported) == _product_macs(network)
+    counts = imported.op_counts()
+    assert counts.get(OpType.SILU, 0) == network.op_counts().get(OpType.SILU, 0)  # LOGISTIC and MUL fused back
+    assert {layer.attrs.operator for layer in imported.layers  # type: ignore[union-attr]
+            if layer.op is OpType.GENERIC} <= {"Pow"}
