@@ -42,8 +42,8 @@ Progress = Callable[[str, int, int], None]
 DEFAULT_SAMPLE_BUDGET_S = 40.0
 """Seconds of sampled convolutions, pools and fully connected layers a calibration measures alone by default,
 drawn from the layer configurations of nnperf's reference zoo (130-150 samples here). With the calibration
-networks, a calibration of ONNX Runtime took 309 s on a busy 2-core VM (BENCHMARKS.md, "Every torchvision
-definition, paired with the machine-speed reference"): about the 5 minutes a calibration may take."""
+networks, a calibration of ONNX Runtime took 309 s on a busy 2-core VM (bench/heldout_corpus.py): about the 5
+minutes a calibration may take."""
 
 CHECK_NOISE_S = 5.0
 """Seconds of the reference workload timed back to back by the machine check before a calibration."""

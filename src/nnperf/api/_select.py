@@ -130,7 +130,7 @@ def select(model: ModelLike, system: System = PRIMITIVES, store: StoreLike = Non
     :data:`~nnperf.optimize.select.SELECTION_ROUNDS`: up to 20 s), and each speed-up is the median per-round
     ratio with its 95% bootstrap interval; ``"sequential"`` measures each in turn with ``harness`` (default
     :class:`~nnperf.measure.HarnessConfig`'s, up to 3 s each) and each speed-up is a ratio of medians, which
-    drifts with this VM's speed. A bad ``protocol`` is refused before any work.
+    drifts with the machine's speed. A bad ``protocol`` is refused before any work.
     """
     import time
 

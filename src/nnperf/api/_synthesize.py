@@ -45,11 +45,11 @@ KERNEL_PREDICTOR = "kernel"
 fitted one; an fp32 program's, and any program's where it did not, is the composed one. The kernel-aware predictor
 learns each kernel's time inside the calibration networks, while the composition sums isolated layer times: each
 int8 layer then pays its own quantise and dequantise, and every all-int8 glyph program measured was over-predicted
-2 to 4.7 times (BENCHMARKS.md, "Why the calibrations miss on 32x32 networks"). On the glyph networks with
+2 to 4.7 times (bench/int8_composition.py). On the glyph networks with
 calibrations that ran the CNN blocks, the all-bf16 programs were predicted within 15% by the kernel-aware
-predictor (16 of 16) and at -20 to +13% by the composed one; for fp32 programs the kernel-aware predictor erred
-less but ordered one pair of candidates wrong where the composed one ordered all right, so fp32 keeps the composed
-prediction (BENCHMARKS.md, "Which predictor ranks the fp32 programs")."""
+predictor (16 of 16, bench/kernel_samples.py) and at -20 to +13% by the composed one; for fp32 programs (each glyph
+network's four, timed in interleaved rounds) the kernel-aware predictor erred less but ordered one pair of
+candidates wrong where the composed one ordered all right, so fp32 keeps the composed prediction."""
 
 
 def digits_cache(size: int = 32, width: int = 16, epochs: int = 8, seed: int = 0) -> Path:

@@ -43,7 +43,7 @@ def measure_sentinel(backend: Backend, harness: HarnessConfig, warm: bool = Fals
     """The sentinel's time: the least of ``SENTINEL_READINGS`` medians, after a warm-up for a cold thread pool
     (``warm``: the backend has just been measuring, so the harness's own warm-up is enough).
 
-    One short reading lands on either of two levels 1.5-1.8x apart on this VM
+    One short reading lands on either of two levels 1.5-1.8x apart on a 2-vCPU shared VM
     (bench/measure_backends.py), and with a short warm-up the first sentinel of
     a 2-thread campaign read 1.7x the last: both showed as false drift.
     """

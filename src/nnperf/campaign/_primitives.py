@@ -10,9 +10,10 @@ How a configuration is timed is its ``protocol``. The default, interleaved, time
 transformation of the configuration once per round, in a fresh random order each round
 (``nnperf.measure.measure_interleaved``), and stores them all at once, in one transaction, when the rounds end.
 The cost models learn the primitives' relative times, and timing the primitives one after the other on a shared VM
-whose speed moves by tens of percent within minutes puts that drift into their ratios (BENCHMARKS.md, the primitive
-dataset's noise floor: 9% median repeat-to-repeat noise). Each stored timing then holds the primitive's
-per-round times, round ``r`` of every primitive of the configuration taken in the same round. The sequential
+whose speed moves by tens of percent within minutes puts that drift into their ratios (bench/primitive_noise.py: a
+primitive's time over oneDNN chw's moved 14.0% between repeats timed one after the other, 3.2% interleaved). Each
+stored timing then holds the primitive's per-round times, round ``r`` of every primitive of the configuration taken
+in the same round. The sequential
 protocol measures each primitive to the harness's stopping rule, one after the other, and stores each as soon
 as it is timed.
 
@@ -105,9 +106,9 @@ SPEED_REFERENCE = "machine-speed reference"
 """The workload timed in every round of a configuration's interleaved rounds to say how fast the machine ran while
 they ran (stored with op 'reference'): :data:`DATASET_REFERENCE` on :data:`SPEED_REFERENCE_CONFIG`, the same
 convolution wherever it is timed. The rounds protect a configuration's ratios from a change of machine speed, but
-not its level: a configuration timed while a neighbour's work halved this VM's speed is stored 2x slow, and the
-networks' profile of 2026-11-26 held 39 of 206 configurations timed 2-5x slow, 36 of them within six minutes
-(BENCHMARKS.md, the primitive selection). :func:`load_primitive_dataset` levels every configuration to the
+not its level: a configuration timed while a neighbour's work halves the machine's speed is stored 2x slow (on a
+shared 2-vCPU VM, a profile of the nine networks of bench/select_networks.py held 39 of 206 configurations timed 2-5x
+slow, 36 of them within six minutes). :func:`load_primitive_dataset` levels every configuration to the
 system's median reference time (:func:`paired_times`); :func:`profile_speed` names the slow ones."""
 
 SPEED_REFERENCE_CONFIG = ConvConfig.make(1, 32, 32, 28, 3, padding=1)

@@ -35,7 +35,7 @@ Progress = Callable[[str, int, int], None]
 # --------------------------------------------------------------------------------------------------- thresholds
 
 STEAL_WARN = 0.02
-"""Steal above 2% of CPU time: the hypervisor gives this VM's CPU to another guest often enough that a timed
+"""Steal above 2% of CPU time: the hypervisor gives the VM's CPU to another guest often enough that a timed
 block now and then loses a slice it never sees."""
 STEAL_BAD = 0.10
 """Steal above 10%: one timed block in ten, roughly, has been stretched by another guest."""
@@ -71,8 +71,8 @@ NOISE_IQR_WARN = 0.10
 """The interquartile range of all blocks above 10% of the median. At one thread a quiet host keeps it lower
 (bench/measure_backends.py: whole-network IQR 1-6% at 1 thread)."""
 NOISE_IQR_BAD = 0.30
-"""... above 30%, about what two torch threads gave whole networks on that host (BENCHMARKS.md: 20.7% and
-30.2%): block to block, a third of the time is noise."""
+"""... above 30%, about what two torch threads gave whole networks on a 2-vCPU shared VM
+(bench/measure_backends.py: 20.7% and 30.2%): block to block, a third of the time is noise."""
 
 NOISE_WINDOW_S = 1.0
 """Seconds of timed blocks per window whose median the spread compares."""
@@ -451,7 +451,7 @@ def steal_finding(share: float | None) -> Finding:
         return _unknown("steal", "/proc/stat not readable, or no CPU time passed between two reads")
     level = graded(share, STEAL_WARN, STEAL_BAD)
     advice = None if level is Level.OK else (
-        f"the hypervisor gave {_pct(share)} of this VM's CPU time to other guests: measure on a dedicated or "
+        f"the hypervisor gave {_pct(share)} of the VM's CPU time to other guests: measure on a dedicated or "
         f"bare-metal machine, or at a quieter hour")
     return Finding("steal", level, share, f"{_pct(share)} of CPU time stolen by the hypervisor", advice)
 

@@ -8,7 +8,7 @@ The rule (documented in docs/measurement.md, "Which protocol by default"):
   idle cores see the same machine, and judging them pair by pair removes what drifts (Bulej et al., ICPE 2020).
 - **interleaved** otherwise. On a 2-vCPU VM the two sides of a duet share the only two cores with the OS and with
   each other's memory traffic: there the duet's ratio spread 50-166% while interleaved rounds spread 9-13%
-  (BENCHMARKS.md, "Measurement under interference"), and contention that a check sees does the same on larger
+  (bench/measurement_interference.py), and contention that a check sees does the same on larger
   machines.
 - never **sequential**: it is the old way, kept to show what the others fix.
 

@@ -99,7 +99,7 @@ REFERENCE_CANDIDATES: Mapping[str, ReferenceWorkload] = {w.name: w for w in (
 REFERENCE = "resnet18@112"
 """The reference workload nnperf times beside every comparison and calibration: ResNet-18 at 112x112.
 
-Chosen by ``bench/measurement_interference.py`` (BENCHMARKS.md, "Measurement under interference"): over 10 sets
+Chosen by ``bench/measurement_interference.py``: over 10 sets
 of interleaved rounds in 32 minutes, with no injector, a CPU hog on the measured core, a memory hog on the other
 core and a periodic slowdown, seven networks' times scaled by their per-round ratio to each candidate moved by a
 median 31.8% with this one, 34.5% with the small convolution, 37.5% with the mix, 40.2-59.1% with the others

@@ -16,7 +16,7 @@ per-call difference, is fitted on the calibration networks' whole-network
 times by least squares on the relative error. Unlike c, the per-layer
 predictions are not rescaled: a scale fitted on the small calibration
 networks carried their whole/isolated ratio to networks whose ratio differs
-(BENCHMARKS.md compares the variants under "prediction accuracy").
+(the variants were compared with bench/predict_accuracy.py).
 """
 
 from __future__ import annotations

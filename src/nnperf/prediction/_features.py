@@ -6,7 +6,7 @@ types (one model for every convolution, one for every element-wise
 operation), except that nnperf gives each kind of pooling its own model: a
 max pool costs several times an average pool of the same #OPs in PyTorch's
 NCHW kernels, and one shared model under-predicted the zoo's pooling time by
-60% (BENCHMARKS.md, "prediction accuracy"). Op types the paper does not model keep their
+60% (bench/predict_accuracy.py). Op types the paper does not model keep their
 own key.
 """
 

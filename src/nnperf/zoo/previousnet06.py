@@ -5,7 +5,8 @@ to -05 hold every layer type the zoo uses, but their convolutions mostly read th
 max or a mul, so a backend that keeps tensors in its own format between convolutions (ONNX Runtime's uint8 in
 int8 programs, NCHWc in fp32) converts them at almost every convolution inside those networks too, as it does
 for a layer timed alone. This network chains convolutions directly, so the profiler shows what a chain saves,
-which the kernel-aware predictor then learns (BENCHMARKS.md measures what it changes on small int8 networks).
+which the kernel-aware predictor then learns (bench/int8_composition.py measures what it changes on small int8
+networks).
 
 Same input configurations as PreVIousNet-01 (C x H x W of 32x56x56, 64x28x28, 64x14x14, 64x7x7): a 3x3
 conv-BN-ReLU stem; at C channels a basic residual block (two 3x3 convs, add, ReLU), a bottleneck (1x1 to C/2,

@@ -21,9 +21,8 @@ own executable specification, one node at a time.
 Why this and not a library pass: ONNX Runtime's offline basic optimisation (already a dependency) folds
 constants too, but it keeps a symbolic batch symbolic, so the chains that start at ``Shape`` of a dynamic-batch
 input stay, and it fuses nodes, so the layers would no longer be the file's; on the exporter-written files of
-``bench/onnx_import_coverage.py`` it let 17 of 22 import, this folding 20 (BENCHMARKS.md, "ONNX import
-coverage"). onnxsim and onnxslim were not tried: each is one more dependency for what the reference evaluator
-does here.
+``bench/onnx_import_coverage.py`` it let 17 of 22 import, this folding 20. onnxsim and onnxslim were not tried:
+each is one more dependency for what the reference evaluator does here.
 """
 
 from __future__ import annotations

@@ -50,7 +50,7 @@ SELECTION_ROUNDS = RoundsConfig(min_rounds=10, max_rounds=60, min_block_s=0.02, 
                                 budget_s=20.0)
 """The paired rounds of a comparison: 10 to 60 rounds, each program timed for at least 20 ms per round (one
 inference of most zoo networks), until every ratio to the first program is known within 1% (half-width of its
-95% interval) or 20 s of rounds have passed (VGG-11's four programs take about 0.55 s a round on this VM)."""
+95% interval) or 20 s of rounds have passed (VGG-11's four programs take about 0.55 s a round on a 2-vCPU shared VM)."""
 
 
 class SelectionProtocolError(SelectionError):

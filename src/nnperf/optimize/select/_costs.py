@@ -297,7 +297,8 @@ def predicted_costs(model: PrimitiveCostModel, network: Network, margin: float =
     With ``margin`` > 0 every predicted time but the default's (:func:`default_primitive`, the option the
     default selection runs), and every layout transformation, costs ``1 + margin`` times its prediction, so
     that a layer leaves the default only where the model predicts a saving larger than ``margin`` (0 is the
-    paper's selection; BENCHMARKS.md measures a 12% margin, the model's median ratio error, against it).
+    paper's selection; ``bench/select_networks.py --margin 0.12`` measures a 12% margin, the model's median ratio
+    error, against it).
 
     One batched :meth:`~PrimitiveCostModel.predict` over the network's distinct convolutions gives every
     primitive the model knows that applies and is available here; one :meth:`~PrimitiveCostModel.predict_transforms`

@@ -2,9 +2,9 @@
 
 A primitive timed alone, on a fresh tensor, is not the primitive inside a network: its input was just written by
 another primitive (in cache, or not; in a layout whose strides it may not like), and its own output is read by the
-next. On MobileNet v2 and MnasNet (one thread, this project's 2-core AMD EPYC) the selection on profiled costs ran
+next. On MobileNet v2 and MnasNet (one thread, a 2-core AMD EPYC VM) the selection on profiled costs ran
 slower than torch's default, and 80-84% of its excess was in the convolutions: the primitives it chose ran slower
-in the program, relative to ``conv2d``, than alone (BENCHMARKS.md, "A margin for the model's error").
+in the program, relative to ``conv2d``, than alone (``bench/select_in_program.py``).
 
 :func:`time_in_program` runs selections of a network in interleaved rounds (a fresh random order each round)
 and times every convolution's primitive call and every layout move inside the forward pass.
@@ -74,7 +74,7 @@ failed its confirmation and the default was kept, while a uniform choice 2.8% fa
 
 The fastest uniform choice run is confirmed too, however it ran in the program: timed in the program, MobileNet
 v2's best uniform choice (oneDNN on hwc) over the default came out higher than in plain rounds in 6 of 8 paired
-repeats, by a median 0.9 points (``bench/in_program_bias.py``, BENCHMARKS.md), and a refinement that ranked it by
+repeats, by a median 0.9 points (``bench/in_program_bias.py``), and a refinement that ranked it by
 its in-program time alone never ran it again and kept the default, 3% slower than it in the benchmark's rounds."""
 
 

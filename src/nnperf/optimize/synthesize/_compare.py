@@ -46,7 +46,7 @@ SYNTHESIS_ROUNDS = RoundsConfig(min_rounds=10, max_rounds=60, min_block_s=0.02, 
                                 budget_s=20.0)
 """The paired rounds of Table I: 10 to 60 rounds, each program timed for at least 20 ms per round, until every
 speed-up's 95% interval is within 1% of it or 20 s of rounds have passed (ResNet-18's six programs take about
-0.2 s a round on this VM)."""
+0.2 s a round on a 2-vCPU shared VM)."""
 
 
 def check_protocol(protocol: str | ComparisonProtocol) -> ComparisonProtocol:

@@ -102,8 +102,8 @@ def check_granularity(candidates: Candidates, per_channel: ProgramSpec, budget: 
     evaluation samples and, within ``budget``, its time over the per-channel program's in paired rounds
     (:data:`CHECK_ROUNDS`). Per tensor is kept (measured, and the per-channel program set aside) where it ran
     faster there. One scale per weight tensor instead of one per output channel ran the all-int8 glyph networks 1-9%
-    faster on this project's AMD EPYC (Zen 4, AVX-512 with VNNI) and cost MobileNet v2 0.46 points of top-1
-    (BENCHMARKS.md)."""
+    faster on an AMD EPYC (Zen 4, AVX-512 with VNNI) and cost MobileNet v2 0.46 points of top-1
+    (bench/int8_granularity.py, bench/synthesize_networks.py)."""
     per_tensor = per_channel.with_(int8_weights="per_tensor")
     drop = candidates.evaluate(per_tensor).drop
     if drop > budget:

@@ -68,7 +68,7 @@ independent branches at once, on an inter-op pool of the same number of threads.
 DEFAULT_ACTIVATION_TYPE = "uint8"
 """uint8 activations with int8 weights: on x86, ORT 1.32 rewrites int8 activations to uint8 (QDQS8ToU8) and
 then fuses only part of the graph (9 of ResNet-18's 20 convolutions became QLinearConv, the other 11 stayed
-float Conv between DequantizeLinear nodes).  Measured on this VM's Xeon (AVX-512 VNNI), ResNet-18 all-int8,
+float Conv between DequantizeLinear nodes).  Measured on an Intel Xeon VM (AVX-512 VNNI), ResNet-18 all-int8,
 1 thread, medians of interleaved repeats in two sessions: uint8 9.2 and 7.5 ms ("nchwc"), 14.9 and 17.8 ms
 ("plain"); int8 23.8 and 26.1 ms ("nchwc"), 22.2 and 28.6 ms ("plain")."""
 

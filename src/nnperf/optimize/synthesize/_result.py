@@ -149,7 +149,7 @@ class InexactSearch:
 class SynthesisResult:
     """What :func:`synthesize` did: Table I's stages, the inexact searches, every fp32 candidate measured, the
     reference accuracy (fp32 against the labels; None without labels), ONNX Runtime's best fp32 program (the
-    goal is 1.2x over it: BENCHMARKS.md, section "synthesising a program within an accuracy budget"), the artifact
+    goal is 1.5x over it: bench/synthesize_networks.py, RESULTS.md), the artifact
     folder and its kind, the energy note (Table II), the comparison the speed-ups come from and the final
     program's speed-up over ONNX Runtime's best fp32 program in it; with ``measure_best``, the candidates skipped."""
 

@@ -21,8 +21,8 @@ predictor does about each:
    whose in-network layers span the blocks CNNs are built of, a kind's sampled layers join its regressor only
    where they lower its cross-validated error on the in-network layers (``sampled_layers="judged"``,
    :func:`choose_with_extra`). Without those networks a kind has too few in-network layers to judge by, and
-   judging made the glyph networks' predictions worse on ONNX Runtime (BENCHMARKS.md, "Sampled layers judged by
-   the in-network layers"), so every sampled layer joins. On int8 calibrations with those networks the offset is
+   judging made the glyph networks' predictions worse on ONNX Runtime (bench/kernel_samples.py), so every sampled
+   layer joins. On int8 calibrations with those networks the offset is
    not constant either (for depthwise convolutions it grew with the layer), so there a sampled layer is moved
    into the network by a line per kind, in-network = a + b x alone, fitted (Theil-Sen) on the kind's layers
    measured both ways (``sampled_context="line"``, kinds with :data:`MIN_LINE_PAIRS` such layers; the others

@@ -7,7 +7,7 @@ two parts, fitted apart:
 - **the row's level** l_i, the median of the row's residuals over its columns: what every column of the row
   shares. On a platform uniformly slower it is that platform's factor; on a shared machine it also carries how
   fast the machine ran while that row was timed, which moves every column of the row alike (its primitives are
-  timed in the same interleaved rounds) and is noise to a model: about 0.3 in log time on this project's VMs.
+  timed in the same interleaved rounds) and is noise to a model: about 0.3 in log time on shared 2-vCPU VMs.
 - **each column's own part** d_ij = r_ij - l_i: how the column moved against the others of its row. The rounds
   make these ratios exact to a few percent, so a column that changed (a vendor library capped to an older ISA)
   shows it from a handful of rows, and one that did not stays near 0.
@@ -27,9 +27,9 @@ error (ridge regression gives the left-out errors in closed form, e_i / (1 - H_i
 - slopes need :data:`MIN_ROWS_FOR_SLOPES` rows, with penalties among :data:`ALPHAS` times the design's mean
   squared singular value;
 - residuals further than :data:`CLIP_MADS` scaled median absolute deviations from their median are clipped to
-  that distance first. A source model's errors on another machine have a long tail (measured on this CPU capped
-  to SSE4.1, per primitive: a median of -0.01 to +0.09, a mean of +0.08 to +0.18 in log time), and a
-  least-squares fit follows the tail where the models are judged by the median (MdRAE).
+  that distance first. A source model's errors on another machine have a long tail (bench/primitive_transfer.py
+  on an AMD EPYC capped to SSE4.1, per primitive: a median of -0.01 to +0.09, a mean of +0.08 to +0.18 in log
+  time), and a least-squares fit follows the tail where the models are judged by the median (MdRAE).
 """
 
 from __future__ import annotations

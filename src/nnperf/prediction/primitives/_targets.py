@@ -7,7 +7,7 @@ reference column r and give every other column its log ratio to the reference on
 
 Why: the dataset times all primitives of one configuration together in interleaved rounds, so a primitive's
 ratio to the reference holds to about 3% between repeats where its absolute time moves 7-10% with the shared
-machine's speed (BENCHMARKS.md, "Noise floor with interleaved rounds"). A model of the ratios learns the part
+machine's speed (bench/primitive_noise.py). A model of the ratios learns the part
 of the data that is exact, the reference's column carries the drift once, and selecting a primitive needs the
 ratios alone. A row without the reference's time has no ratio: its other entries are left out (NaN), as an
 untimed entry is (the masked loss of 3.3 ignores them).

@@ -13,8 +13,8 @@ this family:
 
 - ``fluctuating``: Eq. 3.1-3.3 as written (d and r, selector ``half``), or
   with nnperf's ``aligned`` selector: the lower function at the multiples of r
-  only, the upper everywhere else (ONNX Runtime on this CPU runs input
-  channels that are a multiple of 4 on a faster path);
+  only, the upper everywhere else (ONNX Runtime on an AMD EPYC runs input
+  channels that are a multiple of 4 on a faster path: bench/step_models.py);
 - ``staircase``: one step function, T = Q(x) * m + b with Q the ceil form
   (the step comes after each multiple of d, as when x is padded up to a
   multiple of d) or the floor form (Eq. 3.2 alone);
