@@ -49,7 +49,7 @@ fonts:
 	  fonts-freefont-ttf fonts-urw-base35 >/dev/null
 	@fc-list | wc -l
 
-# Line coverage of the whole suite (slow tests included, one at a time as in make test-slow), as BENCHMARKS.md
+# Line coverage of the whole suite (slow tests included, one at a time as in make test-slow), as RESULTS.md
 # reports it.
 coverage: $(STAMP)
 	$(PYTEST) -n auto --dist loadfile -m "not slow and not serial" --cov=nnperf --cov-report=

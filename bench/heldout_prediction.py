@@ -21,8 +21,8 @@ For each system (backend, threads), default torch and onnxruntime at 1 and 2 thr
    prediction between the round minimum and maximum is "inside the spread": no single measurement could tell
    it from the truth. The drift sentinel is also read before each round and after the last, and a second
    table scales every round median to the speed of the calibration (the sentinel's time around the
-   calibration networks over its time then, interpolated): a diagnostic, since on this VM the sentinel's
-   jumps do not follow the networks' (BENCHMARKS.md);
+   calibration networks over its time then, interpolated): a diagnostic, since on a shared 2-vCPU VM the
+   sentinel's jumps do not follow the networks';
 4. with --layers, every layer of every network measured alone (`profile_network`, isolated, the calibration
    harness; stored and reused) against the per-layer predictions: MdRAE (median |pred - meas| / meas) per
    kernel kind (`nnperf.prediction.kernel.kernel_kind`: conv standard/pointwise/depthwise/grouped, other

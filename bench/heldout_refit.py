@@ -8,7 +8,7 @@ Run: PYTHONPATH=src .venv/bin/python bench/heldout_refit.py --db bench/results/h
      (a minute or two: the stored calibration and sampling are read back, the models fitted twice)
 
 Rounds measured at different times judge the same fitted models, so a change of model can be told from a change
-of the machine's speed, which on this VM moves by tens of percent between runs (BENCHMARKS.md). Two
+of the machine's speed, which on a shared 2-vCPU VM moves by tens of percent between runs (RESULTS.md). Two
 fits are judged:
 
 - ``pools in Ridge``: the calibration as nnperf fits it (the sampled pools join PreVIous' pool Ridge models);

@@ -16,7 +16,7 @@ processes' CPU time and steal time during the pass are checked. A disturbed pass
 most --max-repeats times; the last attempt is the one reported, with its repeat count and drift.
 Other sessions on a shared VM may run in other PID namespaces: their load shows in /proc/stat only.
 
-Progress goes to stderr; stdout gets a rich table and a Markdown table for BENCHMARKS.md.
+Progress goes to stderr; stdout gets a rich table and a Markdown table for RESULTS.md.
 """
 
 from __future__ import annotations

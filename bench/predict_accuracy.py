@@ -17,7 +17,7 @@ real):
 Outside load (other processes' CPU time and steal, from /proc/stat) is recorded for each phase, so a
 disturbed run can be recognised; nothing is repeated automatically.
 
-Progress goes to stderr; stdout gets a Markdown summary for BENCHMARKS.md.
+Progress goes to stderr; stdout gets a Markdown summary for RESULTS.md.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ Per system (backend) in the store:
 3. the composed model (fitted on the full and dimension sweeps only) on the random configurations:
    MAPE, share within +/-10%, inside and outside the swept ranges, against the smooth composition
    (every effective size proportional to its work).
-Progress goes to stderr; stdout gets a Markdown summary for BENCHMARKS.md.
+Progress goes to stderr; stdout gets a Markdown summary for RESULTS.md.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Zoo totals against published figures, and how long importing and exporting takes.
 
-Run: .venv/bin/python bench/zoo_metrics.py  (prints a Markdown table for BENCHMARKS.md)
+Run: .venv/bin/python bench/zoo_metrics.py  (prints a Markdown table for RESULTS.md)
 Timings are wall-clock medians of --repeat runs on this machine; the counts are exact.
 """
 

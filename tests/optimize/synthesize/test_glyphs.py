@@ -65,7 +65,7 @@ def test_training_is_real_a_small_network_reads_fonts_it_never_saw() -> None:
     train = glyph_set(1440, side_px=16, fonts=train_fonts, seed=1)
     held = glyph_set(720, side_px=16, fonts=held_fonts, seed=2)
     trained = train_glyph_network("googlenet", train, held, width=8, epochs=3, seed=0)
-    # chance is 1 in 36 (2.8%); the bench's full-size networks reach far more (BENCHMARKS.md)
+    # chance is 1 in 36 (2.8%); the bench's full-size networks reach far more (RESULTS.md)
     assert trained.held_out_accuracy > 0.35 and trained.train_accuracy > 0.45
     import torch
 
