@@ -47,6 +47,8 @@ class LiteRtBackend(Backend):
     OPTIONS: Mapping[str, tuple[str, tuple[str, ...]]] = {"delegate": ("xnnpack", ("xnnpack", "none"))}
     KEYED_WHEN_SET = frozenset({"delegate"})
     has_profiler = True
+    PACKAGE = "ai-edge-litert"
+    EXTRA = "litert"
 
     def __init__(self, options: BackendOptions = DEFAULT_OPTIONS, seed: int = 0) -> None:
         super().__init__(options, seed)
@@ -67,6 +69,12 @@ class LiteRtBackend(Backend):
             return Availability.no("nnperf runs LiteRT on the CPU only (its interpreter with XNNPACK or the builtin "
                                    "kernels)")
         return Availability.yes()
+
+    def thread_settings(self) -> tuple[tuple[str, str], ...]:
+        """The interpreter's ``num_threads`` (LiteRT reads none back; XNNPACK's pool has that many threads, the
+        caller's among them) and the delegate its op resolver applies."""
+        delegate = "XNNPACK (the builtin op resolver's default)" if self.option("delegate") == "xnnpack" else "none"
+        return (("num_threads", str(self.options.threads)), ("delegate", delegate))
 
     # ------------------------------------------------------------------ interpreters
     def interpreter(self, content: bytes, what: str) -> Any:

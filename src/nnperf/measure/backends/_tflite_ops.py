@@ -234,7 +234,7 @@ def _conv_transpose(w: TfliteWriter, layer: Layer, fold: Fold) -> None:
                                     fusedActivationFunction=_act(None if late_bias else fold))))
     y = outputs[0] if groups == 1 else w.node("CONCATENATION", outputs, (n, *conv_hw, c_out), p + "/concat",
                                               _opts("ConcatenationOptions", axis=3))
-    if tuple(conv_hw) != tuple(out_hw):
+    if padding == "VALID" and (any(begins) or tuple(ends) != full):
         y = w.node("STRIDED_SLICE", [y, w.const(np.array([0, *begins, 0]), p + "/begin"),
                                      w.const(np.array([n, *ends, c_out]), p + "/end"),
                                      w.const(np.ones(4, np.int32), p + "/strides")],
