@@ -172,11 +172,9 @@ class Converter:
         return Layout(tensor in self.images)
 
     def file_shape(self, tensor: int) -> Shape:
-        """The tensor's shape as the file states it (NHWC for an image; () for a scalar)."""
-        t = self.tensors[tensor]
-        if t.shape is None and not t.hasRank and tensor not in self.stored:
-            raise ShapeInferenceError(f"{self.source}: tensor {self.tensor_name(tensor)!r} has no shape in the file")
-        shape = vector(t.shape)
+        """The tensor's shape as the file states it (NHWC for an image; () for a scalar, as LiteRT reads a tensor
+        without one)."""
+        shape = vector(self.tensors[tensor].shape)
         if any(d <= 0 for d in shape):
             raise ShapeInferenceError(f"{self.source}: tensor {self.tensor_name(tensor)!r} has the shape {shape} "
                                       "(a size the file leaves to run time)")
@@ -248,9 +246,12 @@ class Converter:
 
     def _quantisation_alias(self, op: Op) -> bool:
         """A QUANTIZE or DEQUANTIZE of an activation makes no layer: its output stands for its input."""
-        if op.name not in ("QUANTIZE", "DEQUANTIZE") or op.x not in self.layer_of or len(op.outputs) != 1:
+        if op.name not in ("QUANTIZE", "DEQUANTIZE") or len(op.outputs) != 1:
             return False
-        self.layer_of[op.outputs[0]] = self.layer_of[op.x]
+        if op.x in self.failed:  # after an unsupported operator: nothing more to name
+            self.failed.add(op.outputs[0])
+        else:
+            self.layer_of[op.outputs[0]] = self.layer_of[op.x]
         return True
 
     def _convert(self, op: Op) -> list[Layer]:
