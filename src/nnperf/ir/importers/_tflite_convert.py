@@ -1,14 +1,15 @@
 """The core of the .tflite importer: the converter that walks the main subgraph, and the operator and step types
 of the per-operator handlers (``_tflite_ops``) that it calls.
 
-Operators that read no activation (a DEQUANTIZE of float16 or int8 weights, what the converter left unfolded)
-compute constants, not layers. QUANTIZE and DEQUANTIZE of an activation make no layer: their output stands for
+Operators that read no activation (a DEQUANTIZE of float16 or int8 weights, what the converter left unfolded), and
+SHAPE, which reads only a size, compute constants, not layers. QUANTIZE and DEQUANTIZE of an activation make no layer: their output stands for
 the activation they convert, as the ONNX importer reads QuantizeLinear and DequantizeLinear (the IR computes in
 float; ``Network.int8_layers`` names the convolutions and matrix products the file runs in int8). Every other
 operator maps by its rule to one or more steps, each an IR layer; a fused activation (``fused_activation_function``
 RELU, RELU6, TANH, RELU_N1_TO_1) becomes its own layer after the operator's, named after it. An operator no rule
-maps becomes a generic layer when it is an element-wise operator with an ONNX twin (``TfliteTwin``), unless
-``strict``; every other is listed, all at once, in an :class:`~nnperf.errors.UnsupportedOperatorError`.
+maps becomes a generic layer when an ONNX operator computes the same on the IR's tensors (its ``TfliteTwin``:
+element-wise operators, depth to space), unless ``strict``; every other is listed, all at once, in an
+:class:`~nnperf.errors.UnsupportedOperatorError`.
 """
 
 from __future__ import annotations
