@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import time
 from collections.abc import Mapping, Sequence
@@ -15,7 +14,7 @@ from nnperf.ir import Layer, Network
 from nnperf.measure._attribution import Attribution, attribute, match_node
 from nnperf.measure._harness import MeasurementError, Timer
 from nnperf.measure._stats import fixed_timing
-from nnperf.measure._types import LayerMeasurement, Method, SystemSpec
+from nnperf.measure._types import LayerMeasurement, Method
 from nnperf.measure.backends._base import (
     DEFAULT_OPTIONS,
     Backend,
@@ -54,6 +53,8 @@ class OpenVinoBackend(Backend):
     """
 
     name = "openvino"
+    PACKAGE = "openvino"
+    EXTRA = "openvino"
     OPTIONS: Mapping[str, tuple[str, tuple[str, ...]]] = {"precision": ("f32", ("f32", "bf16"))}
     KEYED_WHEN_SET = frozenset({"precision"})
     has_profiler = True
@@ -64,7 +65,7 @@ class OpenVinoBackend(Backend):
 
         self.ov = ov
         self.core = ov.Core()
-        self.version = ov.get_version().split("-")[0]
+        self.ov_version = ov.get_version().split("-")[0]
         if self.option("precision") == "bf16":
             capabilities = list(self.core.get_property(DEVICE, "OPTIMIZATION_CAPABILITIES"))
             if "BF16" not in capabilities:
@@ -97,20 +98,17 @@ class OpenVinoBackend(Backend):
             "PERF_COUNT": profiling,
         }
 
-    def system(self) -> SystemSpec:
-        """The base system, with OpenVINO's version among the host's package versions."""
-        spec = super().system()
-        versions = dict(spec.host.versions)
-        if "openvino" in versions:
-            return spec
-        from importlib import metadata
+    def thread_settings(self) -> tuple[tuple[str, str], ...]:
+        """The CPU plugin's thread settings as a compiled model reports them (a one-layer model, compiled with
+        :meth:`config`)."""
+        from nnperf.ir import Layer, OpType
+        from nnperf.measure.backends._onnx_graph import layer_onnx
 
-        try:
-            versions["openvino"] = metadata.version("openvino")
-        except metadata.PackageNotFoundError:
-            versions["openvino"] = self.ov.__version__
-        host = dataclasses.replace(spec.host, versions=tuple(sorted(versions.items())))
-        return dataclasses.replace(spec, host=host)
+        compiled = self.compile(layer_onnx(Layer("relu", OpType.RELU, ("x",), ((1, 4),), (1, 4)), self.seed))
+        read = {key: compiled.get_property(key) for key in ("INFERENCE_NUM_THREADS", "NUM_STREAMS",
+                                                             "ENABLE_CPU_PINNING", "INFERENCE_PRECISION_HINT")}
+        read["INFERENCE_PRECISION_HINT"] = read["INFERENCE_PRECISION_HINT"].get_type_name()
+        return tuple((key, str(value)) for key, value in read.items())
 
     def compile(self, model: Any, profiling: bool = False) -> Any:
         """``model`` (an ONNX ``ModelProto``) compiled for the CPU plugin with :meth:`config`; an operator
@@ -120,7 +118,7 @@ class OpenVinoBackend(Backend):
         try:
             read = self.core.read_model(model.SerializeToString())
         except Exception as exc:  # OpenVINO raises RuntimeError (OpConversionFailure, GeneralFailure) with C++ context
-            raise _refusal(model, what, exc, self.version) from exc
+            raise _refusal(model, what, exc, self.ov_version) from exc
         try:
             compiled = self.core.compile_model(read, DEVICE, self.config(profiling))
         except Exception as exc:
