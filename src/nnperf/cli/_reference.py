@@ -28,8 +28,8 @@ def render_reference(parser: argparse.ArgumentParser | None = None) -> str:
         parser = build_parser()
     commands = list(_subcommands(parser, depth=2))
     intro = (f"Generated from the parser (`src/nnperf/cli/_parser.py` and the `*_cmd.py` module of each command) "
-             f"by `{REGENERATE}`; do not edit it by hand. `nnperf COMMAND --help` prints the same text in the "
-             "terminal.")
+             f"by `{REGENERATE}`; do not edit it by hand. In a terminal, `nnperf COMMAND --help` gives each "
+             "command's help.")
     lines = ["# Command-line reference", "", intro, "",
              *_usage(parser), parser.description or "", "", *_arguments(parser),
              "| command | what it does |", "|---|---|"]
