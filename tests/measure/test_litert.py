@@ -7,8 +7,8 @@ within ``TOLERANCE`` times the largest magnitude of ONNX Runtime's output. Both 
 orders (XNNPACK's packed kernels against MLAS) and fold the batch norms into the weights at another point; over
 every zoo and calibration network the largest difference measured is 2e-5 of the output's scale (ViT-Tiny's 12
 blocks; 7e-6 for the CNNs), so 5e-5 leaves room for other CPUs' kernels while a wrong layout, weight or padding (an
-error of the output's own order) cannot pass. PreVIousNet-05 is left out of the comparisons: it divides by a mean
-over the channels that comes near zero, which turns rounding into errors of 1e-3.
+error of the output's own order) cannot pass. PreVIousNet-05 is held to 1e-2 alone: it divides by a mean over the
+channels that comes near zero, which turns rounding into errors of 1e-3.
 """
 
 from __future__ import annotations
@@ -345,7 +345,9 @@ def test_the_profile_maps_every_layer_to_the_group_it_ran_in(backend) -> None:  
 
 # ---------------------------------------------------------------------- the whole zoo
 @pytest.mark.slow
-@pytest.mark.parametrize("name", [n for n in zoo.calibration_names() + zoo.block_calibration_names() + zoo.names()
-                                  if not n.startswith("previousnet05")])
+@pytest.mark.parametrize("name", zoo.calibration_names() + zoo.block_calibration_names() + zoo.names())
 def test_every_zoo_and_calibration_network_matches_onnxruntime(backend, name: str) -> None:  # type: ignore[no-untyped-def]
-    assert _litert_error(backend, zoo.zoo_network(name)) < TOLERANCE
+    """All within ``TOLERANCE`` but PreVIousNet-05, whose division by a channel mean near zero makes the rounding
+    of either runtime an error of up to 3e-3 (measured): it is held to 1e-2, still far below a layout's error."""
+    tolerance = 1e-2 if name.startswith("previousnet05") else TOLERANCE
+    assert _litert_error(backend, zoo.zoo_network(name)) < tolerance

@@ -252,7 +252,8 @@ ACTIVATION_HEADS = FOLDING_HEADS | {OpType.ADD, OpType.SUB, OpType.MUL, OpType.D
 """Layers whose TFLite operator takes a following RELU or RELU6 as its fused activation."""
 FUSED_ACTIVATIONS = {OpType.RELU: "RELU", OpType.RELU6: "RELU6"}
 """IR activations the converter fuses (a fused TANH is not taken: XNNPACK refuses it, so the operator would fall
-back to the builtin kernel and the time would not be a deployment's)."""
+back to the builtin kernel (checked: XNNPACK leaves a CONV_2D with a fused TANH to it) and the time would not be a
+deployment's)."""
 ALIASES = frozenset({OpType.IDENTITY, OpType.DROPOUT})
 """Layers that write no operator in a network: their value is their producer's."""
 
@@ -261,10 +262,9 @@ class TfliteWriter:
     """Collects the tensors and operators of a model; emitters read IR values through :meth:`read` and define them
     with :meth:`define`. Operators added belong to ``group`` (None: the network's entry and exit)."""
 
-    def __init__(self, seed: int, native_inputs: bool) -> None:
+    def __init__(self, seed: int) -> None:
         self.graph = TfliteGraph()
         self.seed = seed
-        self.native_inputs = native_inputs
         self.group: str | None = None
         self.shapes: dict[str, Shape] = {}
         """the IR (NCHW) shape of every value"""
@@ -481,7 +481,7 @@ def build_tflite(network: Network, seed: int = 0) -> TfliteModel:
     """
     _refuse_generic(network.name, network.layers)
     require_memory(network.layers, [s.shape for s in network.inputs], f"network {network.name!r}")
-    writer = TfliteWriter(seed, native_inputs=False)
+    writer = TfliteWriter(seed)
     for spec in network.inputs:
         writer.shapes[spec.name] = spec.shape
         writer.define(spec.name, writer.tensor(spec.shape, spec.name), False)
@@ -506,7 +506,7 @@ def layer_tflite(layer: Layer, seed: int = 0) -> TfliteModel:
     alone = replace(layer, inputs=tuple(names))
     network = Network(layer.name, tuple(TensorSpec(n, s) for n, s in zip(names, layer.input_shapes)), (alone,),
                       (layer.name,))
-    writer = TfliteWriter(seed, native_inputs=True)
+    writer = TfliteWriter(seed)
     for i, (name, shape) in enumerate(zip(names, layer.input_shapes)):
         writer.shapes[name] = shape
         writer.pending[name] = i
