@@ -49,7 +49,8 @@ from nnperf.ir import (
 from nnperf.measure import measure
 from nnperf.measure.backends import BackendOptions, create_backend, random_inputs
 from nnperf.measure.backends._onnx_graph import build_onnx, layer_onnx
-from nnperf.measure.backends._tflite_graph import (
+from nnperf.measure.backends._tflite_graph import build_tflite, layer_tflite
+from nnperf.measure.backends._tflite_writer import (
     ACTIVATION,
     FLOAT32,
     INT32,
@@ -57,8 +58,6 @@ from nnperf.measure.backends._tflite_graph import (
     NCHW_TO_NHWC,
     NHWC_TO_NCHW,
     PADDING,
-    build_tflite,
-    layer_tflite,
 )
 from nnperf.measure.backends._tflite_ops import EMITTERS, NOT_WRITTEN
 

@@ -39,7 +39,7 @@ from nnperf.ir import (
     TransposeAttrs,
     UpsampleAttrs,
 )
-from nnperf.measure.backends._tflite_graph import (
+from nnperf.measure.backends._tflite_writer import (
     ACTIVATION,
     MIRROR_REFLECT,
     NCHW_TO_NHWC,
