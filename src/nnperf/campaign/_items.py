@@ -201,6 +201,7 @@ class LocalRunner(ItemRunner):
         return LocalRunner(self.backend, meter)
 
     def run(self, items: Sequence[Item], progress: ItemProgress | None = None) -> Iterator[tuple[int, Any]]:
+        self.backend.prepare_layers([item.layer for item in items if isinstance(item, LayerItem)])
         for i, item in enumerate(items):
             result = item.measure(self.backend, self.meter)
             if progress is not None:

@@ -150,6 +150,11 @@ class Backend(abc.ABC):
     def layer_timer(self, layer: Layer) -> Timer:
         """A timer that runs one layer alone, all its inputs fed with their real shapes."""
 
+    def prepare_layers(self, layers: Sequence[Layer]) -> None:
+        """Builds ahead what :meth:`layer_timer` will build for each of ``layers``, for a framework that builds
+        many programs at once for much less than one at a time (ExecuTorch's lowering); the default builds
+        nothing. A layer that cannot be built is refused when it is timed, not here."""
+
     def context_timer(self, network: Network, layer: str) -> Timer | None:
         """A timer of one layer inside whole-network runs: ``time_block(n)`` runs the network ``n`` times
         and returns the time spent in ``layer`` alone. None when the backend cannot time a layer in place
