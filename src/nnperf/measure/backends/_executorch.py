@@ -62,6 +62,9 @@ CACHE_BYTES = 256 * 2**20
 """Most bytes of lowered layer programs kept for reuse (least recently used dropped first); the calibration
 networks' programs take about 60 MB."""
 
+NETWORKS_KEPT = 2
+"""Lowered whole-network programs kept for reuse (most recently asked for)."""
+
 
 @dataclass
 class _Pool:
@@ -107,6 +110,7 @@ class ExecuTorchBackend(Backend):
         self.et = executorch_modules()
         self._programs = _ProgramCache(CACHE_BYTES)
         self._refused: dict[str, NnperfError] = {}
+        self._networks: OrderedDict[str, Lowered] = OrderedDict()
         _set_threads(self.et, options.threads)
 
     @classmethod
@@ -187,13 +191,23 @@ class ExecuTorchBackend(Backend):
         return torch_inputs([s.shape for s in network.inputs], self.seed, [s.dtype for s in network.inputs])
 
     def _lower_network(self, network: Network) -> Lowered:
+        """``network``'s program, lowered once for the last few networks asked for (a campaign times a network,
+        then profiles it)."""
         from nnperf.measure.backends._torch_graph import build_torch
 
+        key = hashlib.sha256(pickle.dumps(network)).hexdigest()
+        if key in self._networks:
+            self._networks.move_to_end(key)
+            return self._networks[key]
         module = runnable(build_torch(network, self.seed))
         try:
-            return lower_network(self.et, module, self._network_inputs(network), self.option("delegate"))
+            lowered = lower_network(self.et, module, self._network_inputs(network), self.option("delegate"))
         except Unlowerable as exc:
             raise network_error(network, exc, self.seed) from None
+        self._networks[key] = lowered
+        while len(self._networks) > NETWORKS_KEPT:
+            self._networks.popitem(last=False)
+        return lowered
 
     def _load(self, buffer: bytes, what: str) -> _Loaded:
         _set_threads(self.et, self.options.threads)
@@ -222,6 +236,7 @@ class ExecuTorchBackend(Backend):
     def close(self) -> None:
         self._programs.clear()
         self._refused.clear()
+        self._networks.clear()
 
 
 def _native_stderr_silenced() -> contextlib.AbstractContextManager[None]:
