@@ -1,4 +1,5 @@
-"""Conformance suite every real backend passes on this CPU (torch, ONNX Runtime, OpenCV DNN).
+"""Conformance suite every real backend passes on this CPU (torch, ONNX Runtime, OpenCV DNN, and the deployment
+runtimes OpenVINO, LiteRT and ExecuTorch where their extras are installed).
 
 Times here are real but the networks are tiny: the tests check that timers,
 isolated layers and profiler attribution work, not how fast anything is.
@@ -16,11 +17,16 @@ from nnperf.measure.backends import BackendOptionError, BackendOptions, backend_
 from nnperf.registry import UnavailableError, UnknownPluginError
 from nnperf.store import Store
 
-REAL = ["torch", "onnxruntime", "opencv"]
+REAL = ["torch", "onnxruntime", "opencv", "openvino", "litert", "executorch"]
 
 
 @pytest.fixture(params=REAL)
 def backend(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    from nnperf.measure.backends import BACKENDS
+
+    available = BACKENDS.create(request.param).availability("cpu")
+    if not available.ok:
+        pytest.skip(f"{request.param}: {available.reason}")
     with create_backend(request.param, BackendOptions(threads=1)) as b:
         yield b
 
@@ -30,7 +36,7 @@ def test_every_real_backend_runs_here(backend) -> None:  # type: ignore[no-untyp
     system = backend.system()
     assert dict(system.options)["threads"] == "1"
     assert system.device == "cpu" and system.device_name  # the CPU model
-    assert any(pkg in dict(system.host.versions) for pkg in ("torch", "onnxruntime", "opencv-python-headless"))
+    assert dict(system.host.versions)[type(backend).PACKAGE] == type(backend).version()  # the framework's own
 
 
 def test_whole_network_timer(backend) -> None:  # type: ignore[no-untyped-def]
@@ -52,7 +58,9 @@ def test_profiler_times_map_to_every_layer(backend) -> None:  # type: ignore[no-
     for m in result.layers:  # members of one group share its time
         assert m.group_size == sum(other.group == m.group for other in result.layers)
     assert result.run_timing.stats.n == 5
-    assert 0.2 < result.profiler_sum_s / result.run_timing.stats.median_s < 1.5
+    # groups timed alone each pay a call's overhead (about 1-2 us on 11 groups against a 15 us run)
+    most = 4.0 if backend.profiles_in_isolation else 1.5
+    assert 0.2 < result.profiler_sum_s / result.run_timing.stats.median_s < most
 
 
 def test_isolated_campaign_into_the_store(backend, tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -95,7 +103,8 @@ def test_torch_channels_last_option() -> None:
 
 
 def test_unknown_backend_lists_the_known_ones() -> None:
-    with pytest.raises(UnknownPluginError, match="unknown backend 'tensorrt'; known: .*onnxruntime, opencv, torch"):
+    known = "executorch, fake, litert, onnxruntime, opencv, openvino, torch"
+    with pytest.raises(UnknownPluginError, match=f"unknown backend 'tensorrt'; known: {known}"):
         create_backend("tensorrt")
 
 

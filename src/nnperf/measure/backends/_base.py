@@ -77,6 +77,9 @@ class Backend(abc.ABC):
     name: str = ""
     OPTIONS: Mapping[str, tuple[str, tuple[str, ...]]] = {}
     has_profiler: bool = False
+    profiles_in_isolation: bool = False
+    """Whether :meth:`profile`'s per-layer times come from each fused group run alone (a framework with no
+    per-operator profiler): their sum then carries every group's call overhead, and can pass the whole run's."""
     has_trace: bool = False
     """Whether :meth:`trace` gives the framework's own trace."""
     PACKAGE: str = ""

@@ -47,6 +47,7 @@ class LiteRtBackend(Backend):
     OPTIONS: Mapping[str, tuple[str, tuple[str, ...]]] = {"delegate": ("xnnpack", ("xnnpack", "none"))}
     KEYED_WHEN_SET = frozenset({"delegate"})
     has_profiler = True
+    profiles_in_isolation = True
     PACKAGE = "ai-edge-litert"
     EXTRA = "litert"
 
