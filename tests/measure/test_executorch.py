@@ -100,6 +100,15 @@ def test_a_configuration_is_lowered_once_whatever_the_layers_name(backend, monke
     assert backend.layer_timer(renamed).time_block(2) > 0
 
 
+def test_layers_of_one_name_and_two_configurations_get_a_program_each(backend) -> None:  # type: ignore[no-untyped-def]
+    small, large = (1, 4, 8, 8), (1, 8, 8, 8)  # one layer name at two input sizes, as calibration networks have
+    layers = [Layer("c", OpType.CONV, ("x",), (s,), s, ConvAttrs((3, 3), padding=(1,) * 4)) for s in (small, large)]
+    backend.prepare_layers(layers)
+    for layer in layers:
+        want = _torch_output(layer_module(layer, 0), list(layer.input_shapes))
+        assert _relative_error(_outputs(backend.layer_timer(layer)), want) < TOLERANCE, layer.input_shapes
+
+
 def _never(*args: Any) -> Any:
     raise AssertionError("lowered again")
 

@@ -26,10 +26,10 @@ import re
 import tempfile
 import time
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -47,13 +47,14 @@ from nnperf.measure.backends._executorch_lowering import (
     lower_layers,
     lower_network,
     lower_one,
-    module_key,
     module_layers,
     network_error,
     runnable,
     torch_inputs,
 )
 from nnperf.registry import Availability
+
+T = TypeVar("T")
 
 WARMUP_RUNS = 3
 """Runs of a profiled program before the recorded ones (the first plans memory and sets XNNPACK's operators up)."""
@@ -62,8 +63,9 @@ CACHE_BYTES = 256 * 2**20
 """Most bytes of lowered layer programs kept for reuse (least recently used dropped first); the calibration
 networks' programs take about 60 MB."""
 
-NETWORKS_KEPT = 2
-"""Lowered whole-network programs kept for reuse (most recently asked for)."""
+NETWORK_CACHE_BYTES = 512 * 2**20
+"""Most bytes of lowered whole-network programs kept for reuse (least recently used dropped first): a calibration
+times each network, then profiles it, and lowering one takes 5-10 s."""
 
 
 @dataclass
@@ -108,9 +110,9 @@ class ExecuTorchBackend(Backend):
     def __init__(self, options: BackendOptions = DEFAULT_OPTIONS, seed: int = 0) -> None:
         super().__init__(options, seed)
         self.et = executorch_modules()
-        self._programs = _ProgramCache(CACHE_BYTES)
+        self._programs: _Cache[bytes] = _Cache(CACHE_BYTES, len)
         self._refused: dict[str, NnperfError] = {}
-        self._networks: OrderedDict[str, Lowered] = OrderedDict()
+        self._networks: _Cache[Lowered] = _Cache(NETWORK_CACHE_BYTES, lambda lowered: 2 * len(lowered.buffer))
         _set_threads(self.et, options.threads)
 
     @classmethod
@@ -155,12 +157,11 @@ class ExecuTorchBackend(Backend):
             key = _config_key(layer)
             if key not in self._programs and key not in self._refused:
                 todo.setdefault(key, layer)
-        found: dict[str, bytes | NnperfError | None] = {}
+        found: list[bytes | NnperfError | None] = [None] * len(todo)
         if len(todo) > 1:
             with contextlib.suppress(Unlowerable):  # refused as a whole: each layer alone says why below
                 found = lower_layers(self.et, list(todo.values()), self.seed, self.option("delegate"))
-        for key, layer in todo.items():
-            result = found.get(layer.name)
+        for (key, layer), result in zip(todo.items(), found):
             if result is None:
                 result = lower_one(self.et, layer, self.seed, self.option("delegate"))
             if isinstance(result, NnperfError):
@@ -191,13 +192,12 @@ class ExecuTorchBackend(Backend):
         return torch_inputs([s.shape for s in network.inputs], self.seed, [s.dtype for s in network.inputs])
 
     def _lower_network(self, network: Network) -> Lowered:
-        """``network``'s program, lowered once for the last few networks asked for (a campaign times a network,
-        then profiles it)."""
+        """``network``'s program, lowered once while it is in the cache (a campaign times a network, then profiles
+        it)."""
         from nnperf.measure.backends._torch_graph import build_torch
 
         key = hashlib.sha256(pickle.dumps(network)).hexdigest()
         if key in self._networks:
-            self._networks.move_to_end(key)
             return self._networks[key]
         module = runnable(build_torch(network, self.seed))
         try:
@@ -205,8 +205,6 @@ class ExecuTorchBackend(Backend):
         except Unlowerable as exc:
             raise network_error(network, exc, self.seed) from None
         self._networks[key] = lowered
-        while len(self._networks) > NETWORKS_KEPT:
-            self._networks.popitem(last=False)
         return lowered
 
     def _load(self, buffer: bytes, what: str) -> _Loaded:
@@ -312,26 +310,28 @@ def _config_key(layer: Layer) -> str:
     return hashlib.sha256(pickle.dumps((layer.op, layer.input_shapes, layer.output_shape, layer.attrs))).hexdigest()
 
 
-class _ProgramCache:
-    """Lowered layer programs by configuration, the least recently used dropped past ``limit_bytes``."""
+class _Cache(Generic[T]):
+    """Values by key, the least recently used dropped past ``limit_bytes`` (each value's size as ``size`` says)."""
 
-    def __init__(self, limit_bytes: int) -> None:
-        self.limit_bytes = limit_bytes
-        self._items: OrderedDict[str, bytes] = OrderedDict()
+    def __init__(self, limit_bytes: int, size: Callable[[T], int]) -> None:
+        self.limit_bytes, self.size = limit_bytes, size
+        self._items: OrderedDict[str, T] = OrderedDict()
         self._bytes = 0
 
     def __contains__(self, key: str) -> bool:
         return key in self._items
 
-    def __getitem__(self, key: str) -> bytes:
+    def __getitem__(self, key: str) -> T:
         self._items.move_to_end(key)
         return self._items[key]
 
-    def __setitem__(self, key: str, buffer: bytes) -> None:
-        self._bytes += len(buffer) - len(self._items.pop(key, b""))
-        self._items[key] = buffer
+    def __setitem__(self, key: str, value: T) -> None:
+        if key in self._items:
+            self._bytes -= self.size(self._items.pop(key))
+        self._bytes += self.size(value)
+        self._items[key] = value
         while self._bytes > self.limit_bytes and len(self._items) > 1:
-            self._bytes -= len(self._items.popitem(last=False)[1])
+            self._bytes -= self.size(self._items.popitem(last=False)[1])
 
     def clear(self) -> None:
         self._items.clear()
@@ -380,20 +380,18 @@ class _Owners:
 def _node_owners(et: SimpleNamespace, lowered: Lowered, names: Mapping[str, str]) -> _Owners:
     """The owners of ``lowered``'s instructions: graph nodes by the debug handles ExecuTorch's emitter mapped each
     instruction to, and each XNNPACK delegate's nodes (read from its serialised graph) by theirs."""
-    handles = {index: _handles(h) for index, h in lowered.program.debug_handle_map.get("forward", {}).items()}
-    delegated = set(lowered.program.delegate_map.get("forward", {}))
+    handles = {index: _handles(h) for index, h in lowered.instructions.items()}
     operators: dict[int, tuple[str, str | None]] = {}
     for index, found in handles.items():
         node = next((lowered.nodes[h] for h in found if h in lowered.nodes), None)
-        if node is not None and index not in delegated:
+        if node is not None and index not in lowered.delegated:
             operators[index] = (node[0], names.get(node[1] or ""))
     delegates: dict[int, tuple[tuple[str, str | None], ...]] = {}
-    for module in lowered.delegates:
-        inside = {n.meta.get("debug_handle"): n for n in module.original_module.graph.nodes if n.op == "call_function"}
-        index = max(delegated, key=lambda i: len(set(handles.get(i, ())) & set(inside)), default=None)
-        if index is not None and module.backend_id == "XnnpackBackend":
-            delegates[index] = tuple((kind, names.get(module_key(inside[h]) or "") if h in inside else None)
-                                     for kind, h in _xnnpack_nodes(et, module.processed_bytes))
+    for delegate in lowered.delegates:
+        index = max(lowered.delegated, key=lambda i: len(set(handles.get(i, ())) & set(delegate.inside)), default=None)
+        if index is not None and delegate.backend_id == "XnnpackBackend":
+            delegates[index] = tuple((kind, names.get(delegate.inside.get(h) or ""))
+                                     for kind, h in _xnnpack_nodes(et, delegate.processed))
     return _Owners(operators, delegates)
 
 

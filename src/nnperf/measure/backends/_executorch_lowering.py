@@ -64,6 +64,8 @@ def quiet() -> Iterator[None]:
 
 
 def torch_inputs(shapes: list[tuple[int, ...]], seed: int, dtypes: Sequence[str]) -> list[Any]:
+    """The backends' fixed random inputs (:func:`random_inputs`) as torch tensors, which ExecuTorch's bindings
+    take."""
     import torch
 
     return [torch.from_numpy(array) for array in random_inputs(shapes, seed, dtypes)]
@@ -72,8 +74,8 @@ def torch_inputs(shapes: list[tuple[int, ...]], seed: int, dtypes: Sequence[str]
 # ---------------------------------------------------------------------------------------------------- lowering
 def runnable(module: Any) -> Any:
     """``module`` (changed in place) with the submodules ExecuTorch has no kernels for made to compute the same
-    with kernels it has (the class docstring says which): their class is swapped, so that every reference to them
-    (a :class:`GraphModule` keeps its own list) runs the new one."""
+    with kernels it has (the backend's class docstring says which): their class is swapped, so that every reference
+    to them (a :class:`GraphModule` keeps its own list) runs the new one."""
     import torch
 
     channel_lrn, whole_map_max_pool = _swaps()
@@ -125,8 +127,9 @@ def _swaps() -> tuple[type, type]:
 
 
 class Unlowerable(Exception):
-    """A graph ExecuTorch cannot export, lower or run: ``reason`` in a few words, and the operators it names with
-    the modules (IR layer keys) that use them."""
+    """A graph ExecuTorch cannot export, lower or run: ``reason`` in a few words, the operators it names with the
+    modules (IR layer keys) that use them, and ``no_kernel`` when the program was made but the runtime has no kernel
+    for some of its operators."""
 
     def __init__(self, reason: str, by_operator: Mapping[str, list[str]] | None = None,
                  no_kernel: bool = False) -> None:
@@ -134,19 +137,30 @@ class Unlowerable(Exception):
         self.reason = reason
         self.by_operator = dict(by_operator or {})
         self.no_kernel = no_kernel
-        """The program was made but the runtime has no kernel for some of its operators."""
 
 
-@dataclass
+@dataclass(frozen=True)
+class Delegate:
+    """A delegate of a lowered program: its backend, the IR layer key of each graph node it took (by debug handle)
+    and its serialised graph."""
+
+    backend_id: str
+    inside: Mapping[int, str | None]
+    processed: bytes
+
+
+@dataclass(frozen=True)
 class Lowered:
-    """A lowered program: its bytes, ExecuTorch's program manager (whose debug-handle map says which graph nodes
-    each instruction runs), the nodes of the edge graph by debug handle (their name and IR layer key: emitting
-    rewrites the graph, so they are read before) and its delegates."""
+    """A lowered program: its bytes, and what profiling needs to say whom each instruction ran for: the debug
+    handles of the graph nodes each instruction runs (ExecuTorch's emitter's map), the instructions that call a
+    delegate, the edge graph's nodes by debug handle (their name and IR layer key; emitting rewrites the graph, so
+    they are read before) and the delegates."""
 
     buffer: bytes
-    program: Any
+    instructions: Mapping[int, Any]
+    delegated: frozenset[int]
     nodes: Mapping[int, tuple[str, str | None]]
-    delegates: Sequence[Any]
+    delegates: tuple[Delegate, ...]
 
 
 def _export(et: SimpleNamespace, module: Any, inputs: Sequence[Any]) -> Any:
@@ -178,7 +192,10 @@ def _to_program(et: SimpleNamespace, edge: Any) -> Lowered:
         handle, key = node.meta.get("debug_handle"), module_key(node)
         if node.op == "call_function" and isinstance(handle, int) and (handle not in nodes or nodes[handle][1] is None):
             nodes[handle] = (node.name, key)
-    delegates = [module for _, module, _ in et.lowered_submodules(graph_module)]
+    delegates = tuple(Delegate(module.backend_id, {n.meta.get("debug_handle"): module_key(n)
+                                                   for n in module.original_module.graph.nodes
+                                                   if n.op == "call_function"}, module.processed_bytes)
+                      for _, module, _ in et.lowered_submodules(graph_module))
     try:
         with quiet():
             program = edge.to_executorch()
@@ -192,7 +209,8 @@ def _to_program(et: SimpleNamespace, edge: Any) -> Lowered:
         named = {match.group(1) for match in _OPERATOR.finditer(" ".join(missing))}
         by_operator = {operator: keys for operator, keys in callers.items() if operator in named}
         raise Unlowerable(f"ExecuTorch's runtime has no kernel for {', '.join(missing)}", by_operator, True)
-    return Lowered(buffer, program, nodes, delegates)
+    return Lowered(buffer, dict(program.debug_handle_map.get("forward", {})),
+                   frozenset(program.delegate_map.get("forward", {})), nodes, delegates)
 
 
 def lower_network(et: SimpleNamespace, module: Any, inputs: Sequence[Any], delegate: str) -> Lowered:
@@ -274,38 +292,38 @@ def _untraceable_layers(network: Network, seed: int) -> dict[str, list[str]]:
 
 # ---------------------------------------------------------------------------------------------------- many layers
 def lower_layers(et: SimpleNamespace, layers: Sequence[Layer], seed: int,
-                  delegate: str) -> dict[str, bytes | NnperfError | None]:
-    """A program per layer, by layer name, lowered all at once: the layers side by side in one graph (each with its
-    own inputs), each in XNNPACK delegates of its own, the lowered graph cut into one program per layer. A layer
-    the runtime has no kernel for, or that the torch builder refuses, gets its error instead, and one whose cut
-    program fails None (to be lowered alone). Raises Unlowerable when the graph as a whole cannot be exported or
-    lowered."""
+                 delegate: str) -> list[bytes | NnperfError | None]:
+    """A program for each of ``layers`` (in order), lowered all at once: the layers side by side in one graph (each
+    with its own inputs), each in XNNPACK delegates of its own, the lowered graph cut into one program per layer. A
+    layer the runtime has no kernel for, or that the torch builder refuses, gets its error instead, and one whose
+    cut program fails None (to be lowered alone). Raises Unlowerable when the graph as a whole cannot be exported
+    or lowered."""
     from nnperf.measure.backends._torch_graph import layer_module
 
-    found: dict[str, bytes | NnperfError | None] = {}
+    found: list[bytes | NnperfError | None] = [None] * len(layers)
     modules, kept = [], []
-    for layer in layers:
+    for index, layer in enumerate(layers):
         try:
             modules.append(runnable(layer_module(layer, seed)))
-            kept.append(layer)
+            kept.append(index)
         except NnperfError as exc:  # a layer the torch builder refuses, or too big for the free memory
-            found[layer.name] = exc
+            found[index] = exc
     if not kept:
         return found
-    inputs = [x for layer in kept for x in torch_inputs(list(layer.input_shapes), seed, layer_input_dtypes(layer))]
-    arities = [len(layer.inputs) for layer in kept]
+    inputs = [x for i in kept for x in torch_inputs(list(layers[i].input_shapes), seed, layer_input_dtypes(layers[i]))]
+    arities = [len(layers[i].inputs) for i in kept]
     exported = _export(et, _side_by_side(modules, arities), inputs)
     programs = _cut(_to_edge(et, exported, delegate, _per_layer_partitioner(et)).exported_program(), arities)
-    for layer, program in zip(kept, programs):
+    for index, program in zip(kept, programs):
         try:
             with quiet():
                 edge = et.EdgeProgramManager({"forward": program},
                                              compile_config=et.EdgeCompileConfig(_check_ir_validity=False))
-            found[layer.name] = _to_program(et, edge).buffer
+            found[index] = _to_program(et, edge).buffer
         except Unlowerable as exc:
-            found[layer.name] = _layer_error(layer, exc) if exc.no_kernel else None
-        except Exception:  # noqa: BLE001 - a cut ExecuTorch will not emit: the layer is lowered alone instead
-            found[layer.name] = None
+            found[index] = _layer_error(layers[index], exc) if exc.no_kernel else None
+        except Exception:  # noqa: BLE001 - a cut ExecuTorch will not emit (or none): the layer is lowered alone
+            found[index] = None
     return found
 
 
@@ -374,12 +392,21 @@ def _per_layer_partitioner(et: SimpleNamespace) -> Any:
 
 
 def _cut(program: Any, arities: Sequence[int]) -> list[Any]:
-    """The lowered side-by-side ``program`` as one program per layer (in order): each keeps its layer's inputs,
-    nodes, delegates and constants, and returns its layer's output."""
-    owner = _owners(program, arities)
-    outputs = program.graph.output_node().args[0]
-    return [_program_of(program, [n for n in program.graph.nodes if owner.get(n) == index], outputs[index])
-            for index in range(len(arities))]
+    """The lowered side-by-side ``program`` as one program per layer (in order; None for a layer it cannot cut
+    out): each keeps its layer's inputs, nodes, delegates and constants, and returns its layer's output."""
+    try:
+        owner = _owners(program, arities)
+        outputs = program.graph.output_node().args[0]
+    except Exception as exc:  # a graph the cut does not understand: every layer alone instead
+        raise Unlowerable(f"the lowered graph cannot be cut into layers: {_first_line(exc)}") from exc
+    cuts: list[Any] = []
+    for index in range(len(arities)):
+        try:
+            cuts.append(_program_of(program, [n for n in program.graph.nodes if owner.get(n) == index],
+                                    outputs[index]))
+        except Exception:  # noqa: BLE001 - this layer alone instead
+            cuts.append(None)
+    return cuts
 
 
 def _owners(program: Any, arities: Sequence[int]) -> dict[Any, int]:
