@@ -216,6 +216,14 @@ def test_the_profile_maps_every_layer_with_consistent_groups(backend, portable, 
         assert result.unattributed_s == {}
 
 
+def test_a_network_timed_is_profiled_without_lowering_it_again(backend, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    net = tiny_network()
+    backend.network_timer(net)
+    net.layer("conv1")  # fills the network's own caches, which must not change what it is
+    monkeypatch.setattr(et_backend, "lower_network", _never)
+    assert len(backend.profile(net, runs=2).layers) == len(net.layers)
+
+
 def test_xnnpack_operators_follow_their_graph_nodes_past_folds_and_clamps() -> None:
     nodes = [("XNNStaticTranspose", None), ("XNNConv2d", "c1"), ("XNNClamp", "r1"), ("XNNAdd", "add"),
              ("XNNConv2d", "c2"), ("XNNMultiply", "sq")]

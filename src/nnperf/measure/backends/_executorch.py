@@ -17,6 +17,7 @@ the layer's name, change no time), so a configuration met again is not lowered a
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib.resources
 import json
@@ -34,7 +35,7 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 
 from nnperf.errors import NnperfError
-from nnperf.ir import Layer, Network
+from nnperf.ir import Layer, Network, network_to_dict
 from nnperf.measure._attribution import attribute
 from nnperf.measure._harness import MeasurementError, Timer
 from nnperf.measure._stats import fixed_timing
@@ -196,7 +197,7 @@ class ExecuTorchBackend(Backend):
         it)."""
         from nnperf.measure.backends._torch_graph import build_torch
 
-        key = hashlib.sha256(pickle.dumps(network)).hexdigest()
+        key = hashlib.sha256(json.dumps(network_to_dict(network), sort_keys=True).encode()).hexdigest()
         if key in self._networks:
             return self._networks[key]
         module = runnable(build_torch(network, self.seed))
@@ -434,6 +435,7 @@ _XNNPACK_NAMES = {
 (a 1x1 convolution runs as a fully connected operator, a concatenation as copies)."""
 
 
+@functools.cache
 def _named_for(kind: str, operator: str) -> bool:
     """Whether XNNPACK's operator ``operator`` ('Convolution (NHWC, F32) IGEMM #2') can run a graph node of type
     ``kind`` ('XNNConv2d')."""
