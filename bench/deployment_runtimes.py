@@ -5,7 +5,7 @@ Run (after bench/heldout_corpus.py has calibrated every system into the same sto
 
     .venv/bin/python bench/deployment_runtimes.py --db bench/results/runtimes/heldout_corpus.db \\
         --corpus /work/tv-corpus [--systems openvino:1 litert:1 executorch:1 onnxruntime:1 torch:1] \\
-        [--rank 10] [--json bench/results/runtimes/deployment.json]
+        [--rank 10 | --networks NAME ...] [--no-profile] [--json bench/results/runtimes/deployment.json]
 
 1. **Calibration wall time** per system: the one recorded when its model was fitted
    (``SystemModel.calibration['wall_s']``); the goal is at most 5 minutes.
@@ -14,8 +14,8 @@ Run (after bench/heldout_corpus.py has calibrated every system into the same sto
    the median of the three with their min..max. Goal 0.9-1.1. For a runtime whose profile comes from single-layer
    programs (LiteRT, and ExecuTorch where its ETDump has no per-operator events) the ratio is the isolated sum over
    the whole network: what composition has to bridge, not a profiler's coverage.
-3. **Which runtime to ship**: for ``--rank`` networks of the corpus (the first in name order, judged by
-   bench/heldout_corpus.py, so never fitted on), ``nnperf.api.rank_runtimes(..., verify=True)``: every calibrated
+3. **Which runtime to ship**: for ``--rank`` networks of the corpus (the first in name order, or ``--networks``;
+   judged by bench/heldout_corpus.py, so never fitted on), ``nnperf.api.rank_runtimes(..., verify=True)``: every calibrated
    runtime measured whole, interleaved in one run; how often the predicted fastest is the measured fastest, and
    Kendall's tau of each network's two orders.
 
@@ -81,8 +81,9 @@ def profile_ratios(systems: list[str]) -> dict[str, dict[str, list[float]]]:
     return ratios
 
 
-def corpus_files(corpora: list[Path], count: int) -> list[Path]:
-    """The first ``count`` torchvision classification exports of the corpora that are not zoo networks."""
+def corpus_files(corpora: list[Path], count: int, names: list[str]) -> list[Path]:
+    """The torchvision classification exports of the corpora named ``names`` (default: the first ``count`` that are
+    not zoo networks, in name order)."""
     zoo_names = set(nnperf.zoo.names())
     files = {}
     for corpus in corpora:
@@ -92,7 +93,7 @@ def corpus_files(corpora: list[Path], count: int) -> list[Path]:
                 continue
             if record["model"] not in zoo_names and Path(record["path"]).is_file():
                 files[record["model"]] = Path(record["path"])
-    return [files[name] for name in sorted(files)[:count]]
+    return [files[name] for name in names] if names else [files[name] for name in sorted(files)[:count]]
 
 
 def rankings(db: Path, files: list[Path], systems: list[str]) -> list[dict[str, Any]]:
@@ -138,12 +139,13 @@ def main() -> None:
     parser.add_argument("--systems", nargs="+", default=["openvino:1", "litert:1", "executorch:1", "onnxruntime:1",
                                                           "torch:1"], metavar="BACKEND:THREADS")
     parser.add_argument("--rank", type=int, default=10, help="networks whose runtime ranking is verified")
+    parser.add_argument("--networks", nargs="*", default=[], help="rank these corpus networks instead")
     parser.add_argument("--no-profile", action="store_true")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     walls = calibration_wall_s(args.db, args.systems)
     ratios = {} if args.no_profile else profile_ratios(args.systems)
-    ranked = rankings(args.db, corpus_files(args.corpus, args.rank), args.systems) if args.corpus else []
+    ranked = rankings(args.db, corpus_files(args.corpus, args.rank, args.networks), args.systems) if args.corpus else []
     print(markdown(walls, ratios, ranked))
     if args.json:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
