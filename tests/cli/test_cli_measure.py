@@ -99,7 +99,7 @@ def test_backends_lists_availability(capsys) -> None:
 
 def test_unknown_backend_lists_the_known(capsys, tiny_json: Path, tmp_path: Path) -> None:
     code, _, err = run(capsys, "profile", str(tiny_json), "--backend", "tvm", "--db", str(tmp_path / "m.db"))
-    assert_error(code, err, "unknown backend 'tvm'", "onnxruntime, opencv, torch")
+    assert_error(code, err, "unknown backend 'tvm'", "litert, onnxruntime, opencv, openvino, torch")
 
 
 def test_unavailable_backend_says_why(capsys, tiny_json: Path, tmp_path: Path) -> None:

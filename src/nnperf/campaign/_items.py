@@ -201,7 +201,9 @@ class LocalRunner(ItemRunner):
         return LocalRunner(self.backend, meter)
 
     def run(self, items: Sequence[Item], progress: ItemProgress | None = None) -> Iterator[tuple[int, Any]]:
-        self.backend.prepare_layers([item.layer for item in items if isinstance(item, LayerItem)])
+        layers = [item.layer for item in items if isinstance(item, LayerItem)]
+        if self.backend is not None and layers:  # a runner of primitives has no backend
+            self.backend.prepare_layers(layers)
         for i, item in enumerate(items):
             result = item.measure(self.backend, self.meter)
             if progress is not None:

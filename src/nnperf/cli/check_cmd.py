@@ -57,9 +57,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(document, indent=1))
     else:
-        print_check(check, document["protocol"]["reason"])
         if result.threads:
             print_threads(result.threads)
+        print_check(check, document["protocol"]["reason"])
     return EXIT_BAD if args.strict and check.verdict.value == "bad" else 0
 
 
