@@ -50,6 +50,7 @@ from nnperf.measure import measure
 from nnperf.measure.backends import BackendOptions, create_backend, random_inputs
 from nnperf.measure.backends._onnx_graph import build_onnx, layer_onnx
 from nnperf.measure.backends._tflite_graph import build_tflite, layer_tflite
+from nnperf.measure.backends._tflite_ops import EMITTERS, NOT_WRITTEN
 from nnperf.measure.backends._tflite_writer import (
     ACTIVATION,
     FLOAT32,
@@ -59,7 +60,6 @@ from nnperf.measure.backends._tflite_writer import (
     NHWC_TO_NCHW,
     PADDING,
 )
-from nnperf.measure.backends._tflite_ops import EMITTERS, NOT_WRITTEN
 
 TOLERANCE = 5e-5
 """Largest |LiteRT - ONNX Runtime| allowed, relative to the largest |ONNX Runtime| output (module docstring)."""
