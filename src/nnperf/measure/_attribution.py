@@ -24,7 +24,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
+import numpy as np
+
 from nnperf.ir import Layer, Network, OpType
+from nnperf.measure._stats import fixed_timing
+from nnperf.measure._types import LayerMeasurement, Method
 
 
 class FusionRole(str, enum.Enum):
@@ -204,3 +208,23 @@ def match_node(node: str, layer_of: Mapping[str, str], suffixes: Sequence[str] =
         if cand in layer_of:
             return layer_of[cand]
     return None
+
+
+def grouped_layers(network: Network, groups: Attribution, node_times_s: Mapping[str, Sequence[float]]
+                   ) -> tuple[tuple[LayerMeasurement, ...], dict[str, float]]:
+    """A profiler's per-run node times (seconds, one per profiled run) summed by the group each node belongs to,
+    every member of a group carrying its group's times; and the nodes of no group by name, each its median per run
+    (what ``ProfileResult.unattributed_s`` holds)."""
+    group_times: dict[str, np.ndarray] = {}
+    unattributed: dict[str, float] = {}
+    for node, times in node_times_s.items():
+        group = groups.node_group.get(node)
+        if group is None:
+            unattributed[node] = float(np.median(times))
+        else:
+            group_times[group] = group_times.get(group, 0.0) + np.asarray(times, dtype=float)
+    sizes = groups.group_sizes
+    layers = tuple(LayerMeasurement(layer.name, layer.op.value, Method.PROFILER, fixed_timing(list(group_times[group])),
+                                    group, sizes[group])
+                   for layer in network.layers if (group := groups.owner[layer.name]) in group_times)
+    return layers, unattributed

@@ -36,10 +36,9 @@ import numpy as np
 
 from nnperf.errors import NnperfError
 from nnperf.ir import Layer, Network, network_to_dict
-from nnperf.measure._attribution import attribute
+from nnperf.measure._attribution import attribute, grouped_layers
 from nnperf.measure._harness import MeasurementError, Timer
 from nnperf.measure._stats import fixed_timing
-from nnperf.measure._types import LayerMeasurement, Method
 from nnperf.measure.backends._base import DEFAULT_OPTIONS, Backend, BackendOptions, ProfileResult, layer_input_dtypes
 from nnperf.measure.backends._executorch_lowering import (
     Lowered,
@@ -501,17 +500,5 @@ def _profile_result(network: Network, runs: Sequence[_Run], owners: _Owners) -> 
     if len(run_times) != len(runs):
         raise MeasurementError(f"ExecuTorch's ETDump of {network.name!r} has {len(run_times)} Method::execute "
                                f"events for {len(runs)} runs")
-    groups = attribute(network, node_layer)
-    group_times: dict[str, np.ndarray] = {}
-    unattributed: dict[str, float] = {}
-    for label, times in node_runs.items():
-        group = groups.node_group.get(label)
-        if group is None:
-            unattributed[label] = float(np.median(times))
-        else:
-            group_times[group] = group_times.get(group, np.zeros(len(runs))) + times
-    sizes = groups.group_sizes
-    layers = [LayerMeasurement(layer.name, layer.op.value, Method.PROFILER, fixed_timing(list(group_times[group])),
-                               group, sizes[group])
-              for layer in network.layers if (group := groups.owner[layer.name]) in group_times]
-    return ProfileResult(tuple(layers), fixed_timing(run_times), unattributed)
+    layers, unattributed = grouped_layers(network, attribute(network, node_layer), node_runs)
+    return ProfileResult(layers, fixed_timing(run_times), unattributed)

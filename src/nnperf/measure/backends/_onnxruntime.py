@@ -12,10 +12,9 @@ from typing import Any
 import numpy as np
 
 from nnperf.ir import Layer, Network
-from nnperf.measure._attribution import attribute, match_node
+from nnperf.measure._attribution import attribute, grouped_layers, match_node
 from nnperf.measure._harness import MeasurementError, Timer
 from nnperf.measure._stats import fixed_timing
-from nnperf.measure._types import LayerMeasurement, Method
 from nnperf.measure.backends._base import DEFAULT_OPTIONS, Backend, BackendOptions, ProfileResult, random_inputs
 from nnperf.measure.backends._timers import LoopTimer
 from nnperf.registry import Availability
@@ -189,24 +188,9 @@ def _parse_profile(network: Network, events: list[dict[str, Any]], layer_of: Map
         times = node_runs.setdefault(node, [0.0] * len(run_windows))
         times[run] += event["dur"] / 1e6  # microseconds
     node_layer = {node: match_node(node, layer_of) for node in node_runs}
-    groups = attribute(network, node_layer)
-    group_times: dict[str, np.ndarray] = {}
-    unattributed: dict[str, float] = {}
-    for node, times in node_runs.items():
-        group = groups.node_group.get(node)
-        if group is None:
-            unattributed[node] = float(np.median(times))
-        else:
-            group_times[group] = group_times.get(group, np.zeros(len(run_windows))) + np.asarray(times)
-    sizes = groups.group_sizes
-    layers = []
-    for layer in network.layers:
-        group = groups.owner[layer.name]
-        if group in group_times:
-            layers.append(LayerMeasurement(layer.name, layer.op.value, Method.PROFILER,
-                                           fixed_timing(list(group_times[group])), group, sizes[group]))
+    layers, unattributed = grouped_layers(network, attribute(network, node_layer), node_runs)
     run_times = [(end - start) / 1e6 for start, end in run_windows]
-    return ProfileResult(tuple(layers), fixed_timing(run_times), unattributed)
+    return ProfileResult(layers, fixed_timing(run_times), unattributed)
 
 
 def ort_numpy_type(ort_type: str) -> str:
