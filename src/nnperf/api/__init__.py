@@ -69,7 +69,7 @@ from nnperf.api._session import StoredSystem
 from nnperf.api._steps import StepFits, StepPrediction, fit_steps, predict_steps
 from nnperf.api._sweep import LayerSweep, MeasuringSystem, sweep
 from nnperf.api._synthesize import DIGITS_MODEL, Verified, synthesize, verify_program
-from nnperf.measure import System
+from nnperf.measure import ComparisonProtocol, System
 
 __all__ = [
     "DEFAULT_SAMPLE_BUDGET_S",
@@ -80,6 +80,7 @@ __all__ = [
     "Available",
     "Backends",
     "CheckResult",
+    "ComparisonProtocol",
     "EvaluationReport",
     "Exported",
     "FleetStatus",

@@ -7,10 +7,10 @@ import json
 from contextlib import ExitStack
 from pathlib import Path
 
+from nnperf.api import ComparisonProtocol
 from nnperf.cli._backend_args import Progress, add_backend_arguments, system_from_args
 from nnperf.cli._store_arg import add_db_argument, open_store
 from nnperf.cli.fleet_cmd import add_fleet_argument, measuring
-from nnperf.measure import ComparisonProtocol
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

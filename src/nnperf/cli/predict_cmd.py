@@ -6,10 +6,10 @@ import argparse
 import json
 from pathlib import Path
 
+from nnperf.api import ComparisonProtocol
 from nnperf.cli._backend_args import Progress, add_backend_arguments, system_from_args
 from nnperf.cli._shapes import parse_input_shape
 from nnperf.cli._store_arg import add_db_argument
-from nnperf.measure import ComparisonProtocol
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
