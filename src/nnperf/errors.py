@@ -6,9 +6,32 @@ exit codes (STYLE.md, habit 4).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 
 class NnperfError(Exception):
     """Base class of every error nnperf raises on purpose."""
+
+
+class ParameterError(NnperfError, ValueError):
+    """A bad value given to a public function, or a missing one: its message names the parameters at fault.
+
+    The message is written with each parameter as ``{name}`` (listed in ``parameters``): ``str()`` gives it with
+    the Python names, and the command line puts its own options in their place (:meth:`worded`), so that
+    ``rounds must be at least 1`` from Python reads ``--rounds must be at least 1`` in a shell.
+    """
+
+    def __init__(self, template: str, *parameters: str) -> None:
+        self.template = template
+        self.parameters = parameters
+        super().__init__(self.worded({}))
+
+    def worded(self, names: Mapping[str, str]) -> str:
+        """The message with each parameter written as ``names`` writes it (its Python name where absent)."""
+        text = self.template
+        for name in self.parameters:
+            text = text.replace("{" + name + "}", names.get(name, name))
+        return text
 
 
 class NnperfWarning(UserWarning):
