@@ -8,7 +8,7 @@ from typing import Any
 
 from nnperf.measure import PairedRatio, SpeedReading
 from nnperf.prediction._model import NetworkPrediction
-from nnperf.prediction.evaluation import relative_error
+from nnperf.prediction.evaluation import error_to_read, reading_advice, relative_error
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,27 @@ class Verification:
         """(predicted - speed-adjusted measured) / speed-adjusted measured."""
         adjusted = self.adjusted_latency_s
         return None if adjusted is None else relative_error(self.prediction.latency_s, adjusted)
+
+    @property
+    def speed_drift(self) -> float | None:
+        """How much slower (> 0) or faster (< 0) the network ran than it would have at calibration: the measured
+        time over the speed-adjusted one, less 1 (None without a speed-adjusted time); the gap between the raw
+        and the speed-adjusted error."""
+        adjusted = self.adjusted_latency_s
+        return None if not adjusted else self.measured_latency_s / adjusted - 1
+
+    @property
+    def error_to_read(self) -> str | None:
+        """'raw' or 'speed-adjusted' (:func:`~nnperf.prediction.evaluation.error_to_read`), None without a
+        speed-adjusted error."""
+        drift = self.speed_drift
+        return None if drift is None else error_to_read([drift])
+
+    @property
+    def reading_advice(self) -> str | None:
+        """The line that says which error to read, and why."""
+        drift = self.speed_drift
+        return None if drift is None else reading_advice([drift])
 
     @property
     def predicted_now_s(self) -> float | None:
@@ -103,4 +124,5 @@ class Verification:
             "reference_ratio": None if self.reference_ratio is None else self.reference_ratio.to_dict(),
             "speed": None if self.speed is None else self.speed.to_dict(),
             "adjusted_latency_s": self.adjusted_latency_s, "adjusted_error": self.adjusted_error,
-            "predicted_now_s": self.predicted_now_s}}
+            "speed_drift": self.speed_drift, "error_to_read": self.error_to_read,
+            "error_to_read_reason": self.reading_advice, "predicted_now_s": self.predicted_now_s}}

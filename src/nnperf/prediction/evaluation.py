@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -131,16 +131,37 @@ class Evaluation:
 
     def mape(self, method: str) -> float:
         """Mean absolute network-level error of ``method`` (a fraction)."""
-        return float(np.mean([abs(n.error(method)) for n in self.networks]))
+        return mape([n.error(method) for n in self.networks])
 
     def adjusted_mape(self, method: str) -> float | None:
         """The MAPE of ``method`` against the speed-adjusted measurements, when every network has one."""
-        errors = [n.adjusted_error(method) for n in self.networks]
-        return None if not errors or any(e is None for e in errors) else float(np.mean(np.abs(errors)))
+        errors = self._adjusted_errors(method)
+        return None if errors is None else mape(errors)
 
     def within(self, method: str, tolerance: float = 0.10) -> float:
-        """Share of networks whose ``method`` prediction is within +/- ``tolerance``."""
-        return float(np.mean([abs(n.error(method)) <= tolerance for n in self.networks]))
+        """Share of networks whose ``method`` prediction is within +/- ``tolerance`` (see :func:`share_within`)."""
+        return share_within([n.error(method) for n in self.networks], tolerance)
+
+    def adjusted_within(self, method: str, tolerance: float = 0.10) -> float | None:
+        """The share of networks ``method`` predicts within +/- ``tolerance`` of their speed-adjusted
+        measurements, when every network has one."""
+        errors = self._adjusted_errors(method)
+        return None if errors is None else share_within(errors, tolerance)
+
+    def _adjusted_errors(self, method: str) -> list[float] | None:
+        errors = [n.adjusted_error(method) for n in self.networks]
+        return None if not errors or any(e is None for e in errors) else [e for e in errors if e is not None]
+
+    @property
+    def speed_drifts(self) -> list[float]:
+        """The :attr:`NetworkComparison.speed_drift` of every network timed beside the reference."""
+        return [n.speed_drift for n in self.networks if n.speed_drift is not None]
+
+    @property
+    def error_to_read(self) -> str | None:
+        """'raw' or 'speed-adjusted': which of the two errors a user should read (see :func:`error_to_read`);
+        None when no network was timed beside the reference."""
+        return error_to_read(self.speed_drifts)
 
     @property
     def table2_error(self) -> float:
@@ -188,7 +209,11 @@ class Evaluation:
                 "networks": len(self.networks),
                 "mape": {m: self.mape(m) for m in self.methods},
                 "adjusted_mape": {m: self.adjusted_mape(m) for m in self.methods},
-                "within_10pct": {m: self.within(m) for m in self.methods},
+                **{share_key(t): {m: self.within(m, t) for m in self.methods} for t in SHARE_TOLERANCES},
+                **{share_key(t, adjusted=True): {m: self.adjusted_within(m, t) for m in self.methods}
+                   for t in SHARE_TOLERANCES},
+                "error_to_read": self.error_to_read,
+                "error_to_read_reason": reading_advice(self.speed_drifts),
                 "table2_layer_sum_error": self.table2_error,
                 "layer_error_mean": float(layer_errors.mean()),
                 "layer_error_median": float(np.median(layer_errors)),
@@ -306,6 +331,62 @@ def assess_noise(evaluation: Evaluation) -> NoiseAssessment:
                 f"{method_label(a)} before {method_label(b)} (MAPE {diff:.1%} apart)" for a, b, diff in close)
         warnings.append(verdict + ". Measure again on a quiet machine before drawing conclusions.")
     return NoiseAssessment(noisy, drifted, close, floor, tuple(warnings))
+
+
+SHARE_TOLERANCES = (0.05, 0.10)
+"""The bands whose share of networks is reported beside every MAPE: +/-5% and +/-10%."""
+
+_PRINTED_BOUND = 1e-9
+"""Slack under which an error counts as on a band's bound: 1.05 / 1 - 1 is 0.05000000000000004, printed +5.0%."""
+
+
+def mape(errors: Iterable[float]) -> float:
+    """The mean absolute error of ``errors`` (signed fractions, predicted / measured - 1); NaN for none."""
+    values = [abs(e) for e in errors]
+    return float(np.mean(values)) if values else float("nan")
+
+
+def share_within(errors: Iterable[float], tolerance: float) -> float:
+    """The share of ``errors`` (signed fractions, predicted / measured - 1) within +/- ``tolerance``, bound
+    included; NaN for none. [+3%, -6%, +12%, 0%] has 2 of 4 within +/-5% and 3 of 4 within +/-10%."""
+    values = [abs(e) for e in errors]
+    return sum(e <= tolerance + _PRINTED_BOUND for e in values) / len(values) if values else float("nan")
+
+
+READ_ADJUSTED_DRIFT = 0.05
+"""A machine-speed drift since calibration (measured over speed-adjusted time, less 1) beyond which the
+speed-adjusted error is the one to read. Within it the machine ran as at calibration as far as a quiet machine's
+whole-network rounds (1-3% spread, :data:`NOISY_SPREAD` at most) can tell, and the raw error is the sounder one:
+the adjustment would add the reference's own error where the network is of a kind it does not track."""
+
+
+def error_to_read(drifts: Sequence[float]) -> str | None:
+    """'raw' or 'speed-adjusted': which error a user should read, by the median of the networks' speed drifts
+    (each measured over speed-adjusted time, less 1; see :data:`READ_ADJUSTED_DRIFT`); None without any."""
+    if not drifts:
+        return None
+    return "speed-adjusted" if abs(float(np.median(drifts))) > READ_ADJUSTED_DRIFT else "raw"
+
+
+def reading_advice(drifts: Sequence[float]) -> str | None:
+    """One line saying which error to read (:func:`error_to_read`) and why; None without any drift."""
+    which = error_to_read(drifts)
+    if which is None:
+        return None
+    median = 1 + float(np.median(drifts))
+    ran = (f"The networks ran at a median {median:.2f}x their" if len(drifts) > 1
+           else f"The network ran at {median:.2f}x its")
+    ran += " time at the calibration's speed (timed beside the machine-speed reference)"
+    if which == "raw":
+        return (f"Which error to read: the raw one. {ran}, within +/-{READ_ADJUSTED_DRIFT:.0%}, so the speed held; "
+                "the adjustment would only add the reference's own error (it does not track every kind of network).")
+    return (f"Which error to read: the speed-adjusted one. {ran}, beyond +/-{READ_ADJUSTED_DRIFT:.0%}, which moves "
+            "every raw error by as much (provided the network slowed as the reference did).")
+
+
+def share_key(tolerance: float, adjusted: bool = False) -> str:
+    """The JSON key of the share within +/- ``tolerance``: 'within_5pct', 'adjusted_within_10pct'."""
+    return f"{'adjusted_' if adjusted else ''}within_{round(tolerance * 100)}pct"
 
 
 def relative_error(predicted: float, measured: float) -> float:
