@@ -1,7 +1,7 @@
 """Standard architectures that are not in nnperf's zoo, written here from their papers' definitions (torch, random
 weights, nothing downloaded) and exported to ONNX, so that benchmarks can judge nnperf on networks it never saw.
 
-Run: PYTHONPATH=src .venv/bin/python bench/architectures.py [--out bench/results/onnx] [NAME ...]
+Run: .venv/bin/python bench/architectures.py [--out bench/results/onnx] [NAME ...]
 
 - densenet121: DenseNet-121 (Huang et al. 2017): growth 32, blocks 6-12-24-16, bottleneck 4x, compression 0.5;
   concatenations everywhere.

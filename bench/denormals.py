@@ -2,7 +2,7 @@
 trained glyph networks: how many activations and weights are denormal, and each program's time with the CPU's
 denormal handling relaxed over its time without, in the same interleaved rounds.
 
-Run: PYTHONPATH=src:bench .venv/bin/python bench/denormals.py [--networks glyphs-resnet18 ...] [--budget-s 15]
+Run: .venv/bin/python bench/denormals.py [--networks glyphs-resnet18 ...] [--budget-s 15]
      [--json FILE]
 
 Programs (one thread): ONNX Runtime fp32 and all-int8 (per-channel weights) in NCHWc, with and without the session
@@ -24,8 +24,7 @@ from glyph_programs import ALL_INT8_NCHWC, CALIBRATION, arguments, cell, glyph_s
 
 from nnperf.measure import RoundsConfig, host_info
 from nnperf.measure.backends import LoopTimer
-from nnperf.optimize.synthesize._compare import compare_programs
-from nnperf.optimize.synthesize._onnx import OrtSettings, run_session
+from nnperf.optimize.synthesize import OrtSettings, compare_programs, run_session
 
 SMALLEST_NORMAL = float(np.finfo(np.float32).tiny)
 

@@ -7,7 +7,7 @@
    overhead is the wall time per item of zero-length items through one slot (Ray task, result back, store write);
    the throughput is items per second for items of ``--item-s`` seconds from 1 to N workers.
 3. ``--speeds 1,1,2,4``: a heterogeneous simulated fleet, one Ray node per speed (Ray's ``Cluster``), each node's
-   cost model its speed (:data:`nnperf.fleet._simulate.SPEED_VARIABLE`: an item sleeps its duration over it).
+   cost model its speed (:data:`nnperf.fleet.SPEED_VARIABLE`: an item sleeps its duration over it).
    Nodes take items as they free up, so each should measure a share of the items in proportion to its speed;
    the benchmark reports the shares and the throughput against the ideal (the speeds' sum over the item time).
 4. ``--calibrate``: the wall time of a real calibration (torch, 1 thread) in one process against a local fleet of
@@ -88,7 +88,7 @@ def heterogeneous(speeds: list[float], items: int, item_s: float) -> dict[str, o
     import ray
     from ray.cluster_utils import Cluster
 
-    from nnperf.fleet._simulate import SPEED_VARIABLE
+    from nnperf.fleet import SPEED_VARIABLE
 
     os.environ.update(node_environment())
     resources = node_resources([SystemSettings("fake")])

@@ -9,9 +9,7 @@ from typing import Any
 
 from synthesize_networks import glyph_network
 
-from nnperf.optimize.synthesize._data import ValidationSet, load_validation
-from nnperf.optimize.synthesize._program import ProgramSpec, Sources
-from nnperf.optimize.synthesize._synthesize import make_sources
+from nnperf.optimize.synthesize import ProgramSpec, Sources, ValidationSet, load_validation, make_sources
 
 GLYPH_NETWORKS = ("glyphs-resnet18", "glyphs-mobilenet_v2", "glyphs-googlenet", "glyphs-squeezenet")
 CALIBRATION = 32

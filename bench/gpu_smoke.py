@@ -1,8 +1,8 @@
 """A self-check of the convolution primitives on a CUDA GPU, to run first on a borrowed machine (about 30 s).
 
-Run: PYTHONPATH=src python3 bench/gpu_smoke.py [--device cuda]
+Run: .venv/bin/python bench/gpu_smoke.py [--device cuda]
 
-Then, if it passes: PYTHONPATH=src python3 bench/primitive_dataset.py --grid paper --max-gmacs 2 --device cuda
+Then, if it passes: .venv/bin/python bench/primitive_dataset.py --grid paper --max-gmacs 2 --device cuda
 --db X.db --budget-s 400. What it checks, on ``--device``:
 
 1. every primitive that runs on CUDA (``Primitive.supports``), once on each of four small configurations (a 3x3

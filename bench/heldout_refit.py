@@ -2,7 +2,7 @@
 holds (nothing re-measured), predict the held-out networks, and score each predictor against the whole-network
 rounds stored in earlier `bench/heldout_prediction.py --json` files.
 
-Run: PYTHONPATH=src .venv/bin/python bench/heldout_refit.py --db bench/results/heldout_pools.db --system torch:1
+Run: .venv/bin/python bench/heldout_refit.py --db bench/results/heldout_pools.db --system torch:1
          --rounds bench/results/heldout_before.json bench/results/heldout_after_rerun.json
          [--sample-budget 120] [--layers bench/results/heldout_before.json]
      (a minute or two: the stored calibration and sampling are read back, the models fitted twice)
@@ -27,14 +27,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from heldout_prediction import System, heldout_network
 
 from nnperf.campaign import (

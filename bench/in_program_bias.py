@@ -1,7 +1,7 @@
 """How in-program timing judges a selection against the default, next to plain rounds: the best uniform choice (d)
 over torch's default (c), each way, back to back.
 
-Run: PYTHONPATH=src:bench .venv/bin/python bench/in_program_bias.py mobilenet_v2 [--db networks.db] [--repeats 6]
+Run: .venv/bin/python bench/in_program_bias.py mobilenet_v2 [--db networks.db] [--repeats 6]
      [--rounds 40]
 
 The network's profiled graph is built as bench/select_networks.py builds it (the store's primitive dataset and the
@@ -23,11 +23,16 @@ from pathlib import Path
 
 from select_networks import layer_times, network_of, solved
 
-from nnperf.api._primitives import find_primitive_system
+from nnperf.api import find_primitive_system
 from nnperf.campaign import load_primitive_dataset
 from nnperf.measure import host_info
-from nnperf.optimize.select import compare_selections, default_selection, profiled_costs, uniform_selections
-from nnperf.optimize.select._in_program import time_in_program
+from nnperf.optimize.select import (
+    compare_selections,
+    default_selection,
+    profiled_costs,
+    time_in_program,
+    uniform_selections,
+)
 from nnperf.store import Store
 
 

@@ -1,7 +1,7 @@
 """Why int8 (and fp32 NCHWc) predictions miss on the small glyph networks: the per-layer models, the composition,
 and calibration networks built from the blocks those networks are made of (``nnperf calibrate --blocks``).
 
-Run: PYTHONPATH=src:bench .venv/bin/python bench/int8_composition.py --db STORE [--networks resnet18 ...]
+Run: .venv/bin/python bench/int8_composition.py --db STORE [--networks resnet18 ...]
      [--json FILE]
 
 For ONNX Runtime at one thread, NCHWc (``opt_level=all``), fp32 and all-int8 with weights per tensor, this measures
@@ -45,7 +45,7 @@ from nnperf.campaign import (
 )
 from nnperf.ir import Network
 from nnperf.measure import host_info
-from nnperf.optimize.synthesize._glyph_nets import glyph_network
+from nnperf.optimize.synthesize import glyph_network
 from nnperf.prediction import SystemModel, fit_system_model
 from nnperf.store import Store
 

@@ -2,7 +2,7 @@
 glyph networks: each all-int8 program's time over fp32's in the same interleaved rounds, and top-1 on the held-out
 fonts.
 
-Run: PYTHONPATH=src:bench .venv/bin/python bench/int8_granularity.py [--networks glyphs-resnet18 ...]
+Run: .venv/bin/python bench/int8_granularity.py [--networks glyphs-resnet18 ...]
      [--budget-s 20] [--json FILE]
 
 ONNX Runtime, one thread, NCHWc (ORT_ENABLE_ALL), as synthesis's inexact stage runs it. Both int8 programs use the
@@ -22,8 +22,7 @@ from glyph_programs import ALL_INT8_NCHWC, CALIBRATION, arguments, cell, glyph_s
 
 from nnperf.measure import RoundsConfig, host_info
 from nnperf.measure.backends import LoopTimer
-from nnperf.optimize.synthesize._compare import compare_programs
-from nnperf.optimize.synthesize._onnx import OrtSettings, ort_session, run_session
+from nnperf.optimize.synthesize import OrtSettings, compare_programs, ort_session, run_session
 
 
 def measure(network: str, cache: Path, budget_s: float) -> dict:

@@ -1,6 +1,6 @@
 """Sampled layers in the kernel-aware predictor: every one, or only where they help (``sampled_layers``).
 
-Run: PYTHONPATH=src .venv/bin/python bench/kernel_samples.py --db STORE --system int8 [--blocks]
+Run: .venv/bin/python bench/kernel_samples.py --db STORE --system int8 [--blocks]
      [--networks FAMILY ...] [--glyph-width 16] [--json FILE]
 
 A calibration's sampled layers are measured alone, and join a kernel kind's regressor with that kind's median
@@ -51,7 +51,7 @@ from nnperf.campaign import (
 )
 from nnperf.ir import Network
 from nnperf.measure import RoundsConfig, host_info, measure_interleaved
-from nnperf.optimize.synthesize._glyph_nets import glyph_network
+from nnperf.optimize.synthesize import glyph_network
 from nnperf.prediction import NetworkInput, SystemModel, fit_system_model
 from nnperf.prediction.kernel import SAMPLED_LAYERS
 from nnperf.store import Store

@@ -38,8 +38,7 @@ import numpy as np
 
 from nnperf.campaign import ProfileConfig, ProfileReport, profile_network
 from nnperf.ir import Network
-from nnperf.measure import HarnessConfig
-from nnperf.measure._host import cpu_model, package_versions
+from nnperf.measure import HarnessConfig, host_info
 from nnperf.measure.backends import Backend, BackendOptions, create_backend
 from nnperf.store import Store
 from nnperf.zoo import zoo_network
@@ -56,8 +55,6 @@ STEAL_LIMIT = 0.05
 """Steal time, as a fraction of all vCPUs, above which a pass is disturbed."""
 
 
-BENCH_PACKAGES = ("torch", "onnxruntime", "opencv-python-headless", "opencv-python", "onnx", "numpy")
-"""The packages whose versions the report names."""
 
 
 def log(message: str) -> None:
@@ -332,8 +329,9 @@ def main() -> None:
     if args.quick:
         args.nets, args.threads = ["resnet18"], [1]
     harness = HarnessConfig(target_ci=args.target_ci, budget_s=args.budget_s)
-    machine = {"cpu": cpu_model(), "logical_cores": os.cpu_count(), "python": platform.python_version(),
-               "versions": dict(package_versions(BENCH_PACKAGES)), "date": time.strftime("%Y-%m-%d")}
+    host = host_info()
+    machine = {"cpu": host.cpu_model, "logical_cores": os.cpu_count(), "python": platform.python_version(),
+               "versions": dict(host.versions), "date": time.strftime("%Y-%m-%d")}
     print(f"Command: {' '.join([Path(sys.executable).name, *sys.argv])}")
     print(f"Machine: {machine['cpu']}, {machine['logical_cores']} vCPUs, Python {machine['python']}, "
           + ", ".join(f"{k} {v}" for k, v in machine["versions"].items()))

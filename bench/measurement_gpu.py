@@ -1,7 +1,7 @@
 """The comparison protocols on a CUDA device: sequential against interleaved, with and without a CPU hog on the
 core that launches the kernels (a small network's GPU time is mostly launch overhead, which the host's CPU sets).
 
-Run: PYTHONPATH=src python bench/measurement_gpu.py [--sets 5] [--networks resnet18 mobilenet_v2 squeezenet1_1]
+Run: .venv/bin/python bench/measurement_gpu.py [--sets 5] [--networks resnet18 mobilenet_v2 squeezenet1_1]
 
 The process pins itself to one CPU; in each set, with no injector and then with a CpuHog sharing that CPU, it
 times every network under the sequential protocol (each to the harness's stopping rule, one after the other) and

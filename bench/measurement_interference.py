@@ -1,7 +1,7 @@
 """Measurement under interference: how far a comparison moves between sets of rounds under the sequential,
 interleaved, duet and speed-adjusted protocols, with and without each interference injector, all in one run.
 
-Run: PYTHONPATH=src .venv/bin/python bench/measurement_interference.py [--minutes 30] [--sets 10]
+Run: .venv/bin/python bench/measurement_interference.py [--minutes 30] [--sets 10]
          [--db bench/results/interference.db] [--json bench/results/interference.json] [--quick]
 
 The process pins itself to CPU 0 and measures with the torch backend at 1 thread. It first calibrates that system
@@ -42,7 +42,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).parent))
 from architectures import exported
 
 from nnperf import api

@@ -1,7 +1,7 @@
 """A plain convolution chain with widths no designer would pick (52, 100, 148, 204), for the width advisor.
 
-Run: .venv/bin/python bench/odd_width_network.py bench/results/odd_widths.json
-     .venv/bin/nnperf advise bench/results/odd_widths.json --backend onnxruntime --db bench/results/steps.db --verify
+Run: .venv/bin/python bench/odd_width_network.py bench/results/steps/odd_widths.json
+     .venv/bin/nnperf advise bench/results/steps/odd_widths.json --backend onnxruntime --db bench/results/steps.db --verify
 
 The zoo's networks use widths that are multiples of 16 or 32, which already sit on the fast paths the step
 models find, so the advisor has nothing to suggest there. This network shows what it does with a pruned or
@@ -10,7 +10,7 @@ hand-sized model: 3x3 convolutions with ReLU at 28x28, then global pooling and a
 
 from __future__ import annotations
 
-import sys
+import argparse
 from pathlib import Path
 
 from nnperf.ir import AxisAttrs, ConvAttrs, Layer, LinearAttrs, Network, OpType, TensorSpec, save_network
@@ -34,7 +34,14 @@ def odd_width_network() -> Network:
     return Network("odd_widths", (TensorSpec("x", (1, 3, SIZE, SIZE)),), tuple(layers), ("fc",))
 
 
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("out", type=Path, nargs="?", default=Path("bench/results/steps/odd_widths.json"),
+                        help="the IR file to write (default: %(default)s)")
+    args = parser.parse_args()
+    save_network(odd_width_network(), args.out)
+    print(args.out)
+
+
 if __name__ == "__main__":
-    out = Path(sys.argv[1] if len(sys.argv) > 1 else "bench/results/odd_widths.json")
-    save_network(odd_width_network(), out)
-    print(out)
+    main()

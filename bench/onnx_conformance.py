@@ -1,7 +1,7 @@
 """The ONNX project's conformance node models through nnperf's importer: every model either imports or is refused
 with a named reason; an internal error (any exception that is not an ``NnperfError``) is a defect.
 
-Run: PYTHONPATH=src .venv/bin/python bench/onnx_conformance.py [--out bench/results/onnx_import]
+Run: .venv/bin/python bench/onnx_conformance.py [--out bench/results/onnx_import]
 
 The models are generated in this process by ``onnx.backend.test.case.node.collect_testcases`` (the onnx package
 writes the same files into its source tree; nothing is downloaded). For each: whether ONNX Runtime can build a
@@ -28,9 +28,7 @@ from onnx.backend.test.case import node
 from nnperf.errors import NnperfError
 from nnperf.ir import Network, OpType
 from nnperf.ir.importers import from_onnx
-from nnperf.measure.backends import random_inputs
-from nnperf.measure.backends._onnx_graph import build_onnx
-from nnperf.measure.backends._onnxruntime import ort_numpy_type
+from nnperf.measure.backends import build_onnx, ort_numpy_type, random_inputs
 
 
 def ort_loads(path: Path) -> bool:

@@ -1,7 +1,7 @@
 """Which exporter-written ONNX files nnperf imports, with and without folding shape computations first, against
 ONNX Runtime's offline basic optimisation as the normaliser.
 
-Run: PYTHONPATH=src .venv/bin/python bench/onnx_import_coverage.py [--out bench/results/onnx_import]
+Run: .venv/bin/python bench/onnx_import_coverage.py [--out bench/results/onnx_import]
 
 The files: the held-out architectures of ``bench/architectures.py`` and small blocks written the way networks use
 them (``chunk``, a half-channel split by ``x.shape``, a flatten by ``x.size(0)``, an attention block scaled by
@@ -35,12 +35,9 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 import torch
+from architectures import ARCHITECTURES
 from torch import nn
 
-sys.path.insert(0, str(Path(__file__).parent))
-from architectures import ARCHITECTURES
-
-import nnperf.ir.importers._onnx as onnx_importer
 from nnperf.errors import NnperfError
 from nnperf.ir import OpType
 from nnperf.ir.importers import from_onnx
@@ -148,14 +145,11 @@ def imported(path: Path, fold: bool, strict: bool = True) -> dict[str, object]:
     """Imports ``path`` three times (with or without nnperf's folding; ``strict``: dedicated layer types only, the
     measure of what a normaliser leaves mappable): layers, generic layers and median wall time, or the refusal's
     first line."""
-    saved = onnx_importer.fold_constants
-    if not fold:
-        onnx_importer.fold_constants = lambda model, shapes: 0  # type: ignore[assignment]
     try:
         times = []
         for _ in range(3):
             started = time.perf_counter()
-            net = from_onnx(path, strict=strict)
+            net = from_onnx(path, strict=strict, fold=fold)
             times.append(time.perf_counter() - started)
         return {"ok": True, "layers": len(net.layers), "import_s": statistics.median(times),
                 "generic": sum(layer.op is OpType.GENERIC for layer in net.layers)}
@@ -163,8 +157,6 @@ def imported(path: Path, fold: bool, strict: bool = True) -> dict[str, object]:
         return {"ok": False, "error": str(exc).split(": ", 1)[-1][:160]}
     except Exception as exc:  # noqa: BLE001 - an internal error is a result too
         return {"ok": False, "error": f"internal error {type(exc).__name__}: {exc}"[:160]}
-    finally:
-        onnx_importer.fold_constants = saved
 
 
 def main() -> None:

@@ -3,7 +3,7 @@ ONNX exporters, and the same models quantised by ONNX Runtime's quantiser.
 
 Run (after ``bench/export_model_families.py`` has written the corpus with its own environment):
 
-    PYTHONPATH=src .venv/bin/python bench/onnx_model_coverage.py --corpus /work/onnx-corpus \\
+    .venv/bin/python bench/onnx_model_coverage.py --corpus /work/onnx-corpus \\
         [--out bench/results/onnx_import] [--verify 12] [--verify-max-gmacs 1.0] [--quantize 6]
 
 For every file the corpus manifest lists as exported:

@@ -1,7 +1,7 @@
 """nnperf as the latency oracle of an architecture search: how fast it predicts, and whether it ranks networks
 of a search space as the machine does.
 
-Run: PYTHONPATH=src .venv/bin/python bench/oracle.py --db CALIBRATED.db [--networks 1000] [--measured 50]
+Run: .venv/bin/python bench/oracle.py --db CALIBRATED.db [--networks 1000] [--measured 50]
      [--rounds 12] [--seed 0] [--backend torch] [--json bench/results/oracle.json]
 
 1. Draws ``--networks`` networks from the MobileNetV3-like space (``nnperf.zoo.search_space``), each built as

@@ -32,8 +32,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).parent))
 from measure_backends import PassLoad, log
 
 from nnperf import zoo

@@ -1,6 +1,6 @@
 """Profile the primitive-time dataset (Mulder et al. 3.2) and print its Table 1/2 counts and profiling time.
 
-Run: PYTHONPATH=src .venv/bin/python bench/primitive_dataset.py [--db bench/results/primitives.db] [--random 200]
+Run: .venv/bin/python bench/primitive_dataset.py [--db bench/results/primitives.db] [--random 200]
      [--grid paper] [--max-gmacs G] [--shard I/N] [--budget-s 3000] [--threads 1] [--repeat 40] [--max-configs N]
      [--device cpu|cuda|cuda:N] [--output-activations] [--retime-slow FACTOR]
 

@@ -2,7 +2,7 @@
 every workload's ratio to the reference, and, given a second store that profiled some of the same
 configurations, how far apart the two stores' times and ratios are.
 
-Run: PYTHONPATH=src .venv/bin/python bench/primitive_dataset_stats.py STORE [--against OTHER_STORE]
+Run: .venv/bin/python bench/primitive_dataset_stats.py STORE [--against OTHER_STORE]
 
 The spread of one configuration is the median over its workloads of the interquartile range of the workload's
 per-round ratio to the reference (``DATASET_REFERENCE``) over that ratio's median; 1.25 * IQR / 1.35 / sqrt(rounds)

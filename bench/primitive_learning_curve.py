@@ -1,7 +1,7 @@
 """How a primitive cost model's error falls with the configurations it is fitted on (Mulder et al. Fig. 9, top:
 models trained on fractions of the training set), and how many a goal would need if the fall went on.
 
-Run: PYTHONPATH=src .venv/bin/python bench/primitive_learning_curve.py --db STORE [--system ID]
+Run: .venv/bin/python bench/primitive_learning_curve.py --db STORE [--system ID]
      [--variants ens/relative nn2/absolute] [--fractions 0.125 0.25 0.5 1] [--seeds 0 1 2] [--goal 0.03]
      [--network paper|small] [--threads 1] [--json PATH] [--plot PATH]
 

@@ -1,6 +1,6 @@
 """Fit the primitive cost models on a profiled dataset and score their times and ratios (Mulder et al. Fig. 4-6).
 
-Run: PYTHONPATH=src .venv/bin/python bench/primitive_models.py --db STORE [--system ID] [--seeds 0]
+Run: .venv/bin/python bench/primitive_models.py --db STORE [--system ID] [--seeds 0]
      [--variants nn2/absolute lin/relative nn2/relative gb/relative ens/relative auto/auto] [--network paper|small]
      [--repeat-db STORE] [--threads 1] [--no-table4] [--json PATH]
 

@@ -1,6 +1,6 @@
 """The primitive dataset's repeat-to-repeat noise under the sequential and the interleaved protocol.
 
-Run: flock /tmp/nnperf-bench.lock env PYTHONPATH=src .venv/bin/python bench/primitive_noise.py [--configs 20]
+Run: flock /tmp/nnperf-bench.lock env .venv/bin/python bench/primitive_noise.py [--configs 20]
      [--conditions none periodic hog] [--protocols sequential interleaved ...] [--json PATH]
 
 A seeded sample of --configs configurations of the dataset grid (``nnperf.api.dataset_configs(random=200)``, the

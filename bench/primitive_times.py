@@ -1,6 +1,6 @@
 """Time every available convolution primitive on one layer, with the measurement harness.
 
-Run: PYTHONPATH=src .venv/bin/python bench/primitive_times.py [--threads 1] [--c 64] [--f 64] [--im 56] [--k 3]
+Run: .venv/bin/python bench/primitive_times.py [--threads 1] [--c 64] [--f 64] [--im 56] [--k 3]
      [--transforms]
 
 The layer defaults to Mulder et al.'s typical ResNet stage: 64 -> 64 channels, 3x3, stride 1, padding 1, on

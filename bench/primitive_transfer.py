@@ -1,6 +1,6 @@
 """Transfer a primitive cost model to another platform from a few samples (Mulder et al. 4.4, 5.3, Fig. 8-10).
 
-Run: PYTHONPATH=src .venv/bin/python bench/primitive_transfer.py --db SOURCE_STORE --target-db TARGET_STORE
+Run: .venv/bin/python bench/primitive_transfer.py --db SOURCE_STORE --target-db TARGET_STORE
      [--source ID] [--target ID] [--source-model nn2/relative] [--network paper|small] [--repeats 25]
      [--fractions 0.001 0.01 0.025 0.05 0.1 0.25 0.5 1.0] [--methods direct factor residual frozen scratch]
      [--test-fraction 0.3] [--seed 0] [--select NETWORK ...] [--graphs-db PATH] [--target-threads 1] [--table5]
@@ -8,7 +8,7 @@ Run: PYTHONPATH=src .venv/bin/python bench/primitive_transfer.py --db SOURCE_STO
 
 The target platform is a second profiled dataset, e.g. this CPU capped to AVX2 or SSE4.1:
 
-    ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2 PYTHONPATH=src .venv/bin/python -m nnperf primitives profile \\
+    ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2 .venv/bin/python -m nnperf primitives profile \\
         --grid paper --budget 30m --db bench/results/primitives-avx2.db
 
 Source: the primitive system of --db with the most configurations (or --source); a --source-model
@@ -65,8 +65,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from primitive_models import NETWORKS, family, load, pct, reference_of, transform_reference_of, variant_model
 
 from nnperf.api import load_model

@@ -3,7 +3,7 @@ they write in headless Chromium at 1400 px and 420 px, screenshots every page, a
 wider than the page, a page that scrolls sideways, or text under 9 px, as measured in the page
 (``nnperf.report.page_check``).
 
-Run: PYTHONPATH=src .venv/bin/python bench/report_render.py --db CALIBRATED.db [--out bench/results/report-render]
+Run: .venv/bin/python bench/report_render.py --db CALIBRATED.db [--out bench/results/report-render]
 
 - ``nnperf evaluate resnet18 mobilenet_v2 --out OUT/eval`` (the store must hold a torch calibration: ``nnperf
   calibrate --backend torch --db DB``; the networks' measurements are reused when stored): report.html.

@@ -47,7 +47,7 @@ def commands(system: str) -> Iterator[tuple[str, list[str]]]:
 
 def run_cli(argv: list[str]) -> tuple[int, str]:
     """The command run in this process: its exit code and everything it printed."""
-    from nnperf.cli._main import main
+    from nnperf.cli import main
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):

@@ -1,7 +1,7 @@
 """Each layer's time inside the running program against its cost on the profiled cost graph, for the profiled
 optimum (b) and torch's default (c): where the graph's isolated costs misjudge a whole network.
 
-Run: PYTHONPATH=src .venv/bin/python bench/select_in_program.py mnasnet1_0 [--db networks.db] [--rounds 40]
+Run: .venv/bin/python bench/select_in_program.py mnasnet1_0 [--db networks.db] [--rounds 40]
      [--top 15]
 
 The network's profiled graph is built as bench/select_networks.py builds it (the store's primitive dataset and the
@@ -24,41 +24,36 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _shared import markdown_table
 from select_networks import layer_times, network_of, node_costs, solved
 
-from nnperf.api._primitives import find_primitive_system
+from nnperf.api import find_primitive_system
 from nnperf.campaign import load_primitive_dataset
-from nnperf.optimize.select import _execute as executor
 from nnperf.optimize.select import build_selected, default_selection, profiled_costs
 from nnperf.store import Store
 
 
 def step_times(modules: dict[str, Any], example: Any, rounds: int) -> tuple[dict[str, float], dict[str, dict]]:
     """Each program's median whole time and each of its steps' median time (s), the programs interleaved in a
-    fresh random order every round."""
-    current: dict[str, float] = {}
-    run = executor._Activations.run
-
-    def timed(self: Any, step: Any) -> None:
-        start = time.perf_counter()
-        run(self, step)
-        current[step.layer.name] = current.get(step.layer.name, 0.0) + time.perf_counter() - start
-
-    executor._Activations.run = timed  # type: ignore[method-assign]
+    fresh random order every round (each step timed by the module itself: its ``timed_steps``)."""
+    whole: dict[str, list[float]] = defaultdict(list)
+    steps: dict[str, dict[str, list[float]]] = {k: defaultdict(list) for k in modules}
+    rng = np.random.default_rng(0)
     try:
-        whole: dict[str, list[float]] = defaultdict(list)
-        steps: dict[str, dict[str, list[float]]] = {k: defaultdict(list) for k in modules}
-        rng = np.random.default_rng(0)
         for _ in range(rounds):
             for key in rng.permutation(list(modules)):
-                current.clear()
+                modules[key].timed_steps = current = []
                 start = time.perf_counter()
                 modules[key](example)
                 whole[key].append(time.perf_counter() - start)
-                for name, seconds in current.items():
+                per_layer: dict[str, float] = defaultdict(float)
+                for name, seconds in current:
+                    per_layer[name] += seconds
+                for name, seconds in per_layer.items():
                     steps[key][name].append(seconds)
     finally:
-        executor._Activations.run = run  # type: ignore[method-assign]
+        for module in modules.values():
+            module.timed_steps = None
     return ({k: statistics.median(v) for k, v in whole.items()},
             {k: {n: statistics.median(v) for n, v in by.items()} for k, by in steps.items()})
 
@@ -87,11 +82,11 @@ def main() -> None:
           f"(b) {sum(graph['b'].values()) * 1e3:.2f}, (c) {sum(graph['c'].values()) * 1e3:.2f}\n")
     rows = sorted(((steps["b"][n] - steps["c"].get(n, 0.0)) - (graph["b"].get(n, 0.0) - graph["c"].get(n, 0.0)), n)
                   for n in steps["b"])[::-1]
-    print("| layer | (b) chose | in program (b), (c) ms | graph (b), (c) ms | excess of (b) - (c) in the program, ms |")
-    print("|---|---|---|---|---|")
-    for excess, n in rows[:args.top]:
-        print(f"| {n} | {chosen['b'].get(n)} | {steps['b'][n] * 1e3:.3f}, {steps['c'].get(n, 0.0) * 1e3:.3f} "
-              f"| {graph['b'].get(n, 0.0) * 1e3:.3f}, {graph['c'].get(n, 0.0) * 1e3:.3f} | {excess * 1e3:+.3f} |")
+    print(markdown_table(
+        ["layer", "(b) chose", "in program (b), (c) ms", "graph (b), (c) ms", "excess of (b) - (c) in the program, ms"],
+        [[n, chosen["b"].get(n), f"{steps['b'][n] * 1e3:.3f}, {steps['c'].get(n, 0.0) * 1e3:.3f}",
+          f"{graph['b'].get(n, 0.0) * 1e3:.3f}, {graph['c'].get(n, 0.0) * 1e3:.3f}", f"{excess * 1e3:+.3f}"]
+         for excess, n in rows[:args.top]]))
     by_kind: dict[str, float] = defaultdict(float)
     for excess, n in rows:
         label = chosen["b"].get(n) or "?"

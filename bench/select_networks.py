@@ -1,7 +1,7 @@
 """Primitive selection on whole networks from predicted against profiled costs (Mulder et al. 4.3, 5.2, Fig. 7,
 Table 4).
 
-Run: PYTHONPATH=src .venv/bin/python bench/select_networks.py [--networks alexnet vgg11 googlenet resnet18
+Run: .venv/bin/python bench/select_networks.py [--networks alexnet vgg11 googlenet resnet18
      resnet34 mobilenet_v2 densenet121 ...] [--protocol interleaved] [--rounds-budget 20] [--max-rounds 60]
      [--budget 1.0] [--ilp] [--margin 0.12] [--refine 6] [--no-layer-costs] [--threads 1] [--system ID]
      [--db bench/results/primitives.db] [--model-db DB] [--json bench/results/select_networks.json]
@@ -59,8 +59,7 @@ from typing import Any
 
 from architectures import ARCHITECTURES, exported
 
-from nnperf.api import load_model, stored_primitive_model
-from nnperf.api._primitives import find_primitive_system
+from nnperf.api import find_primitive_system, load_model, stored_primitive_model
 from nnperf.campaign import LAYER_CAMPAIGN, load_primitive_dataset, profile_layer_layouts, profiling_durations
 from nnperf.ir import Network
 from nnperf.measure import HarnessConfig, PairedRatio, RoundsConfig, host_info

@@ -1,6 +1,6 @@
 """PBQP against ILP on random cost graphs shaped like ResNet-152, DenseNet-121 and GoogLeNet (Mulder et al. 4.3).
 
-Run: PYTHONPATH=src .venv/bin/python bench/select_solvers.py [--networks resnet152 densenet121 googlenet]
+Run: .venv/bin/python bench/select_solvers.py [--networks resnet152 densenet121 googlenet]
      [--seeds 0 1 2] [--time-limit 60] [--json bench/results/select_solvers.json]
 
 Each graph has one node per convolution and 10-20 options per node. Every

@@ -28,8 +28,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).parent))
 from measure_backends import log
 
 from nnperf.campaign import find_surround, run_sweep

@@ -1,6 +1,6 @@
 """How well the border model predicts mixed int8 programs it was not fitted to (the synthesis's int8 search).
 
-Run: PYTHONPATH=src .venv/bin/python bench/synthesize_border_model.py glyphs-mobilenet_v2 [--held-out 14]
+Run: .venv/bin/python bench/synthesize_border_model.py glyphs-mobilenet_v2 [--held-out 14]
      [--seed 1] [--budget-s 60] [--json FILE]
 
 For a glyph network (bench/train_glyphs.py's cache) on ONNX Runtime, one thread, NCHWc: the fp32 program, the
@@ -24,13 +24,21 @@ import numpy as np
 from synthesize_networks import glyph_network
 
 from nnperf.measure import RoundsConfig, host_info
-from nnperf.optimize.synthesize._boundaries import border_count, fit_mixed_cost, int8_edges
-from nnperf.optimize.synthesize._compare import compare_programs
-from nnperf.optimize.synthesize._data import ValidationSet, load_validation
-from nnperf.optimize.synthesize._inexact import PROBE_SHARES, shared_by_macs, slow_pool_counter
-from nnperf.optimize.synthesize._onnx import node_macs
-from nnperf.optimize.synthesize._program import ProgramSpec, program_timer
-from nnperf.optimize.synthesize._synthesize import make_sources
+from nnperf.optimize.synthesize import (
+    PROBE_SHARES,
+    ProgramSpec,
+    ValidationSet,
+    border_count,
+    compare_programs,
+    fit_mixed_cost,
+    int8_edges,
+    load_validation,
+    make_sources,
+    node_macs,
+    program_timer,
+    shared_by_macs,
+    slow_pool_counter,
+)
 
 HELD_OUT_SHARES = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
 

@@ -1,6 +1,6 @@
 """Cappuccino's Table I on this machine: the digits CNN and zoo networks synthesised within an accuracy budget.
 
-Run: PYTHONPATH=src .venv/bin/python bench/synthesize_networks.py [--networks digits resnet18 mobilenet_v2
+Run: .venv/bin/python bench/synthesize_networks.py [--networks digits resnet18 mobilenet_v2
      squeezenet1_1] [--budget 0.01] [--samples 200] [--photos 232] [--threads 2] [--calibrate]
      [--db bench/results/synthesize.db] [--protocol interleaved] [--glyph-width 16]
      [--json bench/results/synthesize_networks.json]
@@ -49,7 +49,7 @@ def glyph_network(family: str, cache: Path, width: int) -> Any:
     eval mode."""
     import torch
 
-    from nnperf.optimize.synthesize._glyph_nets import glyph_network as build
+    from nnperf.optimize.synthesize import glyph_network as build
 
     path = cache / f"{family}-w{width}.pt"
     if not path.is_file():

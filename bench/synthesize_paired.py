@@ -1,6 +1,6 @@
 """Synthesis's speed-up under the sequential and the interleaved protocol, with and without interference.
 
-Run: flock /tmp/nnperf-bench.lock env PYTHONPATH=src .venv/bin/python bench/synthesize_paired.py
+Run: flock /tmp/nnperf-bench.lock env .venv/bin/python bench/synthesize_paired.py
      [--program bench/results/synth/resnet18] [--repeats 5] [--period 2.0]
      [--json bench/results/synthesize_paired.json]
 
@@ -54,8 +54,7 @@ def timers(program: Path) -> dict[str, Any]:
 
     from nnperf.api import load_model
     from nnperf.measure.backends import LoopTimer, build_torch
-    from nnperf.optimize.synthesize import load_program, photo_set
-    from nnperf.optimize.synthesize._torch import torch_runner
+    from nnperf.optimize.synthesize import load_program, photo_set, torch_runner
 
     network = load_model("resnet18")
     sample = photo_set(tuple(network.inputs[0].shape[1:]), count=1, seed=0).inputs[:1]

@@ -1,8 +1,8 @@
-"""Trains the glyph classifiers (nnperf.optimize.synthesize._glyph_nets: ResNet-18-, MobileNet v2-, SqueezeNet-
+"""Trains the glyph classifiers (nnperf.optimize.synthesize.glyph_network: ResNet-18-, MobileNet v2-, SqueezeNet-
 and GoogLeNet-like) on characters rendered from three quarters of the system's fonts, and reports their top-1 on
 2,400 glyphs from the held-out quarter (fonts never trained on). The weights are cached outside the repository.
 
-Run: PYTHONPATH=src .venv/bin/python bench/train_glyphs.py [--train 12000] [--epochs 5] [--width 16]
+Run: .venv/bin/python bench/train_glyphs.py [--train 12000] [--epochs 5] [--width 16]
      [--families resnet18 mobilenet_v2 squeezenet googlenet] [--cache ~/.cache/nnperf/glyphs] [--seed 0]
 
 One thread. Stdout gets a Markdown table: family, parameters, training samples and epochs, top-1 on the training
@@ -17,9 +17,8 @@ from pathlib import Path
 
 import torch
 
-from nnperf.optimize.synthesize._data import glyph_set
-from nnperf.optimize.synthesize._glyph_nets import FAMILIES, train_glyph_network
-from nnperf.optimize.synthesize._glyphs import font_files, split_fonts
+from nnperf.optimize.synthesize import GLYPH_FAMILIES as FAMILIES
+from nnperf.optimize.synthesize import font_files, glyph_set, split_fonts, train_glyph_network
 
 
 def main() -> None:

@@ -20,7 +20,7 @@ from nnperf import zoo
 from nnperf.ir.export import export_onnx
 from nnperf.ir.importers import from_onnx, from_torch
 from nnperf.ir.metrics import network_metrics
-from nnperf.measure._host import cpu_model
+from nnperf.measure import host_info
 from nnperf.zoo import zoo_network
 
 # (GMACs, M params) as published (see README and tests/ir/test_zoo_metrics.py).
@@ -46,7 +46,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    print(f"Machine: {cpu_model()}, {os.cpu_count()} CPUs, {torch.get_num_threads()} torch thread, "
+    print(f"Machine: {host_info().cpu_model}, {os.cpu_count()} CPUs, {torch.get_num_threads()} torch thread, "
           f"torch {torch.__version__}, Python {platform.python_version()}\n")
     print("| network | layers | MACs | published | diff | params | published | diff | import (meta) s "
           "| import (weights) s | export s | ONNX import s |")

@@ -1,5 +1,5 @@
-"""What the parser fuzz tests and ``bench/fuzz_parsers.py`` share: inputs as hypothesis strategies, and the
-call that feeds each input to its parser the way the CLI does.
+"""What the parser fuzz tests share: inputs as hypothesis strategies, and the call that feeds each input to its
+parser the way the CLI does (``bench/fuzz_parsers.py`` runs the same tests on many more inputs).
 
 Every parser of user input must either return or raise an ``NnperfError`` (the CLI prints it as one line,
 exit 1); anything else is an internal error (exit 3). ``PARSERS`` names each parser with the strategy of its
@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,11 +33,13 @@ MAX_DIM = 10**6
 """The largest tensor dimension generated (see the module docstring)."""
 
 settings.register_profile(
-    "nnperf-fuzz", max_examples=400, deadline=None, database=None, derandomize=True,
+    "nnperf-fuzz", max_examples=int(os.environ.get("NNPERF_FUZZ_EXAMPLES", "400")), deadline=None, database=None,
+    derandomize=True,
     suppress_health_check=list(HealthCheck), phases=(Phase.explicit, Phase.generate, Phase.shrink))
 FUZZ = settings.get_profile("nnperf-fuzz")
-"""The bounded profile of the fuzz tests: 400 examples per test, no deadline, no .hypothesis database,
-the same examples on every run (reproducible CI)."""
+"""The bounded profile of the fuzz tests: 400 examples per test (``$NNPERF_FUZZ_EXAMPLES`` when set: the long run
+of ``bench/fuzz_parsers.py``), no deadline, no .hypothesis database, the same examples on every run (reproducible
+CI)."""
 
 REFUSALS: tuple[type[BaseException], ...] = (NnperfError,)
 ARG_REFUSALS: tuple[type[BaseException], ...] = (NnperfError, argparse.ArgumentTypeError)

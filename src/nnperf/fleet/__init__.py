@@ -14,7 +14,8 @@ one writer of the store; an item whose worker died is measured again elsewhere a
 - :func:`measure_on_node`: what a node runs, refusing an item of another system (``_worker.py``);
 - :func:`core_sets`, :func:`pinned_to_a_free_core_set`: a node's slots on disjoint cores (``_cores.py``);
 - :func:`node_placements`: which node measured how many items, from the store (``_ledger.py``);
-- :class:`SimulatedItem`: an item that only sleeps, for the scaling benchmark (``_simulate.py``).
+- :class:`SimulatedItem`: an item that only sleeps, for the scaling benchmark, :data:`SPEED_VARIABLE` a simulated
+  node's speed (``_simulate.py``).
 """
 
 from nnperf.fleet._cores import core_sets, pinned_to_a_free_core_set
@@ -29,13 +30,14 @@ from nnperf.fleet._settings import (
     node_resources,
     system_resource,
 )
-from nnperf.fleet._simulate import SimulatedItem
+from nnperf.fleet._simulate import SPEED_VARIABLE, SimulatedItem
 from nnperf.fleet._worker import measure_on_node, node_system
 
 __all__ = [
     "CORES_MARKER",
     "PLACEMENT_KIND",
     "RESOURCE_PREFIX",
+    "SPEED_VARIABLE",
     "CoreSetError",
     "Fleet",
     "FleetError",

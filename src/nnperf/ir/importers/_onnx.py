@@ -43,6 +43,7 @@ def from_onnx(
     name: str | None = None,
     keep_noops: bool = False,
     strict: bool = False,
+    fold: bool = True,
 ) -> Network:
     """The IR of the ONNX model at ``path``.
 
@@ -50,13 +51,16 @@ def from_onnx(
     dimensions need ``input_shapes`` (input name -> full shape). Identity and
     dropout nodes are dropped unless ``keep_noops`` is set. A node no rule maps becomes a generic layer (the
     node kept as it is, see ``_onnx_generic``) unless ``strict`` is set, which refuses the file naming them.
+    ``fold=False`` leaves shape computations and constant subgraphs unfolded (what folding adds is measured by
+    ``bench/onnx_import_coverage.py``).
     """
     path = Path(path)
     model = read_model(path)
     fix_input_shapes(model, dict(input_shapes or {}), path)
     drop_large_weights(model)
-    inferred = _folded(_inferred(model, path), path)
-    if _add_shapes_from_a_run(inferred, path):  # sizes of other domains' operators: what they feed can fold now
+    inferred = _inferred(model, path)
+    inferred = _folded(inferred, path) if fold else inferred
+    if _add_shapes_from_a_run(inferred, path) and fold:  # other domains' operators' sizes: what they feed folds now
         inferred = _folded(inferred, path)
     network = Converter(inferred, name or path.stem, str(path), ONNX_IMPORTERS, strict).convert()
     if keep_noops:

@@ -24,6 +24,7 @@ from nnperf.measure.backends._timers import LoopTimer, SyncedLoopTimer
 from nnperf.registry import Availability, Registry
 
 if TYPE_CHECKING:
+    import onnx
     from torch import nn
 
     from nnperf.ir import Layer, Network
@@ -109,8 +110,23 @@ def layer_module(layer: Layer, seed: int = 0) -> nn.Module:
     return build(layer, seed)
 
 
+def build_onnx(network: Network, seed: int = 0, opset: int = 17) -> onnx.ModelProto:
+    """``network`` as an ONNX model with the ONNX Runtime backend's weights (``seed``) at ``opset``; imports
+    onnx."""
+    from nnperf.measure.backends._onnx_graph import build_onnx as build
+
+    return build(network, seed, opset)
+
+
+def ort_numpy_type(ort_type: str) -> str:
+    """ONNX Runtime's name of an input type ('tensor(float)', 'tensor(int64)', ...) as a numpy type name."""
+    from nnperf.measure.backends._onnxruntime import ort_numpy_type as numpy_type
+
+    return numpy_type(ort_type)
+
+
 __all__ = [
     "BACKENDS", "DEFAULT_OPTIONS", "REAL_BACKENDS", "Backend", "BackendOptionError", "BackendOptions", "LoopTimer",
-    "ProfileResult", "SyncedLoopTimer", "backend_report", "build_torch", "create_backend", "layer_module",
-    "random_inputs",
+    "ProfileResult", "SyncedLoopTimer", "backend_report", "build_onnx", "build_torch", "create_backend",
+    "layer_module", "ort_numpy_type", "random_inputs",
 ]

@@ -214,7 +214,8 @@ def _module_class() -> type:
         ``labels``: node name -> option label; ``layers``: ``build_torch``'s modules (the weights).
         ``forward(*inputs)`` takes chw tensors in the order of ``network.inputs`` and returns chw outputs: a
         tensor for one output, else a tuple. ``timed_moves``, when set to a list, gets every layout move of a
-        forward pass (activation, transformation name, seconds).
+        forward pass (activation, transformation name, seconds); ``timed_steps`` every step (layer name, seconds:
+        the moves of its inputs, the layer, and the move of its output).
         """
 
         def __init__(self, network: Network, labels: Mapping[str, str], seed: int, threads: int) -> None:
@@ -226,6 +227,7 @@ def _module_class() -> type:
             self._shapes = activation_shapes(network)
             self._steps = _selected_steps(network, reference.layer_modules(), labels, threads)
             self.timed_moves: list[tuple[str, str, float]] | None = None
+            self.timed_steps: list[tuple[str, float]] | None = None
 
         def forward(self, *inputs: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, ...]:
             specs = self.network.inputs
@@ -235,7 +237,12 @@ def _module_class() -> type:
                 activations = _Activations({spec.name: x for spec, x in zip(specs, inputs, strict=True)},
                                            self._shapes, self.timed_moves)
                 for step in self._steps:
+                    if self.timed_steps is None:
+                        activations.run(step)
+                        continue
+                    start = time.perf_counter()
                     activations.run(step)
+                    self.timed_steps.append((step.layer.name, time.perf_counter() - start))
                 outputs = tuple(activations.read(name, CHW) for name in self.network.outputs)
             return outputs[0] if len(outputs) == 1 else outputs
 
