@@ -31,6 +31,9 @@ run of its own as it is taken). Per network:
   pooled) and the difference between the sets' adjusted times over their mean;
 - goal: |adjusted error| at most 10%, or at most the noise floor where that is higher.
 
+Per predictor, MAPE and the shares of networks within +/-5% and +/-10%, each raw and speed-adjusted side by side,
+and one line saying which of the two to read (``nnperf.prediction.evaluation.reading_advice``).
+
 **Tracing** (``--trace``, or ``--trace-from JSON`` after a finished run): the networks that miss the goal (at most
 ``--trace-max``, the largest misses first) are then measured layer by layer, each layer alone
 (``nnperf.api.evaluate``, a per-layer budget of ``--trace-budget`` seconds, stored), and each error split by
@@ -61,6 +64,7 @@ from nnperf.errors import NnperfError
 from nnperf.ir import Network
 from nnperf.ir.metrics import network_metrics
 from nnperf.measure import ComparisonProtocol, RoundsConfig, host_info
+from nnperf.prediction.evaluation import SHARE_TOLERANCES, error_to_read, mape, reading_advice, share_key, share_within
 from nnperf.store import Store
 
 FAMILY = "torchvision-classification"
@@ -267,18 +271,35 @@ def markdown(meta: dict[str, Any], judged: list[Judged]) -> str:
                      f"{pct(j.adjusted_error(primary))}{mark} |")
     for name, why in meta["failed"].items():
         lines.append(f"| {name} | failed: {why[:160]} |||||||")
-    lines += ["", ("| predictor | networks | MAPE raw | MAPE adjusted | within +/-10% (adjusted) | "
-                  "within max(10%, floor) |"), "|---|---:|---:|---:|---:|---:|"]
+    lines += ["", ("| predictor | networks | MAPE raw | within +/-5% / +/-10% raw | MAPE adjusted | "
+                  "within +/-5% / +/-10% adjusted | within max(10%, floor) |"), "|---|---:|---:|---:|---:|---:|---:|"]
+    figures, n = summary(judged), len(judged)
     for p in predictors:
-        raw = [abs(j.raw_error(p)) for j in judged]
-        adj = [abs(j.adjusted_error(p)) for j in judged]
-        lines.append(f"| {p} | {len(judged)} | {statistics.fmean(raw):.1%} | {statistics.fmean(adj):.1%} | "
-                     f"{sum(e <= WITHIN for e in adj)}/{len(judged)} | {sum(j.meets_goal(p) for j in judged)}/"
-                     f"{len(judged)} |")
+        s = figures[p]
+        lines.append(f"| {p} | {n} | {s['mape']:.1%} | {round(s['within_5pct'] * n)}/{n} / "
+                     f"{round(s['within_10pct'] * n)}/{n} | {s['adjusted_mape']:.1%} | "
+                     f"{round(s['adjusted_within_5pct'] * n)}/{n} / {round(s['adjusted_within_10pct'] * n)}/{n} | "
+                     f"{s['within_goal']}/{n} |")
+    if figures["error_to_read_reason"]:
+        lines.append(f"\n{figures['error_to_read_reason']}")
     floors = [j.noise_floor for j in judged]
     if floors:
         lines.append(f"\nNoise floor over networks: median {statistics.median(floors):.1%}, max {max(floors):.1%}.")
     return "\n".join(lines) + "\n"
+
+
+def summary(judged: list[Judged]) -> dict[str, Any]:
+    """Per predictor: MAPE and the shares within +/-5% and +/-10%, raw and speed-adjusted, and how many networks
+    meet the goal; and which of the two errors to read (by the networks' raw over adjusted times)."""
+    drifts = [j.raw_median_s / j.adjusted_median_s - 1 for j in judged]
+    out: dict[str, Any] = {"error_to_read": error_to_read(drifts), "error_to_read_reason": reading_advice(drifts)}
+    for p in (judged[0].predicted_s if judged else ()):
+        raw, adjusted = [j.raw_error(p) for j in judged], [j.adjusted_error(p) for j in judged]
+        out[p] = {"mape": mape(raw), "adjusted_mape": mape(adjusted),
+                  **{share_key(t): share_within(raw, t) for t in SHARE_TOLERANCES},
+                  **{share_key(t, adjusted=True): share_within(adjusted, t) for t in SHARE_TOLERANCES},
+                  "within_goal": sum(j.meets_goal(p) for j in judged)}
+    return out
 
 
 def rejudge(args: argparse.Namespace) -> None:
@@ -299,7 +320,7 @@ def rejudge(args: argparse.Namespace) -> None:
                   for n, p in zip(system["networks"], predictions, strict=True)]
         system.update({"reference_s": model.reference_s[1], "rejudged": True,
                        "calibration_wall_s": model.calibration.get("wall_s"),
-                       "networks": [j.as_dict() for j in judged]})
+                       "networks": [j.as_dict() for j in judged], "summary": summary(judged)})
         print(markdown(system, judged), flush=True)
     if args.json:
         args.json.write_text(json.dumps(done, indent=1, default=str))
@@ -360,7 +381,8 @@ def main() -> None:
         traces = traced(text, args.db, files, misses, args.trace_budget) if args.trace and misses else {}
         if traces:
             print(trace_markdown(traces), flush=True)
-        out["systems"].append({**meta, "networks": [j.as_dict() for j in judged], "traces": traces})
+        out["systems"].append({**meta, "networks": [j.as_dict() for j in judged], "summary": summary(judged),
+                               "traces": traces})
         if args.json:
             args.json.write_text(json.dumps(out, indent=1, default=str))
 

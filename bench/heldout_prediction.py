@@ -22,7 +22,8 @@ For each system (backend, threads), default torch and onnxruntime at 1 and 2 thr
    it from the truth. The drift sentinel is also read before each round and after the last, and a second
    table scales every round median to the speed of the calibration (the sentinel's time around the
    calibration networks over its time then, interpolated): a diagnostic, since on a shared 2-vCPU VM the
-   sentinel's jumps do not follow the networks';
+   sentinel's jumps do not follow the networks'. Each table gives per predictor the MAPE and the shares of
+   networks within +/-5% and +/-10%; a line under the second says which of the two to read;
 4. with --layers, every layer of every network measured alone (`profile_network`, isolated, the calibration
    harness; stored and reused) against the per-layer predictions: MdRAE (median |pred - meas| / meas) per
    kernel kind (`nnperf.prediction.kernel.kernel_kind`: conv standard/pointwise/depthwise/grouped, other
@@ -63,6 +64,7 @@ from nnperf.ir import Network
 from nnperf.measure import HarnessConfig, host_info, measure
 from nnperf.measure.backends import Backend
 from nnperf.prediction import NetworkPrediction
+from nnperf.prediction.evaluation import SHARE_TOLERANCES, error_to_read, mape, reading_advice, share_key, share_within
 from nnperf.prediction.kernel import kernel_kind
 from nnperf.store import Store
 from nnperf.zoo import zoo_network
@@ -270,9 +272,18 @@ class SystemResult:
 
     def summary(self, predictor: str) -> dict[str, float | int]:
         judged = [n for n in self.networks if predictor in n.predicted_s]
-        errors = [abs(n.error(predictor)) for n in judged]
-        return {"networks": len(judged), "mape": statistics.fmean(errors) if errors else float("nan"),
-                "within_10": sum(e <= WITHIN for e in errors), "inside_spread": sum(n.inside(predictor) for n in judged)}
+        errors = [n.error(predictor) for n in judged]
+        return {"networks": len(judged), "mape": mape(errors),
+                "within_10": sum(abs(e) <= WITHIN for e in errors),
+                **{share_key(t): share_within(errors, t) for t in SHARE_TOLERANCES},
+                "inside_spread": sum(n.inside(predictor) for n in judged)}
+
+    def speed_drifts(self) -> list[float]:
+        """Each network's measured time over its time scaled to the calibration's speed, less 1 (none without
+        sentinel readings)."""
+        scaled = self.at_reference_speed()
+        return [] if scaled is None else [n.median_s / s.median_s - 1
+                                          for n, s in zip(self.networks, scaled.networks, strict=True)]
 
     def kind_mdrae(self, rows: list[dict[str, Any]] | None = None) -> dict[str, dict[str, float | int]]:
         by_kind: dict[str, list[dict[str, Any]]] = {}
@@ -298,6 +309,8 @@ class SystemResult:
                 "summary": {p: self.summary(p) for p in self.predictors()},
                 "summary_at_reference_speed": {p: scaled.summary(p) for p in self.predictors()}
                 if (scaled := self.at_reference_speed()) is not None else None,
+                "error_to_read": error_to_read(self.speed_drifts()),
+                "error_to_read_reason": reading_advice(self.speed_drifts()),
                 "layer_mdrae": self.kind_mdrae(), "layers": self.layers,
                 "kernel_in_network_mdrae": self.kind_mdrae(self.in_network), "in_network_layers": self.in_network}
 
@@ -374,6 +387,7 @@ def markdown(result: SystemResult, rounds: int) -> str:
                  "each round and after the last, interpolated). Each round median below is scaled by the "
                  "calibration's sentinel time over the sentinel's time when it was measured:\n\n")
         text += network_tables(scaled, rounds, heading=False)
+        text += f"\n{reading_advice(result.speed_drifts())}\n"
     return text
 
 
@@ -398,11 +412,12 @@ def network_tables(result: SystemResult, rounds: int, heading: bool = True) -> s
                      f"{max(n.round_medians_s) * 1e3:.2f} | {n.noise_floor:.1%} | " + " | ".join(cells) + " |")
     for name, why in result.failed.items():
         lines.append(f"| {name} | failed: {why} |")
-    lines += ["", "| predictor | networks | MAPE | within +/-10% | inside spread |", "|---|---:|---:|---:|---:|"]
+    lines += ["", "| predictor | networks | MAPE | within +/-5% | within +/-10% | inside spread |",
+              "|---|---:|---:|---:|---:|---:|"]
     for p in predictors:
         s = result.summary(p)
-        lines.append(f"| {p} | {s['networks']} | {s['mape']:.1%} | {s['within_10']}/{s['networks']} | "
-                     f"{s['inside_spread']}/{s['networks']} |")
+        lines.append(f"| {p} | {s['networks']} | {s['mape']:.1%} | {round(s['within_5pct'] * s['networks'])}/"
+                     f"{s['networks']} | {s['within_10']}/{s['networks']} | {s['inside_spread']}/{s['networks']} |")
     if result.networks:
         floors = [n.noise_floor for n in result.networks]
         lines.append(f"\nNoise floor over networks: median {statistics.median(floors):.1%}, max {max(floors):.1%}.")

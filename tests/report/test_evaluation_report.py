@@ -293,7 +293,7 @@ def test_cells_align_by_content_carry_their_header_and_flag_big_errors(page: tup
     for th in root.all("th"):
         assert th.attrs["class"] in {"num", "text"}
     assert [th.attrs["class"] for th in root.all("table")[0].all("th")] == ["text", "text", "num", "num", "num",
-                                                                             "text"]
+                                                                             "num", "text"]
     for td in root.all("td"):  # the phone's cards label every value with its header
         assert td.attrs["data-label"]
     [figure] = [f for f in root.all("figure") if f.attrs.get("id") == "predicted"]

@@ -8,13 +8,14 @@ measured in isolation (``measured_layer_sum_s``); the network table and Fig. 7 u
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 from rich.table import Table
 from rich.text import Text
 
-from nnperf.prediction.evaluation import Evaluation, method_label
+from nnperf.prediction.evaluation import SHARE_TOLERANCES, Evaluation, method_label, reading_advice
 from nnperf.report._format import (
     figure_metadata,
     figure_title,
@@ -84,14 +85,15 @@ def network_table(evaluation: Evaluation) -> Table:
     """Fig. 7 as a table: whole-network measured against every method, with the errors and the summary."""
     table = Table(title=Text(f"network latency: measured whole network vs predicted on {evaluation.system}"),
                   title_justify="left", show_footer=True)
-    table.add_column("network", footer="MAPE / within +/-10%")
+    table.add_column("network", footer="MAPE / within +/-5% / +/-10%")
     table.add_column("MACs", justify="right")
     table.add_column(WHOLE_MEASURED, justify="right", footer="spread (IQR)")
     table.add_column("IQR", justify="right", footer=f"{evaluation.measurement_spread:.1%}")
     for method in evaluation.methods:
         table.add_column(f"{method_label(method)} ms", justify="right")
         table.add_column("error", justify="right",
-                         footer=f"{evaluation.mape(method):.1%} / {evaluation.within(method):.0%}")
+                         footer=f"{evaluation.mape(method):.1%} / {evaluation.within(method, 0.05):.0%} / "
+                                f"{evaluation.within(method, 0.10):.0%}")
     for n in evaluation.networks:
         row = [n.network, si(n.macs), ms(n.measured_s), f"{n.measured_spread:.1%}"]
         for method in evaluation.methods:
@@ -102,17 +104,28 @@ def network_table(evaluation: Evaluation) -> Table:
 
 def summary_lines(evaluation: Evaluation) -> list[str]:
     """The evaluation's verdict in lines: a caution first where the noise can overturn it, then each method's
-    MAPE and the prediction time."""
+    MAPE and shares within +/-5% and +/-10%, raw and (where timed beside the reference) speed-adjusted, which of
+    the two to read, and the prediction time."""
     lines = [f"caution: {warning}" for warning in evaluation.noise().warnings]
+    count = len(evaluation.networks)
     for m in evaluation.methods:
         adjusted = evaluation.adjusted_mape(m)
-        lines.append(f"{method_label(m)}: network MAPE {evaluation.mape(m):.1%}"
-                     + (f" ({adjusted:.1%} against the speed-adjusted measurements)" if adjusted is not None else "")
-                     + f", within +/-10% {evaluation.within(m):.0%} of {len(evaluation.networks)} networks")
+        lines.append(f"{method_label(m)}: network MAPE {evaluation.mape(m):.1%}, {_shares(evaluation.within, m)} "
+                     f"of {count} networks"
+                     + (f"; against the speed-adjusted measurements MAPE {adjusted:.1%}, "
+                        f"{_shares(evaluation.adjusted_within, m)}" if adjusted is not None else ""))
+    advice = reading_advice(evaluation.speed_drifts)
+    if advice is not None:
+        lines.append(advice)
     times = [n.prediction_time_s for n in evaluation.networks]
     lines.append(f"prediction time per network: median {float(np.median(times)) * 1e3:.2f} ms, "
                  f"max {max(times) * 1e3:.2f} ms")
     return lines
+
+
+def _shares(share: Callable[[str, float], float | None], method: str) -> str:
+    """'within +/-5% 50%, +/-10% 75%': ``share(method, tolerance)`` for each of :data:`SHARE_TOLERANCES`."""
+    return "within " + ", ".join(f"+/-{t:.0%} {share(method, t) or 0.0:.0%}" for t in SHARE_TOLERANCES)
 
 
 # -- CSV ---------------------------------------------------------------------------------------------------------

@@ -213,6 +213,8 @@ def verification_summary(check: Verification) -> list[str]:
                      f"network takes {adjusted * 1e3:.4g} ms (ratio to the reference {ratio.median:.4g}, 95% "
                      f"interval {ratio.ci_low:.4g}-{ratio.ci_high:.4g}): speed-adjusted error "
                      f"{check.adjusted_error:+.1%} beside the raw {check.error:+.1%}")
+        if check.reading_advice is not None:
+            lines.append(check.reading_advice)
     elif ratio is not None:
         lines.append("machine speed: this calibration holds no reading of the reference workload (calibrate again "
                      "to get a speed-adjusted error)")
