@@ -11,9 +11,10 @@ Every result file a script writes is JSON in one schema (:func:`write_result`)::
      "environment"}, "commit": {"sha", "dirty"}, "command": ".venv/bin/python bench/x.py --json ...",
      "date": "2026-11-28T10:00:00+00:00", ...}
 
-``values`` and ``spread`` hold the figures as the script has them; other keys are the script's own. A file lives in
-the folder of its method, ``bench/results/<method>/`` (:data:`METHODS`); ``bench/results_document.py`` builds
-RESULTS.md from these files.
+``values`` and ``spread`` hold the figures as the script has them; other keys are the script's own, among them
+``headline``: the table(s) the script printed, as rows of header -> cell (:func:`table_rows`), and the figures a
+summary quotes. A file lives in the folder of its method, ``bench/results/<method>/`` (:data:`METHODS`);
+``bench/results_document.py`` builds RESULTS.md from these files.
 """
 
 from __future__ import annotations
@@ -92,6 +93,11 @@ def print_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], title: st
     if title:
         print(f"\n### {title}\n")
     print(markdown_table(headers, rows, right), flush=True)
+
+
+def table_rows(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[dict[str, str]]:
+    """A printed table as a result file keeps it (its ``headline``): one dict per row, header -> cell text."""
+    return [dict(zip(headers, map(str, row), strict=True)) for row in rows]
 
 
 def log(message: str) -> None:

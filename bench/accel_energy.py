@@ -1,6 +1,7 @@
 """CNNergy energy, NeuPart partitioning and accelerator design sweeps.
 
-Run: .venv/bin/python bench/accel_energy.py [--report bench/results/accel_energy.json] [--figures DIR]
+Run: .venv/bin/python bench/accel_energy.py [--json bench/results/accel/accel_energy.json]
+     [--figures bench/results/accel]
 
 1. Energy per layer and in total of the public CNNergy model's four networks (the shipped tables), at
    16 and 8 bits, with the breakdown; the evaluation time per network (median of 50 evaluations).
@@ -16,13 +17,13 @@ Everything here is analytical except the timings and the measured sparsities. St
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _shared import markdown_table, pct, write_result
 
 from nnperf import accel
 from nnperf.api import load_model
@@ -128,47 +129,49 @@ def zoo_ir() -> dict[str, Any]:
 
 
 def markdown(report: dict[str, Any]) -> str:
-    lines = ["### Energy per image of the four reference networks (mJ)", "",
-             "| network | 16-bit | 8-bit | 16-bit DRAM share | evaluation time (median, IQR) |", "|---|---|---|---|---|"]
+    lines = ["### Energy per image of the four reference networks (mJ)", ""]
+    rows = []
     for name in NETWORKS:
         e16, e8 = report["energy"][f"{name}/16"], report["energy"][f"{name}/8"]
         t = e16["eval_time_s"]
-        lines.append(f"| {name} | {e16['total_j'] * 1e3:.3f} | {e8['total_j'] * 1e3:.3f} | "
-                     f"{e16['breakdown_j']['dram'] / e16['total_j']:.1%} | {t['median'] * 1e3:.2f} ms "
-                     f"({t['q1'] * 1e3:.2f}-{t['q3'] * 1e3:.2f}) |")
+        rows.append([name, f"{e16['total_j'] * 1e3:.3f}", f"{e8['total_j'] * 1e3:.3f}",
+                     pct(e16["breakdown_j"]["dram"] / e16["total_j"]),
+                     f"{t['median'] * 1e3:.2f} ms ({t['q1'] * 1e3:.2f}-{t['q3'] * 1e3:.2f})"])
+    lines.append(markdown_table(["network", "16-bit", "8-bit", "16-bit DRAM share", "evaluation time (median, IQR)"],
+                                rows))
     for name in NETWORKS:
         e16, e8 = report["energy"][f"{name}/16"], report["energy"][f"{name}/8"]
         lines += ["", f"{name}, per reporting layer (uJ, 16-bit / 8-bit): " + ", ".join(
             f"{b} {e16['blocks_j'][b] * 1e6:.1f}/{e8['blocks_j'][b] * 1e6:.1f}" for b in e16["blocks_j"])]
-    lines += ["", "### Partitioning, 8-bit accelerator client (input RLC-coded at the quartile delimiters)", "",
-              "| network | channel | s_in 51.99%: optimum, vs FCC | 60.80% | 69.09% | vs FISC at 51.99% | delay at 60.80% |",
-              "|---|---|---|---|---|---|---|"]
-    for key, rows in report["partition"].items():
+    lines += ["", "### Partitioning, 8-bit accelerator client (input RLC-coded at the quartile delimiters)", ""]
+    rows = []
+    for key, found in report["partition"].items():
         name, rate, power = key.split("/")
-        cells = [f"{r['best']}, {r['savings_vs_fcc']:.1%}" for r in rows]
-        lines.append(f"| {name} | {rate}, {power} | {' | '.join(cells)} | {rows[0]['savings_vs_fisc']:.1%} | "
-                     f"{rows[1]['delay_s'] * 1e3:.2f} ms |")
+        rows.append([name, f"{rate}, {power}", *(f"{r['best']}, {pct(r['savings_vs_fcc'])}" for r in found),
+                     pct(found[0]["savings_vs_fisc"]), f"{found[1]['delay_s'] * 1e3:.2f} ms"])
+    lines.append(markdown_table(["network", "channel", "s_in 51.99%: optimum, vs FCC", "60.80%", "69.09%",
+                                 "vs FISC at 51.99%", "delay at 60.80%"], rows))
     lines += ["", "Runtime decision (RuntimePartitioner.decide, median of 10,000): " + ", ".join(
         f"{n} {report['decide_s'][n] * 1e6:.1f} us ({report['decide_s'][n + '/points']} points)" for n in NETWORKS)]
-    lines += ["", "### GLB sweep, AlexNet 8-bit (total mJ)", "", "| GLB kB | " + " | ".join(map(str, GLB_KB)) + " |",
-              "|---" * (len(GLB_KB) + 1) + "|"]
-    for law, data in report["glb_sweep"].items():
-        lines.append(f"| {law} | " + " | ".join(f"{data['points'][float(g)] * 1e3:.3f}" for g in GLB_KB) + " |")
+    lines += ["", "### GLB sweep, AlexNet 8-bit (total mJ)", "",
+              markdown_table(["GLB kB", *map(str, GLB_KB)],
+                             [[law, *(f"{data['points'][float(g)] * 1e3:.3f}" for g in GLB_KB)]
+                              for law, data in report["glb_sweep"].items()])]
     for law, data in report["glb_sweep"].items():
         lines.append(f"\n{law}: optimum {data['best_kb']:g} kB, smallest within 2%: {data['within_2_percent_kb']:g} kB")
     lines += ["", "### Zoo networks through the IR (16-bit, model's batch choice)", "",
-              "| network | rows | measured sparsity: mean s_of, total mJ | table sparsity: total mJ | measuring took |",
-              "|---|---|---|---|---|"]
-    for name, e in report["zoo_ir"].items():
-        table = f"{e['table_total_j'] * 1e3:.3f}" if "table_total_j" in e else "-"
-        lines.append(f"| {name} | {e['rows']} | {e['measured_mean_ofmap_sparsity']:.1%}, "
-                     f"{e['measured_total_j'] * 1e3:.3f} | {table} | {e['measure_sparsity_s']:.2f} s |")
+              markdown_table(["network", "rows", "measured sparsity: mean s_of, total mJ", "table sparsity: total mJ",
+                              "measuring took"],
+                             [[name, e["rows"], (f"{pct(e['measured_mean_ofmap_sparsity'])}, "
+                               f"{e['measured_total_j'] * 1e3:.3f}"),
+                               f"{e['table_total_j'] * 1e3:.3f}" if "table_total_j" in e else "-",
+                               f"{e['measure_sparsity_s']:.2f} s"] for name, e in report["zoo_ir"].items()])]
     return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--report", type=Path, help="write the results as JSON here")
+    parser.add_argument("--json", type=Path, help="write the result file here (bench/results/accel/accel_energy.json)")
     parser.add_argument("--figures", type=Path, help="write the GLB sweep figures here")
     args = parser.parse_args()
     if args.figures:
@@ -176,8 +179,9 @@ def main() -> None:
     partition_rows, decide = partitions()
     report = {"energy": energies(), "partition": partition_rows, "decide_s": decide,
               "glb_sweep": glb_sweep(args.figures), "zoo_ir": zoo_ir()}
-    if args.report:
-        args.report.write_text(json.dumps(report, indent=1))
+    if args.json:
+        write_result(args.json, method="accel", concern="CNNergy energy, NeuPart partitioning, GLB sweep",
+                     values=report)
     print(markdown(report))
 
 

@@ -14,12 +14,12 @@ held-out glyphs and on every parameter. Stdout: a Markdown table, one row per ne
 from __future__ import annotations
 
 import functools
-import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+from _shared import print_table, write_result
 from glyph_programs import ALL_INT8_NCHWC, CALIBRATION, arguments, cell, glyph_sources
 
 from nnperf.measure import RoundsConfig, host_info
@@ -111,19 +111,15 @@ def main() -> None:
     args = arguments(__doc__ or "", budget_s=15.0)
     print(f"{host_info().cpu_model}; 1 thread; each program's time relaxed (FTZ/DAZ) over its time without, medians of "
           "interleaved rounds [95% CI]\n")
-    print("| network | denormal activations (64 glyphs) | denormal weights | ORT fp32 | ORT int8 | torch fp32 | "
-          "ORT outputs identical (fp32, int8) |")
-    print("|---|---:|---:|---:|---:|---:|---|")
-    rows = []
-    for network in args.networks:
-        row = measure(network, args.glyph_cache, args.budget_s)
-        rows.append(row)
-        r = row["ratios"]
-        print(f"| {network} | {row['denormal_activations']} | {row['denormal_weights']} | {cell(r['ort fp32'])} | "
-              f"{cell(r['ort int8'])} | {cell(r['torch fp32'])} | {row['outputs_identical']['ort fp32']}, "
-              f"{row['outputs_identical']['ort int8']} |", flush=True)
+    rows = [measure(network, args.glyph_cache, args.budget_s) for network in args.networks]
+    print_table(["network", "denormal activations (64 glyphs)", "denormal weights", "ORT fp32", "ORT int8",
+                 "torch fp32", "ORT outputs identical (fp32, int8)"],
+                [[row["network"], row["denormal_activations"], row["denormal_weights"], cell(row["ratios"]["ort fp32"]),
+                  cell(row["ratios"]["ort int8"]), cell(row["ratios"]["torch fp32"]),
+                  f"{row['outputs_identical']['ort fp32']}, {row['outputs_identical']['ort int8']}"] for row in rows],
+                right=range(1, 6))
     if args.json:
-        args.json.write_text(json.dumps({"host": host_info().cpu_model, "networks": rows}, indent=1))
+        write_result(args.json, method="synthesis", concern="denormals in the glyph programs", values={"networks": rows})
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ Run (after bench/heldout_corpus.py has calibrated every system into the same sto
 
     .venv/bin/python bench/deployment_runtimes.py --db bench/results/runtimes/heldout_corpus.db \\
         --corpus /work/tv-corpus [--systems openvino:1 litert:1 executorch:1 onnxruntime:1 torch:1] \\
-        [--rank 10 | --networks NAME ...] [--no-profile] [--json bench/results/runtimes/deployment.json]
+        [--rank 10 | --networks NAME ...] [--no-profile] [--json bench/results/runtimes/deployment_rankings.json]
 
 1. **Calibration wall time** per system: the one recorded when its model was fitted
    (``SystemModel.calibration['wall_s']``); the goal is at most 5 minutes.
@@ -19,34 +19,27 @@ Run (after bench/heldout_corpus.py has calibrated every system into the same sto
    runtime measured whole, interleaved in one run; how often the predicted fastest is the measured fastest, and
    Kendall's tau of each network's two orders.
 
-Progress goes to stderr; stdout gets Markdown tables; --json the figures with machine, commit, command and date.
+Progress goes to stderr; stdout gets Markdown tables; --json the result file (bench/_shared.py's schema).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import statistics
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
+
+from _shared import log, markdown_table, write_result
 
 import nnperf
 from nnperf import api
 from nnperf.errors import NnperfError
-from nnperf.measure import cpu_details
 from nnperf.zoo import zoo_network
 
 PROFILED = ("resnet18", "mobilenet_v2")
 PROFILE_RUNS = 20
 PROFILE_REPEATS = 3
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 def system_of(text: str) -> nnperf.System:
@@ -112,21 +105,22 @@ def rankings(db: Path, files: list[Path], systems: list[str]) -> list[dict[str, 
 
 def markdown(walls: dict[str, float | None], ratios: dict[str, dict[str, list[float]]],
              ranked: list[dict[str, Any]]) -> str:
-    lines = ["| system | calibration (min) | " + " | ".join(f"{n} sum/run (min..max)" for n in PROFILED) + " |",
-             "|---|---|" + "---|" * len(PROFILED)]
+    rows = []
     for text, wall in walls.items():
         cells = [f"{statistics.median(v):.3f} ({min(v):.3f}..{max(v):.3f})"
                  for v in (ratios.get(text, {}).get(n, []) for n in PROFILED) if v]
-        lines.append(f"| {text} | {'n/a' if wall is None else f'{wall / 60:.1f}'} | " + " | ".join(cells) + " |")
+        rows.append([text, "n/a" if wall is None else f"{wall / 60:.1f}", *cells,
+                     *(["-"] * (len(PROFILED) - len(cells)))])
+    lines = [markdown_table(["system", "calibration (min)", *(f"{n} sum/run (min..max)" for n in PROFILED)], rows)]
     if ranked:
         agree = sum(r["predicted_fastest"] == r["measured_fastest"] for r in ranked)
         taus = [r["kendall_tau"] for r in ranked if r["kendall_tau"] is not None]
-        lines += ["", "| network | predicted order | measured order | tau |", "|---|---|---|---|"]
+        rows = []
         for r in ranked:
             predicted = [x["system"].split("/")[0] for x in r["runtimes"]]
             measured = [x["system"].split("/")[0] for x in sorted(r["runtimes"], key=lambda x: x["measured_s"] or 1e9)]
-            lines.append(f"| {r['network']} | {' < '.join(predicted)} | {' < '.join(measured)} | "
-                         f"{r['kendall_tau']:.2f} |")
+            rows.append([r["network"], " < ".join(predicted), " < ".join(measured), f"{r['kendall_tau']:.2f}"])
+        lines += ["", markdown_table(["network", "predicted order", "measured order", "tau"], rows)]
         lines.append(f"\npredicted fastest = measured fastest on {agree} of {len(ranked)} networks; median Kendall "
                      f"tau {statistics.median(taus):.2f}" if taus else "")
     return "\n".join(lines)
@@ -148,14 +142,8 @@ def main() -> None:
     ranked = rankings(args.db, corpus_files(args.corpus, args.rank, args.networks), args.systems) if args.corpus else []
     print(markdown(walls, ratios, ranked))
     if args.json:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                check=False).stdout.strip()
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({
-            "bench": "deployment_runtimes", "machine": cpu_details(), "commit": commit,
-            "command": shlex.join(["python", *sys.argv]), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "values": {"calibration_wall_s": walls, "profile_sum_over_run": ratios, "rankings": ranked},
-        }, indent=1))
+        write_result(args.json, method="runtimes", concern="which runtime to ship",
+                     values={"calibration_wall_s": walls, "profile_sum_over_run": ratios, "rankings": ranked})
 
 
 if __name__ == "__main__":

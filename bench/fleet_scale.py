@@ -1,4 +1,4 @@
-"""Issue 22: what limits a fleet, measured on this machine.
+"""What limits a fleet, measured on this machine.
 
 1. The driver's write rate: layer measurements committed one by one to a SQLite store (the driver is the one
    writer; each result is committed as it arrives).
@@ -15,13 +15,13 @@
 
     nice -n 19 .venv/bin/python bench/fleet_scale.py [--calibrate] [--speeds 1,1,2,4] [--repeats 3]
 
-Writes bench/results/fleet_scale.json and prints a markdown summary.
+Writes bench/results/fleet/fleet_scale.json (with ``--only-speeds``: fleet_heterogeneous.json) and prints a
+Markdown summary.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -30,13 +30,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from _shared import pct, print_table, result_path, write_result
+
 from nnperf.campaign import open_campaign
 from nnperf.fleet import Fleet, SimulatedItem, SystemSettings, node_environment, node_resources
 from nnperf.measure import LayerMeasurement, Method, fixed_timing
 from nnperf.measure.backends import create_backend
 from nnperf.store import Store
 
-RESULTS = Path(__file__).resolve().parent / "results"
 OBJECT_STORE = 100 * 2**20
 
 
@@ -161,7 +162,7 @@ def main() -> None:
     parser.add_argument("--fleet-items", type=int, default=160, help="items over the heterogeneous fleet")
     parser.add_argument("--only-speeds", action="store_true", help="run only the heterogeneous fleet")
     args = parser.parse_args()
-    out: dict[str, object] = {"machine": "Intel Xeon VM, 2 vCPUs, noisy shared host", "command": " ".join(sys.argv)}
+    out: dict[str, object] = {}
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
         rates = []
@@ -173,8 +174,8 @@ def main() -> None:
                                                  args.item_s)
             print_heterogeneous(out["heterogeneous"])  # type: ignore[arg-type]
         if args.only_speeds:
-            RESULTS.mkdir(exist_ok=True)
-            (RESULTS / "fleet_heterogeneous.json").write_text(json.dumps(out, indent=1))
+            write_result(result_path("fleet", "fleet_heterogeneous"), method="fleet",
+                         concern="a heterogeneous simulated fleet", values=out)
             return
         out["store_writes_per_s"] = rates
         out["overhead"] = simulated(1, args.overhead_items, 0.0, tmp, args.repeats)
@@ -182,19 +183,17 @@ def main() -> None:
                           for w in map(int, args.workers.split(","))]
         if args.calibrate:
             out["calibration"] = calibrate_walls(tmp)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "fleet_scale.json").write_text(json.dumps(out, indent=1))
+    write_result(result_path("fleet", "fleet_scale"), method="fleet", concern="campaigns over a simulated fleet",
+                 values=out)
     rates = sorted(out["store_writes_per_s"])  # type: ignore[arg-type]
     print(f"store writes: median {statistics.median(rates):.0f}/s (range {rates[0]:.0f}-{rates[-1]:.0f})")
     o = out["overhead"]
     print(f"per-item overhead (zero-length items, 1 slot): {o['median_wall_s'] / o['items'] * 1e3:.2f} ms "  # type: ignore[index]
           f"(walls {', '.join(f'{w:.2f}' for w in o['wall_s'])} s for {o['items']} items)")  # type: ignore[index]
-    print("| workers | items | item s | median wall s | walls s | items/s | ideal items/s | efficiency |")
-    print("|---|---|---|---|---|---|---|---|")
-    for s in out["scaling"]:  # type: ignore[attr-defined]
-        print(f"| {s['workers']} | {s['items']} | {s['item_s']} | {s['median_wall_s']:.2f} | "
-              f"{'/'.join(f'{w:.2f}' for w in s['wall_s'])} | {s['items_per_s']:.1f} | {s['ideal_items_per_s']:.1f} | "
-              f"{s['items_per_s'] / s['ideal_items_per_s']:.0%} |")
+    print_table(["workers", "items", "item s", "median wall s", "walls s", "items/s", "ideal items/s", "efficiency"],
+                [[s["workers"], s["items"], s["item_s"], f"{s['median_wall_s']:.2f}",
+                  "/".join(f"{w:.2f}" for w in s["wall_s"]), f"{s['items_per_s']:.1f}", f"{s['ideal_items_per_s']:.1f}",
+                  pct(s["items_per_s"] / s["ideal_items_per_s"], 0)] for s in out["scaling"]])  # type: ignore[attr-defined]
     if "calibration" in out:
         print(f"calibration: {out['calibration']}")
 
@@ -202,10 +201,9 @@ def main() -> None:
 def print_heterogeneous(h: dict[str, object]) -> None:
     print(f"heterogeneous fleet, speeds {h['speeds']}: {h['items']} items of {h['item_s']} s in {h['wall_s']:.2f} s, "
           f"{h['items_per_s']:.1f} items/s against an ideal {h['ideal_items_per_s']:.1f}")
-    print("| node | speed | items | share | ideal share |")
-    print("|---|---|---|---|---|")
-    for n in h["nodes"]:  # type: ignore[attr-defined]
-        print(f"| {n['node']} | {n['speed']:g} | {n['items']} | {n['share']:.1%} | {n['ideal_share']:.1%} |")
+    print_table(["node", "speed", "items", "share", "ideal share"],
+                [[n["node"], f"{n['speed']:g}", n["items"], pct(n["share"]), pct(n["ideal_share"])]
+                 for n in h["nodes"]])  # type: ignore[attr-defined]
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _shared import markdown_table, pct
 from heldout_prediction import System, heldout_network
 
 from nnperf.campaign import (
@@ -94,10 +95,6 @@ def fit(system: System, db: Path, sample_budget_s: float) -> dict[str, SystemMod
                                    ridge_sampled_types=types) for name, types in FITS.items()}
 
 
-def pct(value: float) -> str:
-    return f"{value * 100:+.0f}%"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--db", type=Path, required=True)
@@ -113,15 +110,17 @@ def main() -> None:
     names = sorted(set.intersection(*(set(r) for r in rounds.values())))
     networks: dict[str, Network] = {name: heldout_network(name, args.onnx_dir) for name in names}
     models = fit(system, args.db, args.sample_budget)
-    print(f"| fit | rounds | predictor | MAPE | within +/-10% | {' | '.join(names)} |")
-    print(f"|---|---|---|---:|---:|{'---:|' * len(names)}")
+    rows = []
     for fit_name, model in models.items():
         predicted = {name: model.predict(network).network_latency_s for name, network in networks.items()}
         for path, measured in rounds.items():
             for predictor in ("composed", "kernel", "previous"):
                 errors = [predicted[n][predictor] / measured[n] - 1 for n in names]
-                print(f"| {fit_name} | {path.stem} | {predictor} | {np.mean(np.abs(errors)):.1%} | "
-                      f"{sum(abs(e) <= 0.10 for e in errors)}/{len(errors)} | {' | '.join(map(pct, errors))} |")
+                rows.append([fit_name, path.stem, predictor, pct(float(np.mean(np.abs(errors)))),
+                             f"{sum(abs(e) <= 0.10 for e in errors)}/{len(errors)}",
+                             *(pct(e, 0, signed=True) for e in errors)])
+    print(markdown_table(["fit", "rounds", "predictor", "MAPE", "within +/-10%", *names], rows,
+                         right=range(3, 5 + len(names))))
     if args.layers:
         rows = [r for r in stored_pool_layers(args.layers, system.label) if r["network"] in networks]
         print(f"\nPool layers measured alone in {args.layers.stem} ({len(rows)} layers), against each fit's Ridge:\n")

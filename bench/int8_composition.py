@@ -26,13 +26,13 @@ Stdout: a Markdown table per system.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import torch
+from _shared import pct, print_table, write_result
 
 import nnperf
 from nnperf.api import load_model
@@ -90,20 +90,14 @@ def system_rows(options: dict[str, str], store: Store, families: list[str]) -> l
     return rows
 
 
-def pct(value: float | None) -> str:
-    return "-" if value is None else f"{value:+.0%}"
-
-
-def print_table(name: str, rows: list[dict[str, Any]]) -> None:
-    print(f"\n### ONNX Runtime, 1 thread, NCHWc, {name}\n")
-    print("| network | whole ms | isolated sum / whole | composed on measured layers | composed | kernel | "
-          "composed, with PreVIousNet-06 | kernel, with PreVIousNet-06 |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for r in rows:
-        print(f"| {r['network']} | {r['whole_ms']:.3f} | {r['isolated_sum_over_whole']:.2f} | "
-              f"{pct(r['composed_on_measured_layers'])} | {pct(r['composed, calibration'])} | "
-              f"{pct(r['kernel, calibration'])} | {pct(r['composed, with PreVIousNet-06'])} | "
-              f"{pct(r['kernel, with PreVIousNet-06'])} |")
+def print_system(name: str, rows: list[dict[str, Any]]) -> None:
+    columns = ["composed_on_measured_layers", "composed, calibration", "kernel, calibration",
+               "composed, with PreVIousNet-06", "kernel, with PreVIousNet-06"]
+    print_table(["network", "whole ms", "isolated sum / whole", "composed on measured layers", "composed", "kernel",
+                 "composed, with PreVIousNet-06", "kernel, with PreVIousNet-06"],
+                [[r["network"], f"{r['whole_ms']:.3f}", f"{r['isolated_sum_over_whole']:.2f}",
+                  *(pct(r[c], 0, signed=True) for c in columns)] for r in rows],
+                title=f"ONNX Runtime, 1 thread, NCHWc, {name}", right=range(1, 8))
 
 
 def main() -> None:
@@ -118,9 +112,9 @@ def main() -> None:
         for name, options in SYSTEMS.items():
             print(f"measuring and fitting: {name}", file=sys.stderr, flush=True)
             results[name] = system_rows(options, store, args.networks)
-            print_table(name, results[name])
+            print_system(name, results[name])
     if args.json:
-        args.json.write_text(json.dumps({"host": host_info().cpu_model, "systems": results}, indent=1))
+        write_result(args.json, method="prediction", concern="composition of int8 programs", values={"systems": results})
 
 
 if __name__ == "__main__":

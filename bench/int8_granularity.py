@@ -14,10 +14,10 @@ table, one row per network.
 from __future__ import annotations
 
 import functools
-import json
 from pathlib import Path
 
 import numpy as np
+from _shared import pct, print_table, write_result
 from glyph_programs import ALL_INT8_NCHWC, CALIBRATION, arguments, cell, glyph_sources
 
 from nnperf.measure import RoundsConfig, host_info
@@ -51,19 +51,16 @@ def main() -> None:
     args = arguments(__doc__ or "", budget_s=20.0)
     print(f"{host_info().cpu_model}; ONNX Runtime, 1 thread, NCHWc; all layers int8; time ratios are medians of "
           "interleaved rounds [95% CI]\n")
-    print("| network | fp32 ms | per-channel / fp32 | per-tensor / fp32 | per-tensor / per-channel | top-1 fp32 | "
-          "top-1 per-channel | top-1 per-tensor | samples |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    rows = []
-    for network in args.networks:
-        row = measure(network, args.glyph_cache, args.budget_s)
-        rows.append(row)
-        r, t = row["ratios"], row["top1"]
-        print(f"| {network} | {row['fp32_ms']:.3f} | {cell(r['per-channel / fp32'])} | "
-              f"{cell(r['per-tensor / fp32'])} | {cell(r['per-tensor / per-channel'])} | {t['fp32']:.2%} | {t['per-channel']:.2%} | "
-              f"{t['per-tensor']:.2%} | {row['samples']} |", flush=True)
+    rows = [measure(network, args.glyph_cache, args.budget_s) for network in args.networks]
+    print_table(["network", "fp32 ms", "per-channel / fp32", "per-tensor / fp32", "per-tensor / per-channel",
+                 "top-1 fp32", "top-1 per-channel", "top-1 per-tensor", "samples"],
+                [[row["network"], f"{row['fp32_ms']:.3f}", cell(row["ratios"]["per-channel / fp32"]),
+                  cell(row["ratios"]["per-tensor / fp32"]), cell(row["ratios"]["per-tensor / per-channel"]),
+                  pct(row["top1"]["fp32"], 2), pct(row["top1"]["per-channel"], 2), pct(row["top1"]["per-tensor"], 2),
+                  row["samples"]] for row in rows], right=range(1, 9))
     if args.json:
-        args.json.write_text(json.dumps({"host": host_info().cpu_model, "networks": rows}, indent=1))
+        write_result(args.json, method="synthesis", concern="int8 weights per tensor or per channel",
+                     values={"networks": rows})
 
 
 if __name__ == "__main__":

@@ -30,12 +30,12 @@ Stdout: a Markdown table, and which kinds' sampled layers each fit left out.
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import torch
+from _shared import pct, print_table, write_result
 
 import nnperf
 from nnperf.api import DEFAULT_SAMPLE_BUDGET_S, load_model
@@ -119,18 +119,17 @@ def main() -> None:
         rows.append({"network": network.name, "measured_s": measured, "predicted_s": predicted})
     cpu = host_info().cpu_model
     print(f"{cpu}; {label}; {rounds.rounds} interleaved rounds; error of each fit's prediction over the median\n")
-    print("| network | measured ms | " + " | ".join(f"kernel, {way}" for way in SAMPLED_LAYERS) + " |")
-    print("|---|---:|" + "---:|" * len(SAMPLED_LAYERS))
-    for row in rows:
-        errors = " | ".join(f"{row['predicted_s'][way] / row['measured_s'] - 1:+.1%}" for way in SAMPLED_LAYERS)
-        print(f"| {row['network']} | {row['measured_s'] * 1e3:.3f} | {errors} |")
+    print_table(["network", "measured ms", *(f"kernel, {way}" for way in SAMPLED_LAYERS)],
+                [[row["network"], f"{row['measured_s'] * 1e3:.3f}",
+                  *(pct(row["predicted_s"][way] / row["measured_s"] - 1, signed=True) for way in SAMPLED_LAYERS)]
+                 for row in rows], right=range(1, 2 + len(SAMPLED_LAYERS)))
     left_out = {way: sorted(k for k, used in model.predictors["kernel"].sampled_.items() if not used)
                 for way, model in fitted.items()}
     print(f"\nkinds whose sampled layers were left out: {left_out}")
     if args.json:
-        args.json.write_text(json.dumps({"system": args.system, "blocks": args.blocks, "cpu": cpu,
-                                         "rounds": rounds.rounds, "networks": rows, "left_out": left_out},
-                                        indent=1))
+        write_result(args.json, method="prediction", concern=f"kernel-aware predictions of {args.system} programs",
+                     values={"system": args.system, "blocks": args.blocks, "rounds": rounds.rounds, "networks": rows,
+                             "left_out": left_out})
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Measurement campaigns that are killed, interrupted and run side by side.
 
 Run: .venv/bin/python bench/kill_and_concurrency.py [--kills 20] [--interrupts 5] [--pairs 10] [--seed 15]
-     [--report bench/results/kill_and_concurrency.json]
+     [--json bench/results/reliability/kill_and_concurrency.json]
 
 1. Kills: ``nnperf calibrate`` on the real torch backend (1 thread) with a small per-layer effort
    (``--budget-s 0.05 --target-ci 0.05``) runs once uninterrupted into its own store (the reference:
@@ -27,7 +27,6 @@ Stdout gets Markdown.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import signal
@@ -39,6 +38,8 @@ import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
+
+from _shared import markdown_table, result_path, write_result
 
 NNPERF = str(Path(sys.executable).with_name("nnperf"))
 EFFORT = ("--budget-s", "0.05", "--target-ci", "0.05")
@@ -190,30 +191,23 @@ def bench_pairs(pairs: int, folder: Path) -> dict[str, Any]:
 
 def markdown(report: dict[str, Any]) -> str:
     k = report["kills"]
-    lines = [
+    kills = markdown_table(
+        ["SIGKILLs (rc -9)", "SIGINTs (one line, rc 130)", "ended before the signal", "final rc", "rows lost",
+         "rows extra", "rows duplicated", "runs (not done)", "campaigns with >1 run", "wall s"],
+        [[f"{k['sigkills']} ({k['sigkills_rc_minus_9']})", f"{k['sigints']} ({k['sigints_one_line_rc_130']})",
+          k["sessions_finished_before_the_signal"], k["final_rc"], k["rows_lost"], k["rows_extra"],
+          k["rows_duplicated"], f"{k['runs']} ({k['runs_not_done']})", k["campaigns_with_more_than_one_run"],
+          k["wall_s_killed_sessions_and_final"]]])
+    pairs = markdown_table(
+        ["pair", "pairs", "processes exit 0", "error lines", "'database is locked'", "drift warnings", "rows missing",
+         "rows duplicated", "pairs each owning its run"],
+        [[f"{kind.replace('_', ' ')} ({' + '.join(DIFFERENT if kind == 'different_networks' else IDENTICAL)})",
+          c["pairs"], c["processes_exit_0"], c["error_lines"], c["database_is_locked"], c["drift_warnings"],
+          c["rows_missing"], c["rows_duplicated"], c["pairs_each_owning_its_run"]] for kind, c in report["pairs"].items()])
+    return "\n".join([
         (f"Kills: `nnperf calibrate {' '.join(CALIBRATE[1:])}` (uninterrupted {k['reference_s']} s, "
-         f"{k['reference_rows']} layer rows in {k['reference_runs']} runs)"),
-        "",
-        ("| SIGKILLs (rc -9) | SIGINTs (one line, rc 130) | ended before the signal | final rc | rows lost "
-         "| rows extra | rows duplicated | runs (not done) | campaigns with >1 run | wall s |"),
-        "|---|---|---|---|---|---|---|---|---|---|",
-        (f"| {k['sigkills']} ({k['sigkills_rc_minus_9']}) | {k['sigints']} ({k['sigints_one_line_rc_130']}) "
-         f"| {k['sessions_finished_before_the_signal']} | {k['final_rc']} | {k['rows_lost']} | {k['rows_extra']} "
-         f"| {k['rows_duplicated']} | {k['runs']} ({k['runs_not_done']}) | {k['campaigns_with_more_than_one_run']} "
-         f"| {k['wall_s_killed_sessions_and_final']} |"),
-        "",
-        "Concurrent writers: two `nnperf profile --backend torch` on one store, started together",
-        "",
-        ("| pair | pairs | processes exit 0 | error lines | 'database is locked' | drift warnings | rows missing "
-         "| rows duplicated | pairs each owning its run |"),
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for kind, c in report["pairs"].items():
-        models = " + ".join(DIFFERENT if kind == "different_networks" else IDENTICAL)
-        lines.append(f"| {kind.replace('_', ' ')} ({models}) | {c['pairs']} | {c['processes_exit_0']} "
-                     f"| {c['error_lines']} | {c['database_is_locked']} | {c['drift_warnings']} | {c['rows_missing']} "
-                     f"| {c['rows_duplicated']} | {c['pairs_each_owning_its_run']} |")
-    return "\n".join(lines)
+         f"{k['reference_rows']} layer rows in {k['reference_runs']} runs)"), "", kills, "",
+        "Concurrent writers: two `nnperf profile --backend torch` on one store, started together", "", pairs])
 
 
 def main() -> None:
@@ -222,15 +216,14 @@ def main() -> None:
     parser.add_argument("--interrupts", type=int, default=5, help="SIGINTs of the calibration (default 5)")
     parser.add_argument("--pairs", type=int, default=10, help="concurrent pairs of each kind (default 10)")
     parser.add_argument("--seed", type=int, default=15)
-    parser.add_argument("--report", type=Path, default=Path("bench/results/kill_and_concurrency.json"))
+    parser.add_argument("--json", type=Path, default=result_path("reliability", "kill_and_concurrency"))
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="nnperf-kill-") as tmp:
         folder = Path(tmp)
-        report = {"command": " ".join(sys.argv), "seed": args.seed, "cpus": os.cpu_count(),
+        report = {"seed": args.seed, "cpus": os.cpu_count(),
                   "kills": bench_kills(args.kills, args.interrupts, args.seed, folder),
                   "pairs": bench_pairs(args.pairs, folder)}
-    args.report.parent.mkdir(parents=True, exist_ok=True)
-    args.report.write_text(json.dumps(report, indent=1) + "\n")
+    write_result(args.json, method="reliability", concern="kills and concurrent writers", values=report)
     print(markdown(report))
 
 

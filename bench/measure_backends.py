@@ -1,6 +1,6 @@
 """Measurement backends on ResNet-18 and MobileNet v2: whole-network spread, per-layer noise, layer sums.
 
-Run: .venv/bin/python bench/measure_backends.py [--out results.json]   (about 30 min here)
+Run: .venv/bin/python bench/measure_backends.py [--json FILE]   (about 30 min here)
      .venv/bin/python bench/measure_backends.py --quick                 (ResNet-18, 1 thread)
 
 For each network, backend and thread count, two profiling campaigns (`profile_network`) are run,
@@ -16,17 +16,14 @@ processes' CPU time and steal time during the pass are checked. A disturbed pass
 most --max-repeats times; the last attempt is the one reported, with its repeat count and drift.
 Other sessions on a shared VM may run in other PID namespaces: their load shows in /proc/stat only.
 
-Progress goes to stderr; stdout gets a rich table and a Markdown table for RESULTS.md.
+Progress goes to stderr; stdout gets the table (rich on a terminal, else Markdown).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import os
 import platform
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -35,10 +32,11 @@ from pathlib import Path
 from typing import Any, Self
 
 import numpy as np
+from _shared import command, log, machine, print_table, read_result, write_result
 
 from nnperf.campaign import ProfileConfig, ProfileReport, profile_network
 from nnperf.ir import Network
-from nnperf.measure import HarnessConfig, host_info
+from nnperf.measure import HarnessConfig
 from nnperf.measure.backends import Backend, BackendOptions, create_backend
 from nnperf.store import Store
 from nnperf.zoo import zoo_network
@@ -57,8 +55,6 @@ STEAL_LIMIT = 0.05
 
 
 
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 # -- noise guard ---------------------------------------------------------------------------------
@@ -292,20 +288,8 @@ def cells(r: dict[str, Any]) -> list[str]:
 
 
 def print_tables(rows: list[dict[str, Any]]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title="Measurement backends ('!' = still disturbed after the last repeat)")
-    for name in COLUMNS:
-        table.add_column(name, justify="left" if name in ("network", "backend") else "right")
-    for r in rows:
-        table.add_row(*cells(r))
-    Console(width=250).print(table)
-    print()
-    print("| " + " | ".join(COLUMNS) + " |")
-    print("|" + "---|" * len(COLUMNS))
-    for r in rows:
-        print("| " + " | ".join(cells(r)) + " |")
+    print_table(COLUMNS, [cells(r) for r in rows], title="Measurement backends ('!' = still disturbed after the "
+                "last repeat)", right=range(2, len(COLUMNS)))
 
 
 def main() -> None:
@@ -320,21 +304,20 @@ def main() -> None:
     parser.add_argument("--max-repeats", type=int, default=2, help="repeats of a disturbed pass")
     parser.add_argument("--max-wait-s", type=float, default=90.0,
                         help="wait at most this long for outside load to drop before a pass")
-    parser.add_argument("--out", type=Path, help="also write the raw figures as JSON")
-    parser.add_argument("--report", type=Path, help="measure nothing: print the tables of an earlier --out file")
+    parser.add_argument("--json", type=Path, help="also write the result file here "
+                        "(bench/results/measurement/measure_backends.json)")
+    parser.add_argument("--report", type=Path, help="measure nothing: print the tables of an earlier --json file")
     args = parser.parse_args()
     if args.report:
-        print_tables(json.loads(args.report.read_text())["rows"])
+        print_tables(read_result(args.report)["values"]["rows"])
         return
     if args.quick:
         args.nets, args.threads = ["resnet18"], [1]
     harness = HarnessConfig(target_ci=args.target_ci, budget_s=args.budget_s)
-    host = host_info()
-    machine = {"cpu": host.cpu_model, "logical_cores": os.cpu_count(), "python": platform.python_version(),
-               "versions": dict(host.versions), "date": time.strftime("%Y-%m-%d")}
-    print(f"Command: {' '.join([Path(sys.executable).name, *sys.argv])}")
-    print(f"Machine: {machine['cpu']}, {machine['logical_cores']} vCPUs, Python {machine['python']}, "
-          + ", ".join(f"{k} {v}" for k, v in machine["versions"].items()))
+    here = machine()
+    print(f"Command: {command()}")
+    print(f"Machine: {here['cpu']}, {here['cores']} vCPUs, Python {platform.python_version()}, "
+          + ", ".join(f"{k} {v}" for k, v in here["versions"].items()))
     print(f"Harness: target_ci={harness.target_ci}, budget_s={harness.budget_s} per layer; "
           f"profiler_runs={args.profiler_runs}\n", flush=True)
     rows: list[dict[str, Any]] = []
@@ -348,9 +331,9 @@ def main() -> None:
                                         args.max_repeats, args.max_wait_s))
                 log(f"{net_name}/{backend_name}/t{threads} done in {time.perf_counter() - start:.0f} s "
                     f"({time.perf_counter() - began:.0f} s so far)")
-                if args.out:  # written after every row so a long run that dies keeps what it measured
-                    args.out.write_text(json.dumps({"version": 1, "machine": machine, "args": vars(args) | {
-                        "out": str(args.out)}, "harness": asdict(harness), "rows": rows}, indent=1))
+                if args.json:  # written after every row so a long run that dies keeps what it measured
+                    write_result(args.json, method="measurement", concern="layer, whole-network and profiler times",
+                                 values={"rows": rows}, harness=asdict(harness))
     print_tables(rows)
     print(f"\nTotal wall time: {time.perf_counter() - began:.0f} s")
 

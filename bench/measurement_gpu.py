@@ -17,20 +17,21 @@ import os
 import statistics
 import sys
 import time
+from pathlib import Path
+
+from _shared import pct, print_table, spread, write_result
 
 from nnperf.measure import CpuHog, HarnessConfig, RoundsConfig, measure_interleaved, measure_sequential
 from nnperf.measure.backends import BackendOptions, create_backend
 from nnperf.zoo import zoo_network
 
 
-def spread(values: list[float]) -> float:
-    return (max(values) - min(values)) / statistics.median(values)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sets", type=int, default=5)
     parser.add_argument("--networks", nargs="+", default=["resnet18", "mobilenet_v2", "squeezenet1_1"])
+    parser.add_argument("--json", type=Path, help="write the result file here "
+                        "(bench/results/interference/measurement_gpu.json)")
     args = parser.parse_args()
     import torch
 
@@ -68,20 +69,25 @@ def main() -> None:
         print(f"set {k + 1} done after {time.monotonic() - began:.0f} s", file=sys.stderr, flush=True)
     print(f"GPU: {torch.cuda.get_device_name()}; torch {torch.__version__}; {args.sets} sets, "
           f"{time.monotonic() - began:.0f} s; the process and the hog on CPU {cpu}\n")
-    print(f"| network | condition | median time (ms) | own-time spread, sequential | ratio to {base}: "
-          "sequential spread | interleaved spread | interleaved ratio |")
-    print("|---|---|---|---|---|---|---|")
+    rows = []
     for name in args.networks:
         for condition in ("none", "cpu hog"):
             times = own[(condition, "interleaved")][name]
-            cells = [f"{statistics.median(times) * 1e3:.3f}", f"{spread(own[(condition, 'sequential')][name]):.1%}"]
+            cells = [f"{statistics.median(times) * 1e3:.3f}", pct(spread(own[(condition, "sequential")][name]))]
             if name == base:
                 cells += ["-", "-", "-"]
             else:
                 seq, inter = results[(condition, "sequential")][name], results[(condition, "interleaved")][name]
-                cells += [f"{spread(seq):.1%}", f"{spread(inter):.1%}", f"{statistics.median(inter):.3f}"]
-            print(f"| {name} | {condition} | " + " | ".join(cells) + " |")
-
+                cells += [pct(spread(seq)), pct(spread(inter)), f"{statistics.median(inter):.3f}"]
+            rows.append([name, condition, *cells])
+    print_table(["network", "condition", "median time (ms)", "own-time spread, sequential",
+                 f"ratio to {base}: sequential spread", "interleaved spread", "interleaved ratio"], rows)
+    if args.json:
+        write_result(args.json, method="interference", concern="comparison protocols on a CUDA device",
+                     values={"own_s": {f"{c}/{p}": v for (c, p), v in own.items()},
+                             "ratios": {f"{c}/{p}": v for (c, p), v in results.items()}, "table": rows},
+                     spread={f"{c}/{p}": {name: spread(v) for name, v in by.items()} for (c, p), by in results.items()},
+                     sets=args.sets)
 
 if __name__ == "__main__":
     main()

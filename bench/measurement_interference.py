@@ -2,7 +2,8 @@
 interleaved, duet and speed-adjusted protocols, with and without each interference injector, all in one run.
 
 Run: .venv/bin/python bench/measurement_interference.py [--minutes 30] [--sets 10]
-         [--db bench/results/interference.db] [--json bench/results/interference.json] [--quick]
+         [--db bench/results/interference/interference.db] [--json bench/results/interference/interference.json]
+         [--quick]
 
 The process pins itself to CPU 0 and measures with the torch backend at 1 thread. It first calibrates that system
 into --db (resumed and reused when done; the calibration reads the reference workload before and after), predicts
@@ -30,18 +31,15 @@ Tables (Markdown on stdout; every raw time in --json):
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import os
 import random
 import statistics
-import subprocess
-import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from _shared import log, markdown_table, pct, read_result, result_path, spread, write_result
 from architectures import exported
 
 from nnperf import api
@@ -69,10 +67,6 @@ CONDITIONS = ("none", "cpu", "memory", "periodic")
 SEQUENTIAL_HARNESS = HarnessConfig(budget_s=1.0)
 INTERLEAVED = RoundsConfig(min_rounds=12, max_rounds=12)
 DUET = RoundsConfig(min_rounds=8, max_rounds=8)
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 def injectors(max_s: float) -> dict[str, Any]:
@@ -114,15 +108,6 @@ def one_condition(condition: str, nets: Mapping[str, Network], backend: Any, rng
     return result
 
 
-def spread(values: list[float]) -> float:
-    """(max - min) / median."""
-    return (max(values) - min(values)) / statistics.median(values) if len(values) > 1 else float("nan")
-
-
-def pct(x: float) -> str:
-    return "-" if math.isnan(x) else f"{100 * x:.1f}%"
-
-
 def median_ratio(a: list[float], b: list[float]) -> float:
     return statistics.median(x / y for x, y in zip(a, b, strict=True))
 
@@ -140,8 +125,7 @@ def tables(data: dict[str, Any]) -> str:
     out.append(f"### Comparisons: each network over {BASELINE}, spread over {len(sets)} sets\n")
     out.append("Spread = (max - min) / median of the per-set values; 'own time' is the network's sequential "
                "median (no comparison), the drift a back-to-back measurement sees.\n")
-    out.append("| network | condition | own time (sequential) | sequential ratio | interleaved ratio | duet ratio |")
-    out.append("|---|---|---|---|---|---|")
+    rows = []
     for name in names:
         for condition in conditions:
             own = per_set(condition, lambda r, n=name: r["sequential"][n])
@@ -149,16 +133,17 @@ def tables(data: dict[str, Any]) -> str:
             inter = per_set(condition, lambda r, n=name: median_ratio(r["interleaved"][n],
                                                                        r["interleaved"][BASELINE]))
             duet = per_set(condition, lambda r, n=name: r["duet"].get(n))
-            out.append(f"| {name} | {condition} | {pct(spread(own))} | {pct(spread(seq))} | {pct(spread(inter))} | "
-                       f"{pct(spread(duet)) if duet else '-'} |")
+            rows.append([name, condition, pct(spread(own)), pct(spread(seq)), pct(spread(inter)),
+                         pct(spread(duet)) if duet else "-"])
+    out.append(markdown_table(["network", "condition", "own time (sequential)", "sequential ratio",
+                               "interleaved ratio", "duet ratio"], rows))
     out.append("")
     first_quiet = next(s["none"] for s in sets if "none" in s)
     out.append("### Machine-speed reference: spread of speed-adjusted network times over all sets and conditions\n")
     out.append("Each network's time as median(network / reference per round) x the reference's median in the "
                "first quiet set; 'raw' is the network's interleaved median.\n")
     candidates = list(REFERENCE_CANDIDATES)
-    out.append("| network | raw | " + " | ".join(candidates) + " |")
-    out.append("|---|---|" + "---|" * len(candidates))
+    rows = []
     scores: dict[str, list[float]] = {c: [] for c in candidates}
     raw_spreads = []
     for name in data["networks"]:
@@ -172,9 +157,10 @@ def tables(data: dict[str, Any]) -> str:
                 r["interleaved"][n], r["interleaved"][ref]) * cal))
             scores[c].append(value)
             cells.append(pct(value))
-        out.append(f"| {name} | {pct(raw)} | " + " | ".join(cells) + " |")
-    out.append(f"| **median** | {pct(statistics.median(raw_spreads))} | "
-               + " | ".join(pct(statistics.median(scores[c])) for c in candidates) + " |")
+        rows.append([name, pct(raw), *cells])
+    rows.append(["**median**", pct(statistics.median(raw_spreads)),
+                 *(pct(statistics.median(scores[c])) for c in candidates)])
+    out.append(markdown_table(["network", "raw", *candidates], rows))
     out.append("")
     predictions = data.get("predictions")
     reference = data.get("calibration_reference")
@@ -182,8 +168,7 @@ def tables(data: dict[str, Any]) -> str:
         workload, cal_s = reference
         out.append(f"### Held-out prediction: MAPE per condition, raw and speed-adjusted ({workload} at its "
                    f"calibration reading, {cal_s * 1e3:.2f} ms)\n")
-        out.append("| condition | sets | raw MAPE | speed-adjusted MAPE | machine speed factor (median) |")
-        out.append("|---|---|---|---|---|")
+        rows = []
         for condition in conditions:
             raw_err, adj_err, factors = [], [], []
             for s in sets:
@@ -197,33 +182,35 @@ def tables(data: dict[str, Any]) -> str:
                         adjusted = median_ratio(r[name], r[f"ref:{workload}"]) * cal_s
                         adj_err.append(abs(predicted / adjusted - 1))
             if raw_err:
-                out.append(f"| {condition} | {len(factors)} | {pct(statistics.mean(raw_err))} | "
-                           f"{pct(statistics.mean(adj_err))} | {statistics.median(factors):.2f} |")
+                rows.append([condition, len(factors), pct(statistics.mean(raw_err)), pct(statistics.mean(adj_err)),
+                             f"{statistics.median(factors):.2f}"])
+        out.append(markdown_table(["condition", "sets", "raw MAPE", "speed-adjusted MAPE",
+                                   "machine speed factor (median)"], rows))
     return "\n".join(out)
+
+
+def save(path: Path, data: dict[str, Any]) -> dict[str, Any]:
+    return write_result(path, method="interference", concern="six networks over ResNet-18 under injected interference",
+                        values=data)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=30.0)
     parser.add_argument("--sets", type=int, default=10)
-    parser.add_argument("--db", type=Path, default=Path("bench/results/interference.db"))
-    parser.add_argument("--json", type=Path, default=Path("bench/results/interference.json"))
+    parser.add_argument("--db", type=Path, default=Path("bench/results/interference/interference.db"))
+    parser.add_argument("--json", type=Path, default=result_path("interference", "interference"))
     parser.add_argument("--quick", action="store_true", help="2 sets, no time floor, no calibration")
     parser.add_argument("--tables", action="store_true", help="print the tables of --json and stop")
     args = parser.parse_args()
     if args.tables:
-        print(tables(json.loads(args.json.read_text())))
+        print(tables(read_result(args.json)["values"]))
         return
     hogs = injectors(max_s=300)
     os.sched_setaffinity(0, {0})
-    args.json.parent.mkdir(parents=True, exist_ok=True)
     nets = networks()
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), "unknown")
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            check=False).stdout.strip()
-    data: dict[str, Any] = {"cpu": cpu, "commit": commit, "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                            "networks": list(nets), "sets": []}
+    data: dict[str, Any] = {"started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "networks": list(nets),
+                            "sets": []}
     if not args.quick:
         log("calibrating torch, 1 thread (reused when done)")
         model = api.calibrate(api.System("torch", "cpu", 1), args.db, if_needed=True)
@@ -248,10 +235,11 @@ def main() -> None:
                 if hog is not None:
                     hog.stop()
         data["sets"].append(one_set)
-        args.json.write_text(json.dumps(data, indent=1))  # every finished set is kept
+        save(args.json, data)  # every finished set is kept
     data["wall_s"] = time.monotonic() - began
-    args.json.write_text(json.dumps(data, indent=1))
-    print(f"CPU: {cpu}; commit {commit}; {len(data['sets'])} sets over {data['wall_s'] / 60:.1f} min\n")
+    document = save(args.json, data)
+    print(f"CPU: {document['machine']['cpu']}; commit {document['commit']['sha']}; {len(data['sets'])} sets over "
+          f"{data['wall_s'] / 60:.1f} min\n")
     print(tables(data))
 
 

@@ -1,7 +1,8 @@
 """A plain convolution chain with widths no designer would pick (52, 100, 148, 204), for the width advisor.
 
 Run: .venv/bin/python bench/odd_width_network.py bench/results/steps/odd_widths.json
-     .venv/bin/nnperf advise bench/results/steps/odd_widths.json --backend onnxruntime --db bench/results/steps.db --verify
+     .venv/bin/nnperf advise bench/results/steps/odd_widths.json --backend onnxruntime \\
+         --db bench/results/steps/steps.db --verify
 
 The zoo's networks use widths that are multiples of 16 or 32, which already sit on the fast paths the step
 models find, so the advisor has nothing to suggest there. This network shows what it does with a pruned or

@@ -1,7 +1,7 @@
 """The ONNX project's conformance node models through nnperf's importer: every model either imports or is refused
 with a named reason; an internal error (any exception that is not an ``NnperfError``) is a defect.
 
-Run: .venv/bin/python bench/onnx_conformance.py [--out bench/results/onnx_import]
+Run: .venv/bin/python bench/onnx_conformance.py [--json bench/results/import/conformance.json]
 
 The models are generated in this process by ``onnx.backend.test.case.node.collect_testcases`` (the onnx package
 writes the same files into its source tree; nothing is downloaded). For each: whether ONNX Runtime can build a
@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import argparse
 import collections
-import json
 import tempfile
 import warnings
 from pathlib import Path
 
 import onnx
 import onnxruntime as ort
+from _shared import result_path, write_result
 from onnx.backend.test.case import node
 
 from nnperf.errors import NnperfError
@@ -53,9 +53,8 @@ def built_network_runs(network: Network) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=Path("bench/results/onnx_import"))
+    parser.add_argument("--json", type=Path, default=result_path("import", "conformance"))
     args = parser.parse_args()
-    args.out.mkdir(parents=True, exist_ok=True)
     ort.set_default_logger_severity(4)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -78,7 +77,8 @@ def main() -> None:
             except Exception as exc:  # noqa: BLE001 - the defect this benchmark looks for
                 row.update(result="internal error", reason=f"{type(exc).__name__}: {exc}"[:200])
             rows.append(row)
-    (args.out / "conformance.json").write_text(json.dumps(rows, indent=1))
+    write_result(args.json, method="import", concern="the ONNX project's conformance node models",
+                 values={"rows": rows})
     counts = collections.Counter((r["ort"], r["result"]) for r in rows)
     print(f"{len(rows)} conformance node models")
     for (runs, result), n in sorted(counts.items()):

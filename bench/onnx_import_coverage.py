@@ -1,7 +1,7 @@
 """Which exporter-written ONNX files nnperf imports, with and without folding shape computations first, against
 ONNX Runtime's offline basic optimisation as the normaliser.
 
-Run: .venv/bin/python bench/onnx_import_coverage.py [--out bench/results/onnx_import]
+Run: .venv/bin/python bench/onnx_import_coverage.py [--json bench/results/import/coverage.json]
 
 The files: the held-out architectures of ``bench/architectures.py`` and small blocks written the way networks use
 them (``chunk``, a half-channel split by ``x.shape``, a flatten by ``x.size(0)``, an attention block scaled by
@@ -17,7 +17,7 @@ and the dynamo one). Random weights; nothing is downloaded. For each file and no
 
 each: imported (layers, generic layers) or the first line of the refusal, and the import's wall time (median of 3).
 
-Writes ``OUT/coverage.json`` and ``OUT/coverage.md``.
+Writes the result file (``--json``) and prints the table.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 import torch
+from _shared import markdown_table, result_path, write_result
 from architectures import ARCHITECTURES
 from torch import nn
 
@@ -161,9 +162,8 @@ def imported(path: Path, fold: bool, strict: bool = True) -> dict[str, object]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=Path("bench/results/onnx_import"))
+    parser.add_argument("--json", type=Path, default=result_path("import", "coverage"))
     args = parser.parse_args()
-    args.out.mkdir(parents=True, exist_ok=True)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, (module, shape) in models().items():
@@ -186,8 +186,8 @@ def main() -> None:
                     row["ort-basic"] = {"ok": False, "error": f"ORT could not optimise it: {exc}"[:160]}
                 rows.append(row)
                 print(json.dumps(row), flush=True)
-    (args.out / "coverage.json").write_text(json.dumps(rows, indent=1))
-    (args.out / "coverage.md").write_text(table(rows))
+    write_result(args.json, method="import", concern="exporter-written files, with and without folding",
+                 values={"rows": rows})
     print(table(rows))
 
 
@@ -201,23 +201,18 @@ def _cell(result: object) -> str:
 
 
 def table(rows: list[dict[str, object]]) -> str:
-    header = ("| model | exporter | ORT runs it | nnperf as shipped | strict: folding | strict: without folding | "
-              "strict: ORT basic, then nnperf |")
-    lines = [header, "|---|---|---|---|---|---|---|"]
-    for row in rows:
-        if "export_error" in row:
-            lines.append(f"| {row['model']} | {row['exporter']} | export failed: {row['export_error']} | | | | |")
-            continue
-        lines.append(f"| {row['model']} | {row['exporter']} | {'yes' if row['ort'] else 'no'} | "
-                     f"{_cell(row['shipped'])} | {_cell(row['fold'])} | {_cell(row['none'])} | "
-                     f"{_cell(row['ort-basic'])} |")
+    cells = [[row["model"], row["exporter"], f"export failed: {row['export_error']}", "", "", "", ""]
+             if "export_error" in row else
+             [row["model"], row["exporter"], "yes" if row["ort"] else "no", _cell(row["shipped"]), _cell(row["fold"]),
+              _cell(row["none"]), _cell(row["ort-basic"])] for row in rows]
+    lines = [markdown_table(["model", "exporter", "ORT runs it", "nnperf as shipped", "strict: folding",
+                             "strict: without folding", "strict: ORT basic, then nnperf"], cells)]
     ran = [r for r in rows if r.get("ort")]
     for key, label in (("shipped", "nnperf as shipped (generic layers allowed)"), ("fold", "strict, folding"),
                        ("none", "strict, without folding"), ("ort-basic", "strict, ORT basic")):
         ok = sum(1 for r in ran if isinstance(r[key], dict) and r[key].get("ok"))  # type: ignore[union-attr]
         lines.append(f"\n{label}: {ok} of {len(ran)} files that ONNX Runtime runs import.")
     return "\n".join(lines) + "\n"
-
 
 if __name__ == "__main__":
     main()

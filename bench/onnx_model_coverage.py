@@ -4,7 +4,7 @@ ONNX exporters, and the same models quantised by ONNX Runtime's quantiser.
 Run (after ``bench/export_model_families.py`` has written the corpus with its own environment):
 
     .venv/bin/python bench/onnx_model_coverage.py --corpus /work/onnx-corpus \\
-        [--out bench/results/onnx_import] [--verify 12] [--verify-max-gmacs 1.0] [--quantize 6]
+        [--json bench/results/import/model_coverage.json] [--verify 12] [--verify-max-gmacs 1.0] [--quantize 6]
 
 For every file the corpus manifest lists as exported:
 
@@ -20,8 +20,8 @@ For every file the corpus manifest lists as exported:
 ``--quantize N`` also writes N of the torchscript classification files through ONNX Runtime's static quantiser in
 QDQ and QOperator formats (random calibration data) and runs them through the same steps.
 
-Rows are written to ``OUT/model_coverage.json`` as each file is done (an interrupted run resumes); the summary
-table goes to ``OUT/model_coverage.md``.
+Rows are written to the result file (``--json``) as each file is done (an interrupted run resumes); the summary
+table goes to stdout.
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ import collections
 import contextlib
 import json
 import statistics
-import subprocess
 import sys
 import time
 import traceback
@@ -41,14 +40,14 @@ from typing import Any
 
 import numpy as np
 import onnxruntime as ort
+from _shared import commit, markdown_table, pct, read_result, result_path, write_result
 
 from nnperf.errors import NnperfError
 from nnperf.ir import GenericAttrs, OpType
 from nnperf.ir.importers import from_onnx
 from nnperf.ir.metrics import network_metrics
 
-COMMIT = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False,
-                        cwd=Path(__file__).parent).stdout.strip()
+COMMIT = (commit()["sha"] or "")[:7]
 """The commit whose importer a row was measured with (rows are kept across runs)."""
 
 
@@ -166,10 +165,7 @@ def summary(rows: list[dict[str, Any]]) -> str:
             continue
         timm = row["library"] == "timm" and row["family"] != "ort-quantized"
         groups[("timm (all families)" if timm else row["family"], row["exporter"])].append(row)
-    header = ("| family | exporter | files | ONNX Runtime builds | imported | internal errors | predicted | "
-              "with generic layers | generic share of predicted time, median (max) | verified | verify error, "
-              "median \\|abs\\| |")
-    lines = [header, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    cells = []
     for (family, exporter), group in sorted(groups.items()):
         ort_ok = [r for r in group if r.get("ort") == "yes"]
         imported = [r for r in group if r.get("import") == "imported"]
@@ -178,11 +174,13 @@ def summary(rows: list[dict[str, Any]]) -> str:
         verified = [r for r in group if r.get("verify") == "verified"]
         errors = [abs(r["verify_error"]) for r in verified]
         share = f"{statistics.median(shares):.1%} ({max(shares):.1%})" if shares else "-"
-        lines.append(
-            f"| {family} | {exporter} | {len(group)} | {len(ort_ok)} | {len(imported)} | "
-            f"{sum(r.get('import') == 'internal error' for r in group)} | {len(predicted)} | "
-            f"{sum(1 for r in imported if r['generic'])} | {share} | {len(verified)} | "
-            f"{f'{statistics.median(errors):.1%}' if errors else '-'} |")
+        cells.append([family, exporter, len(group), len(ort_ok), len(imported),
+                      sum(r.get("import") == "internal error" for r in group), len(predicted),
+                      sum(1 for r in imported if r["generic"]), share, len(verified),
+                      pct(statistics.median(errors)) if errors else "-"])
+    lines = [markdown_table(["family", "exporter", "files", "ONNX Runtime builds", "imported", "internal errors",
+                             "predicted", "with generic layers", "generic share of predicted time, median (max)",
+                             "verified", "verify error, median \\|abs\\|"], cells, right=range(2, 11))]
     excluded = [r for r in rows if r.get("excluded")]
     if excluded:
         lines.append(f"\nNot counted: {len(excluded)} file(s) ({', '.join(sorted({r['model'] for r in excluded}))}): "
@@ -190,16 +188,20 @@ def summary(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def save(path: Path, done: dict[tuple[str, str, str], dict[str, Any]]) -> None:
+    write_result(path, method="import", concern="exported torchvision and timm models, and their quantised copies",
+                 values={"rows": list(done.values())})
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", type=Path, default=Path("/work/onnx-corpus"))
-    parser.add_argument("--out", type=Path, default=Path("bench/results/onnx_import"))
-    parser.add_argument("--db", type=Path, default=Path("bench/results/onnx-coverage.db"))
+    parser.add_argument("--json", type=Path, default=result_path("import", "model_coverage"))
+    parser.add_argument("--db", type=Path, default=Path("bench/results/import/onnx-coverage.db"))
     parser.add_argument("--verify", type=int, default=12, help="how many networks to verify (0: none)")
     parser.add_argument("--verify-max-gmacs", type=float, default=1.0)
     parser.add_argument("--quantize", type=int, default=6, help="how many classifiers to quantise (0: none)")
     args = parser.parse_args()
-    args.out.mkdir(parents=True, exist_ok=True)
     from nnperf.api import calibrate
 
     print("calibrating ONNX Runtime on this machine (resumes; reused when stored)", flush=True)
@@ -209,9 +211,8 @@ def main() -> None:
     if args.quantize:
         records += [r for r in quantized_copies(records, args.quantize, args.corpus / "quantized")
                     if r["status"] == "exported"]
-    result_path = args.out / "model_coverage.json"
     done = {(r["family"], r["model"], r["exporter"]): r for r in
-            (json.loads(result_path.read_text()) if result_path.exists() else [])}
+            (read_result(args.json)["values"]["rows"] if args.json.exists() else [])}
     for index, record in enumerate(records, 1):
         key = (record["family"], record["model"], record["exporter"])
         if key in done:
@@ -221,7 +222,7 @@ def main() -> None:
                                                                                             "commit": COMMIT}
         row.update(import_row(path, system_model))
         done[key] = row
-        result_path.write_text(json.dumps(list(done.values()), indent=1))
+        save(args.json, done)
         print(f"[{index}/{len(records)}] {record['family']} {record['model']} {record['exporter']}: ort {row['ort'][:20]}, "
               f"{row['import']}, {row.get('predict', '-')}, generic {row.get('generic', '-')}", flush=True)
     if args.verify:
@@ -239,12 +240,10 @@ def main() -> None:
         for row in picked:
             key = (row["family"], row["model"], row["exporter"])
             row.update(verify_row(paths[key], args.db))
-            result_path.write_text(json.dumps(list(done.values()), indent=1))
+            save(args.json, done)
             print(f"verify {key}: {row.get('verify')} {row.get('verify_error', row.get('verify_reason', ''))}",
                   flush=True)
-    table = summary(list(done.values()))
-    (args.out / "model_coverage.md").write_text(table + "\n")
-    print(table)
+    print(summary(list(done.values())))
     internal = [r for r in done.values() if "internal error" in (r.get("import"), r.get("predict"), r.get("verify"))]
     for row in internal:
         print(f"internal error: {row['family']} {row['model']} {row['exporter']}: "

@@ -2,7 +2,7 @@
 of a search space as the machine does.
 
 Run: .venv/bin/python bench/oracle.py --db CALIBRATED.db [--networks 1000] [--measured 50]
-     [--rounds 12] [--seed 0] [--backend torch] [--json bench/results/oracle.json]
+     [--rounds 12] [--seed 0] [--backend torch] [--json bench/results/prediction/oracle.json]
 
 1. Draws ``--networks`` networks from the MobileNetV3-like space (``nnperf.zoo.search_space``), each built as
    IR on PyTorch's meta device (this is the slow part, about 0.4 s a network here, and not the oracle's; the IR
@@ -24,11 +24,11 @@ Stdout gets Markdown tables.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
 import numpy as np
+from _shared import pct, print_table, write_result
 from scipy.stats import kendalltau
 
 from nnperf.api import stored_calibration
@@ -115,9 +115,6 @@ def main() -> None:
 
     print(f"{len(networks)} networks from the MobileNetV3-like space (seed {args.seed}); IR built in "
           f"{build_s:.0f} s; {model.system_label}; primary method {primary}\n")
-    print(f"| method | predictions/s (predict_many, best of 3) | Kendall tau (measured {len(pick)}) | MAPE | "
-          "within +/-10% | MAPE after the median speed ratio |")
-    print("|---|---|---|---|---|---|")
     results = {}
     for method in methods:
         p = predicted[method][pick]
@@ -128,9 +125,11 @@ def main() -> None:
         results[method] = {"predictions_per_s": speed[method], "kendall_tau": tau,
                            "mape": float(np.mean(np.abs(errors))), "within_10": float(np.mean(np.abs(errors) <= 0.1)),
                            "mape_scaled": float(np.mean(np.abs(scaled))), "speed_ratio": scale}
-        r = results[method]
-        print(f"| {method} | {r['predictions_per_s']:,.0f} | {tau:.3f} | {r['mape']:.1%} | {r['within_10']:.0%} | "
-              f"{r['mape_scaled']:.1%} (ratio {scale:.3f}) |")
+    print_table(["method", "predictions/s (predict_many, best of 3)", f"Kendall tau (measured {len(pick)})", "MAPE",
+                 "within +/-10%", "MAPE after the median speed ratio"],
+                [[method, f"{r['predictions_per_s']:,.0f}", f"{r['kendall_tau']:.3f}", pct(r["mape"]),
+                  pct(r["within_10"], 0), f"{pct(r['mape_scaled'])} (ratio {r['speed_ratio']:.3f})"]
+                 for method, r in results.items()])
     print(f"\none network at a time (SystemModel.predict, every method at once): {len(networks) / single_s:,.0f} "
           f"networks/s; largest relative difference from predict_many: {agree:.1e}")
     print(f"measured: {len(pick)} networks x {args.rounds} interleaved rounds in {measure_s:.0f} s; "
@@ -138,14 +137,14 @@ def main() -> None:
           f"{float(np.min(measured)) * 1e3:.2f} to {float(np.max(measured)) * 1e3:.2f} ms; Kendall tau of the even "
           f"rounds' medians against the odd ones' (the measurement against itself): {self_tau:.3f}")
     if args.json is not None:
-        args.json.write_text(json.dumps({
+        write_result(args.json, method="prediction", concern="the latency oracle over a search space", values={
             "networks": len(networks), "seed": args.seed, "system": model.system_label, "primary": primary,
             "build_s": build_s, "single_per_s": len(networks) / single_s, "agreement": agree,
             "measurement_self_tau": self_tau,
             "measured": {samples[i].name: {"median_s": float(m), "spread": float(s)}
                          for i, m, s in zip(pick, measured, spread, strict=True)},
             "predicted": {m: {samples[i].name: float(predicted[m][i]) for i in pick} for m in methods},
-            "results": results}, indent=1))
+            "results": results}, spread={samples[i].name: float(s) for i, s in zip(pick, spread, strict=True)})
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Prediction accuracy: calibrate, then predict the zoo networks and measure them, per backend.
 
-Run: .venv/bin/python bench/predict_accuracy.py [--backends torch,onnxruntime] [--report out.json]
+Run: .venv/bin/python bench/predict_accuracy.py [--backends torch,onnxruntime] [--json FILE]
      (about 10 minutes per backend here; --networks resnet18,mobilenet_v2 for a quick look)
 
 For each backend, into a fresh temporary store (so nothing is reused and the calibration wall time is
@@ -17,22 +17,21 @@ real):
 Outside load (other processes' CPU time and steal, from /proc/stat) is recorded for each phase, so a
 disturbed run can be recognised; nothing is repeated automatically.
 
-Progress goes to stderr; stdout gets a Markdown summary for RESULTS.md.
+Progress goes to stderr; stdout gets a Markdown summary.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from measure_backends import PassLoad, log
+from _shared import log, markdown_table, pct, progress_logger, write_result
+from measure_backends import PassLoad
 
 from nnperf import zoo
 from nnperf.campaign import CALIBRATION_HARNESS, ProfileConfig, calibrate, measure_networks
@@ -42,18 +41,6 @@ from nnperf.prediction.evaluation import evaluate
 from nnperf.report.evaluation import write_report
 from nnperf.store import Store
 from nnperf.zoo import zoo_network
-
-
-def progress_logger(label: str):  # type: ignore[no-untyped-def]
-    last = [0.0]
-
-    def progress(what: str, done: int, total: int) -> None:
-        now = time.perf_counter()
-        if now - last[0] > 20 or done == total:
-            last[0] = now
-            log(f"{label}: {done}/{total} {what}")
-
-    return progress
 
 
 def run_backend(name: str, networks: list[str], out_dir: Path) -> dict[str, Any]:
@@ -101,24 +88,24 @@ def run_backend(name: str, networks: list[str], out_dir: Path) -> dict[str, Any]
 
 
 def markdown(results: list[dict[str, Any]]) -> str:
-    lines = [("| backend | calibration | PreVIous c: MAPE / within 10% | composed: MAPE / within 10% | "
-             "MACs: MAPE / within 10% | roofline: MAPE / within 10% | Table II | per-layer mean / median | "
-             "noise floor (pass-to-pass MAPE) | prediction time per network (median) |"),
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    for r in results:
-        cells = [f"{r['mape'][m]:.1%} / {r['within_10pct'][m]:.0%}" for m in ("previous", "composed", "macs", "roofline")]
-        lines.append(f"| {r['system']} | {r['calibration_wall_s']:.0f} s | " + " | ".join(cells)
-                     + f" | {r['table2']:.1%} | {r['layer_error_mean']:.1%} / {r['layer_error_median']:.1%} | "
-                     f"{r['noise_floor_mape']:.1%} | {np.median(list(r['prediction_time_s'].values())) * 1e3:.2f} ms |")
+    methods = ("previous", "composed", "macs", "roofline")
+    lines = [markdown_table(
+        ["backend", "calibration", "PreVIous c: MAPE / within 10%", "composed: MAPE / within 10%",
+         "MACs: MAPE / within 10%", "roofline: MAPE / within 10%", "Table II", "per-layer mean / median",
+         "noise floor (pass-to-pass MAPE)", "prediction time per network (median)"],
+        [[r["system"], f"{r['calibration_wall_s']:.0f} s",
+          *(f"{pct(r['mape'][m])} / {pct(r['within_10pct'][m], 0)}" for m in methods), pct(r["table2"]),
+          f"{pct(r['layer_error_mean'])} / {pct(r['layer_error_median'])}", pct(r["noise_floor_mape"]),
+          f"{np.median(list(r['prediction_time_s'].values())) * 1e3:.2f} ms"] for r in results])]
     for r in results:
         lines += ["", f"{r['system']}: network error per method (measured whole-network median in ms)", "",
-                  ("| network | measured ms | PreVIous c | composed | MACs | roofline | Table I (layer sums) | "
-                  "second pass |"), "|---|---|---|---|---|---|---|---|"]
-        for n in r["evaluation"]["networks"]:
-            e = n["error"]
-            lines.append(f"| {n['network']} | {n['measured_s'] * 1e3:.2f} | {e['previous']:+.1%} | "
-                         f"{e['composed']:+.1%} | {e['macs']:+.1%} | {e['roofline']:+.1%} | "
-                         f"{n['layer_sum_error']:+.1%} | {r['noise_pass_errors'][n['network']]:+.1%} |")
+                  markdown_table(["network", "measured ms", "PreVIous c", "composed", "MACs", "roofline",
+                                  "Table I (layer sums)", "second pass"],
+                                 [[n["network"], f"{n['measured_s'] * 1e3:.2f}",
+                                   *(pct(n["error"][m], signed=True) for m in methods),
+                                   pct(n["layer_sum_error"], signed=True),
+                                   pct(r["noise_pass_errors"][n["network"]], signed=True)]
+                                  for n in r["evaluation"]["networks"]])]
     return "\n".join(lines)
 
 
@@ -126,9 +113,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--backends", default="torch,onnxruntime")
     parser.add_argument("--networks", default=",".join(zoo.names()))
-    parser.add_argument("--out", type=Path, default=Path("bench/results/predict_accuracy"),
+    parser.add_argument("--out", type=Path, default=Path("bench/results/prediction/predict_accuracy"),
                         help="figures and HTML reports per backend")
-    parser.add_argument("--report", type=Path, help="write every figure as JSON")
+    parser.add_argument("--json", type=Path, help="write the result file here "
+                        "(bench/results/prediction/predict_accuracy.json)")
     args = parser.parse_args()
     networks = args.networks.split(",")
     host = host_info()
@@ -136,8 +124,8 @@ def main() -> int:
     results = []
     for name in args.backends.split(","):
         results.append(run_backend(name, networks, args.out))
-        if args.report:  # after each backend, so an interrupted run keeps what it measured
-            args.report.write_text(json.dumps({"host": asdict(host), "results": results}, indent=1))
+        if args.json:  # after each backend, so an interrupted run keeps what it measured
+            write_result(args.json, method="prediction", concern="the reference zoo", values={"results": results})
     print(markdown(results))
     return 0
 

@@ -23,7 +23,6 @@ ensemble on relative targets took about 100 s on one core of this VM.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import statistics
 import time
@@ -33,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from primitive_models import NETWORKS, fit_variant, load, pct, reference_of
+from _shared import pct, print_table, write_result
+from primitive_models import NETWORKS, fit_variant, load, reference_of
 
 from nnperf.measure import host_info
 from nnperf.prediction.primitives import split_dataset
@@ -114,13 +114,10 @@ def medians(points: Sequence[Point], variant: str, attribute: str) -> list[tuple
     return out
 
 
-def print_table(points: Sequence[Point], variants: Sequence[str], goal: float, full_n: int) -> dict:
-    """The Markdown table of the medians and each variant's power laws; returns them for the JSON."""
+def print_laws(points: Sequence[Point], variants: Sequence[str], goal: float, full_n: int) -> dict:
+    """Prints the table of the medians and each variant's power laws; returns them for the result file."""
     fractions = sorted({p.fraction for p in points})
-    print("| model | " + " | ".join(f"{f:g} of training" for f in fractions)
-          + f" | power law (ratios) | at {full_n} | ratios at {pct(goal)} needs |")
-    print("|---|" + "---|" * (len(fractions) + 3))
-    laws = {}
+    laws, rows = {}, []
     for variant in variants:
         time_m, ratio_m = medians(points, variant, "time_mdrae"), medians(points, variant, "ratio_mdrae")
         ratios = dict(ratio_m)
@@ -132,7 +129,9 @@ def print_table(points: Sequence[Point], variants: Sequence[str], goal: float, f
         law_cells = ["-", "-", "-"] if law is None else [
             f"{law.scale:.3g} n^-{law.exponent:.2f}", pct(law.at(full_n)),
             "never" if needed is None else f"{needed:,.0f}"]
-        print(f"| {variant} | " + " | ".join(cells) + " | " + " | ".join(law_cells) + " |")
+        rows.append([variant, *cells, *law_cells])
+    print_table(["model", *(f"{f:g} of training" for f in fractions), "power law (ratios)", f"at {full_n}",
+                 f"ratios at {pct(goal)} needs"], rows)
     return laws
 
 
@@ -181,7 +180,8 @@ def main() -> None:
                              "2 GMACs, the most a split of it trains on)")
     parser.add_argument("--network", choices=tuple(NETWORKS), default="paper")
     parser.add_argument("--threads", type=int, default=1, help="torch threads while training (default 1)")
-    parser.add_argument("--json", type=Path, default=None, help="also write the points as JSON here")
+    parser.add_argument("--json", type=Path, default=None, help="also write the result file here "
+                        "(bench/results/primitives/primitive_learning_curve_grid.json)")
     parser.add_argument("--plot", type=Path, default=None, help="also draw the curves into this PNG")
     args = parser.parse_args()
     if not args.fractions or not all(0 < f <= 1 for f in args.fractions):
@@ -195,13 +195,13 @@ def main() -> None:
     points = curve(dataset, args.variants, args.fractions, args.seeds, NETWORKS[args.network], reference,
                    args.threads)
     print("\nTest MdRAE of all primitives, time / ratio (median over seeds), by training configurations:\n")
-    laws = print_table(points, args.variants, args.goal, args.full)
+    laws = print_laws(points, args.variants, args.goal, args.full)
     if args.plot:
         print(f"\nfigure: {plot(points, args.variants, args.goal, args.full, args.plot)}")
     if args.json:
-        args.json.write_text(json.dumps({
-            "host": host.cpu_model, "db": str(args.db), "configurations": len(dataset.conv), "reference": reference,
-            "goal": args.goal, "full": args.full, "points": [vars(p) for p in points], "power_laws": laws}, indent=1))
+        write_result(args.json, method="primitives", concern="the cost model's learning curve", values={
+            "db": str(args.db), "configurations": len(dataset.conv), "reference": reference, "goal": args.goal,
+            "full": args.full, "points": [vars(p) for p in points], "power_laws": laws})
 
 
 if __name__ == "__main__":

@@ -31,13 +31,14 @@ Cost: on 502 training configurations, one core of this VM shared with other work
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from _shared import pct, print_table, write_result
 
 from nnperf.campaign import DATASET_REFERENCE, PRIMITIVE_CAMPAIGN, load_primitive_dataset, primitive_systems
 from nnperf.measure import host_info
@@ -125,10 +126,6 @@ def fit_variant(variant: str, parts: tuple[PrimitiveDataset, ...], seed: int, ne
     return model, Fitted(evaluate(model, test, reference, layout_reference), train_s, chosen, model.selection_)
 
 
-def pct(value: float | None) -> str:
-    return "-" if value is None else f"{value * 100:.1f}%"
-
-
 def median_or_none(values: Sequence[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return statistics.median(present) if present else None
@@ -175,9 +172,7 @@ def repeat_noise(dataset: PrimitiveDataset, repeat: PrimitiveDataset, reference:
 
 
 def print_summary(variants: Sequence[str], runs: dict[str, list[Fitted]], families: list[str]) -> None:
-    print("| model | " + " | ".join(f"{f} time / ratio" for f in families)
-          + " | all primitives time / ratio | transforms time / ratio | train s |")
-    print("|---|" + "---|" * (len(families) + 3))
+    rows = []
     for variant in variants:
         absolute, ratio = column_medians(runs[variant], False), column_medians(runs[variant], True)
         cells = []
@@ -186,22 +181,24 @@ def print_summary(variants: Sequence[str], runs: dict[str, list[Fitted]], famili
             cells.append(f"{pct(median_or_none([absolute[n] for n in members]))} / "
                          f"{pct(median_or_none([ratio.get(n) for n in members]))}")
         train_s = statistics.median(r.train_s for r in runs[variant])
-        print(f"| {variant} | " + " | ".join(cells) + f" | {train_s:.1f} |")
+        rows.append([variant, *cells, f"{train_s:.1f}"])
+    print_table(["model", *(f"{f} time / ratio" for f in families), "all primitives time / ratio",
+                 "transforms time / ratio", "train s"], rows)
 
 
 def print_columns(variants: Sequence[str], runs: dict[str, list[Fitted]], counts: dict[str, int],
                   noise: tuple[dict[str, float], dict[str, float], int] | None) -> None:
-    header = "| column | family | test times | " + " | ".join(f"{v} time / ratio" for v in variants)
+    headers = ["column", "family", "test times", *(f"{v} time / ratio" for v in variants)]
     if noise is not None:
-        header += f" | repeat ({noise[2]} configurations) time / ratio"
-    print(header + " |")
-    print("|---|---|---|" + "---|" * (len(variants) + (noise is not None)))
+        headers.append(f"repeat ({noise[2]} configurations) time / ratio")
+    rows = []
     medians = {v: (column_medians(runs[v], False), column_medians(runs[v], True)) for v in variants}
     for name, count in counts.items():
         cells = [f"{pct(medians[v][0].get(name))} / {pct(medians[v][1].get(name))}" for v in variants]
         if noise is not None:
             cells.append(f"{pct(noise[0].get(name))} / {pct(noise[1].get(name))}")
-        print(f"| {name} | {family(name)} | {count} | " + " | ".join(cells) + " |")
+        rows.append([name, family(name), count, *cells])
+    print_table(headers, rows)
 
 
 def print_table4(db: Path, system_id: int, model: PrimitiveCostModel) -> dict[str, dict[str, float]]:
@@ -219,8 +216,7 @@ def print_table4(db: Path, system_id: int, model: PrimitiveCostModel) -> dict[st
     for run_id, window in windows.items():
         if keys[run_id] not in spans or window[1] - window[0] < spans[keys[run_id]][1] - spans[keys[run_id]][0]:
             spans[keys[run_id]] = window
-    print("\n| network | convolutions | prediction (ms) | profiling its configurations (s) |\n|---|---|---|---|")
-    table4 = {}
+    table4, rows = {}, []
     for network_name in names():
         configs = list(conv_layer_configs(zoo_network(network_name)).values())
         if not configs:
@@ -235,8 +231,10 @@ def print_table4(db: Path, system_id: int, model: PrimitiveCostModel) -> dict[st
         profile_s = sum(end - start for start, end in (p for p in profiled if p is not None))
         complete = all(p is not None for p in profiled)
         table4[network_name] = {"convolutions": len(configs), "predict_ms": predict_ms, "profile_s": profile_s}
-        print(f"| {network_name} | {len(configs)} | {predict_ms:.1f} | {profile_s:.0f}"
-              f"{'' if complete else ' (partly profiled)'} |")
+        rows.append([network_name, len(configs), f"{predict_ms:.1f}",
+                     f"{profile_s:.0f}{'' if complete else ' (partly profiled)'}"])
+    print()
+    print_table(["network", "convolutions", "prediction (ms)", "profiling its configurations (s)"], rows)
     return table4
 
 
@@ -250,7 +248,8 @@ def main() -> None:
     parser.add_argument("--repeat-db", type=Path, default=None, help="a repeat profile of the same system")
     parser.add_argument("--threads", type=int, default=1, help="torch threads while training (default 1)")
     parser.add_argument("--no-table4", action="store_true")
-    parser.add_argument("--json", type=Path, default=None, help="also write the figures as JSON here")
+    parser.add_argument("--json", type=Path, default=None, help="also write the result file here "
+                        "(bench/results/primitives/primitive_models_grid.json)")
     args = parser.parse_args()
     begin = time.perf_counter()
     system, dataset = load(args.db, args.system)
@@ -292,14 +291,14 @@ def main() -> None:
     table4 = {} if args.no_table4 else print_table4(args.db, system.id, first_models[args.variants[-1]])
     print(f"\nran in {(time.perf_counter() - begin) / 60:.1f} min")
     if args.json:
-        args.json.write_text(json.dumps({
-            "host": host.cpu_model, "db": str(args.db), "system_id": system.id, "configurations": len(dataset.conv),
+        write_result(args.json, method="primitives", concern="primitive cost models", values={
+            "db": str(args.db), "system_id": system.id, "configurations": len(dataset.conv),
             "reference": reference, "network": args.network, "seeds": args.seeds,
             "variants": {v: [{"time": column_medians([r], False), "ratio": column_medians([r], True),
                               "train_s": r.train_s, "chosen": r.chosen, "validation": r.validation} for r in runs[v]]
                          for v in args.variants},
             "repeat": None if noise is None else {"time": noise[0], "ratio": noise[1], "configurations": noise[2]},
-            "table4": table4}, indent=1))
+            "table4": table4})
 
 
 if __name__ == "__main__":

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import random
 import statistics
@@ -35,6 +34,8 @@ import time
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+
+from _shared import write_result
 
 from nnperf.api import dataset_configs
 from nnperf.campaign import DATASET_REFERENCE, PrimitiveProfileReport, load_primitive_dataset, profile_primitives
@@ -184,7 +185,8 @@ def main() -> None:
                         help="the injector conditions to run (default all)")
     parser.add_argument("--protocols", nargs="+", choices=PROTOCOLS, default=list(PROTOCOLS),
                         help="the protocols to compare (default all)")
-    parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    parser.add_argument("--json", type=Path, default=None, help="also write the result file here "
+                        "(bench/results/interference/primitive_noise.json)")
     args = parser.parse_args()
     availability = interference_availability()
     if not availability.ok:
@@ -199,13 +201,14 @@ def main() -> None:
           f"{DATASET_REFERENCE}, repeat-to-repeat: all (per-primitive median) | per-round ratio IQR / median | "
           "s per configuration |")
     print("|---|---|---|---|---|---|")
-    log: dict[str, object] = {"configs": [c.to_dict() for c in configs], "cpu": host.cpu_model}
+    log: dict[str, object] = {"configs": [c.to_dict() for c in configs]}
     with tempfile.TemporaryDirectory() as folder:
         for condition in args.conditions:
             for line in _run_condition(condition, configs, Path(folder), log, tuple(args.protocols)):
                 print(line, flush=True)
     if args.json is not None:
-        args.json.write_text(json.dumps(log, indent=1, default=str))
+        write_result(args.json, method="interference", concern="the primitive dataset's repeat-to-repeat noise",
+                     values=log)
 
 
 if __name__ == "__main__":

@@ -55,9 +55,7 @@ network, early stopping), much the slowest.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -65,7 +63,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from primitive_models import NETWORKS, family, load, pct, reference_of, transform_reference_of, variant_model
+from _shared import log, markdown_table, pct, write_result
+from primitive_models import NETWORKS, family, load, reference_of, transform_reference_of, variant_model
 
 from nnperf.api import load_model
 from nnperf.campaign import profile_layer_layouts, profile_primitives
@@ -106,10 +105,6 @@ DETERMINISTIC = {"direct", "factor", "residual", "frozen"}
 """Methods whose model depends on the subset alone (not on a seed)."""
 SCRATCH = {"hidden": (32, 64, 64, 32), "learning_rate": 3e-3, "max_iterations": 150, "patience": 50}
 """The from-scratch networks: small and short (the baseline's cost dominates the bench otherwise)."""
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 @dataclass(frozen=True)
@@ -245,7 +240,7 @@ def run_fractions(setup: Setup, pool: PrimitiveDataset, fractions: Sequence[floa
     return runs, sizes
 
 
-def spread(values: Sequence[float | None]) -> str:
+def quartiles(values: Sequence[float | None]) -> str:
     """median [q1, q3] in percent; the median alone for one value."""
     present = [v for v in values if v is not None]
     if not present:
@@ -259,10 +254,9 @@ def spread(values: Sequence[float | None]) -> str:
 def print_fractions(runs: dict[str, dict[float, list[Score]]], sizes: dict[float, int], fractions: Sequence[float],
                     methods: Sequence[str], what: str, get: Callable[[Score], float | None]) -> None:
     print(f"\n### {what}: median [q1, q3] over the subsets\n")
-    print("| fraction | configurations | " + " | ".join(methods) + " |\n|---|---|" + "---|" * len(methods))
-    for fraction in fractions:
-        cells = [spread([get(s) for s in runs[m][fraction]]) for m in methods]
-        print(f"| {fraction * 100:g}% | {sizes[fraction]} | " + " | ".join(cells) + " |")
+    print(markdown_table(["fraction", "configurations", *methods],
+                         [[f"{fraction * 100:g}%", sizes[fraction], *(quartiles([get(s) for s in runs[m][fraction]])
+                                                                      for m in methods)] for fraction in fractions]))
 
 
 def print_verdict(runs: dict[str, dict[float, list[Score]]], fractions: Sequence[float], methods: Sequence[str]) -> None:
@@ -284,26 +278,25 @@ def print_families(runs: dict[str, dict[float, list[Score]]], fractions: Sequenc
                    methods: Sequence[str]) -> None:
     families = sorted({f for m in methods for s in runs[m][fractions[0]] for f in s.families})
     print("\n### Per family (time MdRAE, median over the family's primitives, then over the subsets)\n")
-    print("| fraction | method | method s | " + " | ".join(families) + " |\n|---|---|---|" + "---|" * len(families))
+    rows = []
     for fraction in fractions:
         for method in methods:
             scored = runs[method][fraction]
             cells = [pct(statistics.median(v)) if (v := [s.families[f] for s in scored if f in s.families]) else "-"
                      for f in families]
-            print(f"| {fraction * 100:g}% | {method} | {statistics.median(s.method_s for s in scored):.2f} | "
-                  + " | ".join(cells) + " |")
+            rows.append([f"{fraction * 100:g}%", method, f"{statistics.median(s.method_s for s in scored):.2f}", *cells])
+    print(markdown_table(["fraction", "method", "method s", *families], rows))
 
 
 def print_selection(graphs: dict[str, TargetGraph], runs: dict[str, dict[float, list[Score]]],
                     sizes: dict[float, int], fractions: Sequence[float], methods: Sequence[str]) -> None:
     print("\n### Selection on the target: how much more each model's PBQP selection costs on the target's profiled "
           "graph than its optimum; median [q1, q3] over the subsets\n")
-    print("| network | optimum, ms | " + " | ".join(f"{f * 100:g}% ({sizes[f]}): {m}" for f in fractions for m in methods)
-          + " |")
-    print("|---|---|" + "---|" * (len(fractions) * len(methods)))
-    for name, graph in graphs.items():
-        cells = [spread([s.select.get(name) for s in runs[m][f]]) for f in fractions for m in methods]
-        print(f"| {name} | {graph.optimum_s * 1e3:.2f} | " + " | ".join(cells) + " |")
+    print(markdown_table(["network", "optimum, ms", *(f"{f * 100:g}% ({sizes[f]}): {m}" for f in fractions
+                                                      for m in methods)],
+                         [[name, f"{graph.optimum_s * 1e3:.2f}",
+                           *(quartiles([s.select.get(name) for s in runs[m][f]]) for f in fractions for m in methods)]
+                          for name, graph in graphs.items()]))
 
 
 def table5(setup: Setup, pool: PrimitiveDataset) -> dict[str, Score]:
@@ -315,9 +308,8 @@ def table5(setup: Setup, pool: PrimitiveDataset) -> dict[str, Score]:
             log(f"Table 5: nothing tuned on {trained_on}: {exc}")
     families = sorted({f for s in out.values() for f in s.families})
     print("\n### Table 5: tuned (frozen) on one family of the whole pool (rows), time MdRAE per family (columns)\n")
-    print("| tuned on | " + " | ".join(families) + " |\n|---|" + "---|" * len(families))
-    for trained_on, scored in out.items():
-        print(f"| {trained_on} | " + " | ".join(pct(scored.families.get(f)) for f in families) + " |")
+    print(markdown_table(["tuned on", *families], [[trained_on, *(pct(scored.families.get(f)) for f in families)]
+                                                   for trained_on, scored in out.items()]))
     return out
 
 
@@ -405,8 +397,8 @@ def main() -> None:
     elapsed = time.perf_counter() - begin
     print(f"\nran in {elapsed / 60:.1f} min")
     if args.json:
-        args.json.write_text(json.dumps({
-            "host": host_info().cpu_model, "seed": args.seed, "repeats": args.repeats, "model": args.source_model,
+        write_result(args.json, method="primitives", concern="the cost model transferred to another platform", values={
+            "seed": args.seed, "repeats": args.repeats, "model": args.source_model,
             "network": args.network, "reference": reference,
             "source": {"db": str(args.db), "system_id": source_record.id, "configurations": len(source_data.conv),
                        "train_s": source_s, "test": source_score.__dict__},
@@ -415,7 +407,7 @@ def main() -> None:
             "fractions": {m: {f"{f:g}": {"configurations": sizes[f], "runs": [s.__dict__ for s in runs[m][f]]}
                               for f in args.fractions} for m in args.methods},
             "table5": {f: s.__dict__ for f, s in families.items()},
-            "select_optimum_s": {n: g.optimum_s for n, g in graphs.items()}, "elapsed_s": elapsed}, indent=1))
+            "select_optimum_s": {n: g.optimum_s for n, g in graphs.items()}, "elapsed_s": elapsed})
 
 
 if __name__ == "__main__":

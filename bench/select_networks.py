@@ -4,7 +4,7 @@ Table 4).
 Run: .venv/bin/python bench/select_networks.py [--networks alexnet vgg11 googlenet resnet18
      resnet34 mobilenet_v2 densenet121 ...] [--protocol interleaved] [--rounds-budget 20] [--max-rounds 60]
      [--budget 1.0] [--ilp] [--margin 0.12] [--refine 6] [--no-layer-costs] [--threads 1] [--system ID]
-     [--db bench/results/primitives.db] [--model-db DB] [--json bench/results/select_networks.json]
+     [--db bench/results/primitives.db] [--model-db DB] [--json bench/results/selection/select_networks.json]
 
 The paper's six networks, with VGG-19 swapped for MobileNet v2 to keep a run within minutes (--networks takes
 zoo names, .onnx files and the held-out architectures of bench/architectures.py, exported to ONNX and imported).
@@ -47,7 +47,6 @@ against the ILP on both graphs.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -57,6 +56,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from _shared import write_result
 from architectures import ARCHITECTURES, exported
 
 from nnperf.api import find_primitive_system, load_model, stored_primitive_model
@@ -481,7 +481,8 @@ def main() -> None:
     parser.add_argument("--refine", type=int, default=0, metavar="STEPS",
                         help="also time (f) and (g): (a) and (b) refined in the program for at most STEPS steps")
     parser.add_argument("--ilp-time-limit", type=float, default=60.0, help="seconds (default 60)")
-    parser.add_argument("--json", type=Path, default=None, help="also write the figures as JSON here")
+    parser.add_argument("--json", type=Path, default=None, help="also write the result file here "
+                        "(bench/results/selection/select_networks.json)")
     args = parser.parse_args()
     if args.max_rounds < 2 or args.optimise_repeats < 1:
         raise SystemExit("--max-rounds must be at least 2 and --optimise-repeats at least 1")
@@ -514,10 +515,10 @@ def main() -> None:
     if args.refine:
         print_refined(results)
     if args.json:
-        args.json.write_text(json.dumps({"host": host.cpu_model, "threads": args.threads, "system_id": record.id,
-                                         "model": model.kind, "protocol": args.protocol, "max_rounds": args.max_rounds,
-                                         "rounds_budget_s": args.rounds_budget, "budget_s": args.budget,
-                                         "selections": SELECTIONS, "networks": results}, indent=1))
+        write_result(args.json, method="selection", concern="primitive selection on whole networks", values={
+            "threads": args.threads, "system_id": record.id, "model": model.kind, "protocol": args.protocol,
+            "max_rounds": args.max_rounds, "rounds_budget_s": args.rounds_budget, "budget_s": args.budget,
+            "selections": SELECTIONS, "networks": results})
 
 
 if __name__ == "__main__":

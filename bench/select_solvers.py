@@ -1,7 +1,7 @@
 """PBQP against ILP on random cost graphs shaped like ResNet-152, DenseNet-121 and GoogLeNet (Mulder et al. 4.3).
 
 Run: .venv/bin/python bench/select_solvers.py [--networks resnet152 densenet121 googlenet]
-     [--seeds 0 1 2] [--time-limit 60] [--json bench/results/select_solvers.json]
+     [--seeds 0 1 2] [--time-limit 60] [--json bench/results/selection/select_solvers.json]
 
 Each graph has one node per convolution and 10-20 options per node. Every
 option (a primitive) reads one data layout and writes one (of 5); an edge's
@@ -26,12 +26,12 @@ status and gap, the ILP size and the relative cost difference
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from _shared import log, print_table, write_result
 
 from nnperf.optimize.select import CostGraph, ilp_size, solve_ilp, solve_pbqp
 
@@ -104,12 +104,10 @@ def main() -> None:
     parser.add_argument("--networks", nargs="+", default=list(NETWORKS), choices=list(NETWORKS))
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--time-limit", type=float, default=60.0, help="ILP time limit (s)")
-    parser.add_argument("--json", type=Path, default=None, help="also write the figures as JSON here")
+    parser.add_argument("--json", type=Path, default=None, help="also write the result file here "
+                        "(bench/results/selection/select_solvers.json)")
     args = parser.parse_args()
     rows = []
-    print("| network | seed | nodes | edges | PBQP (ms) | RN used | ILP (ms) | ILP status | MIP gap | "
-          "ILP binaries / pairs | (PBQP - ILP) / ILP |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for name in args.networks:
         n, pairs = NETWORKS[name]()
         for seed in args.seeds:
@@ -123,17 +121,20 @@ def main() -> None:
                          "pbqp_s": pbqp.solve_s, "rn_used": pbqp.heuristic_used, "ilp_s": ilp.solve_s,
                          "ilp_status": ilp.status, "mip_gap": ilp.mip_gap, "ilp_binaries": binaries,
                          "ilp_pairs": pair_variables, "relative_difference": relative})
-            print(f"| {name} | {seed} | {len(graph.nodes)} | {len(graph.edges)} | {pbqp.solve_s * 1e3:.1f} | "
-                  f"{'yes' if pbqp.heuristic_used else 'no'} | {ilp.solve_s * 1e3:.0f} | {ilp.status} | "
-                  f"{ilp.mip_gap:.2g} | {binaries} / {pair_variables} | {relative:+.2e} |", flush=True)
-    print("\n| network | median PBQP (ms) | median ILP (ms) | largest (PBQP - ILP) / ILP |\n|---|---|---|---|")
-    for name in args.networks:
-        mine = [r for r in rows if r["network"] == name]
-        print(f"| {name} | {statistics.median(r['pbqp_s'] for r in mine) * 1e3:.1f} | "
-              f"{statistics.median(r['ilp_s'] for r in mine) * 1e3:.0f} | "
-              f"{max(r['relative_difference'] for r in mine):+.2e} |")
+            log(f"{name} seed {seed}: PBQP {pbqp.solve_s * 1e3:.1f} ms, ILP {ilp.solve_s * 1e3:.0f} ms")
+    print_table(["network", "seed", "nodes", "edges", "PBQP (ms)", "RN used", "ILP (ms)", "ILP status", "MIP gap",
+                 "ILP binaries / pairs", "(PBQP - ILP) / ILP"],
+                [[r["network"], r["seed"], r["nodes"], r["edges"], f"{r['pbqp_s'] * 1e3:.1f}",
+                  "yes" if r["rn_used"] else "no", f"{r['ilp_s'] * 1e3:.0f}", r["ilp_status"], f"{r['mip_gap']:.2g}",
+                  f"{r['ilp_binaries']} / {r['ilp_pairs']}", f"{r['relative_difference']:+.2e}"] for r in rows])
+    print()
+    print_table(["network", "median PBQP (ms)", "median ILP (ms)", "largest (PBQP - ILP) / ILP"],
+                [[name, f"{statistics.median(r['pbqp_s'] for r in mine) * 1e3:.1f}",
+                  f"{statistics.median(r['ilp_s'] for r in mine) * 1e3:.0f}",
+                  f"{max(r['relative_difference'] for r in mine):+.2e}"]
+                 for name in args.networks for mine in [[r for r in rows if r["network"] == name]]])
     if args.json:
-        args.json.write_text(json.dumps({"rows": rows}, indent=1))
+        write_result(args.json, method="selection", concern="PBQP against the exact ILP", values={"rows": rows})
 
 
 if __name__ == "__main__":

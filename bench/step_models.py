@@ -1,8 +1,8 @@
 """Step-model accuracy: d and r detected on full sweeps, 4-point characterisation on held-out sweeps,
 and the composed model on random configurations. Reads the store written by bench/step_sweeps.py.
 
-Run: .venv/bin/python bench/step_models.py --db bench/results/steps.db --report bench/results/step_models.json
-     --figures bench/results/steps
+Run: .venv/bin/python bench/step_models.py --db bench/results/steps/steps.db --json bench/results/steps/step_models.json
+     --figures bench/results/steps/figures
 
 Per system (backend) in the store:
 1. the full channel and filter sweeps fitted (`steps fit`): model, d, r, confidence, evidence, fit MAPE;
@@ -23,7 +23,6 @@ Progress goes to stderr; stdout gets a Markdown summary for RESULTS.md.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections import Counter
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _shared import markdown_table, pct, write_result
 
 from nnperf.measure.sweep import Sweep
 from nnperf.prediction.steps import (
@@ -163,45 +163,45 @@ def evaluate_system(store: Store, system_id: int, figures: Path | None) -> dict[
 
 
 def markdown(results: list[dict[str, Any]]) -> str:
-    lines = ["| system | sweep | points | detected model | d | r | confidence | evidence | RSS vs line | fit MAPE |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    full = []
     for res in results:
         for parameter, f in res["full"].items():
             s = f["shape"]
-            lines.append(f"| {res['system']} | {parameter} {f['range'][0]}:{f['range'][1]}:{f['step']} | "
-                         f"{f['points']} | {s['kind']} | {s['d'] or '-'} | "
-                         f"{(str(s['r']) + (' aligned' if s['selector'] == 'aligned' else '')) if s['r'] else '-'} | "
-                         f"{f['confidence']:.0%} | {f['evidence']:.1f} | {f['rss_share']:.1%} | {f['fit_mape']:.2%} |")
-    lines += ["", ("| system | held-out sweeps | global shape | 4-point MAPE (held-out points) | all points | "
-                  "4-point line, no steps | shape fitted on all points | round spread | own d/r per sweep |"),
-              "|---|---|---|---|---|---|---|---|---|"]
+            full.append([res["system"], f"{parameter} {f['range'][0]}:{f['range'][1]}:{f['step']}", f["points"],
+                         s["kind"], s["d"] or "-",
+                         (str(s["r"]) + (" aligned" if s["selector"] == "aligned" else "")) if s["r"] else "-",
+                         pct(f["confidence"], 0), f"{f['evidence']:.1f}", pct(f["rss_share"]), pct(f["fit_mape"], 2)])
+    held_out = []
     for res in results:
         for parameter, h in res["held_out"].items():
             own = ", ".join(f"{text} ({n})" for text, n in sorted(
                 Counter(r["own_shape"]["text"] for r in h["sweeps"] if r["own_shape"]).items()))
-            lines.append(f"| {res['system']} | {len(h['sweeps'])} x {parameter} 120:219:3 | "
-                         f"{h['global_shape']['text']} | {h['mape_held_out']:.2%} | {h['mape_all']:.2%} | "
-                         f"{h['line_mape_held_out']:.2%} | {h['floor_mape_held_out']:.2%} | "
-                         f"{h['round_spread']:.1%} | {own} |")
-    lines += ["", ("| system | composed model on | configs | MAPE | within 10% | smooth composition MAPE | "
-                  "MAPE inside / outside the covered ranges | MAPE by kernel (smooth) |"),
-              "|---|---|---|---|---|---|---|---|"]
+            held_out.append([res["system"], f"{len(h['sweeps'])} x {parameter} 120:219:3", h["global_shape"]["text"],
+                             pct(h["mape_held_out"], 2), pct(h["mape_all"], 2), pct(h["line_mape_held_out"], 2),
+                             pct(h["floor_mape_held_out"], 2), pct(h["round_spread"]), own])
+    composed = []
     for res in results:
         for name, c in res["composition"].items():
-            inside = "-" if c["mape_inside"] is None else f"{c['mape_inside']:.1%}"
-            outside = "-" if c["mape_outside"] is None else f"{c['mape_outside']:.1%}"
-            lines.append(f"| {res['system']} | {name} | {c['configs']} | {c['mape']:.1%} | {c['within_10pct']:.0%} | "
-                         f"{c['smooth_mape']:.1%} | {inside} ({c['inside_ranges']}) / {outside} | "
-                         + ", ".join(f"{k}x{k}: {m:.0%} ({c['smooth_mape_by_kernel'][k]:.0%})"
-                                     for k, m in c["mape_by_kernel"].items()) + " |")
-    return "\n".join(lines)
+            composed.append([res["system"], name, c["configs"], pct(c["mape"]), pct(c["within_10pct"], 0),
+                             pct(c["smooth_mape"]),
+                             f"{pct(c['mape_inside'])} ({c['inside_ranges']}) / {pct(c['mape_outside'])}",
+                             ", ".join(f"{k}x{k}: {pct(m, 0)} ({pct(c['smooth_mape_by_kernel'][k], 0)})"
+                                       for k, m in c["mape_by_kernel"].items())])
+    return "\n\n".join([
+        markdown_table(["system", "sweep", "points", "detected model", "d", "r", "confidence", "evidence",
+                        "RSS vs line", "fit MAPE"], full),
+        markdown_table(["system", "held-out sweeps", "global shape", "4-point MAPE (held-out points)", "all points",
+                        "4-point line, no steps", "shape fitted on all points", "round spread", "own d/r per sweep"],
+                       held_out),
+        markdown_table(["system", "composed model on", "configs", "MAPE", "within 10%", "smooth composition MAPE",
+                        "MAPE inside / outside the covered ranges", "MAPE by kernel (smooth)"], composed)])
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--db", type=Path, default=Path("bench/results/steps.db"))
-    parser.add_argument("--report", type=Path)
-    parser.add_argument("--figures", type=Path)
+    parser.add_argument("--db", type=Path, default=Path("bench/results/steps/steps.db"))
+    parser.add_argument("--json", type=Path, help="write the result file here (bench/results/steps/step_models.json)")
+    parser.add_argument("--figures", type=Path, help="draw the sweeps' figures into this folder")
     args = parser.parse_args()
     if not args.db.exists():
         print(f"{args.db} does not exist; run bench/step_sweeps.py first", file=sys.stderr)
@@ -209,9 +209,8 @@ def main() -> int:
     with Store(args.db) as store:
         results = [evaluate_system(store, s.id, args.figures) for s in store.systems()]
     results = [r for r in results if r["full"]]
-    if args.report:
-        args.report.parent.mkdir(parents=True, exist_ok=True)
-        args.report.write_text(json.dumps(results, indent=1))
+    if args.json:
+        write_result(args.json, method="steps", concern="step-function latency models", values={"systems": results})
     print(markdown(results))
     return 0
 

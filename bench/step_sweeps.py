@@ -1,6 +1,6 @@
 """Step-model measurements: the sweeps that bench/step_models.py evaluates, into one store.
 
-Run: .venv/bin/python bench/step_sweeps.py --db bench/results/steps.db [--backends torch,onnxruntime]
+Run: .venv/bin/python bench/step_sweeps.py --db bench/results/steps/steps.db [--backends torch,onnxruntime]
      [--device cuda] [--rounds 3] [--channel-step 2]   (about 25 minutes per CPU backend here)
 
 Per backend, on conv2d at size 28, kernel 3 (the paper used 256x256 on a GPU; 28x28 keeps a 521-point
@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from measure_backends import log
+from _shared import log
 
 from nnperf.campaign import find_surround, run_sweep
 from nnperf.measure.backends import BackendOptions, create_backend
@@ -77,7 +77,7 @@ def sweeps(surround: int, channel_step: int = 1, rounds: int = 1) -> list[tuple[
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--db", type=Path, default=Path("bench/results/steps.db"))
+    parser.add_argument("--db", type=Path, default=Path("bench/results/steps/steps.db"))
     parser.add_argument("--backends", default="torch,onnxruntime")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--roles", default="full,dimension,held-out,random",

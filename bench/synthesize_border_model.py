@@ -17,10 +17,10 @@ each held-out program's measured and predicted ratios.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 import numpy as np
+from _shared import pct, print_table, write_result
 from synthesize_networks import glyph_network
 
 from nnperf.measure import RoundsConfig, host_info
@@ -91,9 +91,6 @@ def main() -> None:
     print(f"{args.network}: {host.cpu_model}, {len(layers)} layers, {len(edges)} edges; fp32 {base_s * 1e3:.3f} ms; "
           f"{comparison.rounds.rounds} rounds in {comparison.rounds.wall_s:.0f} s\n\nborder model: {cost.describe()}"
           f"\nborders only: {borders.describe()}\n")
-    print("| program | int8 layers | borders | slow 8-bit max-pools | measured ratio to fp32 | predicted | error | "
-          "borders only | error |")
-    print("|---|---|---|---|---|---|---|---|---|")
     rows = []
     for (what, chosen), ratio in zip(held_out, ratios[len(fitted):], strict=True):
         predicted, flat = cost.ratio(chosen), borders.ratio(chosen)
@@ -101,21 +98,22 @@ def main() -> None:
                      "slow_pools": slow_pools(frozenset(chosen)), "measured": ratio, "predicted": predicted,
                      "error": predicted / ratio - 1, "predicted_borders_only": flat,
                      "error_borders_only": flat / ratio - 1})
-        row = rows[-1]
-        print(f"| {what} | {len(chosen)} | {row['borders']} | {row['slow_pools']} | {ratio:.3f} | {predicted:.3f} "
-              f"| {row['error']:+.1%} | {flat:.3f} | {row['error_borders_only']:+.1%} |")
+    print_table(["program", "int8 layers", "borders", "slow 8-bit max-pools", "measured ratio to fp32", "predicted",
+                 "error", "borders only", "error"],
+                [[r["program"], r["layers"], r["borders"], r["slow_pools"], f"{r['measured']:.3f}",
+                  f"{r['predicted']:.3f}", pct(r["error"], signed=True), f"{r['predicted_borders_only']:.3f}",
+                  pct(r["error_borders_only"], signed=True)] for r in rows])
     print(f"\nfitted to: all int8 {ratios[0]:.3f}, probes " + ", ".join(f"{r:.3f}" for r in ratios[1:len(fitted)]))
     for name, key in (("border model", "error"), ("borders only", "error_borders_only")):
         errors = np.abs([row[key] for row in rows])
         print(f"{name}, held out: median |error| {np.median(errors):.1%}, max {errors.max():.1%}, within 15%: "
               f"{np.sum(errors <= 0.15)} of {len(rows)}")
     if args.json:
-        args.json.write_text(json.dumps({"network": args.network, "host": host.cpu_model, "fp32_s": base_s,
-                                         "gain_scale": cost.gain_scale, "border_s": cost.border_s,
-                                         "slow_pool_s": cost.slow_pool_s,
-                                         "borders_only": {"gain_scale": borders.gain_scale,
-                                                          "border_s": borders.border_s},
-                                         "fitted_ratios": ratios[:len(fitted)], "held_out": rows}, indent=1))
+        write_result(args.json, method="synthesis", concern="the border model of mixed int8 programs", values={
+            "network": args.network, "fp32_s": base_s, "gain_scale": cost.gain_scale, "border_s": cost.border_s,
+            "slow_pool_s": cost.slow_pool_s, "borders_only": {"gain_scale": borders.gain_scale,
+                                                              "border_s": borders.border_s},
+            "fitted_ratios": ratios[:len(fitted)], "held_out": rows})
 
 
 if __name__ == "__main__":

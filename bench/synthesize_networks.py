@@ -3,7 +3,7 @@
 Run: .venv/bin/python bench/synthesize_networks.py [--networks digits resnet18 mobilenet_v2
      squeezenet1_1] [--budget 0.01] [--samples 200] [--photos 232] [--threads 2] [--calibrate]
      [--db bench/results/synthesize.db] [--protocol interleaved] [--glyph-width 16]
-     [--json bench/results/synthesize_networks.json]
+     [--json bench/results/synthesis/synthesize_networks.json]
 
 - ``digits``: a CNN on scikit-learn's bundled handwritten digits resized to 64x64 (width 32, 10 epochs), trained
   once by this script and cached in bench/results/digits-cnn-64.pt; accuracy is top-1 on the held-out digits
@@ -31,10 +31,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import time
 from pathlib import Path
 from typing import Any
+
+from _shared import markdown_table, pct, print_table, write_result
 
 from nnperf.api import synthesize
 from nnperf.measure import host_info
@@ -105,17 +106,16 @@ def print_table1(result: SynthesisResult) -> None:
     print(f"### {result.network}\n")
     print(f"Speed-ups: {comparison.protocol.value}, {comparison.rounds.rounds} rounds "
           f"({comparison.rounds.wall_s:.1f} s); ms compared = median in those rounds.\n")
-    print("| stage | program | search ms, median [q1, q3] | ms compared | predicted ms | speed-up [95% CI] "
-          "| accuracy | drop | note |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    rows = []
     for stage in result.stages:
         m = stage.program
         s = m.timing.stats
         predicted = "-" if m.predicted_s is None else f"{m.predicted_s * 1e3:.2f}"
         compared = "-" if stage.compared_s is None else f"{stage.compared_s * 1e3:.2f}"
-        print(f"| {stage.name} | {m.spec.label()} | {s.median_s * 1e3:.2f} [{s.q1_s * 1e3:.2f}, {s.q3_s * 1e3:.2f}] "
-              f"| {compared} | {predicted} | {speedup(stage.speedup)} | {accuracy(m)} | {m.accuracy.drop:.2%} "
-              f"| {stage.note} |")
+        rows.append([stage.name, m.spec.label(), f"{s.median_s * 1e3:.2f} [{s.q1_s * 1e3:.2f}, {s.q3_s * 1e3:.2f}]",
+                     compared, predicted, speedup(stage.speedup), accuracy(m), pct(m.accuracy.drop, 2), stage.note])
+    print(markdown_table(["stage", "program", "search ms, median [q1, q3]", "ms compared", "predicted ms",
+                          "speed-up [95% CI]", "accuracy", "drop", "note"], rows))
     fp32 = [m for m in result.candidates if m.predicted_s is not None]
     if fp32:
         print("\nfp32 candidates, in the order measured (ranked by prediction): " + "; ".join(
@@ -230,21 +230,17 @@ def main() -> None:
         result = run_network(name, args)
         print_table1(result)
         rows.append(summary_row(result, time.perf_counter() - start))
-    print("| network | baseline ms | final ms | final program | over baseline [95% CI] (goal 8x) "
-          "| ONNX Runtime best fp32 | over it [95% CI] (goal 1.5x) | top-1 fp32 | top-1 program (samples) | drop "
-          "| measured / skipped | wall s |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for r in rows:
-        top1 = (f"{r['reference_top1']:.2%}" if r["reference_top1"] is not None else "-",
-                f"{r['final_top1']:.2%} ({r['evaluation_samples']})" if r["final_top1"] is not None else "-")
-        print(f"| {r['network']} | {r['baseline_ms']:.2f} | {r['final_ms']:.2f} | {r['final']} "
-              f"| {ratio_text(r['speedup_over_baseline'])} | {r['ort_best_fp32']} "
-              f"| {ratio_text(r['speedup_over_ort_fp32'])} | {top1[0]} | {top1[1]} | {r['drop']:.2%} "
-              f"| {r['measured']} / {r['skipped']} | {r['wall_s']:.0f} |")
+    print_table(["network", "baseline ms", "final ms", "final program", "over baseline [95% CI] (goal 8x)",
+                 "ONNX Runtime best fp32", "over it [95% CI] (goal 1.5x)", "top-1 fp32", "top-1 program (samples)",
+                 "drop", "measured / skipped", "wall s"],
+                [[r["network"], f"{r['baseline_ms']:.2f}", f"{r['final_ms']:.2f}", r["final"],
+                  ratio_text(r["speedup_over_baseline"]), r["ort_best_fp32"], ratio_text(r["speedup_over_ort_fp32"]),
+                  pct(r["reference_top1"], 2),
+                  "-" if r["final_top1"] is None else f"{pct(r['final_top1'], 2)} ({r['evaluation_samples']})",
+                  pct(r["drop"], 2), f"{r['measured']} / {r['skipped']}", f"{r['wall_s']:.0f}"] for r in rows])
     if args.json:
-        args.json.write_text(json.dumps({"host": host.cpu_model, "budget": args.budget, "protocol": args.protocol,
-                                              "glyph_width": args.glyph_width,
-                                              "networks": rows}, indent=1))
+        write_result(args.json, method="synthesis", concern="synthesis within an accuracy budget", values={
+            "budget": args.budget, "protocol": args.protocol, "glyph_width": args.glyph_width, "networks": rows})
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 Run: flock /tmp/nnperf-bench.lock env .venv/bin/python bench/synthesize_paired.py
      [--program bench/results/synth/resnet18] [--repeats 5] [--period 2.0]
-     [--json bench/results/synthesize_paired.json]
+     [--json bench/results/interference/synthesize_paired.json]
 
 The program is the one ``bench/synthesize_networks.py`` wrote for ResNet-18 (``--program``), run from its files by
 ``nnperf.optimize.synthesize.load_program`` on one thread; the baseline is Table I's: ResNet-18 (nnperf's seeded
@@ -29,12 +29,13 @@ repeats' speed-ups.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import time
 from pathlib import Path
 from typing import Any
+
+from _shared import pct, print_table, spread, write_result
 
 from nnperf.measure import CpuHog, Interference, MemoryHog, PeriodicSlowdown, host_info
 
@@ -62,10 +63,6 @@ def timers(program: Path) -> dict[str, Any]:
     run = load_program(program, threads=1)
     return {"baseline": LoopTimer(functools.partial(baseline, sample)),
             "program": LoopTimer(functools.partial(run, sample))}
-
-
-def spread(values: list[float]) -> float:
-    return (max(values) - min(values)) / statistics.median(values)
 
 
 def main() -> None:
@@ -116,19 +113,18 @@ def main() -> None:
                          "baseline_ms": [r["baseline_ms"] for r in results[protocol]],
                          "repeats": results[protocol]})
     wall_s = time.perf_counter() - began
-    print(f"\n| condition | protocol | speed-ups of the {args.repeats} repeats | median | spread (max - min) / median "
-          "| baseline ms, min-max | s per comparison |")
-    print("|---|---|---|---|---|---|---|")
-    for r in rows:
-        per = statistics.mean(x["wall_s"] for x in r["repeats"])
-        print(f"| {r['condition']} | {r['protocol']} | {', '.join(f'{s:.2f}' for s in r['speedups'])} "
-              f"| {r['median']:.2f}x | {r['spread']:.1%} | {min(r['baseline_ms']):.1f}-{max(r['baseline_ms']):.1f} "
-              f"| {per:.1f} |")
+    print()
+    print_table(["condition", "protocol", f"speed-ups of the {args.repeats} repeats", "median",
+                 "spread (max - min) / median", "baseline ms, min-max", "s per comparison"],
+                [[r["condition"], r["protocol"], ", ".join(f"{s:.2f}" for s in r["speedups"]), f"{r['median']:.2f}x",
+                  pct(r["spread"]), f"{min(r['baseline_ms']):.1f}-{max(r['baseline_ms']):.1f}",
+                  f"{statistics.mean(x['wall_s'] for x in r['repeats']):.1f}"] for r in rows])
     print(f"\n{wall_s:.0f} s of comparisons")
     if args.json:
-        args.json.write_text(json.dumps({"host": host.cpu_model, "program": manifest["program"],
-                                         "program_created": manifest["created"], "repeats": args.repeats,
-                                         "wall_s": wall_s, "rows": rows}, indent=1))
+        write_result(args.json, method="interference", concern="a synthesised program over its baseline, under "
+                     "interference", values={"program": manifest["program"], "program_created": manifest["created"],
+                                             "repeats": args.repeats, "wall_s": wall_s, "rows": rows},
+                     spread={f"{r['condition']}/{r['protocol']}": r["spread"] for r in rows})
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Zoo totals against published figures, and how long importing and exporting takes.
 
-Run: .venv/bin/python bench/zoo_metrics.py  (prints a Markdown table for RESULTS.md)
+Run: .venv/bin/python bench/zoo_metrics.py [--repeat 3] [--json bench/results/zoo/zoo_metrics.json]
 Timings are wall-clock medians of --repeat runs on this machine; the counts are exact.
 """
 
@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import torch
+from _shared import log, pct, print_table, write_result
 
 from nnperf import zoo
 from nnperf.ir.export import export_onnx
@@ -41,33 +42,61 @@ def timed(fn, repeat: int) -> tuple[float, object]:
     return statistics.median(times), result
 
 
+HEADERS = ("network", "layers", "MACs", "published", "diff", "params", "published", "diff", "import (meta) s",
+           "import (weights) s", "export s", "ONNX import s")
+
+
+def measure(entry: object, repeat: int, folder: Path) -> dict[str, object]:
+    """One zoo network: its metrics against the published ones, and its import and export times (s)."""
+    t_meta, net = timed(lambda: zoo_network(entry.name), repeat)  # type: ignore[attr-defined]
+    m = network_metrics(net)  # type: ignore[arg-type]
+    module, x = entry.build(), entry.example_input()  # type: ignore[attr-defined]
+    t_torch, _ = timed(lambda: from_torch(module, x), repeat)
+    path = folder / f"{entry.name}.onnx"  # type: ignore[attr-defined]
+    t_export, _ = timed(lambda: export_onnx(module, x, path), 1)
+    t_onnx, via_onnx = timed(lambda: from_onnx(path), repeat)
+    assert network_metrics(via_onnx).macs == m.macs  # type: ignore[arg-type]
+    pub = PUBLISHED.get(entry.name)  # type: ignore[attr-defined]
+    return {"network": entry.name, "layers": len(net), "gmacs": m.macs / 1e9, "mparams": m.params / 1e6,  # type: ignore[attr-defined]
+            "published_gmacs": pub[0] if pub else None, "published_mparams": pub[1] if pub else None,
+            "macs_diff": m.macs / 1e9 / pub[0] - 1 if pub else None,
+            "params_diff": m.params / 1e6 / pub[1] - 1 if pub else None,
+            "import_meta_s": t_meta, "import_weights_s": t_torch, "export_s": t_export, "onnx_import_s": t_onnx}
+
+
+def cells(r: dict[str, object]) -> list[str]:
+    def published(value: object, unit: str) -> str:
+        return "-" if value is None else f"{value} {unit}"
+
+    return [str(r["network"]), str(r["layers"]), f"{r['gmacs']:.4f} G", published(r["published_gmacs"], "G"),
+            pct(r["macs_diff"], 2, signed=True), f"{r['mparams']:.4f} M", published(r["published_mparams"], "M"),
+            pct(r["params_diff"], 2, signed=True), f"{r['import_meta_s']:.2f}", f"{r['import_weights_s']:.2f}",
+            f"{r['export_s']:.1f}", f"{r['onnx_import_s']:.2f}"]
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--json", type=Path, help="write the result file here (bench/results/zoo/zoo_metrics.json)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     print(f"Machine: {host_info().cpu_model}, {os.cpu_count()} CPUs, {torch.get_num_threads()} torch thread, "
           f"torch {torch.__version__}, Python {platform.python_version()}\n")
-    print("| network | layers | MACs | published | diff | params | published | diff | import (meta) s "
-          "| import (weights) s | export s | ONNX import s |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
+        rows = []
         for entry in zoo.entries():
-            t_meta, net = timed(lambda entry=entry: zoo_network(entry.name), args.repeat)
-            m = network_metrics(net)  # type: ignore[arg-type]
-            module, x = entry.build(), entry.example_input()
-            t_torch, _ = timed(lambda module=module, x=x: from_torch(module, x), args.repeat)
-            path = Path(tmp) / f"{entry.name}.onnx"
-            t_export, _ = timed(lambda module=module, x=x, path=path: export_onnx(module, x, path), 1)
-            t_onnx, via_onnx = timed(lambda path=path: from_onnx(path), args.repeat)
-            assert network_metrics(via_onnx).macs == m.macs  # type: ignore[arg-type]
-            pub = PUBLISHED.get(entry.name)
-            dm = f"{100 * (m.macs / 1e9 / pub[0] - 1):+.2f}%" if pub else "-"
-            dp = f"{100 * (m.params / 1e6 / pub[1] - 1):+.2f}%" if pub else "-"
-            print(f"| {entry.name} | {len(net)} | {m.macs / 1e9:.4f} G | {f'{pub[0]} G' if pub else '-'} | {dm} "
-                  f"| {m.params / 1e6:.4f} M | {f'{pub[1]} M' if pub else '-'} | {dp} | {t_meta:.2f} "
-                  f"| {t_torch:.2f} | {t_export:.1f} | {t_onnx:.2f} |", flush=True)
-
+            rows.append(measure(entry, args.repeat, Path(tmp)))
+            log(f"{entry.name} done")
+    print_table(HEADERS, [cells(r) for r in rows])
+    if args.json:
+        diffs = [abs(d) for r in rows for d in (r["macs_diff"], r["params_diff"]) if d is not None]
+        write_result(args.json, method="zoo", concern="MACs and parameters against published figures",
+                     values={"networks": rows}, headline={
+                         "rows": [dict(zip(("network", "layers", "MACs", "published MACs", "MACs diff", "params",
+                                            "published params", "params diff", "import (meta) s", "import (weights) s",
+                                            "export s", "ONNX import s"), cells(r), strict=True)) for r in rows],
+                         "largest_diff": max(diffs), "networks": len(rows),
+                         "published": sum(r["published_gmacs"] is not None for r in rows)})
 
 if __name__ == "__main__":
     main()
