@@ -319,8 +319,10 @@ def test_an_interleaved_profile_stores_one_window_of_rounds_and_reports_its_spre
     (run,) = store.runs(system_id=report.system_id)
     assert run.config["protocol"] == "interleaved"
     stored = store.layer_measurements(run_id=run.id)
-    windows = {(m.timing.started_at, m.timing.ended_at, m.n) for m in stored}
-    assert len(windows) == 1  # the two primitives, the transformations and the machine-speed reference
+    # the two primitives, the transformations and the machine-speed reference: one window (a workload that left the
+    # rounds early has fewer of them)
+    windows = {(m.timing.started_at, m.timing.ended_at) for m in stored}
+    assert len(windows) == 1
     assert [m.op for m in stored if m.layer == SPEED_REFERENCE] == ["reference"]
     assert report.speed_readings_s == ((label, pytest.approx(profile_speed(store, report.system_id).standard_s)),)
     assert profile(store, [ONE_BY_ONE], protocol="sequential").reused == 1

@@ -31,7 +31,9 @@ everything that measures *into* the store lives here:
   one run per convolution configuration (``_primitives.py``; :func:`profile_transforms` adds activations whose
   layout transformations alone are timed; :func:`profile_speed`, the machine-speed reference timed in every
   configuration's rounds, which the dataset is levelled with; :func:`profiling_durations`, how long each
-  configuration took); :func:`export_primitive_dataset` and
+  configuration took); :func:`measure_ratio_rounds` and :class:`RatioStopping`, the rounds each workload of a
+  configuration leaves once its ratio to the reference is known well enough (``_ratio_rounds.py``);
+  :func:`export_primitive_dataset` and
   :func:`import_primitive_dataset`: that dataset as one portable file, and back into a store
   (``_dataset_file.py``); :func:`profile_layer_layouts` and
   :func:`load_layer_layouts`: the other layers' times in each layout (``_layer_layouts.py``);
@@ -118,6 +120,13 @@ from nnperf.campaign._profile import (
     profiler_chunk,
     profiler_chunks,
 )
+from nnperf.campaign._ratio_rounds import (
+    DATASET_STOPPING,
+    RatioRounds,
+    RatioStopping,
+    measure_ratio_rounds,
+    ratio_standard_error,
+)
 from nnperf.campaign._referenced import ReferencedTiming, store_referenced, time_with_reference
 from nnperf.campaign._roofline import BANDWIDTH_PROBES, COMPUTE_PROBES, PROBE_HARNESS, measure_roofline
 from nnperf.campaign._sampling import SAMPLE_CAMPAIGN, SENTINEL_EVERY, SENTINEL_PREFIX, sample_layers
@@ -133,6 +142,7 @@ __all__ = [
     "DATASET_FILE_FORMAT",
     "DATASET_HARNESS",
     "DATASET_REFERENCE",
+    "DATASET_STOPPING",
     "FUSION_PROFILER_RUNS",
     "LAYER_CAMPAIGN",
     "PRIMITIVE_BACKEND",
@@ -165,6 +175,8 @@ __all__ = [
     "ProfileSpeed",
     "ProfilerItem",
     "Progress",
+    "RatioRounds",
+    "RatioStopping",
     "ReferenceItem",
     "ReferencedTiming",
     "RooflineItem",
@@ -185,6 +197,7 @@ __all__ = [
     "load_primitive_dataset",
     "measure_isolated_layer",
     "measure_networks",
+    "measure_ratio_rounds",
     "measure_roofline",
     "measure_rounds",
     "measure_sentinel",
@@ -205,6 +218,7 @@ __all__ = [
     "profiler_chunk",
     "profiler_chunks",
     "profiling_durations",
+    "ratio_standard_error",
     "recorded_surround",
     "run_sweep",
     "runner_for",

@@ -43,6 +43,7 @@ import numpy as np
 
 from nnperf.campaign._campaign import Campaign, Progress, no_progress, open_campaign
 from nnperf.campaign._items import ItemRunner, LocalRunner
+from nnperf.campaign._ratio_rounds import DATASET_STOPPING, RatioRounds, RatioStopping, measure_ratio_rounds
 from nnperf.errors import NnperfError
 from nnperf.measure import (
     ComparisonProtocol,
@@ -54,6 +55,7 @@ from nnperf.measure import (
     SystemSpec,
     Timer,
     Timing,
+    fixed_timing,
     host_info,
     measure,
     measure_interleaved,
@@ -65,6 +67,7 @@ from nnperf.primitives import (
     LayoutTransform,
     Primitive,
     PrimitiveDataset,
+    SharedOperands,
     TransformSample,
     all_primitives,
     all_transforms,
@@ -200,7 +203,8 @@ def profile_primitives(store: Store, configs: Sequence[ConvConfig], threads: int
                        runner: ItemRunner | None = None,
                        protocol: ComparisonProtocol | str = ComparisonProtocol.INTERLEAVED,
                        seed: int = 0, device: str = "cpu", speed_reference: bool = True,
-                       retime_over: float | None = None) -> PrimitiveProfileReport:
+                       retime_over: float | None = None,
+                       stopping: RatioStopping | None = DATASET_STOPPING) -> PrimitiveProfileReport:
     """Times every applicable primitive and every layout transformation on each of ``configs`` into ``store``.
 
     ``primitives`` defaults to every registered primitive that is available here. What the store already holds
@@ -212,7 +216,12 @@ def profile_primitives(store: Store, configs: Sequence[ConvConfig], threads: int
 
     ``protocol`` is 'interleaved' (default: a configuration's primitives and transformations timed in rounds,
     :func:`dataset_rounds` of ``harness``) or 'sequential' (each measured with ``harness``, one after the other).
-    ``seed`` (default 0) is mixed with each configuration's key to seed the random order of its rounds. With
+    ``seed`` (default 0) is mixed with each configuration's key to seed the random order of its rounds. Under
+    ``stopping`` (default :data:`DATASET_STOPPING`) each workload leaves the interleaved rounds once its ratio to
+    the reference is known to the rule's standard error, and a slow one runs one call per block from its first call
+    (``nnperf.campaign._ratio_rounds``); the configuration's run then records its rounds and those standard errors
+    (``rounds``, ``ratio_se``). With ``stopping`` None every workload runs until every ratio is within the
+    harness's ``target_ci`` (``nnperf.measure.measure_interleaved``, how datasets were timed before). With
     ``speed_reference`` (default) the interleaved rounds also time :data:`SPEED_REFERENCE`, which levels the
     configuration's times to the machine's usual speed when the dataset is read (:func:`load_primitive_dataset`).
     With ``retime_over`` (a factor, e.g. :data:`SLOW_FACTOR`), once every configuration is stored, each of
@@ -233,7 +242,7 @@ def profile_primitives(store: Store, configs: Sequence[ConvConfig], threads: int
         require_device(device)
     chosen = _device_primitives(primitives, device)
     return _profile(store, configs, runner or PrimitiveRunner(threads, device), harness, budget_s, chosen,
-                    progress or no_progress, timing, seed, device, speed_reference, retime_over)
+                    progress or no_progress, timing, seed, device, speed_reference, retime_over, stopping)
 
 
 def _check_retime(retime_over: float | None, protocol: ComparisonProtocol, speed_reference: bool) -> None:
@@ -253,17 +262,19 @@ def profile_transforms(store: Store, shapes: Sequence[tuple[int, int, tuple[int,
                        harness: HarnessConfig = DATASET_HARNESS, budget_s: float | None = None,
                        progress: Progress | None = None, runner: ItemRunner | None = None,
                        protocol: ComparisonProtocol | str = ComparisonProtocol.INTERLEAVED, seed: int = 0,
-                       device: str = "cpu", retime_over: float | None = None) -> PrimitiveProfileReport:
+                       device: str = "cpu", retime_over: float | None = None,
+                       stopping: RatioStopping | None = DATASET_STOPPING) -> PrimitiveProfileReport:
     """Times every layout transformation on each activation (batch, c, (h, w)) of ``shapes`` into ``store``, under
     ``protocol`` (default: the dataset's interleaved rounds), and no primitive: more activations for the
     transformations' model than the configurations' inputs give. Each activation is stored under its
     :meth:`ConvConfig.carrier` (the dataset reads it as an activation, not as a configuration); what the store
     holds already is not measured again, and ``budget_s`` stops between two activations and ``runner`` measures on
-    a fleet, and ``retime_over`` times the slow ones again, as in :func:`profile_primitives`.
+    a fleet, ``retime_over`` times the slow ones again and ``stopping`` ends the rounds, as in
+    :func:`profile_primitives`.
     ``nnperf.primitives.unread_outputs`` gives the activations a set of configurations leaves without times."""
     carriers = [ConvConfig.carrier(batch, c, im) for batch, c, im in shapes]
     return profile_primitives(store, carriers, threads, harness, budget_s, (), progress, runner, protocol, seed,
-                              device, retime_over=retime_over)
+                              device, retime_over=retime_over, stopping=stopping)
 
 
 def _device_primitives(primitives: Sequence[Primitive] | None, device: str) -> list[Primitive]:
@@ -296,7 +307,8 @@ class PrimitiveRunner(LocalRunner):
 def _profile(store: Store, configs: Sequence[ConvConfig], runner: ItemRunner, harness: HarnessConfig,
              budget_s: float | None, chosen: Sequence[Primitive], report: Progress,
              protocol: ComparisonProtocol, seed: int, device: str = "cpu",
-             speed_reference: bool = True, retime_over: float | None = None) -> PrimitiveProfileReport:
+             speed_reference: bool = True, retime_over: float | None = None,
+             stopping: RatioStopping | None = DATASET_STOPPING) -> PrimitiveProfileReport:
     """:func:`profile_primitives` with each configuration still needed a :class:`PrimitiveItem` measured by
     ``runner`` on ``device``, stored (one transaction) as it comes back; the budget is checked before each result is
     taken (a runner of this process measures nothing more once it is spent). With ``retime_over``, the slow ones of
@@ -313,7 +325,8 @@ def _profile(store: Store, configs: Sequence[ConvConfig], runner: ItemRunner, ha
     unique = list(dict.fromkeys(configs))
 
     def item(config: ConvConfig, done: frozenset[str]) -> PrimitiveItem:
-        return PrimitiveItem(config, tuple(chosen), done, threads, harness, protocol, seed, device, speed_reference)
+        return PrimitiveItem(config, tuple(chosen), done, threads, harness, protocol, seed, device, speed_reference,
+                             stopping)
 
     items = [item(config, done) for config, done in _needed(store, record, unique, chosen)]
     measured = _measure_items(store, system, runner, items, report, tally)
@@ -364,7 +377,7 @@ def _measure_items(store: Store, system: SystemSpec, runner: ItemRunner, items: 
             index, outcomes = next(results)
             item = items[index]
             with _config_campaign(store, system, item.config, item.threads, item.harness, item.protocol,
-                                  retimed) as campaign:
+                                  retimed, _rounds_record(item, outcomes)) as campaign:
                 tally.samples += _store_outcomes(campaign, item.label, outcomes, tally.failures, together=True)
             if item.protocol is ComparisonProtocol.INTERLEAVED:
                 tally.spreads.append((item.label, _config_spread(outcomes)))
@@ -372,6 +385,17 @@ def _measure_items(store: Store, system: SystemSpec, runner: ItemRunner, items: 
                                   if o.name == SPEED_REFERENCE and o.timing is not None)
             measured += 1
     return measured
+
+
+def _rounds_record(item: PrimitiveItem, outcomes: Sequence[PrimitiveOutcome]) -> dict[str, Any]:
+    """What a configuration's run records of rounds ended by ``item.stopping``: the rule, the rounds the
+    configuration took (its reference's) and the standard error each ratio reached (:class:`PrimitiveOutcome`);
+    nothing for other rounds and for a configuration with nothing timed."""
+    timed = [o for o in outcomes if o.timing is not None]
+    if item.stopping is None or item.protocol is not ComparisonProtocol.INTERLEAVED or not timed:
+        return {}
+    return {"stopping": asdict(item.stopping), "rounds": max(len(o.timing.times_s) for o in timed if o.timing),
+            "ratio_se": {o.name: round(o.ratio_se, 6) for o in timed if math.isfinite(o.ratio_se)}}
 
 
 def _slow_configs(store: Store, system: SystemRecord, configs: Sequence[ConvConfig],
@@ -435,16 +459,16 @@ def _rounds_seed(config: ConvConfig, seed: int) -> int:
 
 
 def _config_campaign(store: Store, system: SystemSpec, config: ConvConfig, threads: int, harness: HarnessConfig,
-                     protocol: ComparisonProtocol,
-                     retimed: bool = False) -> contextlib.AbstractContextManager[Campaign]:
+                     protocol: ComparisonProtocol, retimed: bool = False,
+                     record: Mapping[str, Any] | None = None) -> contextlib.AbstractContextManager[Campaign]:
     """The campaign (one run) that holds ``config``'s primitive and transformation times on ``system`` (with
     ``retimed``, its times taken again: :data:`RETIMED`); the run config (written when the run starts) names the
-    protocol, so a reader knows whether the rounds line up."""
+    protocol, so a reader knows whether the rounds line up, and holds ``record`` (:func:`_rounds_record`)."""
     key = config_key(config)
     campaign = PRIMITIVE_CAMPAIGN + key + (RETIMED if retimed else "")
     return open_campaign(store, system, campaign, config_label(config), key, Method.ISOLATED.value,
                          {**config.to_dict(), "threads": threads, "harness": asdict(harness),
-                          "protocol": protocol.value})
+                          "protocol": protocol.value, **(record or {})})
 
 
 def _stored_names(store: Store, system: SystemRecord) -> dict[str, set[str]]:
@@ -470,9 +494,11 @@ class _Job:
 
 def _jobs(config: ConvConfig, primitives: Sequence[Primitive], threads: int, device: str = "cpu") -> list[_Job]:
     """Every applicable primitive and every layout transformation of the configuration's input, on ``device``
-    (the primitives are those that run there: :func:`_device_primitives`)."""
+    (the primitives are those that run there: :func:`_device_primitives`). The primitives' operands are made
+    once, when the first of them is prepared, each getting a copy (``nnperf.primitives.SharedOperands``)."""
+    operands = SharedOperands(config, device=device)
     jobs = [_Job(p.name, "primitive", p.family.value,
-                 functools.partial(primitive_timer, p, config, threads, device=device))
+                 functools.partial(primitive_timer, p, config, threads, device=device, operands=operands))
             for p in primitives if p.applies(config)]
     jobs += [_Job(t.name, "transform", "layout",
                   functools.partial(transform_timer, t, config.batch, config.c, config.im, threads, device=device))
@@ -495,7 +521,9 @@ class PrimitiveOutcome:
 
     ``ratio_iqr_rel`` is, under the interleaved protocol, the interquartile range of its per-round ratio to the
     configuration's reference over that ratio's median (:func:`ratio_spread`); nan for the reference itself,
-    under the sequential protocol and for a failure.
+    under the sequential protocol and for a failure. ``ratio_se`` is, in rounds ended by a
+    :class:`~nnperf.campaign._ratio_rounds.RatioStopping`, the standard error of that ratio's median when the
+    workload left them (a fraction); nan elsewhere.
     """
 
     name: str
@@ -504,6 +532,7 @@ class PrimitiveOutcome:
     timing: Timing | None
     error: str = ""
     ratio_iqr_rel: float = math.nan
+    ratio_se: float = math.nan
 
 
 def _failed(job: _Job, exc: BaseException) -> PrimitiveOutcome:
@@ -517,7 +546,7 @@ def _first_line(exc: BaseException) -> str:
 
 def _timed(jobs: Sequence[_Job], done: Collection[str], protocol: ComparisonProtocol, harness: HarnessConfig,
            seed: int = 0, clock: Callable[[], float] = time.perf_counter,
-           speed_reference: _Job | None = None) -> Iterable[PrimitiveOutcome]:
+           speed_reference: _Job | None = None, stopping: RatioStopping | None = None) -> Iterable[PrimitiveOutcome]:
     """Times each of ``jobs`` not in ``done`` under ``protocol``: one outcome each, in the order of ``jobs``.
 
     Sequential outcomes come one at a time, as each measurement ends; interleaved ones all together when the
@@ -525,11 +554,14 @@ def _timed(jobs: Sequence[_Job], done: Collection[str], protocol: ComparisonProt
     in every round, its outcome last) when there is something to time. A primitive or transformation that
     raises while it is prepared or runs (a library refusing a shape) gives an outcome with the error's first
     line instead of a timing. ``clock`` measures budgets only (a fake clock makes the protocols testable).
+    With ``stopping`` each interleaved workload leaves the rounds once its ratio is known well enough
+    (:func:`~nnperf.campaign._ratio_rounds.measure_ratio_rounds`); None: all run until all are.
     """
     todo = [job for job in jobs if job.name not in done]
     if protocol is ComparisonProtocol.SEQUENTIAL:
         return _timed_sequential(todo, harness, clock)
-    return _timed_interleaved(todo + [speed_reference] if todo and speed_reference else todo, harness, seed, clock)
+    return _timed_interleaved(todo + [speed_reference] if todo and speed_reference else todo, harness, seed, clock,
+                              stopping)
 
 
 def _timed_sequential(jobs: Sequence[_Job], harness: HarnessConfig,
@@ -580,8 +612,8 @@ class _Attributed:
             raise _WorkloadFailed(self.name, exc) from exc
 
 
-def _timed_interleaved(jobs: Sequence[_Job], harness: HarnessConfig, seed: int,
-                       clock: Callable[[], float]) -> tuple[PrimitiveOutcome, ...]:
+def _timed_interleaved(jobs: Sequence[_Job], harness: HarnessConfig, seed: int, clock: Callable[[], float],
+                       stopping: RatioStopping | None = None) -> tuple[PrimitiveOutcome, ...]:
     outcomes: dict[str, PrimitiveOutcome] = {}
     timers: dict[str, Timer] = {}
     for job in jobs:
@@ -592,27 +624,48 @@ def _timed_interleaved(jobs: Sequence[_Job], harness: HarnessConfig, seed: int,
     by_name = {job.name: job for job in jobs}
     # the reference first: the stopping rule judges every other workload's ratio to the first one
     names = sorted(timers, key=lambda name: (name != DATASET_REFERENCE, name != EARLIER_REFERENCE))
-    rounds: Rounds | None = None
+    rounds: Rounds | RatioRounds | None = None
     while len(names) >= 2 and rounds is None:
         try:
-            rounds = measure_interleaved({name: timers[name] for name in names},
-                                         dataset_rounds(harness, len(names), seed), clock=clock)
+            chosen = {name: timers[name] for name in names}
+            settings = dataset_rounds(harness, len(names), seed)
+            rounds = (measure_interleaved(chosen, settings, clock=clock) if stopping is None
+                      else measure_ratio_rounds(chosen, settings, stopping, clock=clock))
         except _WorkloadFailed as failed:  # the others start their rounds again without it
             outcomes[failed.name] = _failed(by_name[failed.name], failed.error)
             names.remove(failed.name)
     if rounds is not None:
-        spread = ratio_spread(rounds, names[0])
-        began = time.time() - rounds.wall_s
-        for i, name in enumerate(rounds.names):
-            job = by_name[name]
-            # a round is one block of block_sizes[i] executions; the window is the rounds' (for power traces)
-            timing = replace(rounds.timing(name), block_size=rounds.block_sizes[i], started_at=began,
-                             ended_at=began + rounds.wall_s)
-            outcomes[name] = PrimitiveOutcome(name, job.op, job.group, timing,
-                                              ratio_iqr_rel=spread.get(name, math.nan))
+        outcomes.update((o.name, o) for o in _round_outcomes(rounds, by_name))
     elif names and by_name[names[0]].op != "reference":  # a single workload has nothing to pair with: timed alone
         outcomes.update((o.name, o) for o in _timed_sequential([by_name[names[0]]], harness, clock))
     return tuple(outcomes[job.name] for job in jobs if job.name in outcomes)  # a reference left alone is not timed
+
+
+def _round_outcomes(rounds: Rounds | RatioRounds, jobs: Mapping[str, _Job]) -> Iterator[PrimitiveOutcome]:
+    """The outcome of each workload of ``rounds`` (of ``jobs`` by name): its round times with the rounds' window
+    (for power traces) and the block size of its rounds, its ratio's spread and, where the rounds give one, its
+    ratio's standard error and why it left them."""
+    began = time.time() - rounds.wall_s
+    if isinstance(rounds, RatioRounds):
+        spreads = {name: _iqr_rel(rounds.ratios(name)) for name in rounds.names[1:]}
+        errors = dict(zip(rounds.names, rounds.standard_errors))
+        timings = {name: replace(fixed_timing(times), stop_reason=reason)
+                   for name, times, reason in zip(rounds.names, rounds.times_s, rounds.stop_reasons)}
+    else:
+        spreads, errors = ratio_spread(rounds, rounds.names[0]), {}
+        timings = {name: rounds.timing(name) for name in rounds.names}
+    for i, name in enumerate(rounds.names):
+        job = jobs[name]
+        timing = replace(timings[name], block_size=rounds.block_sizes[i], started_at=began,
+                         ended_at=began + rounds.wall_s)
+        yield PrimitiveOutcome(name, job.op, job.group, timing, ratio_iqr_rel=spreads.get(name, math.nan),
+                               ratio_se=errors.get(name, math.nan))
+
+
+def _iqr_rel(ratios: np.ndarray) -> float:
+    """The interquartile range of per-round ``ratios`` over their median (``PairedRatio.iqr_rel``)."""
+    q1, median, q3 = np.percentile(ratios, [25, 50, 75])
+    return float(q3 - q1) / float(median) if median > 0 else math.inf
 
 
 def _config_spread(outcomes: Iterable[PrimitiveOutcome]) -> float:
@@ -628,7 +681,8 @@ class PrimitiveItem:
     with ``threads`` threads under ``protocol`` (default interleaved; ``seed`` as in :func:`profile_primitives`) on
     ``device`` (default "cpu"): a fleet's measuring item (see ``nnperf.campaign._items``); gives a tuple of
     :class:`PrimitiveOutcome`. It needs no backend: the primitives are the libraries themselves. With
-    ``speed_reference`` interleaved rounds also time :data:`SPEED_REFERENCE`, whose outcome comes last."""
+    ``speed_reference`` interleaved rounds also time :data:`SPEED_REFERENCE`, whose outcome comes last; ``stopping``
+    ends them as in :func:`profile_primitives` (None: the earlier rule)."""
 
     config: ConvConfig
     primitives: tuple[Primitive, ...]
@@ -639,6 +693,7 @@ class PrimitiveItem:
     seed: int = 0
     device: str = "cpu"
     speed_reference: bool = True
+    stopping: RatioStopping | None = DATASET_STOPPING
 
     @property
     def label(self) -> str:
@@ -647,7 +702,8 @@ class PrimitiveItem:
     def measure(self, backend: object = None, meter: object = None) -> tuple[PrimitiveOutcome, ...]:
         reference = _speed_reference_job(self.threads, self.device) if self.speed_reference else None
         return tuple(_timed(_jobs(self.config, self.primitives, self.threads, self.device), self.done, self.protocol,
-                            self.harness, _rounds_seed(self.config, self.seed), speed_reference=reference))
+                            self.harness, _rounds_seed(self.config, self.seed), speed_reference=reference,
+                            stopping=self.stopping))
 
 
 def _store_outcomes(campaign: Campaign, label: str, outcomes: Iterable[PrimitiveOutcome],
@@ -793,10 +849,11 @@ def profile_speed(store: Store, system_id: int) -> ProfileSpeed:
 def paired_times(measurements: Sequence[LayerMeasurement], speed_standard_s: float | None = None) -> dict[str, float]:
     """The time (seconds) of each of one configuration's ``measurements``, by name.
 
-    Measurements whose timings share one window of interleaved rounds (the same first and last Unix time and
-    number of rounds: round ``r`` of each was taken in the same round) are paired: each is the reference's median
-    (:data:`DATASET_REFERENCE`, else :data:`EARLIER_REFERENCE`, else the first of them) times the median of its
-    per-round ratios to the reference. The median of each alone would not keep their ratios: when the machine's
+    Measurements whose timings share one window of interleaved rounds (the same first and last Unix time: round
+    ``r`` of each was taken in the same round) are paired: each is the reference's median
+    (:data:`DATASET_REFERENCE`, else :data:`EARLIER_REFERENCE`, else the first of those with the most rounds) times
+    the median of its per-round ratios to the reference. A workload that left the rounds early
+    (``nnperf.campaign._ratio_rounds``) has the first rounds only, and is paired with the reference's first ones. The median of each alone would not keep their ratios: when the machine's
     speed changes during the rounds, each workload's median falls on either side of the change, depending on where
     the change fell in the round that straddles it. Any other measurement (timed alone) is its median.
 
@@ -806,23 +863,30 @@ def paired_times(measurements: Sequence[LayerMeasurement], speed_standard_s: flo
     are kept.
     """
     times = {m.layer: m.timing.stats.median_s for m in measurements}
-    windows: dict[tuple[float, float, int], list[LayerMeasurement]] = {}
+    windows: dict[tuple[float, float], list[LayerMeasurement]] = {}
     for m in measurements:
         if m.timing.started_at > 0:
-            windows.setdefault((m.timing.started_at, m.timing.ended_at, len(m.timing.times_s)), []).append(m)
+            windows.setdefault((m.timing.started_at, m.timing.ended_at), []).append(m)
     for members in windows.values():
         if len(members) < 2:
             continue
         by_name = {m.layer: m for m in members}
         speed = next((m for m in members if m.op == "reference"), None)
-        reference = by_name.get(DATASET_REFERENCE) or by_name.get(EARLIER_REFERENCE) or members[0]
-        ref = np.asarray(reference.timing.times_s)
+        reference = (by_name.get(DATASET_REFERENCE) or by_name.get(EARLIER_REFERENCE)
+                     or max(members, key=lambda m: len(m.timing.times_s)))
+        ref = reference.timing.times_s
         level_s = float(np.median(ref))
         if speed is not None and speed_standard_s is not None:
-            level_s = speed_standard_s * float(np.median(ref / np.asarray(speed.timing.times_s)))
+            level_s = speed_standard_s * float(np.median(_paired_ratios(ref, speed.timing.times_s)))
         for m in members:
-            times[m.layer] = float(level_s * np.median(np.asarray(m.timing.times_s) / ref))
+            times[m.layer] = float(level_s * np.median(_paired_ratios(m.timing.times_s, ref)))
     return times
+
+
+def _paired_ratios(times_s: Sequence[float], reference_s: Sequence[float]) -> np.ndarray:
+    """The per-round ratios of ``times_s`` to ``reference_s`` over the rounds both took part in (the first)."""
+    n = min(len(times_s), len(reference_s))
+    return np.asarray(times_s[:n]) / np.asarray(reference_s[:n])
 
 
 def _measure_config(campaign: Campaign, label: str, jobs: Sequence[_TimedJob],

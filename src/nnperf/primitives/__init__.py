@@ -70,12 +70,20 @@ from nnperf.primitives._registry import (
     primitive_layouts,
     primitive_report,
 )
-from nnperf.primitives._timing import primitive_timer, time_primitive, time_transform, transform_timer
+from nnperf.primitives._timing import (
+    Operands,
+    SharedOperands,
+    primitive_timer,
+    time_primitive,
+    time_transform,
+    transform_timer,
+)
 
 __all__ = [
     "CHW", "CPU_AND_CUDA", "CPU_ONLY", "DEVICE_TYPES", "ERROR_BOUNDS", "GRID_KERNELS", "GRID_STRIDES", "HCW", "HWC",
     "IM_RANGE", "LAYER_LAYOUTS", "MAX_CHANNELS", "PLAIN_LAYOUTS", "PRIMITIVES", "Bound", "ConvConfig", "ConvSample",
-    "Family", "GridShape", "Layout", "LayoutTransform", "Primitive", "PrimitiveDataset", "PrimitiveError",
+    "Family", "GridShape", "Layout", "LayoutTransform", "Operands", "Primitive", "PrimitiveDataset", "PrimitiveError",
+    "SharedOperands",
     "TransformSample", "all_primitives", "all_transforms", "blocked", "config_from_dict", "config_key", "config_label",
     "conv_configs", "conv_layer_configs", "device_availability", "device_name", "device_operands", "device_type",
     "from_layout", "get_primitive", "grid_shapes", "ieee_float32", "layer_key", "layer_layouts", "layer_signature",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nnperf.measure import HarnessConfig, Timer, Timing, measure
 from nnperf.measure.backends import LoopTimer, SyncedLoopTimer
@@ -21,7 +21,35 @@ from nnperf.primitives._config import ConvConfig
 from nnperf.primitives._device import device_operands, synchronizer, to_device
 from nnperf.primitives._layout import LayoutTransform, to_layout
 
+if TYPE_CHECKING:
+    import torch
+
 DEFAULT_HARNESS = HarnessConfig()
+
+Operands = Callable[[], "tuple[torch.Tensor, torch.Tensor, torch.Tensor]"]
+"""What makes a primitive's (x, w, b) of a configuration on a device: :func:`device_operands`, or
+:class:`SharedOperands`."""
+
+
+class SharedOperands:
+    """The operands (x, w, b) of one configuration, made once (random numbers for a large kernel take longer than
+    preparing most primitives) and handed to each primitive of it as a copy of its own, so that no primitive finds
+    another's input or weights in its caches and each reads what it would have made alone."""
+
+    def __init__(self, config: ConvConfig, seed: int = 0, device: str = "cpu") -> None:
+        self.config = config
+        self.seed = seed
+        self.device = device
+        self.made = 0
+        """How many times the operands were made (once, when the first primitive asked)."""
+        self._operands: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
+
+    def __call__(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        if self._operands is None:
+            self._operands = device_operands(self.config, self.seed, self.device)
+            self.made += 1
+        x, w, b = (t.clone() for t in self._operands)
+        return x, w, b
 
 
 def _set_threads(threads: int) -> None:
@@ -53,20 +81,21 @@ class _InferenceTimer:
 
 
 def primitive_timer(primitive: Primitive, config: ConvConfig, threads: int = 1, seed: int = 0,
-                    device: str = "cpu") -> Timer:
+                    device: str = "cpu", operands: Operands | None = None) -> Timer:
     """The timer of one prepared ``primitive`` call on ``config``, with ``threads`` threads (torch and OpenCV
     process-wide, set now; ONNX Runtime per session), on ``device`` ("cpu", "cuda" or "cuda:N").
 
     The weights are prepared and the input is put in the primitive's input layout now, outside the timed region;
     a primitive that does not apply or does not run on ``device`` raises (``PrimitiveError``, ``UnavailableError``),
     as does a device that is not here; a library that refuses the shape may raise here or on the first timed call.
-    The operands are the seed's on every device (made on the CPU, then moved).
+    The operands are the seed's on every device (made on the CPU, then moved), or ``operands``'s (a
+    :class:`SharedOperands` of the configuration, which ``seed`` and ``device`` made).
     """
     import torch
 
     primitive.check(config, device)
     _set_threads(threads)
-    x, w, b = device_operands(config, seed, device)
+    x, w, b = operands() if operands is not None else device_operands(config, seed, device)
     with torch.inference_mode():
         bound = primitive.prepare(w, b, config, threads)
         return _InferenceTimer(functools.partial(bound, to_layout(x, primitive.input_layout)), synchronizer(device))
