@@ -79,7 +79,7 @@ def evaluate(models: Sequence[ModelLike] | None = None, system: MeasuringSystem 
     Returns
     -------
     EvaluationReport
-        ``evaluation`` (per network and layer, and the summary metrics), its ``provenance`` and the files written.
+        ``evaluation`` (per network and layer; MAPE and shares within +/-5%, +/-10%), ``provenance``, files written.
     """
     from nnperf import __version__, zoo
     from nnperf.campaign import CALIBRATION_HARNESS, ProfileConfig, measure_networks
