@@ -1,6 +1,6 @@
 """Profile the primitive-time dataset (Mulder et al. 3.2) and print its Table 1/2 counts and profiling time.
 
-Run: .venv/bin/python bench/primitive_dataset.py [--db bench/results/primitives.db] [--random 200]
+Run: .venv/bin/python bench/primitive_dataset.py [--db bench/results/primitives/primitives.db] [--random 200]
      [--grid paper] [--max-gmacs G] [--shard I/N] [--budget-s 3000] [--threads 1] [--repeat 40] [--max-configs N]
      [--device cpu|cuda|cuda:N] [--output-activations] [--retime-slow FACTOR]
 
@@ -9,7 +9,7 @@ them (``nnperf.primitives.sample_configs``). Every applicable primitive and ever
 configuration's input is timed with ``nnperf.campaign.DATASET_HARNESS`` and stored as it is taken, so running
 the script again resumes. --max-configs N profiles a random N of them only (seeded: the same N on every run, so
 it resumes too), enough for a second platform to transfer a model to (bench/primitive_transfer.py), e.g.
-``ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2 ... --db bench/results/primitives-avx2.db --max-configs 120``.
+``ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2 ... --db bench/results/primitives/primitives-avx2.db --max-configs 120``.
 --grid paper profiles Mulder et al.'s grid instead (``nnperf.primitives.paper_grid``: Table 7's shapes x Table 1's
 kernels and strides, in a seeded random order, at most --max-gmacs billion MACs each); --shard I/N keeps every N-th
 configuration from the I-th (0-based), so that N processes pinned to N cores profile disjoint parts into N stores.
@@ -93,7 +93,7 @@ def _check_device(parser: argparse.ArgumentParser, device: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--db", type=Path, default=Path("bench/results/primitives.db"))
+    parser.add_argument("--db", type=Path, default=Path("bench/results/primitives/primitives.db"))
     parser.add_argument("--random", type=int, default=200)
     parser.add_argument("--budget-s", type=float, default=None)
     parser.add_argument("--threads", type=int, default=1)

@@ -9,7 +9,7 @@ Run: .venv/bin/python bench/primitive_transfer.py --db SOURCE_STORE --target-db 
 The target platform is a second profiled dataset, e.g. this CPU capped to AVX2 or SSE4.1:
 
     ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2 .venv/bin/python -m nnperf primitives profile \\
-        --grid paper --budget 30m --db bench/results/primitives-avx2.db
+        --grid paper --budget 30m --db bench/results/primitives/primitives-avx2.db
 
 Source: the primitive system of --db with the most configurations (or --source); a --source-model
 (``kind/targets``, default NN2 on targets relative to the dataset's reference primitive; ``--network`` paper

@@ -63,7 +63,7 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("network")
-    parser.add_argument("--db", type=Path, default=Path("bench/results/primitives.db"))
+    parser.add_argument("--db", type=Path, default=Path("bench/results/primitives/primitives.db"))
     parser.add_argument("--rounds", type=int, default=40)
     parser.add_argument("--top", type=int, default=15)
     args = parser.parse_args()

@@ -4,7 +4,7 @@ Table 4).
 Run: .venv/bin/python bench/select_networks.py [--networks alexnet vgg11 googlenet resnet18
      resnet34 mobilenet_v2 densenet121 ...] [--protocol interleaved] [--rounds-budget 20] [--max-rounds 60]
      [--budget 1.0] [--ilp] [--margin 0.12] [--refine 6] [--no-layer-costs] [--threads 1] [--system ID]
-     [--db bench/results/primitives.db] [--model-db DB] [--json bench/results/selection/select_networks.json]
+     [--db bench/results/primitives/primitives.db] [--model-db DB] [--json bench/results/selection/select_networks.json]
 
 The paper's six networks, with VGG-19 swapped for MobileNet v2 to keep a run within minutes (--networks takes
 zoo names, .onnx files and the held-out architectures of bench/architectures.py, exported to ONNX and imported).
@@ -459,7 +459,7 @@ def main() -> None:
                         help=f"zoo names, .onnx files, or architectures exported now: {', '.join(ARCHITECTURES)}")
     parser.add_argument("--no-layer-costs", dest="layer_costs", action="store_false",
                         help="charge the other layers nothing in either layout (the default times them in each)")
-    parser.add_argument("--db", type=Path, default=Path("bench/results/primitives.db"))
+    parser.add_argument("--db", type=Path, default=Path("bench/results/primitives/primitives.db"))
     parser.add_argument("--model-db", type=Path, default=None,
                         help="the store whose newest cost model of this system predicts (a) (default --db): a model "
                              "trained on another dataset, e.g. the paper's grid, judged on these networks' profiles")

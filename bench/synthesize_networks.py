@@ -2,7 +2,7 @@
 
 Run: .venv/bin/python bench/synthesize_networks.py [--networks digits resnet18 mobilenet_v2
      squeezenet1_1] [--budget 0.01] [--samples 200] [--photos 232] [--threads 2] [--calibrate]
-     [--db bench/results/synthesize.db] [--protocol interleaved] [--glyph-width 16]
+     [--db bench/results/synthesis/synthesize.db] [--protocol interleaved] [--glyph-width 16]
      [--json bench/results/synthesis/synthesize_networks.json]
 
 - ``digits``: a CNN on scikit-learn's bundled handwritten digits resized to 64x64 (width 32, 10 epochs), trained
@@ -207,7 +207,7 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=200, help="validation samples judging accuracy")
     parser.add_argument("--photos", type=int, default=232, help="photo crops for zoo networks (32 calibrate)")
     parser.add_argument("--threads", type=int, default=None, help="most threads tried (default: all cores)")
-    parser.add_argument("--db", type=Path, default=Path("bench/results/synthesize.db"),
+    parser.add_argument("--db", type=Path, default=Path("bench/results/synthesis/synthesize.db"),
                         help="the store whose calibrations predict the fp32 candidates")
     parser.add_argument("--calibrate", action="store_true", help="calibrate the candidates' systems it lacks")
     parser.add_argument("--protocol", default="interleaved", choices=("sequential", "interleaved"),
