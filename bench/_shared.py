@@ -200,6 +200,13 @@ def write_result(path: str | Path, *, method: str, concern: str, values: Any, sp
     return document
 
 
+def read_values(path: str | Path) -> Any:
+    """The ``values`` of a result file, or the whole JSON of a file a script wrote before the schema existed (a
+    finished run that a script reads back, as ``--rejudge`` does)."""
+    document = json.loads(Path(path).read_text())
+    return document["values"] if isinstance(document, Mapping) and document.get("schema") == SCHEMA else document
+
+
 def read_result(path: str | Path) -> dict[str, Any]:
     """A result file, checked against the schema (:class:`ResultFileError` naming the file and the fault)."""
     path = Path(path)

@@ -119,7 +119,8 @@ def main() -> None:
                   f"{row['outputs_identical']['ort fp32']}, {row['outputs_identical']['ort int8']}"] for row in rows],
                 right=range(1, 6))
     if args.json:
-        write_result(args.json, method="synthesis", concern="denormals in the glyph programs", values={"networks": rows})
+        write_result(args.json, method="synthesis", concern="denormals in the glyph programs",
+                     values={"networks": rows})
 
 
 if __name__ == "__main__":

@@ -193,7 +193,8 @@ def main() -> None:
     print_table(["workers", "items", "item s", "median wall s", "walls s", "items/s", "ideal items/s", "efficiency"],
                 [[s["workers"], s["items"], s["item_s"], f"{s['median_wall_s']:.2f}",
                   "/".join(f"{w:.2f}" for w in s["wall_s"]), f"{s['items_per_s']:.1f}", f"{s['ideal_items_per_s']:.1f}",
-                  pct(s["items_per_s"] / s["ideal_items_per_s"], 0)] for s in out["scaling"]])  # type: ignore[attr-defined]
+                  pct(s["items_per_s"] / s["ideal_items_per_s"], 0)]
+                 for s in out["scaling"]])  # type: ignore[attr-defined]
     if "calibration" in out:
         print(f"calibration: {out['calibration']}")
 

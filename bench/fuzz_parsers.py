@@ -60,7 +60,8 @@ def fuzz(test: str, examples: int) -> dict[str, Any]:
     passed = done.returncode == 0
     if not passed and not failures:
         failures = [done.stdout[-2000:] + done.stderr[-2000:]]
-    return {"test": test, "examples": examples, "passed": passed, "failures": [message[:2000] for message in failures], "wall_s": round(wall_s, 2)}
+    return {"test": test, "examples": examples, "passed": passed,
+            "failures": [message[:2000] for message in failures], "wall_s": round(wall_s, 2)}
 
 
 def main() -> None:

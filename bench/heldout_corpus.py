@@ -5,9 +5,9 @@ per network.
 Run (after bench/export_model_families.py has written the corpus; the exporters' environment is outside the
 repository, see that script):
 
-    PYTHONPATH=src .venv/bin/python bench/heldout_corpus.py --corpus /work/onnx-corpus /work/tv-corpus \\
-        --db bench/results/heldout_corpus.db [--systems torch:1 onnxruntime:1] [--max-gmacs 12] [--sets 2] \\
-        [--json bench/results/heldout_corpus.json]
+    .venv/bin/python bench/heldout_corpus.py --corpus /work/onnx-corpus /work/tv-corpus \\
+        --db bench/results/prediction/heldout_corpus.db [--systems torch:1 onnxruntime:1] [--max-gmacs 12] [--sets 2] \\
+        [--json bench/results/prediction/heldout_corpus.json]
 
 **What is judged.** Every ``torchvision-classification`` export of the corpus manifests (the TorchScript exporter's,
 random weights) whose file is here, read through nnperf's ONNX importer as a user's file would be, except:
@@ -41,7 +41,8 @@ and one line saying which of the two to read (``nnperf.prediction.evaluation.rea
 (what putting the layers together adds: in-network context, fusion, per-call costs), against the whole network
 measured alone in that same evaluation.
 
-Progress goes to stderr; stdout gets the Markdown tables; --json the raw figures.
+Progress goes to stderr; stdout gets the Markdown tables; --json the result file (``bench/_shared.py``'s schema;
+``--rejudge`` and ``--trace-from`` also read a run's JSON from before it).
 """
 
 from __future__ import annotations
@@ -50,20 +51,20 @@ import argparse
 import json
 import random
 import statistics
-import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _shared import log, pct, read_values, write_result
 
 from nnperf import api, zoo
 from nnperf.campaign import store_referenced, time_with_reference
 from nnperf.errors import NnperfError
 from nnperf.ir import Network
 from nnperf.ir.metrics import network_metrics
-from nnperf.measure import ComparisonProtocol, RoundsConfig, host_info
+from nnperf.measure import ComparisonProtocol, RoundsConfig
 from nnperf.prediction.evaluation import SHARE_TOLERANCES, error_to_read, mape, reading_advice, share_key, share_within
 from nnperf.store import Store
 
@@ -73,10 +74,7 @@ ROUNDS = RoundsConfig(min_rounds=10, max_rounds=30, target_ci=0.01, budget_s=12.
 """Each network's paired rounds in one set: 10 to 30, until its ratio to the reference is known within 1%, for
 at most 12 s."""
 WITHIN = 0.10
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+CONCERN = "torchvision classifiers held out of calibration"
 
 
 def judged_files(corpora: list[Path], max_gmacs: float) -> tuple[dict[str, Path], dict[str, str]]:
@@ -247,12 +245,9 @@ def trace_markdown(traces: dict[str, Any]) -> str:
              "| network | error | part 1 | part 2 | part 3 |", "|---|---:|---|---|---|"]
     for name, t in traces.items():
         parts = [f"{p['part']} {p['error_s'] * 1e3:+.2f} ms ({p['share']:.0%})" for p in t["parts"][:3]]
-        lines.append(f"| {name} | {pct(t['error'])} | " + " | ".join(parts + [""] * (3 - len(parts))) + " |")
+        lines.append(f"| {name} | {pct(t['error'], signed=True)} | "
+                     + " | ".join(parts + [""] * (3 - len(parts))) + " |")
     return "\n".join(lines) + "\n"
-
-
-def pct(x: float) -> str:
-    return f"{x:+.1%}"
 
 
 def markdown(meta: dict[str, Any], judged: list[Judged]) -> str:
@@ -267,8 +262,9 @@ def markdown(meta: dict[str, Any], judged: list[Judged]) -> str:
     for j in sorted(judged, key=lambda j: j.gmacs):
         mark = "" if j.meets_goal(primary) else " *"
         lines.append(f"| {j.name} | {j.gmacs:.2f} | {j.raw_median_s * 1e3:.1f} | {j.adjusted_median_s * 1e3:.1f} | "
-                     f"{pct(statistics.fmean(j.drift))} | {j.noise_floor:.1%} | {pct(j.raw_error(primary))} | "
-                     f"{pct(j.adjusted_error(primary))}{mark} |")
+                     f"{pct(statistics.fmean(j.drift), signed=True)} | {j.noise_floor:.1%} | "
+                     f"{pct(j.raw_error(primary), signed=True)} | "
+                     f"{pct(j.adjusted_error(primary), signed=True)}{mark} |")
     for name, why in meta["failed"].items():
         lines.append(f"| {name} | failed: {why[:160]} |||||||")
     lines += ["", ("| predictor | networks | MAPE raw | within +/-5% / +/-10% raw | MAPE adjusted | "
@@ -306,7 +302,7 @@ def rejudge(args: argparse.Namespace) -> None:
     """Judges a finished run's measurements (its --json) again with the system's calibration as the DB holds it now
     (made again first with --refit): every prediction anew, every speed-adjusted time and drift moved to the new
     calibration's reference reading. Nothing is measured whole."""
-    done = json.loads(args.rejudge.read_text())
+    done = read_values(args.rejudge)
     files = {name: Path(path) for name, path in done["judged"].items()}
     for system in done["systems"]:
         backend, _, threads = system["system"].partition(":")
@@ -323,12 +319,12 @@ def rejudge(args: argparse.Namespace) -> None:
                        "networks": [j.as_dict() for j in judged], "summary": summary(judged)})
         print(markdown(system, judged), flush=True)
     if args.json:
-        args.json.write_text(json.dumps(done, indent=1, default=str))
+        write_result(args.json, method="prediction", concern=CONCERN, values=done, rejudged_from=str(args.rejudge))
 
 
 def trace_finished(args: argparse.Namespace) -> None:
     """Traces the misses of a finished run (its --json) on each of its systems, into the same JSON's traces."""
-    done = json.loads(args.trace_from.read_text())
+    done = read_values(args.trace_from)
     files = {name: Path(path) for name, path in done["judged"].items()}
     for system in done["systems"]:
         primary = system["primary"]
@@ -336,14 +332,15 @@ def trace_finished(args: argparse.Namespace) -> None:
                   if abs(n["adjusted_error"][primary]) > max(WITHIN, n["noise_floor"])][:args.trace_max]
         system["traces"] = traced(system["system"], args.db, files, misses, args.trace_budget) if misses else {}
         print(f"### {system['label']}\n" + trace_markdown(system["traces"]), flush=True)
-        args.trace_from.write_text(json.dumps(done, indent=1, default=str))
+        write_result(args.trace_from, method="prediction", concern=CONCERN, values=done,
+                     traced="the misses traced by this run; the networks measured by the run that wrote the file")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", nargs="+", type=Path, required=True, help="corpus folders with a manifest.json")
     parser.add_argument("--systems", nargs="+", default=["torch:1", "onnxruntime:1"], metavar="BACKEND:THREADS")
-    parser.add_argument("--db", type=Path, default=Path("bench/results/heldout_corpus.db"))
+    parser.add_argument("--db", type=Path, default=Path("bench/results/prediction/heldout_corpus.db"))
     parser.add_argument("--max-gmacs", type=float, default=12.0)
     parser.add_argument("--sets", type=int, default=2, help="sets of paired rounds per network (default 2)")
     parser.add_argument("--refit", action="store_true",
@@ -371,7 +368,7 @@ def main() -> None:
     files, left_out = judged_files(args.corpus, args.max_gmacs)
     print(f"## Held-out torchvision definitions\n\n{len(files)} judged: {', '.join(files)}.\n\nLeft out: "
           + "; ".join(f"{n} ({why})" for n, why in sorted(left_out.items())) + "\n", flush=True)
-    out: dict[str, Any] = {"host": asdict(host_info()), "judged": {n: str(p) for n, p in files.items()},
+    out: dict[str, Any] = {"judged": {n: str(p) for n, p in files.items()},
                            "left_out": left_out, "systems": []}
     for text in args.systems:
         meta, judged = run_system(text, args.db, files, args.sets, args.refit)
@@ -384,7 +381,7 @@ def main() -> None:
         out["systems"].append({**meta, "networks": [j.as_dict() for j in judged], "summary": summary(judged),
                                "traces": traces})
         if args.json:
-            args.json.write_text(json.dumps(out, indent=1, default=str))
+            write_result(args.json, method="prediction", concern=CONCERN, values=out)
 
 
 if __name__ == "__main__":

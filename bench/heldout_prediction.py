@@ -1,8 +1,8 @@
 """Held-out prediction: fit only on calibration data, then predict networks that were
 never used to choose or fit anything, and judge every error against the noise of the measurement itself.
 
-Run: PYTHONPATH=src .venv/bin/python bench/heldout_prediction.py [--systems torch:1 onnxruntime:1]
-         [--networks densenet121 googlenet] [--rounds 5] [--layers] [--db bench/results/heldout.db]
+Run: .venv/bin/python bench/heldout_prediction.py [--systems torch:1 onnxruntime:1]
+         [--networks densenet121 googlenet] [--rounds 5] [--layers] [--db bench/results/prediction/heldout.db]
          [--json out.json] [--quick]
      (per system: calibration 2 to 4 min the first time, the rounds 9 networks x 5 rounds x a few s,
      --layers about 10 min more the first time; every layer and calibration measurement is stored as it is
@@ -40,28 +40,23 @@ Progress goes to stderr; stdout gets Markdown tables (printed after each system)
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import statistics
-import subprocess
-import sys
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).parent))
+from _shared import commit, log, pct, progress_logger, write_result
 from architectures import ARCHITECTURES, exported
 
-import nnperf
 from nnperf import api, zoo
 from nnperf.campaign import CALIBRATION_HARNESS, ProfileConfig, measure_sentinel, profile_network, sentinel_reference_s
 from nnperf.errors import NnperfError
 from nnperf.ir import Network
-from nnperf.measure import HarnessConfig, host_info, measure
+from nnperf.measure import HarnessConfig, measure
 from nnperf.measure.backends import Backend
 from nnperf.prediction import NetworkPrediction
 from nnperf.prediction.evaluation import SHARE_TOLERANCES, error_to_read, mape, reading_advice, share_key, share_within
@@ -80,22 +75,6 @@ WORST_LAYERS = 8
 """Layers listed with the largest absolute error (seconds) per system."""
 WHOLE_HARNESS = HarnessConfig()
 """What `nnperf verify` measures a whole network with: 2% CI of the median or 3 s."""
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
-def progress_logger(label: str, every_s: float = 20.0) -> Callable[[str, int, int], None]:
-    last = [0.0]
-
-    def progress(what: str, done: int, total: int) -> None:
-        now = time.perf_counter()
-        if now - last[0] > every_s or done == total:
-            last[0] = now
-            log(f"{label}: {done}/{total} {what}")
-
-    return progress
 
 
 # ------------------------------------------------------------------------------------------------ inputs
@@ -124,16 +103,6 @@ def heldout_network(name: str, onnx_dir: Path) -> Network:
     if name in zoo.calibration_names():
         raise SystemExit(f"{name} is a calibration network, not a held-out one")
     return api.load_model(exported(name, onnx_dir)) if name in ARCHITECTURES else zoo_network(name)
-
-
-def source_commit() -> dict[str, Any]:
-    """The commit of the nnperf source this process runs, and whether its src/ differs from it."""
-    src = Path(nnperf.__file__).resolve().parents[1]
-
-    def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(src), *args], capture_output=True, text=True, check=False).stdout.strip()
-
-    return {"src": str(src), "commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain", "."))}
 
 
 # ------------------------------------------------------------------------------------------------ measuring
@@ -371,10 +340,6 @@ def in_network_errors(network: Network, name: str, prediction: NetworkPrediction
 
 
 # ------------------------------------------------------------------------------------------------ output
-def pct(value: float) -> str:
-    return f"{value:+.1%}"
-
-
 def markdown(result: SystemResult, rounds: int) -> str:
     text = network_tables(result, rounds)
     scaled = result.at_reference_speed()
@@ -407,7 +372,7 @@ def network_tables(result: SystemResult, rounds: int, heading: bool = True) -> s
     lines.append("| network | measured ms | spread ms | noise | " + " | ".join(predictors) + " |")
     lines.append("|---|---:|---:|---:|" + "---:|" * len(predictors))
     for n in result.networks:
-        cells = [f"{pct(n.error(p))}{'*' if n.inside(p) else ''}" if p in n.predicted_s else "-" for p in predictors]
+        cells = [f"{pct(n.error(p), signed=True)}{'*' if n.inside(p) else ''}" if p in n.predicted_s else "-" for p in predictors]
         lines.append(f"| {n.name} | {n.median_s * 1e3:.2f} | {min(n.round_medians_s) * 1e3:.2f}.."
                      f"{max(n.round_medians_s) * 1e3:.2f} | {n.noise_floor:.1%} | " + " | ".join(cells) + " |")
     for name, why in result.failed.items():
@@ -426,20 +391,20 @@ def network_tables(result: SystemResult, rounds: int, heading: bool = True) -> s
                   "| kind | layers | MdRAE | median signed | share of measured layer time |",
                   "|---|---:|---:|---:|---:|"]
         for kind, s in result.kind_mdrae().items():
-            lines.append(f"| {kind} | {s['layers']} | {s['mdrae']:.1%} | {pct(float(s['median_signed']))} | "
+            lines.append(f"| {kind} | {s['layers']} | {s['mdrae']:.1%} | {pct(float(s['median_signed']), signed=True)} | "
                          f"{s['measured_share']:.1%} |")
         lines += ["", "Largest absolute layer errors:", "",
                   "| network | layer | kind | measured ms | predicted ms | error |", "|---|---|---|---:|---:|---:|"]
         for row in sorted(result.layers, key=lambda r: -abs(r["predicted_s"] - r["measured_s"]))[:WORST_LAYERS]:
             lines.append(f"| {row['network']} | {row['layer']} | {row['kind']} | {row['measured_s'] * 1e3:.3f} | "
-                         f"{row['predicted_s'] * 1e3:.3f} | {pct(row['rel_error'])} |")
+                         f"{row['predicted_s'] * 1e3:.3f} | {pct(row['rel_error'], signed=True)} |")
     if result.in_network:
         lines += ["", ("Kernel-aware model, per layer, against the profiler's in-network time of each layer that "
                        "ran alone (not fused):"), "",
                   "| kind | layers | MdRAE | median signed | share of measured layer time |",
                   "|---|---:|---:|---:|---:|"]
         for kind, s in result.kind_mdrae(result.in_network).items():
-            lines.append(f"| {kind} | {s['layers']} | {s['mdrae']:.1%} | {pct(float(s['median_signed']))} | "
+            lines.append(f"| {kind} | {s['layers']} | {s['mdrae']:.1%} | {pct(float(s['median_signed']), signed=True)} | "
                          f"{s['measured_share']:.1%} |")
     return "\n".join(lines) + "\n"
 
@@ -452,7 +417,7 @@ def arguments() -> argparse.Namespace:
                         help=f"default: {' '.join(NETWORKS)}")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved whole-network rounds (default 5)")
     parser.add_argument("--layers", action="store_true", help="also measure every layer alone (per-layer MdRAE)")
-    parser.add_argument("--db", type=Path, default=Path("bench/results/heldout.db"))
+    parser.add_argument("--db", type=Path, default=Path("bench/results/prediction/heldout.db"))
     parser.add_argument("--onnx-dir", type=Path, default=Path("bench/results/onnx"))
     parser.add_argument("--json", type=Path, help="write every figure here")
     parser.add_argument("--quick", action="store_true", help="smoke test: the first network, 2 rounds")
@@ -474,11 +439,12 @@ def arguments() -> argparse.Namespace:
 def main() -> None:
     args = arguments()
     args.db.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"source": source_commit(), "host": asdict(host_info()), "rounds": args.rounds,
-            "networks": args.networks, "db": str(args.db), "started": time.strftime("%Y-%m-%d %H:%M:%S")}
-    log(f"nnperf from {meta['source']}")
-    print(f"## Held-out prediction\n\nnnperf source {meta['source']['commit'][:12]}"
-          f"{' (modified)' if meta['source']['dirty'] else ''}; {args.rounds} rounds; "
+    meta = {"rounds": args.rounds, "networks": args.networks, "db": str(args.db),
+            "started": time.strftime("%Y-%m-%d %H:%M:%S")}
+    source = commit()
+    log(f"nnperf from commit {source['sha']}")
+    print(f"## Held-out prediction\n\nnnperf source {(source['sha'] or 'not recorded')[:12]}"
+          f"{' (modified)' if source['dirty'] else ''}; {args.rounds} rounds; "
           f"networks: {', '.join(args.networks)}\n", flush=True)
     results: list[SystemResult] = []
     for text in args.systems:
@@ -486,8 +452,8 @@ def main() -> None:
                                   args.layers, args.refit, args.sample_budget))
         print(markdown(results[-1], args.rounds), flush=True)
         if args.json:
-            args.json.write_text(json.dumps({**meta, "systems": [r.as_dict() for r in results]}, indent=1,
-                                            default=str))
+            write_result(args.json, method="prediction", concern="held-out architectures and zoo networks",
+                         values={**meta, "systems": [r.as_dict() for r in results]})
 
 
 if __name__ == "__main__":

@@ -26,13 +26,12 @@ budget (both are read back; a missing one would be measured, which this script r
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _shared import markdown_table, pct
+from _shared import markdown_table, pct, read_values
 from heldout_prediction import System, heldout_network
 
 from nnperf.campaign import (
@@ -56,7 +55,7 @@ POOLS = ("max_pool", "avg_pool")
 
 def stored_system(path: Path, system: str) -> dict[str, Any]:
     """The part of a heldout_prediction JSON that holds ``system``'s figures."""
-    for entry in json.loads(path.read_text())["systems"]:
+    for entry in read_values(path)["systems"]:
         if entry["system"] == system:
             return dict(entry)
     raise SystemExit(f"{path} holds no figures of {system}")

@@ -114,7 +114,8 @@ def main() -> None:
             results[name] = system_rows(options, store, args.networks)
             print_system(name, results[name])
     if args.json:
-        write_result(args.json, method="prediction", concern="composition of int8 programs", values={"systems": results})
+        write_result(args.json, method="prediction", concern="composition of int8 programs",
+                     values={"systems": results})
 
 
 if __name__ == "__main__":

@@ -203,7 +203,8 @@ def markdown(report: dict[str, Any]) -> str:
          "rows duplicated", "pairs each owning its run"],
         [[f"{kind.replace('_', ' ')} ({' + '.join(DIFFERENT if kind == 'different_networks' else IDENTICAL)})",
           c["pairs"], c["processes_exit_0"], c["error_lines"], c["database_is_locked"], c["drift_warnings"],
-          c["rows_missing"], c["rows_duplicated"], c["pairs_each_owning_its_run"]] for kind, c in report["pairs"].items()])
+          c["rows_missing"], c["rows_duplicated"], c["pairs_each_owning_its_run"]]
+         for kind, c in report["pairs"].items()])
     return "\n".join([
         (f"Kills: `nnperf calibrate {' '.join(CALIBRATE[1:])}` (uninterrupted {k['reference_s']} s, "
          f"{k['reference_rows']} layer rows in {k['reference_runs']} runs)"), "", kills, "",

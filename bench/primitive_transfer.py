@@ -284,7 +284,8 @@ def print_families(runs: dict[str, dict[float, list[Score]]], fractions: Sequenc
             scored = runs[method][fraction]
             cells = [pct(statistics.median(v)) if (v := [s.families[f] for s in scored if f in s.families]) else "-"
                      for f in families]
-            rows.append([f"{fraction * 100:g}%", method, f"{statistics.median(s.method_s for s in scored):.2f}", *cells])
+            rows.append([f"{fraction * 100:g}%", method, f"{statistics.median(s.method_s for s in scored):.2f}",
+                         *cells])
     print(markdown_table(["fraction", "method", "method s", *families], rows))
 
 

@@ -37,12 +37,12 @@ import math
 import os
 import random
 import statistics
-import subprocess
-import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from _shared import log, pct, read_values, result_path, write_result
 
 from nnperf import api, zoo
 from nnperf.measure import (
@@ -51,7 +51,6 @@ from nnperf.measure import (
     MemoryHog,
     PeriodicSlowdown,
     RoundsConfig,
-    host_info,
     measure_interleaved,
 )
 from nnperf.measure.backends import BackendOptions, create_backend
@@ -76,10 +75,6 @@ RESEMBLING: Mapping[str, str] = {
 
 SEVERAL = ("resnet18@112", "mobilenet_v2@112", "gemm", "memory")
 CONDITIONS = ("none", "cpu", "memory", "periodic")
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 def load_networks(corpus: Path | None) -> dict[str, Any]:
@@ -126,7 +121,12 @@ def run_sets(args: argparse.Namespace, data: dict[str, Any]) -> None:
                 if hog is not None:
                     hog.stop()
         data["sets"].append(one_set)
-        args.json.write_text(json.dumps(data, indent=1))
+        save(args.json, data)
+
+
+def save(path: Path, data: dict[str, Any]) -> dict[str, Any]:
+    return write_result(path, method="prediction", concern="how well each machine-speed reference tracks each kind "
+                        "of network", values=data)
 
 
 def median_ratio(a: Sequence[float], b: Sequence[float]) -> float:
@@ -165,15 +165,21 @@ def tracking(data: Mapping[str, Any]) -> dict[str, dict[str, dict[str, float]]]:
     return out
 
 
-def pct(x: float) -> str:
-    return f"{100 * x:+.1f}%" if x < 0 or x > 0 else "0.0%"
+def signed(x: float) -> str:
+    return pct(x, signed=True) if x < 0 or x > 0 else "0.0%"
 
 
-def tables(data: Mapping[str, Any]) -> str:
+def tables(data: Mapping[str, Any], document: Mapping[str, Any]) -> str:
+    """The tables of a run's ``data`` (a result file's values), headed by its ``document``'s machine and commit (a
+    file from before the schema holds them in its data)."""
     found = tracking(data)
     ways = ["raw", *REFERENCE_CANDIDATES, "resembling", "several"]
-    lines = [f"{data['machine']}; commit {data['commit']}; {len(data['sets'])} sets of {data['rounds']} interleaved "
-             f"rounds per condition; torch, 1 thread, pinned to CPU 0\n",
+    machine = document["machine"]
+    machine = machine.get("details") or machine.get("cpu") if isinstance(machine, Mapping) else machine
+    commit = document["commit"]
+    commit = (commit.get("sha") or "not recorded")[:7] if isinstance(commit, Mapping) else commit
+    lines = [(f"{machine}; commit {commit}; {len(data['sets'])} sets of {data['rounds']} interleaved "
+             f"rounds per condition; torch, 1 thread, pinned to CPU 0\n"),
              "### Spread of the adjusted times over every set and condition (IQR / median), by network\n",
              "| kind | network | " + " | ".join(ways) + " |", "|---|---|" + "---:|" * len(ways)]
     for kind, names in data["networks"].items():
@@ -188,14 +194,14 @@ def tables(data: Mapping[str, Any]) -> str:
         cells = []
         for w in ways:
             worst = [max((found[n][w][c] for c in CONDITIONS if c != "none"), key=abs) for n in names]
-            cells.append(pct(statistics.median(worst)))
+            cells.append(signed(statistics.median(worst)))
         lines.append(f"| {kind} | " + " | ".join(cells) + " |")
     lines += ["", "### Each injector's shift, by network (the resembling reference beside nnperf's and raw)\n",
               "| network | condition | raw | resnet18@112 | resembling | several |", "|---|---|---:|---:|---:|---:|"]
     for names in data["networks"].values():
         for name in names:
             for c in CONDITIONS[1:]:
-                lines.append(f"| {name} | {c} | " + " | ".join(pct(found[name][w][c]) for w in
+                lines.append(f"| {name} | {c} | " + " | ".join(signed(found[name][w][c]) for w in
                                                              ("raw", "resnet18@112", "resembling", "several")) + " |")
     return "\n".join(lines)
 
@@ -205,24 +211,19 @@ def main() -> None:
     parser.add_argument("--corpus", type=Path, default=None, help="the torchvision corpus folder")
     parser.add_argument("--sets", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=12)
-    parser.add_argument("--json", type=Path, default=Path("bench/results/prediction/reference_tracking.json"))
+    parser.add_argument("--json", type=Path, default=result_path("prediction", "reference_tracking"))
     parser.add_argument("--tables", action="store_true", help="print the tables of --json and stop")
     args = parser.parse_args()
     if args.tables:
-        print(tables(json.loads(args.json.read_text())))
+        document = json.loads(args.json.read_text())
+        print(tables(read_values(args.json), document))
         return
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    host = host_info()
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            check=False).stdout.strip()
-    data: dict[str, Any] = {"machine": host.cpu_details, "commit": commit, "rounds": args.rounds,
-                            "command": " ".join(sys.argv), "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    data: dict[str, Any] = {"rounds": args.rounds, "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                             "sets": []}
     began = time.monotonic()
     run_sets(args, data)
     data["wall_s"] = time.monotonic() - began
-    args.json.write_text(json.dumps(data, indent=1))
-    print(tables(data))
+    print(tables(data, save(args.json, data)))
 
 
 if __name__ == "__main__":

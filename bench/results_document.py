@@ -134,7 +134,8 @@ def headline(section: Mapping[str, Any], files: Mapping[str, tuple[Path, dict[st
     rows = []
     for entry, found in zip(section.get("results", []), entries(section), strict=True):
         documents = [files[alias][1] for alias, _ in found]
-        rows.append([cell(entry.get("concern", documents[0]["concern"]), context), entry.get("goal", section.get("goal", "-")),
+        rows.append([cell(entry.get("concern", documents[0]["concern"]), context),
+                     entry.get("goal", section.get("goal", "-")),
                      cell(entry.get("achieved", "-"), context), joined([machine_text(d["machine"]) for d in documents]),
                      joined([str(d["date"])[:10] for d in documents]),
                      joined([commit_text(d["commit"]) for d in documents]),

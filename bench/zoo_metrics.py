@@ -57,7 +57,8 @@ def measure(entry: object, repeat: int, folder: Path) -> dict[str, object]:
     t_onnx, via_onnx = timed(lambda: from_onnx(path), repeat)
     assert network_metrics(via_onnx).macs == m.macs  # type: ignore[arg-type]
     pub = PUBLISHED.get(entry.name)  # type: ignore[attr-defined]
-    return {"network": entry.name, "layers": len(net), "gmacs": m.macs / 1e9, "mparams": m.params / 1e6,  # type: ignore[attr-defined]
+    return {"network": entry.name, "layers": len(net),  # type: ignore[attr-defined]
+            "gmacs": m.macs / 1e9, "mparams": m.params / 1e6,
             "published_gmacs": pub[0] if pub else None, "published_mparams": pub[1] if pub else None,
             "macs_diff": m.macs / 1e9 / pub[0] - 1 if pub else None,
             "params_diff": m.params / 1e6 / pub[1] - 1 if pub else None,

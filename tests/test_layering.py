@@ -174,3 +174,58 @@ def test_private_imports_in_each_spelling(tmp_path: Path, text: str, expected: s
         _write(tmp_path, name)
     _write(tmp_path, "nnperf/cli/__init__.py", text)
     assert [(v.imported, v.rule) for v in check_layering(tmp_path)] == [(expected, "private")]
+
+
+# ------------------------------------------------------------------------------------------------------- bench/
+
+BENCH = SRC.parent / "bench"
+
+
+def _changes_sys_path(node: ast.AST) -> bool:
+    """``sys.path.insert(...)``, ``.append``, ``.extend``, ``sys.path += ...`` or ``sys.path = ...``."""
+    def is_sys_path(target: ast.AST) -> bool:
+        return (isinstance(target, ast.Attribute) and target.attr == "path" and isinstance(target.value, ast.Name)
+                and target.value.id == "sys")
+
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        return node.func.attr in ("insert", "append", "extend") and is_sys_path(node.func.value)
+    if isinstance(node, ast.Assign | ast.AugAssign):
+        return any(is_sys_path(t) for t in (node.targets if isinstance(node, ast.Assign) else [node.target]))
+    return False
+
+
+def check_bench(bench: Path, tests: Path) -> list[str]:
+    """What the bench scripts in ``bench`` may not do: import a private nnperf name (``nnperf.X._y``, ``from
+    nnperf.X import _y``), import a module of ``tests``, or change ``sys.path`` (a script runs with the installed
+    package and finds its neighbours in its own folder)."""
+    test_modules = {p.stem for p in tests.glob("*.py")} | {p.name for p in tests.iterdir() if p.is_dir()}
+    found = []
+    for path in sorted(bench.glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for line, name in sorted(_imports(tree, path.stem, False, set())):
+            parts = name.split(".")
+            if parts[0] == "nnperf" and any(_private(part) for part in parts[1:]):
+                found.append(f"{path.name}:{line}: imports a private name: {name}")
+            elif parts[0] in test_modules and not (bench / f"{parts[0]}.py").exists():
+                found.append(f"{path.name}:{line}: imports from tests/: {name}")
+        found += [f"{path.name}:{node.lineno}: changes sys.path" for node in ast.walk(tree) if _changes_sys_path(node)]
+    return found
+
+
+def test_bench_scripts_import_only_public_names() -> None:
+    found = check_bench(BENCH, SRC.parent / "tests")
+    assert not found, "bench/ breaks the import rules:\n" + "\n".join(found)
+
+
+def test_bench_check_reports_private_imports_tests_and_sys_path(tmp_path: Path) -> None:
+    _write(tmp_path / "tests", "fuzz/strategies.py")
+    _write(tmp_path / "bench", "ok.py", "import nnperf\nfrom nnperf.measure import host_info\nfrom _shared import pct\n")
+    _write(tmp_path / "bench", "bad.py", "import sys\nimport nnperf.ir.importers._onnx as x\n"
+                                         "from nnperf.api import _primitives\nfrom fuzz.strategies import PARSERS\n"
+                                         "sys.path.insert(0, 'tests')\n")
+    assert check_bench(tmp_path / "bench", tmp_path / "tests") == [
+        "bad.py:2: imports a private name: nnperf.ir.importers._onnx",
+        "bad.py:3: imports a private name: nnperf.api._primitives",
+        "bad.py:4: imports from tests/: fuzz.strategies",
+        "bad.py:5: changes sys.path",
+    ]
