@@ -15,6 +15,7 @@ from harness_presets import SHORT_HARNESS
 from networks import residual_conv_net
 from nnperf.campaign import measure_networks
 from nnperf.errors import FormatVersionError, NnperfError
+from nnperf.ir.metrics import layer_metrics
 from nnperf.measure.backends._fake import CostModel, FakeBackend
 from nnperf.measure.sweep import LayerConfig
 from nnperf.prediction import (
@@ -109,6 +110,17 @@ def _primitive_cost(c: Calibrated) -> tuple[Predictor, tuple[Any, ...], Any]:
     return PrimitiveCostModel("lin"), (PrimitiveDataset("fake", ("direct", "im2col-fhw"), (), conv, ()),), configs[:5]
 
 
+def _adapted(c: Calibrated) -> tuple[Predictor, tuple[Any, ...], Any]:
+    """An adaptation's samples: depthwise convolutions that take twice their per-layer-type prediction."""
+    from dataclasses import replace
+
+    from nnperf.prediction.kernel import ADAPTED_SAMPLES, AdaptedModel, ConvSample
+
+    samples = [ConvSample(w, w, side, 5, 1, w).layer() for w in (8, 12, 16, 24) for side in (8, 12, 16, 20)]
+    triples = tuple((layer, 2e-9 * layer_metrics(layer).macs, 1e-9 * layer_metrics(layer).macs) for layer in samples)
+    return AdaptedModel(), (replace(c.calibration, extra={ADAPTED_SAMPLES: triples}),), c.unseen
+
+
 def _network(klass: type[NetworkPredictor]) -> Example:
     return lambda c: (klass(), (c.calibration,), c.unseen)
 
@@ -118,6 +130,7 @@ EXAMPLES: dict[str, Example] = {
     "previous": _network(PreviousModel),
     "composed": _network(Composition),
     "kernel": _network(KernelModel),
+    "adapted": _adapted,
     "macs": _network(MacsModel),
     "roofline": _network(RooflineModel),
     "step": _step,

@@ -16,6 +16,7 @@ fitted ``SystemModel``). The store is a ``Store``, a path, or None for ``$NNPERF
 """
 
 from nnperf.api._accel import AccelEnergy, AccelSweep, accel_energy, accel_spec, accel_sweep
+from nnperf.api._adapt import DEFAULT_ADAPT_BUDGET_S, SAMPLED_NETWORKS, Sampler, adapt
 from nnperf.api._advise import NetworkAdvice, advise
 from nnperf.api._catalog import (
     Available,
@@ -71,11 +72,15 @@ from nnperf.api._steps import StepFits, StepPrediction, fit_steps, predict_steps
 from nnperf.api._sweep import LayerSweep, MeasuringSystem, sweep
 from nnperf.api._synthesize import DIGITS_MODEL, Verified, synthesize, verify_program
 from nnperf.measure import ComparisonProtocol, System
+from nnperf.prediction import SystemModel
+from nnperf.store import default_store_path
 
 __all__ = [
+    "DEFAULT_ADAPT_BUDGET_S",
     "DEFAULT_SAMPLE_BUDGET_S",
     "DIGITS_MODEL",
     "PRIMITIVES",
+    "SAMPLED_NETWORKS",
     "AccelEnergy",
     "AccelSweep",
     "Available",
@@ -97,11 +102,13 @@ __all__ = [
     "PrimitivePrediction",
     "PrimitiveTraining",
     "PrimitiveTransfer",
+    "Sampler",
     "StepFits",
     "StepPrediction",
     "StoredSystem",
     "StoredSystems",
     "System",
+    "SystemModel",
     "ThreadSettings",
     "Verification",
     "Verified",
@@ -110,6 +117,7 @@ __all__ = [
     "accel_energy",
     "accel_spec",
     "accel_sweep",
+    "adapt",
     "advise",
     "backends",
     "calibrate",
@@ -117,6 +125,7 @@ __all__ = [
     "check",
     "compare",
     "dataset_configs",
+    "default_store_path",
     "evaluate",
     "export",
     "export_measurements",

@@ -26,7 +26,7 @@ from nnperf.measure import REFERENCE, HarnessConfig, SystemSpec, read_reference
 from nnperf.measure.backends import Backend
 from nnperf.measure.power import PowerMeter
 from nnperf.prediction import MODEL_KIND, MeasuredNetwork, RooflineModel, SystemModel, fit_system_model
-from nnperf.prediction.kernel import LayerPrior, zoo_prior
+from nnperf.prediction.kernel import AdaptedPrior, LayerPrior, fit_adaptation, zoo_prior
 from nnperf.store import Store
 
 FUSION_PROFILER_RUNS = 10
@@ -93,7 +93,8 @@ class ReferenceItem:
 def calibrate(measurer: Measurer, store: Store, networks: Sequence[Network] | None = None,
               config: ProfileConfig | None = None, meter: PowerMeter | None = None,
               progress: RunsProgress | None = None, sample_budget_s: float = 0.0,
-              machine_check: Mapping[str, Any] | None = None, prior: LayerPrior | None = None) -> SystemModel:
+              machine_check: Mapping[str, Any] | None = None, prior: LayerPrior | None = None,
+              adapt: AdaptedPrior | None = None, adapt_budget_s: float = 0.0) -> SystemModel:
     """Profiles the calibration networks (resuming), fits the system's model and stores it.
 
     ``machine_check`` is the document of the machine check taken before (``nnperf check``'s), stored with the
@@ -102,6 +103,11 @@ def calibrate(measurer: Measurer, store: Store, networks: Sequence[Network] | No
     With ``sample_budget_s``, sampled convolutions and pools are also measured alone for about that long, placed
     where the kernel models err most (:func:`sample_layers`; stored and resumed too), drawn from ``prior`` (default:
     the configurations of nnperf's reference zoo, :func:`~nnperf.prediction.kernel.zoo_prior`).
+
+    With ``adapt`` (an adaptation to a search space, ``nnperf calibrate --adapt``), layers drawn near its example
+    networks are also measured alone for about ``adapt_budget_s`` (stored and resumed as the other samples), join
+    the kernel-aware models' samples, and fit :class:`~nnperf.prediction.kernel.AdaptedModel`, the prediction of
+    an adapted calibration.
 
     ``measurer`` is a backend or a runner (a fleet of one system): everything is
     measured as items through one runner, into the same runs either way.
@@ -137,14 +143,23 @@ def calibrate(measurer: Measurer, store: Store, networks: Sequence[Network] | No
                                 progress=None if progress is None else
                                 lambda what, done, part: progress(f"sampling: {what}", total, total),
                                 reference_s=sentinel_reference_s(r.whole.extra for r in runs))
+    adapted_started = time.perf_counter()
+    adapted = [] if adapt is None else sample_layers(
+        runner, store, adapt_budget_s, config.harness, prior=adapt, reference_s=sentinel_reference_s(
+            r.whole.extra for r in runs), progress=None if progress is None else
+        lambda what, done, part: progress(f"adapting: {what}", done, part))
     system = runner.system()
     carried = _readings_of_reused(store, system, runs)
     model = fit_system_model(runs, system.key, system.label, profiled=profiled, roofline=roofline,
-                             layer_samples=samples, predictor_options=predictor_options(networks, _precision(system)))
+                             layer_samples=[*samples, *adapted],
+                             predictor_options=predictor_options(networks, _precision(system)))
+    if adapt is not None:
+        model = fit_adaptation(model, runs, profiled, adapted)
     calibration = dict(model.calibration)
     calibration.update({"wall_s": time.perf_counter() - started, "reused_networks": sum(r.reused for r in runs),
                         "harness": {"target_ci": config.harness.target_ci, "budget_s": config.harness.budget_s},
                         "sample_budget_s": sample_budget_s, **_prior_record(prior if sample_budget_s > 0 else None),
+                        **_adapted_record(adapt, adapt_budget_s, len(adapted), time.perf_counter() - adapted_started),
                         **({"machine_check": dict(machine_check)} if machine_check is not None else {}),
                         "reference": _reference_record(carried or reference_readings_s, carried is not None)})
     model = replace(model, calibration=calibration)
@@ -184,6 +199,16 @@ def _prior_record(prior: LayerPrior | None) -> dict[str, Any]:
         return {}
     return {"prior": {"fingerprint": prior.fingerprint, "sources": list(prior.sources),
                       "held_out": list(prior.held_out), "configurations": prior.counts()}}
+
+
+def _adapted_record(adapt: AdaptedPrior | None, budget_s: float, samples: int, wall_s: float) -> dict[str, Any]:
+    """What the calibration records of an adaptation (nothing without one): its prior, budget, samples measured
+    (those of an earlier run of the same adaptation included) and the wall time of its sampling and fit."""
+    if adapt is None:
+        return {}
+    return {"adapted": {"fingerprint": adapt.fingerprint, "sources": list(adapt.sources),
+                        "held_out": list(adapt.held_out), "configurations": adapt.counts(), "budget_s": budget_s,
+                        "samples": samples, "wall_s": wall_s}}
 
 
 def sentinel_reference_s(extras: Iterable[Mapping[str, float]]) -> float | None:

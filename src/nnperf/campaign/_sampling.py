@@ -34,7 +34,7 @@ from nnperf.campaign._items import LayerItem, Measurer, SentinelItem, runner_for
 from nnperf.errors import NnperfError
 from nnperf.ir import Layer
 from nnperf.measure import HarnessConfig, LayerMeasurement, Method, fixed_timing
-from nnperf.prediction.kernel import FIRST_ROUND, SAMPLED_KINDS, Drawer, Sample, next_round, sample_from_name, zoo_prior
+from nnperf.prediction.kernel import ROUND, Drawer, Sample, next_round, sample_from_name, zoo_prior
 from nnperf.store import Store
 
 SAMPLE_CAMPAIGN = "kernel-samples"
@@ -63,7 +63,7 @@ def sample_layers(measurer: Measurer, store: Store, budget_s: float, harness: Ha
     prior = prior if prior is not None else zoo_prior()
     config = {"budget_s": budget_s, "seed": seed, "prior": prior.fingerprint,
               "harness": {"target_ci": harness.target_ci, "budget_s": harness.budget_s}}
-    key = f"{SAMPLE_CAMPAIGN}|budget={budget_s:g}|seed={seed}|kinds={','.join(SAMPLED_KINDS)}|prior={prior.fingerprint}"
+    key = f"{SAMPLE_CAMPAIGN}|budget={budget_s:g}|seed={seed}|kinds={','.join(prior.kinds)}|prior={prior.fingerprint}"
     with open_campaign(store, runner.system(), key, SAMPLE_CAMPAIGN, "", Method.ISOLATED.value, config,
                        reuse=True) as campaign:
         readings = {int(name.removeprefix(SENTINEL_PREFIX)): timing.stats.median_s
@@ -82,10 +82,10 @@ def sample_layers(measurer: Measurer, store: Store, budget_s: float, harness: Ha
                                                 fixed_timing([seconds])))
             readings[len(measured)] = seconds
 
-        # kinds interleaved, so a budget too short for the whole first round still reaches every kind
-        queue = [prior.draw(kind, rng) for _ in range(FIRST_ROUND) for kind in SAMPLED_KINDS]
+        queue = prior.first_round(rng)  # kinds interleaved: a short budget still reaches every kind
         while spent() < budget_s:
-            batch = list(dict.fromkeys(s for s in queue or next_round(measured, rng, prior) if s not in measured))
+            later = queue or next_round(measured, rng, prior, round_size(len(measured)))
+            batch = list(dict.fromkeys(s for s in later if s not in measured))
             queue = []
             items = _round_items(batch, len(measured), readings, harness, sentinel=runner.one_machine)
             with contextlib.closing(runner.run(items)) as results:
@@ -105,6 +105,13 @@ def sample_layers(measurer: Measurer, store: Store, budget_s: float, harness: Ha
         if measured and runner.one_machine and len(measured) not in readings:
             store_sentinel(runner.run_one(SentinelItem(harness, warm=True)))  # after the last sample
     return _at_reference_speed(measured, readings, reference_s if runner.one_machine else None)
+
+
+def round_size(measured: int) -> int:
+    """The samples of a later round once ``measured`` are taken: :data:`~nnperf.prediction.kernel.ROUND`, growing
+    with the samples past 16 rounds' worth (each round cross-validates every kind's models once, which a long
+    sampling, as an adaptation's, would otherwise spend much of its budget on)."""
+    return max(ROUND, measured // 16)
 
 
 @dataclass(frozen=True, kw_only=True)

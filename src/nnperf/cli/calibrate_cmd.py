@@ -9,12 +9,11 @@ from typing import TYPE_CHECKING
 
 from nnperf.cli._backend_args import Progress, add_backend_arguments, system_from_args
 from nnperf.cli._store_arg import add_db_argument
-from nnperf.cli._units import parse_sample_budget
+from nnperf.cli._units import parse_duration, parse_sample_budget
 from nnperf.cli.fleet_cmd import add_fleet_argument, calibrate_on_fleet
-from nnperf.store import default_store_path
 
 if TYPE_CHECKING:
-    from nnperf.prediction import SystemModel
+    from nnperf.api import System, SystemModel
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -50,6 +49,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--no-check", action="store_true",
                    help="skip the machine check before calibrating (busy processes, load, pressure and 5 s of noise "
                         "measurement, as `nnperf check`; stored with the calibration)")
+    p.add_argument("--adapt", nargs="+", metavar="MODEL", default=(),
+                   help="adapt the calibration to the search space of these example networks (zoo names, .onnx, "
+                        ".tflite or .json files): measure layers alone near their configurations for --adapt-budget, "
+                        "then refit this system's models with them (the stored calibration is adapted; without one, "
+                        "the system is calibrated first). Layers of --held-out networks are never measured")
+    p.add_argument("--adapt-budget", metavar="DURATION", default=None,
+                   help="how long --adapt measures sampled layers (e.g. 5m, 600s; default 5m)")
     p.add_argument("--json", action="store_true", help="print the calibration's summary as JSON")
     add_fleet_argument(p)
     add_db_argument(p)
@@ -57,9 +63,15 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace) -> int:
+    from nnperf.errors import NnperfError
+
+    if args.adapt_budget is not None and not args.adapt:
+        raise NnperfError("--adapt-budget is the budget of --adapt: give the example networks with --adapt MODEL ...")
     if args.fleet:
+        if args.adapt:
+            raise NnperfError("--adapt measures in this process: run it without --fleet")
         return calibrate_on_fleet(args)
-    from nnperf.api import calibrate, stored_calibration
+    from nnperf.api import calibrate, default_store_path, stored_calibration
     from nnperf.errors import FormatVersionError
     from nnperf.report import console
     from nnperf.report.predictions import calibration_document, calibration_header
@@ -68,6 +80,8 @@ def run(args: argparse.Namespace) -> int:
     out = console()
     store_path = str(args.db or default_store_path())
     system = system_from_args(args)
+    if args.adapt:
+        return _adapt(args, system, store_path, sample_budget_s)
     if args.if_needed:
         try:
             # what calibrate(if_needed=True) reuses: held-out networks count only where layers are sampled
@@ -90,6 +104,24 @@ def run(args: argparse.Namespace) -> int:
         model = calibrate(system, args.db, energy=args.energy, budget_s=args.budget_s, target_ci=args.target_ci,
                           sample_budget_s=sample_budget_s, held_out=args.held_out, blocks=args.blocks,
                           progress=progress, check=not args.no_check)
+    print_calibration(model, store_path, args.json)
+    return 0
+
+
+def _adapt(args: argparse.Namespace, system: System, store_path: str, sample_budget_s: float) -> int:
+    """``nnperf calibrate --adapt``: the stored calibration (or a new one) adapted to the examples' space."""
+    from nnperf.api import DEFAULT_ADAPT_BUDGET_S, adapt
+    from nnperf.report import console
+
+    budget_s = (DEFAULT_ADAPT_BUDGET_S if args.adapt_budget is None
+                else parse_duration(args.adapt_budget, "--adapt-budget"))
+    if not args.json:
+        console().print(f"adapting the calibration of {args.backend} on {args.device} in {store_path} to the space "
+                        f"of {len(args.adapt)} example network(s): {budget_s:g} s of layers sampled near theirs, "
+                        "then the models refitted (stored as taken: an interrupted adaptation resumes)")
+    with Progress(not args.json, "adapting") as progress:
+        model = adapt(args.adapt, system, args.db, budget_s=budget_s, held_out=args.held_out,
+                      blocks=args.blocks, progress=progress, check=not args.no_check, sample_budget_s=sample_budget_s)
     print_calibration(model, store_path, args.json)
     return 0
 

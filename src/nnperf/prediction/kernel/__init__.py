@@ -10,9 +10,14 @@ in-network layer times, composed the way the backend runs them.
   adaptive sampling places convolution and pooling configurations (``_sampling.py``; ``nnperf.campaign.sample_layers``
   measures them);
 - :class:`LayerPrior` and :func:`zoo_prior`: the configurations real networks contain, that sampling draws from,
-  with held-out networks excluded (``_prior.py``).
+  with held-out networks excluded (``_prior.py``);
+- :class:`AdaptedPrior` and :func:`adapt_prior`: configurations near a user's example networks, that an adaptation
+  to their search space samples (``_adapt.py``), and :class:`AdaptedModel`, the predictor it fits: the
+  composition with its layer predictions corrected per kind by those samples (``_adapted.py``).
 """
 
+from nnperf.prediction.kernel._adapt import AdaptedPrior, adapt_prior
+from nnperf.prediction.kernel._adapted import ADAPTED_SAMPLES, AdaptedModel, adapted_triples, fit_adaptation
 from nnperf.prediction.kernel._kinds import (
     CONV_FEATURES,
     CONV_KINDS,
@@ -29,6 +34,7 @@ from nnperf.prediction.kernel._regressors import fit as fit_regressor
 from nnperf.prediction.kernel._sampling import (
     FIRST_ROUND,
     PRIOR,
+    ROUND,
     SAMPLED_KINDS,
     ConvSample,
     Drawer,
@@ -37,12 +43,14 @@ from nnperf.prediction.kernel._sampling import (
     PoolSample,
     Sample,
     grid_draw,
+    interleaved_draws,
     neighbours,
     next_round,
     sample_from_name,
 )
 
 __all__ = [
+    "ADAPTED_SAMPLES",
     "CONV_FEATURES",
     "CONV_KINDS",
     "FIRST_ROUND",
@@ -51,9 +59,12 @@ __all__ = [
     "MIN_LINE_PAIRS",
     "PRIOR",
     "REGRESSORS",
+    "ROUND",
     "SAMPLED_CONTEXTS",
     "SAMPLED_KINDS",
     "SAMPLED_LAYERS",
+    "AdaptedModel",
+    "AdaptedPrior",
     "Chosen",
     "ConvKernel",
     "ConvSample",
@@ -66,10 +77,14 @@ __all__ = [
     "Regressor",
     "Sample",
     "StoredRegressor",
+    "adapt_prior",
+    "adapted_triples",
     "choose",
     "choose_with_extra",
+    "fit_adaptation",
     "fit_regressor",
     "grid_draw",
+    "interleaved_draws",
     "kernel_features",
     "kernel_kind",
     "layer_sample",

@@ -45,6 +45,7 @@ from nnperf.prediction.kernel._sampling import (
     PoolSample,
     Sample,
     grid_draw,
+    interleaved_draws,
 )
 
 DRAW_ATTEMPTS = 1000
@@ -137,6 +138,13 @@ class LayerPrior:
         for sample in self.samples:
             groups.setdefault(sample.kind, []).append(sample)
         return {kind: tuple(group) for kind, group in groups.items()}
+
+    kinds = SAMPLED_KINDS
+    """Every sampled kind: one the sources lack is drawn from the synthetic grid."""
+
+    def first_round(self, rng: np.random.Generator) -> list[Sample]:
+        """:data:`~nnperf.prediction.kernel.FIRST_ROUND` draws of every kind, interleaved."""
+        return interleaved_draws(self, rng)
 
     def allows(self, sample: Sample) -> bool:
         """Whether ``sample`` may be measured: it is no held-out network's configuration."""

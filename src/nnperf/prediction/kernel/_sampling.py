@@ -307,21 +307,37 @@ def _channels(value: float) -> int:
 
 
 class Drawer(Protocol):
-    """Where sampling draws from: a configuration of a kind, and whether a configuration may be measured
-    (:class:`~nnperf.prediction.kernel.LayerPrior` over real networks, or :class:`GridPrior`)."""
+    """Where sampling draws from: the kinds it samples, the first round, a configuration of a kind, and whether a
+    configuration may be measured (:class:`~nnperf.prediction.kernel.LayerPrior` over real networks,
+    :class:`GridPrior`, or :class:`~nnperf.prediction.kernel.AdaptedPrior` near a user's example networks)."""
 
     @property
     def fingerprint(self) -> str: ...
+
+    @property
+    def kinds(self) -> tuple[str, ...]: ...
+
+    def first_round(self, rng: np.random.Generator) -> list[Sample]: ...
 
     def draw(self, kind: str, rng: np.random.Generator) -> Sample: ...
 
     def allows(self, sample: Sample) -> bool: ...
 
 
+def interleaved_draws(prior: Drawer, rng: np.random.Generator, per_kind: int = FIRST_ROUND) -> list[Sample]:
+    """``per_kind`` draws of each of ``prior``'s kinds, the kinds interleaved (so that a budget too short for the
+    whole round still reaches every kind): the first round of the zoo's prior and of the grid."""
+    return [prior.draw(kind, rng) for _ in range(per_kind) for kind in prior.kinds]
+
+
 class GridPrior:
     """The synthetic grid :data:`PRIOR` as a :class:`Drawer`: every draw is :func:`grid_draw`, all allowed."""
 
     fingerprint = "grid"
+    kinds = SAMPLED_KINDS
+
+    def first_round(self, rng: np.random.Generator) -> list[Sample]:
+        return interleaved_draws(self, rng)
 
     def draw(self, kind: str, rng: np.random.Generator) -> Sample:
         return grid_draw(kind, rng)
@@ -330,25 +346,26 @@ class GridPrior:
         return True
 
 
-def next_round(measured: dict[Sample, float], rng: np.random.Generator, prior: Drawer | None = None
-               ) -> list[Sample]:
-    """Neighbours of the worst-predicted samples of the kind the models predict worst, and fresh draws from
-    ``prior`` (default: the synthetic grid); nothing ``prior`` does not allow."""
+def next_round(measured: dict[Sample, float], rng: np.random.Generator, prior: Drawer | None = None,
+               size: int = ROUND) -> list[Sample]:
+    """About ``size`` samples: neighbours of the worst-predicted samples of the kind the models predict worst, and
+    a quarter fresh draws from ``prior`` (default: the synthetic grid) of its kinds; nothing ``prior`` does not
+    allow."""
     prior = prior or GridPrior()
     by_kind: dict[str, list[Sample]] = defaultdict(list)
     for sample in measured:
         by_kind[sample.kind].append(sample)
-    weakest, worst = _weakest_kind(by_kind, measured)
-    fresh = [prior.draw(str(rng.choice(SAMPLED_KINDS)), rng) for _ in range(ROUND // 4)]
+    weakest, worst = _weakest_kind(by_kind, measured, max(3, size // 8))
+    fresh = [prior.draw(str(rng.choice(prior.kinds)), rng) for _ in range(max(size // 4, 1))]
     near = [n for s in worst for n in neighbours(s) if n not in measured and prior.allows(n)]
     rng.shuffle(near)  # type: ignore[arg-type]
-    return [*near[:ROUND - len(fresh)], *fresh] if weakest else [prior.draw(k, rng) for k in SAMPLED_KINDS]
+    return [*near[:size - len(fresh)], *fresh] if weakest else [prior.draw(k, rng) for k in prior.kinds]
 
 
-def _weakest_kind(by_kind: dict[str, list[Sample]], measured: dict[Sample, float]
+def _weakest_kind(by_kind: dict[str, list[Sample]], measured: dict[Sample, float], count: int = 3
                   ) -> tuple[str, Sequence[Sample]]:
-    """The kind with the largest cross-validated error (over the square root of its samples) and the samples its
-    power law predicts worst when they are left out of its fit."""
+    """The kind with the largest cross-validated error (over the square root of its samples) and the ``count``
+    samples its power law predicts worst when they are left out of its fit."""
     best: tuple[float, str, Sequence[Sample]] = (-1.0, "", ())
     for kind, samples in by_kind.items():
         if len(samples) < MIN_SAMPLES_TO_CHOOSE:
@@ -359,7 +376,7 @@ def _weakest_kind(by_kind: dict[str, list[Sample]], measured: dict[Sample, float
         errors = _out_of_fold_errors(rows[:, :3], times)  # n(W), #OPs, #memOPs: few enough for a small kind
         weight = min(scores.values()) / np.sqrt(len(samples))
         if weight > best[0]:
-            order = np.argsort(errors)[::-1][:3]
+            order = np.argsort(errors)[::-1][:count]
             best = (weight, kind, [samples[i] for i in order])
     return best[1], best[2]
 
