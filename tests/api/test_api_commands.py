@@ -75,13 +75,13 @@ def test_accel_energy_plot(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("kwargs", "needle"), [
-    ({}, "name exactly one of MODEL, --network NAME or --table FILE.csv"),
-    ({"model": "alexnet", "network": "alexnet"}, "name exactly one of MODEL"),
+    ({}, "name exactly one of model, network or table"),
+    ({"model": "alexnet", "network": "alexnet"}, "name exactly one of model"),
     ({"network": "nosuch"}, "nosuch"),
     ({"network": "alexnet", "sparsity": "measure"}, "layer tables carry their own sparsities"),
-    ({"model": "alexnet", "sparsity": "table", "images": ["x.png"]}, "--images applies to --sparsity measure only"),
+    ({"model": "alexnet", "sparsity": "table", "images": ["x.png"]}, "images applies to sparsity measure only"),
     ({"model": "resnet18", "sparsity": "table"}, "no shipped table matches 'resnet18'"),
-    ({"network": "alexnet", "spec": eyeriss_spec(8), "bits": 16}, "--bits 16 contradicts eyeriss-like (bits: 8)"),
+    ({"network": "alexnet", "spec": eyeriss_spec(8), "bits": 16}, "bits 16 contradicts eyeriss-like (bits: 8)"),
 ])
 def test_accel_energy_bad_inputs(kwargs: dict[str, Any], needle: str) -> None:
     with pytest.raises(NnperfError) as info:
@@ -192,7 +192,7 @@ def test_partition_with_a_stored_system_as_the_client(tmp_path: Path) -> None:
     ({"input_sparsity": 0.5, "jpeg_bytes": 100}, "not both"),
     ({"cloud_tops": 0}, "cloud throughput must be > 0 TOPS"),
     ({"send": "sideways"}, "send must be one of both, ofmap, next-input, got 'sideways'"),
-    ({"system": 1}, "--system partitions an IR network: name a MODEL"),
+    ({"system": 1}, "system partitions an IR network: name a model"),
 ])
 def test_partition_bad_inputs(kwargs: dict[str, Any], needle: str) -> None:
     with pytest.raises(NnperfError) as info:
@@ -297,10 +297,10 @@ def test_sweep_with_auto_surround_chooses_it_once(tmp_path: Path) -> None:
     (("conv2d", "depth", "1:4"), {}, "a conv2d layer has no parameter 'depth'"),
     (("conv2d", "channels", "530:10"), {}, "range '530:10' is reversed"),
     (("conv2d", "channels", []), {}, "the sweep range is empty"),
-    (("conv2d", "channels", "1:4"), {"fixed": "channels=8"}, "--fixed gives channels, the parameter being swept"),
-    (("conv2d", "channels", "1:4"), {"surround": "wide"}, "--surround must be auto or a positive integer, got 'wide'"),
-    (("conv2d", "channels", "1:4"), {"surround": 0}, "--surround must be auto or a positive integer, got 0"),
-    (("conv2d", "channels", "1:4"), {"rounds": 0}, "--rounds must be at least 1, got 0"),
+    (("conv2d", "channels", "1:4"), {"fixed": "channels=8"}, "fixed gives channels, the parameter being swept"),
+    (("conv2d", "channels", "1:4"), {"surround": "wide"}, "surround must be auto or a positive integer, got 'wide'"),
+    (("conv2d", "channels", "1:4"), {"surround": 0}, "surround must be auto or a positive integer, got 0"),
+    (("conv2d", "channels", "1:4"), {"rounds": 0}, "rounds must be at least 1, got 0"),
 ])
 def test_sweep_bad_inputs_measure_nothing(tmp_path: Path, args: tuple[Any, ...], kwargs: dict[str, Any],
                                           needle: str) -> None:
@@ -349,12 +349,12 @@ def test_predict_steps_is_the_fake_cost_and_the_clis(capsys: pytest.CaptureFixtu
 
 
 @pytest.mark.parametrize(("kwargs", "needle"), [
-    ({"parameter": "channels"}, "give --param and --range together"),
-    ({"characterise": True}, "--characterise and --verify work along a range"),
+    ({"parameter": "channels"}, "give parameter and values together"),
+    ({"characterise": True}, "characterise and verify work along a range: give parameter and values"),
     ({"parameter": "size", "values": "4:16", "characterise": True}, "works along channels or filters"),
     ({"parameter": "channels", "values": "1:2", "characterise": True}, "need at least 4"),
     ({"models_of": 1, "system": System("fake", threads=2), "parameter": "channels", "values": "10:12",
-      "verify": True}, "--system 1 is fake/cpu[threads=1], but the backend options describe fake/cpu[threads=2]"),
+      "verify": True}, "models_of 1 is fake/cpu[threads=1], but the system measured is fake/cpu[threads=2]"),
     ({"system": System("fake", threads=2)}, "has no sweeps of fake/cpu[threads=2]"),
 ])
 def test_predict_steps_bad_inputs(swept: Path, kwargs: dict[str, Any], needle: str) -> None:

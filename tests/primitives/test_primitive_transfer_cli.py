@@ -101,7 +101,7 @@ def test_transfer_profiles_a_sample_and_stores_the_model_for_the_target(capsys: 
 
 
 @pytest.mark.parametrize(("argv", "needles"), [
-    (("--from", "1", "--threads", "1"), ("is this platform", "ONEDNN_MAX_CPU_ISA/ATEN_CPU_CAPABILITY or --threads")),
+    (("--from", "1", "--threads", "1"), ("is this platform", "ONEDNN_MAX_CPU_ISA/ATEN_CPU_CAPABILITY or another thread count (--threads)")),
     (("--from", "1", "--threads", "2", "--samples", "0"), ("the sample must be", "'0'")),
     (("--from", "1", "--threads", "2", "--samples", "150%"), ("the sample must be", "'150%'")),
     (("--from", "1", "--threads", "2", "--samples", "few"), ("the sample must be", "'few'")),

@@ -15,7 +15,7 @@ where a function only reads a calibration, a :data:`StoredSystem` (a stored syst
 fitted ``SystemModel``). The store is a ``Store``, a path, or None for ``$NNPERF_DB``, else ``./nnperf.db``.
 """
 
-from nnperf.api._accel import AccelEnergy, AccelSweep, accel_energy, accel_spec, accel_sweep
+from nnperf.api._accel import AccelEnergy, AccelSweep, accel_energy, accel_spec, accel_spec_yaml, accel_sweep
 from nnperf.api._adapt import DEFAULT_ADAPT_BUDGET_S, SAMPLED_NETWORKS, Sampler, adapt
 from nnperf.api._advise import NetworkAdvice, advise
 from nnperf.api._catalog import (
@@ -32,7 +32,7 @@ from nnperf.api._catalog import (
 )
 from nnperf.api._compare import compare
 from nnperf.api._evaluate import EvaluationReport, evaluate
-from nnperf.api._fleet import FleetStatus, fleet_down, fleet_status, fleet_up
+from nnperf.api._fleet import FleetStatus, fleet_down, fleet_runner, fleet_runners, fleet_status, fleet_up
 from nnperf.api._load import InputShape, ModelLike, load_model
 from nnperf.api._machine import CheckResult, ThreadSettings, check, thread_settings
 from nnperf.api._partition import NetworkPartition, partition
@@ -49,6 +49,8 @@ from nnperf.api._predict import (
 from nnperf.api._primitives import (
     PRIMITIVES,
     LayerPrimitives,
+    PrimitiveCatalog,
+    PrimitiveEntry,
     PrimitivePrediction,
     PrimitiveTraining,
     PrimitiveTransfer,
@@ -58,12 +60,13 @@ from nnperf.api._primitives import (
     import_primitive_dataset,
     named_primitives,
     predict_primitives,
+    primitive_catalog,
     profile_primitives,
     stored_primitive_model,
     train_primitive_model,
     transfer_primitive_model,
 )
-from nnperf.api._profile import profile
+from nnperf.api._profile import TRACE_RUNS, attach_power_trace, profile, profile_trace_source, writes_trace
 from nnperf.api._records import StoredSystems, export_measurements, systems
 from nnperf.api._runtimes import rank_runtimes
 from nnperf.api._select import NetworkSelection, select
@@ -71,9 +74,9 @@ from nnperf.api._session import StoredSystem
 from nnperf.api._steps import StepFits, StepPrediction, fit_steps, predict_steps
 from nnperf.api._sweep import LayerSweep, MeasuringSystem, sweep
 from nnperf.api._synthesize import DIGITS_MODEL, Verified, synthesize, verify_program
-from nnperf.measure import ComparisonProtocol, System
+from nnperf.measure import ComparisonProtocol, HarnessConfig, System
 from nnperf.prediction import SystemModel
-from nnperf.store import default_store_path
+from nnperf.store import Store, default_store_path
 
 __all__ = [
     "DEFAULT_ADAPT_BUDGET_S",
@@ -81,6 +84,7 @@ __all__ = [
     "DIGITS_MODEL",
     "PRIMITIVES",
     "SAMPLED_NETWORKS",
+    "TRACE_RUNS",
     "AccelEnergy",
     "AccelSweep",
     "Available",
@@ -90,6 +94,7 @@ __all__ = [
     "EvaluationReport",
     "Exported",
     "FleetStatus",
+    "HarnessConfig",
     "InputShape",
     "Inspection",
     "LayerPrimitives",
@@ -99,12 +104,15 @@ __all__ = [
     "NetworkAdvice",
     "NetworkPartition",
     "NetworkSelection",
+    "PrimitiveCatalog",
+    "PrimitiveEntry",
     "PrimitivePrediction",
     "PrimitiveTraining",
     "PrimitiveTransfer",
     "Sampler",
     "StepFits",
     "StepPrediction",
+    "Store",
     "StoredSystem",
     "StoredSystems",
     "System",
@@ -116,9 +124,11 @@ __all__ = [
     "ZooNetwork",
     "accel_energy",
     "accel_spec",
+    "accel_spec_yaml",
     "accel_sweep",
     "adapt",
     "advise",
+    "attach_power_trace",
     "backends",
     "calibrate",
     "calibrated_model",
@@ -133,6 +143,8 @@ __all__ = [
     "find_primitive_system",
     "fit_steps",
     "fleet_down",
+    "fleet_runner",
+    "fleet_runners",
     "fleet_status",
     "fleet_up",
     "import_primitive_dataset",
@@ -144,8 +156,10 @@ __all__ = [
     "predict_many",
     "predict_primitives",
     "predict_steps",
+    "primitive_catalog",
     "profile",
     "profile_primitives",
+    "profile_trace_source",
     "rank_runtimes",
     "select",
     "stored_calibration",
@@ -158,5 +172,6 @@ __all__ = [
     "transfer_primitive_model",
     "verify",
     "verify_program",
+    "writes_trace",
     "zoo",
 ]

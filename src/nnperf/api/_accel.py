@@ -21,7 +21,7 @@ from typing import Any
 from nnperf import accel
 from nnperf.accel import AcceleratorSpec, AccelLayer, DesignSweep, IrMapping, NetworkEnergy
 from nnperf.api._load import ModelLike, load_model
-from nnperf.errors import NnperfError
+from nnperf.errors import NnperfError, ParameterError
 from nnperf.ir import Network
 
 Progress = Callable[[str, int, int], None]
@@ -197,12 +197,19 @@ def accel_sweep(model: ModelLike | None = None, spec: SpecLike = None, *, glb_kb
 
 def accel_spec(spec: PathLike | None = None, *, bits: int = 16) -> AcceleratorSpec:
     """A complete accelerator spec: the Eyeriss-like defaults of ``bits`` (16 or 8), or a spec file's with the
-    defaults filled in (print it with :func:`nnperf.accel.spec_yaml`)."""
+    defaults filled in (as YAML: :func:`accel_spec_yaml`)."""
     if spec is not None:
         return accel.load_spec(spec)
     if bits not in (16, 8):
         raise NnperfError(f"bits must be 16 or 8, got {bits!r}")
     return accel.eyeriss_spec(bits)
+
+
+def accel_spec_yaml(spec: SpecLike = None, *, bits: int = 16) -> str:
+    """An accelerator spec as the YAML document a spec file holds (``nnperf accel spec``): a spec, or
+    :func:`accel_spec`'s of a file or of the defaults of ``bits``; a starting point for one's own."""
+    chosen = spec if isinstance(spec, AcceleratorSpec) else accel_spec(spec, bits=bits)
+    return accel.spec_yaml(chosen)
 
 
 def _check_sweep(glb_kb: Sequence[float], pe_arrays: Sequence[tuple[int, int]] | None,
@@ -225,13 +232,14 @@ def accel_source(model: ModelLike | None, spec: SpecLike, *, network: str | None
     """The rows and spec of exactly one of ``model``, ``network`` and ``table`` (see :func:`accel_energy`);
     ``ir`` maps even a reference network's name through the IR (the zoo network, not the shipped table)."""
     if len([x for x in (model, network, table) if x is not None and x != ""]) != 1:
-        raise NnperfError("name exactly one of MODEL, --network NAME or --table FILE.csv")
+        raise ParameterError("name exactly one of {model}, {network} or {table}", "model", "network", "table")
     chosen = _spec(spec, bits, default_bits, control)
     if isinstance(model, str) and not (ir or sparsity is not None or images) and _is_reference(model):
         network, model = model, None
     if network or table:
         if sparsity or images:
-            raise NnperfError("--sparsity and --images apply to MODEL; layer tables carry their own sparsities")
+            raise ParameterError("{sparsity} and {images} apply to {model}; layer tables carry their own sparsities",
+                                 "sparsity", "images", "model")
         rows = accel.reference_network(network) if network else accel.read_table(table)  # type: ignore[arg-type]
         name = network or Path(table).stem  # type: ignore[arg-type]
         return AccelSource(name=name, rows=tuple(rows), spec=chosen, batch="table")
@@ -257,7 +265,7 @@ def _spec(spec: SpecLike, bits: int | None, default_bits: int, control: bool) ->
         chosen = accel.eyeriss_spec(bits or default_bits)
     if bits is not None and bits != chosen.bits:
         where = chosen.name if isinstance(spec, AcceleratorSpec) else spec
-        raise NnperfError(f"--bits {bits} contradicts {where} (bits: {chosen.bits}); drop one of them")
+        raise ParameterError(f"{{bits}} {bits} contradicts {where} (bits: {chosen.bits}); drop one of them", "bits")
     if not control:
         chosen = replace(chosen, clock_power_w=0.0, control_fraction=0.0)
     return chosen
@@ -268,11 +276,11 @@ def _sparsity(model: ModelLike, network: Network, source: str | None, images: Se
     """Every tensor's zero fraction for ``network`` and a note saying where it comes from."""
     source = source or "measure"
     if images and source != "measure":
-        raise NnperfError("--images applies to --sparsity measure only")
+        raise ParameterError("{images} applies to {sparsity} measure only", "images", "sparsity")
     if source == "measure":
         files = accel.image_files(list(images)) if images else accel.sample_images()
         if not files:
-            raise NnperfError("no images to measure sparsity on: pass --images PATH")
+            raise ParameterError("no images to measure sparsity on: give {images}", "images")
         found = accel.measure_sparsity(
             network, files, progress=(lambda d, t: progress("measuring sparsity", d, t)) if progress else None)
         return found, (f"sparsity measured on {len(files)} image(s) with nnperf's seeded weights "
@@ -281,7 +289,7 @@ def _sparsity(model: ModelLike, network: Network, source: str | None, images: Se
         named = model if isinstance(model, str) else network.name
         table = source.partition(":")[2] or ZOO_TABLES.get(named.lower(), "")
         if not table:
-            raise NnperfError(f"no shipped table matches {named!r}; name one with --sparsity table:NAME "
-                              f"({', '.join(accel.REFERENCE_NETWORKS)})")
+            raise ParameterError(f"no shipped table matches {named!r}; name one with {{sparsity}} table:NAME "
+                                 f"({', '.join(accel.REFERENCE_NETWORKS)})", "sparsity")
         return accel.table_sparsity(network, accel.reference_network(table)), f"sparsity borrowed from table {table}"
     return accel.read_sparsity(source, network), f"sparsity from {source}"

@@ -8,8 +8,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from nnperf.api._load import ModelLike, load_model
-from nnperf.api._session import DEFAULT_SYSTEM, StoredId, StoreLike, opened_store, stored_id
-from nnperf.api._sweep import MeasuringSystem, Progress, measuring_on
+from nnperf.api._session import (
+    DEFAULT_SYSTEM,
+    MeasuringSystem,
+    StoredId,
+    StoreLike,
+    measuring_on,
+    opened_store,
+    stored_id,
+)
+from nnperf.api._sweep import Progress
 from nnperf.campaign import Measurer
 from nnperf.errors import NnperfError
 from nnperf.measure.backends import Backend

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nnperf.api._load import InputShape, ModelLike, load_model
+from nnperf.errors import ParameterError
+from nnperf.ir.metrics import DType
 
 if TYPE_CHECKING:
     from nnperf.ir import Network
@@ -99,14 +101,22 @@ def backends() -> Backends:
 
 @dataclass(frozen=True)
 class Inspection:
-    """A network and its per-layer metrics (MACs, ops, parameters, memory operations)."""
+    """A network and its per-layer metrics (MACs, ops, parameters, memory operations), its bytes counted in
+    elements of ``dtype``."""
 
     network: Network
     metrics: NetworkMetrics
+    dtype: DType = DType.FLOAT32
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``nnperf inspect --json`` document."""
+        from nnperf.report.tables import metrics_document
+
+        return metrics_document(self.network, self.metrics, self.dtype)
 
 
 def inspect(model: ModelLike, *, input_shape: InputShape | None = None, strict: bool = False,
-            save_ir: str | os.PathLike[str] | None = None) -> Inspection:
+            save_ir: str | os.PathLike[str] | None = None, dtype: str | DType = DType.FLOAT32) -> Inspection:
     """The per-layer metrics of ``model`` (``nnperf inspect``).
 
     Parameters
@@ -115,15 +125,22 @@ def inspect(model: ModelLike, *, input_shape: InputShape | None = None, strict: 
         As for :func:`load_model`.
     save_ir : path, optional
         Also write the network's IR there as versioned JSON.
+    dtype : {'float32', 'float16', 'bfloat16', 'int8'}, default 'float32'
+        The element type the byte counts (memory operations) are in.
     """
     from nnperf.ir import save_network
     from nnperf.ir.metrics import network_metrics
 
+    try:
+        element = DType(dtype)
+    except ValueError:
+        raise ParameterError(f"{{dtype}} must be one of {', '.join(d.value for d in DType)}, got {dtype!r}",
+                             "dtype") from None
     network = load_model(model, input_shape, strict=strict)
     metrics = network_metrics(network)
     if save_ir is not None:
         save_network(network, save_ir)
-    return Inspection(network, metrics)
+    return Inspection(network, metrics, element)
 
 
 @dataclass(frozen=True)
@@ -134,6 +151,11 @@ class Exported:
     path: Path
     input_shape: tuple[int, ...]
     seed: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``nnperf export --json`` document."""
+        return {"format": "nnperf-export", "version": 1, "network": self.network, "path": str(self.path),
+                "input_shape": list(self.input_shape), "seed": self.seed}
 
 
 def export(name: str, out: str | os.PathLike[str], *, seed: int = 0) -> Exported:

@@ -3,14 +3,19 @@ up|status|down``). Campaigns run on it through :mod:`nnperf.fleet`'s runners."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from nnperf.api._session import StoreLike, opened_store
 from nnperf.measure import System
 
 if TYPE_CHECKING:
-    from nnperf.fleet import FleetNode
+    from nnperf.fleet import FleetNode, RayRunner
+
+ResultHook = Callable[[str, str], None]
+"""Called with (node, item label) each time a node of the fleet has measured an item."""
 
 
 def fleet_up(systems: Sequence[System], address: str | None = None, *, slots: int = 1, num_cpus: int | None = None,
@@ -48,3 +53,38 @@ def fleet_down() -> None:
     from nnperf.fleet import fleet_down as stop
 
     stop()
+
+
+@contextmanager
+def fleet_runners(address: str, system: System, store: StoreLike = None, *,
+                  on_result: ResultHook | None = None) -> Iterator[list[RayRunner]]:
+    """For the block: one runner per system that ``system``'s settings make on the nodes of the fleet at
+    ``address`` (nodes of different CPUs are different systems), to give the functions that measure as their
+    system. When the block ends, each runner records in ``store`` on which nodes it measured how many items.
+
+    ``on_result`` is called as each item comes back from a node. Raises ``NoNodeForSystemError`` when no node of
+    the fleet measures these settings."""
+    from nnperf.fleet import Fleet
+
+    with opened_store(store) as opened, Fleet(address) as fleet:
+        runners = fleet.runners(system, store=opened, on_result=on_result)
+        try:
+            yield runners
+        finally:
+            for runner in runners:
+                runner.close()
+
+
+@contextmanager
+def fleet_runner(address: str, system: System, store: StoreLike = None, *,
+                 on_result: ResultHook | None = None) -> Iterator[RayRunner]:
+    """The runner of the fleet's nodes of the one system ``system``'s settings make there (:func:`fleet_runners`);
+    several systems (nodes of different CPUs) are an error: a function measures one system at a time."""
+    from nnperf.fleet import FleetError
+
+    with fleet_runners(address, system, store, on_result=on_result) as runners:
+        if len(runners) > 1:
+            raise FleetError(f"the fleet has {len(runners)} systems for {system.label}: "
+                             + ", ".join(f"{r.system().key} ({r.system().device_name}, {len(r.nodes)} nodes)"
+                                         for r in runners) + "; this command measures one system at a time")
+        yield runners[0]

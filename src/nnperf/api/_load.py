@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
-from nnperf.errors import ModelFileError, NnperfError, UnknownModelError
+from nnperf.errors import ModelFileError, NnperfError, ParameterError
 from nnperf.ir import Network, Shape, load_network_json
 from nnperf.zoo import zoo_network
 
@@ -84,7 +84,7 @@ def _load_named(spec: str, input_shape: InputShape | None, strict: bool = False)
         raise ModelFileError(f"{path}: unknown model file type {suffix or '(no suffix)'!r}; "
                              f"nnperf reads {', '.join(MODEL_SUFFIXES)} files and zoo names")
     if input_shape:
-        raise UnknownModelError(f"{spec}: --input-shape applies to ONNX files only")
+        raise ParameterError(f"{spec}: {{input_shape}} applies to ONNX files only", "input_shape")
     return zoo_network(spec)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from nnperf.api._predict import Progress
 
@@ -19,6 +19,16 @@ class CheckResult:
     check: MachineCheck
     noise_skipped: str | None = None
     threads: tuple[ThreadSettings, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``nnperf check --json`` document: the findings, the verdict, the comparison protocol to take and
+        why, and each backend's thread settings."""
+        from nnperf.measure import check_document
+
+        document = check_document(self.check)
+        document["threads"] = [{"backend": t.backend, "threads": t.threads, "settings": dict(t.settings),
+                                "unavailable": t.unavailable} for t in self.threads]
+        return document
 
 
 @dataclass(frozen=True)

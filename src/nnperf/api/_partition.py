@@ -17,7 +17,7 @@ from nnperf.accel import AcceleratorSpec, NetworkEnergy
 from nnperf.api._accel import AccelSource, PathLike, Progress, SpecLike, accel_source
 from nnperf.api._load import ModelLike
 from nnperf.api._session import StoredSystem, StoreLike, opened_store
-from nnperf.errors import NnperfError
+from nnperf.errors import NnperfError, ParameterError
 from nnperf.ir import Network
 from nnperf.optimize.partition import (
     NEUPART_INPUT_SPARSITIES,
@@ -100,7 +100,8 @@ def partition(model: ModelLike | None = None, system: StoredSystem | None = None
               tx_power: float | str = "0.5W", input_sparsity: float | None = None, jpeg_bytes: float | None = None,
               send: str = "both", cloud_tops: float = 92.0, client_power: float | str | None = None,
               out: PathLike | None = None, sweep_bitrates_bps: Sequence[float] = SWEEP_BITRATES_BPS,
-              sweep_powers_w: Sequence[float] | None = None, progress: Progress | None = None) -> NetworkPartition:
+              sweep_powers_w: Sequence[float | str] | None = None, progress: Progress | None = None
+              ) -> NetworkPartition:
     """The energy-optimal split of a network between the client and the cloud (NeuPart).
 
     The client's cost at a split point is its compute up to there plus sending the rest (RLC-coded); the result
@@ -129,7 +130,8 @@ def partition(model: ModelLike | None = None, system: StoredSystem | None = None
         A ``system`` calibrated without a power meter: its power while computing (energy = power x latency).
     out : path, optional
         Write fig10_energy_cost.png, fig12_savings.png, fig13a_delay.png and pareto.png here; Fig. 12 and 13(a)
-        sweep ``sweep_bitrates_bps`` (bit/s) at ``tx_power`` and, as context, ``sweep_powers_w`` (W, default none).
+        sweep ``sweep_bitrates_bps`` (bit/s) at ``tx_power`` and, as context, ``sweep_powers_w`` (W, or text:
+        '500mW'; default none).
 
     Returns
     -------
@@ -137,8 +139,10 @@ def partition(model: ModelLike | None = None, system: StoredSystem | None = None
         Every split point's energy cost and delay, ``best``, the quartile table and the Pareto front.
     """
     channel, coding, cloud = _setting(bitrate, tx_power, input_sparsity, jpeg_bytes, send, cloud_tops)
+    powers_w = None if sweep_powers_w is None else [_quantity(p, parse_power) for p in sweep_powers_w]
     if system is not None and model is None:
-        raise NnperfError("--system partitions an IR network: name a MODEL (zoo name, .onnx, .tflite or .json)")
+        raise ParameterError("{system} partitions an IR network: name a {model} (zoo name, .onnx, .tflite or .json)",
+                             "system", "model")
     source = accel_source(model, spec, network=network, table=table, bits=bits, default_bits=8, control=control,
                           sparsity=sparsity, images=images, ir=system is not None, progress=progress)
     energy = source.energy() if system is None else None
@@ -149,7 +153,7 @@ def partition(model: ModelLike | None = None, system: StoredSystem | None = None
     result = split_points(points, channel)
     quartiles = (quartile_table(lambda s: points_for(InputCoding(sparsity=s)), NEUPART_INPUT_SPARSITIES, channel)
                  if jpeg_bytes is None else [])
-    files = _figures(Path(out), points, result, sweep_bitrates_bps, sweep_powers_w,
+    files = _figures(Path(out), points, result, sweep_bitrates_bps, powers_w,
                      (source.name, client.label, coding.label, f"{cloud_tops:g} TOPS")) if out is not None else ()
     return NetworkPartition(source.name, client.label, coding.label, result, tuple(quartiles),
                             tuple(result.points[i].name for i in pareto_front(result)), source.sparsity_note, files)
@@ -211,7 +215,7 @@ def _system_client(system: StoredSystem, store: StoreLike, network: Network,
     else:
         named = f" {system}" if not isinstance(system, SystemModel) else ""
         raise NnperfError(f"system{named} ({model.system_label}) was calibrated without a power meter, so it "
-                          "predicts no energy: give the client's average power with --client-power W")
+                             "predicts no energy: give the client's average power as {client_power}", "client_power")
     return _Client(f"{model.system_label} (latency predicted per layer; {how})", energy, latency)
 
 

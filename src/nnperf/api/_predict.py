@@ -12,7 +12,16 @@ import numpy as np
 
 from nnperf import zoo
 from nnperf.api._load import InputShape, ModelLike, load_model
-from nnperf.api._session import DEFAULT_SYSTEM, StoredSystem, StoreLike, opened_store, settings
+from nnperf.api._session import (
+    DEFAULT_SYSTEM,
+    MeasuringSystem,
+    StoredSystem,
+    StoreLike,
+    measuring_on,
+    opened_here,
+    opened_store,
+    settings,
+)
 from nnperf.campaign import CALIBRATION_HARNESS
 from nnperf.campaign import calibrate as calibrate_system
 from nnperf.errors import FormatVersionError, MissingStoreError, NnperfError, NnperfWarning
@@ -53,7 +62,7 @@ VERIFY_ROUNDS = RoundsConfig(min_rounds=10, max_rounds=40, target_ci=0.01, budge
 network beside the reference, until their ratio is known within 1%, for at most 20 s."""
 
 
-def calibrate(system: System | str = DEFAULT_SYSTEM, store: StoreLike = None, *, if_needed: bool = False,
+def calibrate(system: MeasuringSystem = DEFAULT_SYSTEM, store: StoreLike = None, *, if_needed: bool = False,
               energy: str | None = None, budget_s: float | None = None, target_ci: float | None = None,
               sample_budget_s: float | None = None, held_out: Sequence[ModelLike] = (), blocks: bool = False,
               progress: Progress | None = None, check: bool = True, check_noise_s: float = CHECK_NOISE_S
@@ -65,9 +74,11 @@ def calibrate(system: System | str = DEFAULT_SYSTEM, store: StoreLike = None, *,
 
     Parameters
     ----------
-    system : System or str, default System()
+    system : System, str, backend or runner, default System()
         The system on this host: :class:`nnperf.System` settings (backend 'torch', 'onnxruntime' or 'opencv',
-        see ``nnperf backends``; device, threads, backend options), or a backend name with the default settings.
+        see ``nnperf backends``; device, threads, backend options), or a backend name with the default settings;
+        or a backend or runner already open (see :data:`MeasuringSystem`), e.g. the runner of a fleet's nodes of
+        one system (:func:`fleet_runners`).
     store : Store, path or None, default None
         The measurement store (None: ``$NNPERF_DB``, else ``./nnperf.db``).
     if_needed : bool, default False
@@ -92,6 +103,7 @@ def calibrate(system: System | str = DEFAULT_SYSTEM, store: StoreLike = None, *,
     check : bool, default True
         Check the machine first (``nnperf check``, with ``check_noise_s`` seconds of noise measurement) and store
         the findings; a busy machine is calibrated all the same, and ``calibration['machine_check']`` says so.
+        Only a system opened here is checked (not a backend or runner given open).
 
     Returns
     -------
@@ -101,15 +113,17 @@ def calibrate(system: System | str = DEFAULT_SYSTEM, store: StoreLike = None, *,
     from nnperf.campaign import ProfileConfig, networks_to_calibrate
     from nnperf.measure.power import get_meter
 
-    chosen = settings(system, "calibrate")
+    here = settings(system, "calibrate") if opened_here(system) else None
     meter = get_meter(energy) if energy else None
     budget = DEFAULT_SAMPLE_BUDGET_S if sample_budget_s is None else sample_budget_s
     prior = zoo_prior([load_model(model) for model in held_out]) if held_out and budget > 0 else None
-    with opened_store(store) as opened, chosen.open() as runner:
+    with opened_store(store) as opened, measuring_on(here or system, "calibrate") as runner:
         existing = _readable_calibration(opened, runner) if if_needed else None
         if existing is not None and _reusable(existing, prior.held_out if prior is not None else (), blocks):
             return existing
-        found = _machine_check(runner, chosen.threads, check_noise_s, progress) if check else None
+        found = None
+        if check and here is not None and isinstance(runner, Backend):
+            found = _machine_check(runner, here.threads, check_noise_s, progress)
         config = ProfileConfig(per_layer="isolated", harness=_harness(budget_s, target_ci))
         return calibrate_system(runner, opened, networks_to_calibrate(blocks), config=config, meter=meter,
                                 progress=progress, sample_budget_s=budget, machine_check=found, prior=prior)
@@ -283,8 +297,8 @@ def _predicted(system_model: SystemModel, network: Network) -> NetworkPrediction
     if network.int8_layers and "precision=int8" not in system_model.system_label:
         warnings.warn(f"{network.name}: the file runs {len(network.int8_layers)} layer(s) in int8, but the "
                       f"calibration of {system_model.system_label} is of float programs, so they are predicted as "
-                      "float: calibrate and predict with --backend onnxruntime --option precision=int8 to predict "
-                      "them as int8", NnperfWarning, stacklevel=3)
+                      "float: calibrate and predict on onnxruntime with the option precision=int8 to predict them "
+                      "as int8", NnperfWarning, stacklevel=3)
     return system_model.predict(network)
 
 
@@ -299,7 +313,7 @@ def _system_model(store: Store, backend: Backend, system: StoredSystem | None) -
         raise NnperfError(
             f"verify measures on {spec.label} here, but system{named} is {model.system_label} "
             f"({model.system_key[:8]}, see `nnperf systems`): give that system's backend, device, threads and "
-            "options (--backend, --device, --threads, --option), on its host")
+            "options, on its host")
     return model
 
 

@@ -23,12 +23,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from nnperf.api._load import InputShape, ModelLike, load_model
 from nnperf.api._predict import Progress
 from nnperf.api._session import StoredId, StoreLike, opened_store, stored_id
-from nnperf.errors import NnperfError
+from nnperf.errors import NnperfError, ParameterError
 from nnperf.measure import System
 
 if TYPE_CHECKING:
@@ -61,9 +61,9 @@ def primitive_settings(system: System | None, what: str, devices: Sequence[str] 
         shown = chosen.label if isinstance(chosen, System) else f"a {type(chosen).__name__} ({chosen!r})"
         where = " or ".join("this CPU" if d == "cpu" else "a CUDA GPU (device=\"cuda\")" for d in devices)
         other_device = isinstance(chosen, System) and chosen.backend == PRIMITIVE_BACKEND and not chosen.options
-        hint = "; name a stored system of another device by its id or key (--system, `nnperf systems`)"
-        raise NnperfError(f"{what}: the primitives are profiled on {where}, nnperf.System(\"primitives\", "
-                          f"threads=N), not {shown}" + (hint if other_device else ""))
+        hint = "; name a stored system of another device by its id or key ({system}, `nnperf systems`)"
+        raise ParameterError(f"{what}: the primitives are profiled on {where}, nnperf.System(\"primitives\", "
+                             f"threads=N), not {shown}" + (hint if other_device else ""), "system")
     return chosen.threads, chosen.device
 
 
@@ -73,6 +73,53 @@ def primitive_target(system: System | StoredId | None, what: str) -> tuple[Store
     if isinstance(system, System) or system is None:
         return None, primitive_threads(system, what)
     return stored_id(system, what), 1
+
+
+@dataclass(frozen=True)
+class PrimitiveEntry:
+    """A registered convolution primitive: its family, library, input and output layouts, the rule of the
+    configurations it applies to, its error bound, the devices it computes on, and whether it can run here (and if
+    not, why)."""
+
+    name: str
+    family: str
+    library: str
+    input_layout: str
+    output_layout: str
+    applies: str
+    error_bound: float | None
+    devices: tuple[str, ...]
+    available: bool
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "family": self.family, "library": self.library, "input_layout": self.input_layout,
+                "output_layout": self.output_layout, "applies": self.applies, "error_bound": self.error_bound,
+                "devices": list(self.devices), "available": self.available, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class PrimitiveCatalog:
+    """Every registered primitive, and every transformation between their layouts (identities included)."""
+
+    primitives: tuple[PrimitiveEntry, ...]
+    layout_transforms: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``nnperf primitives list --json`` document."""
+        return {"format": "nnperf-primitives", "version": 1, "primitives": [p.to_dict() for p in self.primitives],
+                "layout_transforms": list(self.layout_transforms)}
+
+
+def primitive_catalog() -> PrimitiveCatalog:
+    """The library of convolution primitives (``nnperf primitives list``), each with whether it can run here."""
+    from nnperf.primitives import all_transforms, primitive_report
+
+    return PrimitiveCatalog(
+        tuple(PrimitiveEntry(p.name, p.family.value, p.library, p.input_layout.name, p.output_layout.name, p.rule,
+                             p.error_bound, tuple(sorted(p.devices)), available.ok, available.reason)
+              for p, available in primitive_report()),
+        tuple(t.name for t in all_transforms()))
 
 
 def fraction(value: float | str, what: str) -> float:
@@ -146,7 +193,8 @@ def profile_primitives(models: Sequence[ModelLike] = (), system: System = PRIMIT
                        random: int = 0, primitives: Sequence[str] = (), budget_s: float | None = None, seed: int = 0,
                        progress: Progress | None = None, runner: ItemRunner | None = None,
                        protocol: str = "auto", grid: str | None = None, max_macs: int | None = None,
-                       output_activations: bool = False, retime_over: float | None = None) -> PrimitiveProfileReport:
+                       output_activations: bool = False, retime_over: float | bool | None = None
+                       ) -> PrimitiveProfileReport:
     """Profiles primitives and layout transformations into the store: the primitive dataset (Mulder et al. 3.2).
 
     Each time is stored as it is taken and not measured again: calling it again after a stop goes on from there.
@@ -179,19 +227,21 @@ def profile_primitives(models: Sequence[ModelLike] = (), system: System = PRIMIT
     output_activations : bool, default False
         Instead of the configurations, time the layout transformations alone on the output activations none of
         them reads (``nnperf.campaign.profile_transforms``): more activations for the transformations' model.
-    retime_over : float, optional
-        Then time again each configuration whose machine-speed reading is over this factor of the median
-        (``nnperf.campaign.SLOW_FACTOR``: 1.5); the dataset reads the new times (the report's ``retimed``).
+    retime_over : float or True, optional
+        Then time again each configuration whose machine-speed reading is over this factor of the median (True:
+        ``nnperf.campaign.SLOW_FACTOR``, 1.5); the dataset reads the new times (the report's ``retimed``).
     """
+    from nnperf.campaign import SLOW_FACTOR, profile_transforms
     from nnperf.campaign import profile_primitives as profile
-    from nnperf.campaign import profile_transforms
     from nnperf.measure import IN_PROCESS_PROTOCOLS, resolve_protocol
-    from nnperf.primitives import require_device, unread_outputs
+    from nnperf.primitives import device_availability, unread_outputs
 
     threads, device = primitive_settings(system, "profile_primitives")
     _check_profile_arguments(random, primitives, output_activations)
-    if runner is None:
-        require_device(device)  # before the models are read
+    if runner is None and not (here := device_availability(device)).ok:  # before the models are read
+        raise ParameterError(f"{{device}} {device}: {here.reason}", "device")
+    if retime_over is True:
+        retime_over = SLOW_FACTOR
     timing = resolve_protocol(protocol, IN_PROCESS_PROTOCOLS, "the primitive dataset", threads=threads).protocol
     chosen = named_primitives(primitives, device)
     configs = dataset_configs(models, random, seed, grid, max_macs)
@@ -233,8 +283,9 @@ def find_primitive_system(store: Store, system: StoredId | None, threads: int) -
     if not found:
         raise NnperfError(f"{store.path} holds no profiled primitives: profile them first with "
                           "`nnperf primitives profile`")
-    raise NnperfError(f"{store.path} holds profiled primitives of {len(found)} systems, none of them this one with "
-                      f"{threads} thread(s): name one with --system ({', '.join(str(s.id) for s in found)})")
+    raise ParameterError(f"{store.path} holds profiled primitives of {len(found)} systems, none of them this one "
+                         f"with {threads} thread(s): name one with {{system}} ({', '.join(str(s.id) for s in found)})",
+                         "system")
 
 
 def export_primitive_dataset(path: str | Path, system: System | StoredId | None = None,
@@ -352,6 +403,14 @@ class PrimitivePrediction:
     primitives: tuple[str, ...]
     layers: tuple[LayerPrimitives, ...]
     predict_s: float
+
+    @property
+    def default(self) -> str | None:
+        """The primitive a framework runs a convolution with by default (or its stand-in where that one is not
+        in the model), the one a selection is compared with; None when the model has neither."""
+        from nnperf.optimize.select import DEFAULT_PRIMITIVE, DEFAULT_STAND_IN
+
+        return next((name for name in (DEFAULT_PRIMITIVE, DEFAULT_STAND_IN) if name in self.primitives), None)
 
     def fastest(self, layer: LayerPrimitives) -> tuple[str, float]:
         """The primitive predicted fastest on ``layer`` and its time (seconds)."""
@@ -494,9 +553,9 @@ def _transfer_source(store: Store, source: StoredId | None, threads: int) -> tup
 
     record = store.system(source)
     if record.key == primitive_system(threads).key:
-        raise NnperfError(f"system {record.id} is this platform with {threads} thread(s): the source must be "
-                          "another one; set ONEDNN_MAX_CPU_ISA/ATEN_CPU_CAPABILITY or --threads to make another "
-                          "platform")
+        raise ParameterError(f"system {record.id} is this platform with {threads} thread(s): the source must be "
+                             "another one; set ONEDNN_MAX_CPU_ISA/ATEN_CPU_CAPABILITY or another thread count "
+                             "({threads}) to make another platform", "threads")
     if store.latest_model(record.id, MODEL_KIND) is None:
         raise NnperfError(f"system {record.id} has no primitive cost model to transfer: train one with "
                           f"`nnperf primitives train --system {record.id}`")

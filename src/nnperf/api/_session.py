@@ -15,8 +15,10 @@ import contextlib
 import os
 from collections.abc import Iterator
 
+from nnperf.campaign import Measurer
 from nnperf.errors import NnperfError
 from nnperf.measure import System
+from nnperf.measure.backends import Backend
 from nnperf.prediction import SystemModel
 from nnperf.store import Store, default_store_path
 
@@ -66,3 +68,34 @@ def stored_id(system: object, what: str) -> StoredId | None:
     raise NnperfError(f"{what}: a stored system is named by its id or key prefix (see `nnperf systems`), not a "
                       f"{type(system).__name__} ({system!r})")
 
+
+
+MeasuringSystem = System | str | Backend | Measurer | None
+"""Where a function measures: a :class:`~nnperf.measure.System` or a backend name (``"onnxruntime"``: that backend
+with the default settings; None: ``System()``, torch on one CPU thread), opened for the call and closed after it;
+or a backend or runner already open (e.g. the runner of a fleet's nodes of one system, :func:`fleet_runner`), used
+as it is and left open."""
+
+
+@contextlib.contextmanager
+def measuring_on(system: MeasuringSystem, what: str = "measuring") -> Iterator[Measurer]:
+    """The backend or runner of ``system`` (see :data:`MeasuringSystem`) for the block; ``what`` names the function
+    in the error for anything else."""
+    if system is None or isinstance(system, (System, str)):
+        with settings(system, what).open() as backend:
+            yield backend
+        return
+    if not callable(getattr(system, "system", None)):
+        raise NnperfError(f"{what} measures on a system: give nnperf.System settings, a backend name, or an open "
+                          f"backend or runner, not a {type(system).__name__} ({system!r})")
+    yield system
+
+
+def opened_here(system: MeasuringSystem) -> bool:
+    """Whether ``system`` names settings that a function opens on this host itself (not a backend or runner)."""
+    return system is None or isinstance(system, (System, str))
+
+
+def one_machine(measurer: Measurer) -> bool:
+    """Whether ``measurer`` measures on this machine (a backend, or a runner of one machine), not on a fleet."""
+    return isinstance(measurer, Backend) or bool(getattr(measurer, "one_machine", False))

@@ -10,10 +10,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nnperf.api._session import DEFAULT_SYSTEM, StoredId, StoreLike, opened_store, stored_id
-from nnperf.api._sweep import MeasuringSystem, Progress, measuring_on
+from nnperf.api._session import (
+    DEFAULT_SYSTEM,
+    MeasuringSystem,
+    StoredId,
+    StoreLike,
+    measuring_on,
+    opened_store,
+    stored_id,
+)
+from nnperf.api._sweep import Progress
 from nnperf.campaign import Measurer
-from nnperf.errors import NnperfError
+from nnperf.errors import NnperfError, ParameterError
 from nnperf.measure.sweep import LayerConfig, check_parameter, parse_fixed, parse_range
 from nnperf.prediction.steps import STEPPED, StepsPrediction, SweepFit
 from nnperf.store import Store, SystemRecord
@@ -163,12 +171,13 @@ def _request(kind: str, config: str | Mapping[str, int], parameter: str | None, 
     """The configuration and the values along ``parameter`` asked for, checked."""
     layer = LayerConfig.of(kind, parse_fixed(config) if isinstance(config, str) else dict(config))
     if (parameter is None) != (values is None):
-        raise NnperfError("give --param and --range together")
+        raise ParameterError("give {parameter} and {values} together", "parameter", "values")
     if (characterise or verify) and parameter is None:
-        raise NnperfError("--characterise and --verify work along a range: give --param and --range")
+        raise ParameterError("{characterise} and {verify} work along a range: give {parameter} and {values}",
+                             "characterise", "verify", "parameter", "values")
     if characterise and parameter not in STEPPED:
-        raise NnperfError(f"--characterise works along {' or '.join(STEPPED)} (the stepped parameters), "
-                          f"not {parameter}")
+        raise ParameterError(f"{{characterise}} works along {' or '.join(STEPPED)} (the stepped parameters), "
+                             f"not {parameter}", "characterise")
     if parameter is None:
         return layer, ()
     check_parameter(kind, parameter)
@@ -186,8 +195,8 @@ def _models_of(store: Store, stored: StoredId | None, measurer: Measurer | None,
     if stored is not None:
         record = store.system(stored)
         if measurer is not None and record.key != measurer.system().key:
-            raise NnperfError(f"--system {stored} is {record.label}, but the backend options describe "
-                              f"{measurer.system().label}; measure on the system whose models you use")
+            raise ParameterError(f"{{models_of}} {stored} is {record.label}, but the system measured is "
+                                 f"{measurer.system().label}; measure on the system whose models you use", "models_of")
         return record
     assert measurer is not None
     found = store.find_system(measurer.system())

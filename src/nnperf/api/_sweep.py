@@ -1,19 +1,23 @@
-"""One layer parameter swept inside the three-layer profiling network (Osterwind et al., 3.3.1), from Python;
-and where the functions that measure get their backend from (:func:`measuring_on`)."""
+"""One layer parameter swept inside the three-layer profiling network (Osterwind et al., 3.3.1), from Python."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from nnperf.api._session import DEFAULT_SYSTEM, StoreLike, opened_store, settings
+from nnperf.api._session import (
+    DEFAULT_SYSTEM,
+    MeasuringSystem,
+    StoreLike,
+    measuring_on,
+    one_machine,
+    opened_store,
+)
 from nnperf.campaign import Measurer
-from nnperf.measure import System
-from nnperf.measure.backends import Backend
+from nnperf.errors import ParameterError
 from nnperf.measure.sweep import (
     SWEEP_HARNESS,
     LayerConfig,
@@ -29,27 +33,6 @@ from nnperf.store import Store
 
 Progress = Callable[[str, int, int], None]
 """Called with (what is being measured, done, total)."""
-
-MeasuringSystem = System | str | Backend | Measurer | None
-"""Where a function measures: a :class:`~nnperf.measure.System` or a backend name (``"onnxruntime"``: that backend
-with the default settings; None: ``System()``, torch on one CPU thread), opened for the call and closed after it;
-or a backend or runner already open (e.g. the runner of a fleet's nodes of one system), used as it is and left
-open."""
-
-
-@contextmanager
-def measuring_on(system: MeasuringSystem) -> Iterator[Measurer]:
-    """The backend or runner of ``system`` (see :data:`MeasuringSystem`) for the block."""
-    if system is None or isinstance(system, (System, str)):
-        with settings(system, "measuring").open() as backend:
-            yield backend
-        return
-    yield system
-
-
-def one_machine(measurer: Measurer) -> bool:
-    """Whether ``measurer`` measures on this machine (a backend, or a runner of one machine), not on a fleet."""
-    return isinstance(measurer, Backend) or bool(getattr(measurer, "one_machine", False))
 
 
 @dataclass(frozen=True)
@@ -141,12 +124,12 @@ def _sweep_spec(kind: str, parameter: str, values: str | Sequence[int], fixed: s
     points = parse_range(values) if isinstance(values, str) else tuple(int(v) for v in values)
     others = parse_fixed(fixed) if isinstance(fixed, str) else dict(fixed)
     if parameter in others:
-        raise SweepInputError(f"--fixed gives {parameter}, the parameter being swept")
+        raise ParameterError(f"{{fixed}} gives {parameter}, the parameter being swept", "fixed")
     if not points:
         raise SweepInputError("the sweep range is empty")
     base = LayerConfig.of(kind, {**others, parameter: points[0]})
     if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
-        raise SweepInputError(f"--rounds must be at least 1, got {rounds}")
+        raise ParameterError(f"{{rounds}} must be at least 1, got {rounds}", "rounds")
     harness = SWEEP_HARNESS
     if target_ci is not None:
         harness = replace(harness, target_ci=target_ci)
@@ -162,9 +145,10 @@ def _surround_width(surround: int | str) -> int | None:
     try:
         width = int(surround)
     except (TypeError, ValueError):
-        raise SweepInputError(f"--surround must be auto or a positive integer, got {surround!r}") from None
+        raise ParameterError(f"{{surround}} must be auto or a positive integer, got {surround!r}",
+                             "surround") from None
     if width < 1:
-        raise SweepInputError(f"--surround must be auto or a positive integer, got {width}")
+        raise ParameterError(f"{{surround}} must be auto or a positive integer, got {width}", "surround")
     return width
 
 
@@ -179,7 +163,7 @@ def _auto_surround(measurer: Measurer, store: Store, layer: LayerConfig, spec: S
     if recorded is not None:
         return recorded.chosen, None
     if not one_machine(measurer):
-        raise SweepInputError(f"no surround is recorded for {kind} on system {system.key}: give "
-                              "--surround WIDTH, or run the sweep once without --fleet to choose it")
+        raise ParameterError(f"no surround is recorded for {kind} on system {system.key}: give a {{surround}} "
+                             "width, or run the sweep once on one machine (not on a fleet) to choose it", "surround")
     choice = find_surround(measurer, store, layer, harness=spec.harness, progress=progress)
     return choice.chosen, choice

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from nnperf.measure import System
-from nnperf.measure.backends import Backend
+if TYPE_CHECKING:
+    from nnperf.api import System
 
 
 def positive_int(text: str) -> int:
@@ -53,13 +54,10 @@ def add_primitive_system_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def system_from_args(args: argparse.Namespace) -> System:
-    """The :class:`~nnperf.measure.System` of ``--backend``, ``--device``, ``--threads`` and ``--option``."""
+    """The :class:`nnperf.api.System` of ``--backend``, ``--device``, ``--threads`` and ``--option``."""
+    from nnperf.api import System
+
     return System(args.backend, args.device, args.threads, dict(args.option))
-
-
-def backend_from_args(args: argparse.Namespace) -> Backend:
-    """The backend of :func:`system_from_args`, on this host."""
-    return system_from_args(args).open()
 
 
 class Progress:

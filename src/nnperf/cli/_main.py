@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from nnperf.cli._parser import build_parser
-from nnperf.errors import NnperfError, NnperfWarning
+from nnperf.errors import NnperfError, NnperfWarning, ParameterError
 
 EXIT_ERROR = 1
 EXIT_INTERNAL = 3
@@ -27,7 +27,7 @@ def interrupted_message(args: argparse.Namespace) -> str:
     """The one line printed on Ctrl-C: a measuring command says where its measurements are and how to resume."""
     if args.command not in RESUMABLE_COMMANDS:
         return "nnperf: interrupted"
-    from nnperf.store import default_store_path
+    from nnperf.api import default_store_path
 
     db = getattr(args, "db", None) or default_store_path()
     return f"nnperf: interrupted; everything measured so far is saved in {db}; run the same command again to resume"
@@ -52,7 +52,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except NnperfError as exc:
         if args.debug:
             traceback.print_exc()
-        print(f"nnperf: error: {exc}", file=sys.stderr)
+        message = exc.worded(option_names(parser, args)) if isinstance(exc, ParameterError) else str(exc)
+        print(f"nnperf: error: {message}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print(interrupted_message(args), file=sys.stderr)
@@ -63,6 +64,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"nnperf: internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)",
               file=sys.stderr)
         return EXIT_INTERNAL
+
+
+def option_names(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict[str, str]:
+    """How the command that ``args`` ran writes each of its arguments, by destination: an option by its longest
+    name (``--client-power``), a positional argument by its metavar (``MODEL``). A command names its options after
+    the parameters of the :mod:`nnperf.api` function it calls, so that a :class:`~nnperf.errors.ParameterError`
+    reads with the options in a shell."""
+    names: dict[str, str] = {}
+    while True:
+        commands = None
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                commands = action
+            elif action.option_strings:
+                names[action.dest] = max(action.option_strings, key=len)
+            elif isinstance(action.metavar, str):
+                names[action.dest] = action.metavar
+        chosen = getattr(args, commands.dest, None) if commands is not None else None
+        if chosen is None:
+            return names
+        parser = commands.choices[chosen]
 
 
 _python_showwarning = warnings.showwarning

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from nnperf.ir import Shape
+Shape = tuple[int, ...]
+"""A tensor's shape, as :func:`nnperf.api.load_model` takes it."""
 
 
 def parse_shape(text: str) -> Shape:

@@ -100,14 +100,13 @@ def run_sweep(args: argparse.Namespace) -> int:
 
 
 def run_spec(args: argparse.Namespace) -> int:
-    from nnperf.accel import spec_yaml
-    from nnperf.api import accel_spec
+    from nnperf.api import accel_spec, accel_spec_yaml
 
     spec = accel_spec(args.spec, bits=args.bits)
     if args.json:
         print(json.dumps(spec.to_dict(), indent=1))
     else:
-        print(spec_yaml(spec), end="")
+        print(accel_spec_yaml(spec), end="")
     return 0
 
 def _numbers(text: str, option: str) -> list[float]:

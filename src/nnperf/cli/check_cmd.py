@@ -10,8 +10,7 @@ from typing import TYPE_CHECKING
 from nnperf.cli._backend_args import Progress
 
 if TYPE_CHECKING:
-    from nnperf.api import ThreadSettings
-    from nnperf.measure import MachineCheck
+    from nnperf.api import CheckResult, ThreadSettings
 
 EXIT_BAD = 4
 """The exit code of ``--strict`` when the verdict is bad (1 is an error, 3 an internal one)."""
@@ -42,7 +41,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def run(args: argparse.Namespace) -> int:
     from nnperf.api import check as check_machine
-    from nnperf.measure import check_document
 
     with Progress(not args.json, "checking the machine") as progress:
         result = check_machine(noise_s=args.noise_s, sample_s=args.sample_s, noise=not args.no_noise,
@@ -50,20 +48,17 @@ def run(args: argparse.Namespace) -> int:
     if result.noise_skipped is not None:
         print(f"nnperf: the noise measurement needs the torch backend ({result.noise_skipped}); skipping it",
               file=sys.stderr)
-    check = result.check
-    document = check_document(check)
-    document["threads"] = [{"backend": t.backend, "threads": t.threads, "settings": dict(t.settings),
-                            "unavailable": t.unavailable} for t in result.threads]
+    document = result.to_dict()
     if args.json:
         print(json.dumps(document, indent=1))
     else:
         if result.threads:
             print_threads(result.threads)
-        print_check(check, document["protocol"]["reason"])
-    return EXIT_BAD if args.strict and check.verdict.value == "bad" else 0
+        print_check(result, document["protocol"]["reason"])
+    return EXIT_BAD if args.strict and result.check.verdict.value == "bad" else 0
 
 
-def print_check(check: MachineCheck, protocol_reason: str) -> None:
+def print_check(result: CheckResult, protocol_reason: str) -> None:
     """The findings as a table (level coloured), the protocol comparisons take by default and why, and the
     verdict line."""
     from rich.table import Table
@@ -71,6 +66,7 @@ def print_check(check: MachineCheck, protocol_reason: str) -> None:
 
     from nnperf.report import console
 
+    check = result.check
     table = Table(title="machine check", title_justify="left")
     for column in ("finding", "level", "value", "advice"):
         table.add_column(column)

@@ -19,13 +19,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def run(args: argparse.Namespace) -> int:
     from nnperf.api import export
-    from nnperf.ir import shape_text
+    from nnperf.report import shape_text
 
     written = export(args.name, args.out, seed=args.seed)
     if args.json:
-        print(json.dumps({"format": "nnperf-export", "version": 1, "network": written.network,
-                          "path": str(written.path), "input_shape": list(written.input_shape), "seed": written.seed},
-                         indent=1))
+        print(json.dumps(written.to_dict(), indent=1))
     else:
         print(f"wrote {written.path} ({written.network}, input {shape_text(written.input_shape)})")
     return 0

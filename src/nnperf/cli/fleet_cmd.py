@@ -8,10 +8,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from nnperf.cli._backend_args import Progress, add_backend_arguments, backend_from_args, positive_int, system_from_args
+from nnperf.cli._backend_args import Progress, add_backend_arguments, positive_int, system_from_args
 
 if TYPE_CHECKING:
-    from nnperf.store import Store
+    from nnperf.api import Store
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -107,7 +107,7 @@ class FleetProgress(Progress):
         self.counts: dict[str, int] = {}
 
     def node(self, node: str, label: str) -> None:
-        """A :data:`nnperf.fleet.ResultHook`: ``node`` measured the item ``label``."""
+        """The ``on_result`` of :func:`nnperf.api.fleet_runners`: ``node`` measured the item ``label``."""
         self.counts[node] = self.counts.get(node, 0) + 1
         if self.bar is None:
             return
@@ -118,52 +118,41 @@ class FleetProgress(Progress):
 
 
 @contextmanager
-def measuring(args: argparse.Namespace, store: Store, label: str = "profiling") -> Iterator[tuple[Any, Any]]:
-    """(backend, progress callback) for a measuring command: this machine's backend and a progress bar, or with
-    ``--fleet`` the runner of the fleet's nodes of this system and a bar with one line per node.
-
-    Several systems on the fleet for these settings (nodes of different CPUs) are refused here: a command
-    measures one system; ``nnperf calibrate --fleet`` calibrates each (:func:`fleet_runners`).
-    """
+def measuring(args: argparse.Namespace, store: Store | str | None, label: str = "profiling"
+              ) -> Iterator[tuple[Any, Any]]:
+    """(system, progress callback) for a measuring command: the settings of the backend options and a progress
+    bar, or with ``--fleet`` the runner of the fleet's nodes of this system (:func:`nnperf.api.fleet_runner`,
+    which refuses several systems: a command measures one; ``nnperf calibrate --fleet`` calibrates each) and a bar
+    with one line per node."""
     enabled = not getattr(args, "json", False)
     if not getattr(args, "fleet", None):
-        with backend_from_args(args) as backend, Progress(enabled, label) as progress:
-            yield backend, progress
+        with Progress(enabled, label) as progress:
+            yield system_from_args(args), progress
         return
-    with fleet_runners(args, store, label) as (runners, progress):
-        if len(runners) > 1:
-            from nnperf.fleet import FleetError
+    from nnperf.api import fleet_runner
 
-            raise FleetError(f"the fleet has {len(runners)} systems for {system_from_args(args).label}: "
-                             + ", ".join(f"{r.system().key} ({r.system().device_name}, {len(r.nodes)} nodes)"
-                                         for r in runners) + "; this command measures one system at a time")
-        yield runners[0], progress
+    bar = FleetProgress(enabled, label)
+    with fleet_runner(args.fleet, system_from_args(args), store, on_result=bar.node) as runner, bar as progress:
+        yield runner, progress
 
 
 @contextmanager
 def fleet_runners(args: argparse.Namespace, store: Store, label: str) -> Iterator[tuple[list[Any], Any]]:
     """Every runner (one per system) of the fleet at ``args.fleet`` for the backend settings, and the progress
     callback; the runners record where they measured in ``store`` when the block ends."""
-    from nnperf.fleet import Fleet
+    from nnperf.api import fleet_runners as runners_of
 
     bar = FleetProgress(not getattr(args, "json", False), label)
-    with Fleet(args.fleet) as fleet:
-        runners = fleet.runners(system_from_args(args), store=store, on_result=bar.node)
-        try:
-            with bar as progress:
-                yield runners, progress
-        finally:
-            for runner in runners:
-                runner.close()
+    with runners_of(args.fleet, system_from_args(args), store, on_result=bar.node) as runners, bar as progress:
+        yield runners, progress
 
 
 @contextmanager
 def measuring_backend(args: argparse.Namespace, store: Store) -> Iterator[Any]:
-    """This machine's backend, or with ``--fleet`` the runner of the fleet's nodes of this system (without the
-    per-node progress lines: for commands that show progress bars of their own)."""
+    """The settings of the backend options, or with ``--fleet`` the runner of the fleet's nodes of this system
+    (without the per-node progress lines: for commands that show progress bars of their own)."""
     if not getattr(args, "fleet", None):
-        with backend_from_args(args) as backend:
-            yield backend
+        yield system_from_args(args)
         return
     with measuring(args, store) as (runner, _progress):
         yield runner
@@ -171,30 +160,21 @@ def measuring_backend(args: argparse.Namespace, store: Store) -> Iterator[Any]:
 
 def calibrate_on_fleet(args: argparse.Namespace) -> int:
     """``nnperf calibrate --fleet``: every system the fleet has for these settings, calibrated in turn."""
-    from dataclasses import replace
-
-    from nnperf.campaign import CALIBRATION_HARNESS, ProfileConfig, calibrate, networks_to_calibrate
+    from nnperf.api import calibrate
     from nnperf.cli._store_arg import open_store
+    from nnperf.cli._units import parse_sample_budget
     from nnperf.errors import NnperfError
     from nnperf.report import console
     from nnperf.report.predictions import calibration_document, calibration_summary, calibration_table
 
     if args.energy or args.if_needed or args.held_out:
         raise NnperfError("--energy, --if-needed and --held-out calibrate in this process: run them without --fleet")
-    from nnperf.cli._units import parse_sample_budget
-
     sample_budget_s = parse_sample_budget(args.sample_budget)
-    harness = CALIBRATION_HARNESS
-    if args.budget_s is not None:
-        harness = replace(harness, budget_s=args.budget_s)
-    if args.target_ci is not None:
-        harness = replace(harness, target_ci=args.target_ci)
     out, documents = console(), []
     with open_store(args) as store, fleet_runners(args, store, "calibrating") as (runners, progress):
         for runner in runners:
-            model = calibrate(runner, store, networks_to_calibrate(args.blocks),
-                              config=ProfileConfig(per_layer="isolated", harness=harness), progress=progress,
-                              sample_budget_s=sample_budget_s)
+            model = calibrate(runner, store, budget_s=args.budget_s, target_ci=args.target_ci,
+                              sample_budget_s=sample_budget_s, blocks=args.blocks, progress=progress, check=False)
             if args.json:
                 documents.append(calibration_document(model, str(store.path)))
                 continue

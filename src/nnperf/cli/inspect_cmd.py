@@ -27,20 +27,18 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def run(args: argparse.Namespace) -> int:
     from nnperf.api import inspect
-    from nnperf.ir.metrics import DType
     from nnperf.report import console
     from nnperf.report.predictions import generic_summary, int8_summary
-    from nnperf.report.tables import metrics_document, metrics_table
+    from nnperf.report.tables import metrics_table
 
-    dtype = DType(args.dtype)
     found = inspect(args.model, input_shape=dict(args.input_shape) or None, strict=args.strict,
-                    save_ir=args.save_ir or None)
-    network, metrics = found.network, found.metrics
+                    save_ir=args.save_ir or None, dtype=args.dtype)
+    network = found.network
     if args.json:
-        print(json.dumps(metrics_document(network, metrics, dtype), indent=1))
+        print(json.dumps(found.to_dict(), indent=1))
     else:
         out = console()
-        out.print(metrics_table(network, metrics, dtype))
+        out.print(metrics_table(network, found.metrics, found.dtype))
         for line in (generic_summary(network), int8_summary(network)):
             if line is not None:
                 out.print(line, markup=False)

@@ -53,14 +53,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def run(args: argparse.Namespace) -> int:
     from nnperf.api import partition
-    from nnperf.optimize.partition import parse_power
     from nnperf.report import console
     from nnperf.report.partition import partition_table, quartile_rich_table
 
     figures = {}
     if args.out:  # the figures' sweeps are read only when figures are asked for
         figures = {"out": args.out, "sweep_bitrates_bps": parse_bitrate_sweep(args.sweep_bitrates),
-                   "sweep_powers_w": [parse_power(p) for p in args.sweep_powers.split(",") if p.strip()]}
+                   "sweep_powers_w": [p for p in args.sweep_powers.split(",") if p.strip()]}
     with Progress(not args.json, "measuring sparsity") as progress:
         found = partition(args.model, args.system, args.db, spec=args.spec, **source_options(args),
                           bitrate=args.bitrate, tx_power=args.tx_power, input_sparsity=args.input_sparsity,

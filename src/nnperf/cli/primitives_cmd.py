@@ -5,9 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from nnperf.cli._backend_args import (
     PRIMITIVES_HELP,
@@ -20,9 +19,6 @@ from nnperf.cli._store_arg import add_db_argument
 from nnperf.cli._units import parse_duration
 from nnperf.cli.fleet_cmd import add_fleet_argument
 from nnperf.errors import NnperfError
-
-if TYPE_CHECKING:
-    from nnperf.campaign import PrimitiveProfileReport
 
 TRANSFER_METHODS = ("factor", "fine-tune", "factor+fine-tune", "residual", "frozen")
 """``--method`` of ``nnperf primitives transfer`` (``nnperf.api._primitives.TRANSFER_METHODS``)."""
@@ -203,24 +199,20 @@ def _stored_or_here(args: argparse.Namespace) -> Any:
 def run_list(args: argparse.Namespace) -> int:
     from rich.table import Table
 
-    from nnperf.primitives import all_transforms, primitive_report
+    from nnperf.api import primitive_catalog
     from nnperf.report import console
 
-    rows = [{"name": p.name, "family": p.family.value, "library": p.library, "input_layout": p.input_layout.name,
-             "output_layout": p.output_layout.name, "applies": p.rule, "error_bound": p.error_bound,
-             "devices": sorted(p.devices), "available": available.ok, "reason": available.reason}
-            for p, available in primitive_report()]
-    transforms = [t.name for t in all_transforms()]
+    catalog = primitive_catalog()
+    transforms = catalog.layout_transforms
     if args.json:
-        print(json.dumps({"format": "nnperf-primitives", "version": 1, "primitives": rows,
-                          "layout_transforms": transforms}, indent=1))
+        print(json.dumps(catalog.to_dict(), indent=1))
         return 0
     table = Table(title="convolution primitives", title_justify="left")
     for column in ("name", "family", "library", "in", "out", "applies to", "devices", "available", "why not"):
         table.add_column(column)
-    for r in rows:
-        table.add_row(r["name"], r["family"], r["library"], r["input_layout"], r["output_layout"], r["applies"],
-                      ", ".join(r["devices"]), "yes" if r["available"] else "no", r["reason"])
+    for p in catalog.primitives:
+        table.add_row(p.name, p.family, p.library, p.input_layout, p.output_layout, p.applies, ", ".join(p.devices),
+                      "yes" if p.available else "no", p.reason)
     out = console()
     out.print(table)
     out.print(f"layout transformations: {', '.join(t for t in transforms if t.split('->')[0] != t.split('->')[1])}")
@@ -237,7 +229,6 @@ def run_profile(args: argparse.Namespace) -> int:
                           "transformations alone, no primitive: give one or the other")
     if args.fleet:
         return _profile_on_fleet(args, only, budget_s)
-    _device_here(args.device)
     with Progress(not args.json, "profiling primitives") as progress:
         report = profile_primitives(args.models, system_from_args(args), args.db, random=args.random, primitives=only,
                                     budget_s=budget_s, seed=args.seed, progress=progress, protocol=args.protocol,
@@ -246,23 +237,13 @@ def run_profile(args: argparse.Namespace) -> int:
     return _print_profile(args, report)
 
 
-def _device_here(device: str) -> None:
-    """``--device`` names a device this machine has (the library's error would not name the option)."""
-    from nnperf.primitives import device_availability
-
-    available = device_availability(device)
-    if not available.ok:
-        raise NnperfError(f"--device {device}: {available.reason}")
-
-
-def _retime_over(args: argparse.Namespace) -> float | None:
-    """``--retime-slow``'s factor: ``SLOW_FACTOR`` when given without one, None when not given."""
-    from nnperf.campaign import SLOW_FACTOR
-
+def _retime_over(args: argparse.Namespace) -> float | bool | None:
+    """``--retime-slow``'s factor: True (the library's default factor) when given without one, None when not
+    given."""
     if args.retime_slow is None:
         return None
     try:
-        return float(args.retime_slow) if args.retime_slow else SLOW_FACTOR
+        return float(args.retime_slow) if args.retime_slow else True
     except ValueError:
         raise NnperfError(f"--retime-slow takes a factor (e.g. 1.5), got {args.retime_slow!r}: give the models first "
                           "or write --retime-slow=FACTOR") from None
@@ -295,7 +276,9 @@ def _profile_on_fleet(args: argparse.Namespace, only: list[str], budget_s: float
                                               max_macs=_max_macs(args), output_activations=args.output_activations,
                                               retime_over=_retime_over(args)))
     if args.json:
-        documents = [_profile_document(report) for report in reports]
+        from nnperf.report.primitives import profile_document
+
+        documents = [profile_document(report) for report in reports]
         print(json.dumps(documents[0] if len(documents) == 1 else documents, indent=1))
         return 0
     for report in reports:
@@ -303,19 +286,13 @@ def _profile_on_fleet(args: argparse.Namespace, only: list[str], budget_s: float
     return 0
 
 
-def _profile_document(report: PrimitiveProfileReport) -> dict[str, Any]:
-    return {"format": "nnperf-primitive-profile", "version": 1, "system_id": report.system_id,
-            "measured": report.measured, "reused": report.reused, "remaining": report.remaining,
-            "samples": report.samples, "elapsed_s": report.elapsed_s,
-            "failures": [list(f) for f in report.failures],
-            "speed_readings_s": [list(r) for r in report.speed_readings_s], "retimed": list(report.retimed)}
-
-
-def _print_profile(args: argparse.Namespace, report: PrimitiveProfileReport) -> int:
+def _print_profile(args: argparse.Namespace, report: Any) -> int:
+    """A :func:`nnperf.api.profile_primitives` report as JSON, or in words."""
     from nnperf.report import console
+    from nnperf.report.primitives import profile_document, speed_lines
 
     if args.json:
-        print(json.dumps(_profile_document(report), indent=1))
+        print(json.dumps(profile_document(report), indent=1))
         return 0
     out = console()
     unit = "activations" if args.output_activations else "configurations"
@@ -325,31 +302,12 @@ def _print_profile(args: argparse.Namespace, report: PrimitiveProfileReport) -> 
         out.print(f"the budget was spent with {report.remaining} {unit} left: run the same command again to go on")
     for name, label, error in report.failures:
         out.print(f"{name} failed on {label}: {error}", style="yellow")
-    _print_speed(out, report.speed_readings_s, len(report.retimed))
+    for line, style in speed_lines(report.speed_readings_s, len(report.retimed)):
+        out.print(line, style=style or None)
     if report.retimed:
         more = f" and {len(report.retimed) - 10} more" if len(report.retimed) > 10 else ""
         out.print(f"timed again (the dataset reads the new times): {', '.join(report.retimed[:10])}{more}")
     return 0
-
-
-def _print_speed(out: Any, readings_s: Sequence[tuple[str, float]], retimed: int = 0) -> None:
-    """The machine-speed reference's median over this profile's configurations (their latest readings: ``retimed``
-    of them were timed again for a slow one), and those timed while the machine ran over ``SLOW_FACTOR`` times
-    slower than that."""
-    from nnperf.campaign import SLOW_FACTOR, SPEED_REFERENCE, ProfileSpeed
-
-    speed = ProfileSpeed(tuple(readings_s))
-    if speed.standard_s is None:
-        return
-    slow = speed.slow()
-    again = f", {retimed} of them after timing them again for a slow reading" if retimed else ""
-    out.print(f"{SPEED_REFERENCE}: {speed.standard_s * 1e3:.3g} ms, the median over {len(readings_s)} "
-              f"configurations{again}; {len(slow)} timed while it took over {SLOW_FACTOR:g}x that (each "
-              "configuration is levelled by its own reading when the dataset is read)")
-    for label, factor in slow[:10]:
-        out.print(f"  {label}: {factor:.2f}x", style="yellow")
-    if len(slow) > 10:
-        out.print(f"  and {len(slow) - 10} more", style="yellow")
 
 
 def run_train(args: argparse.Namespace) -> int:
@@ -378,17 +336,16 @@ def run_train(args: argparse.Namespace) -> int:
 def _print_training(args: argparse.Namespace, result: Any) -> None:
     from rich.table import Table
 
-    from nnperf.primitives import get_primitive
     from nnperf.report import console
+    from nnperf.report.primitives import family
 
     table = Table(title=f"{args.kind} on system {result.system_id}: MdRAE on the test part", title_justify="left")
     for column, justify in (("primitive", "left"), ("family", "left"), ("test times", "right"), ("MdRAE", "right"),
                             (f"ratio to {result.reference or 'the reference'}", "right")):
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
     for name, count in result.test_counts.items():
-        family = "layout" if "->" in name else get_primitive(name).family.value
         value, ratio = result.mdrae.get(name), result.ratio_mdrae.get(name)
-        table.add_row(name, family, str(count), "-" if value is None else f"{value * 100:.1f}%",
+        table.add_row(name, family(name), str(count), "-" if value is None else f"{value * 100:.1f}%",
                       "-" if ratio is None else f"{ratio * 100:.1f}%")
     out = console()
     out.print(table)
@@ -407,9 +364,8 @@ def run_predict(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from nnperf.api import predict_primitives
-    from nnperf.optimize.select import DEFAULT_PRIMITIVE, DEFAULT_STAND_IN
-    from nnperf.primitives import config_label
     from nnperf.report import console, write_csv
+    from nnperf.report.primitives import config_label
 
     result = predict_primitives(args.model, _stored_or_here(args), args.db)
     if args.csv is not None:
@@ -426,7 +382,7 @@ def run_predict(args: argparse.Namespace) -> int:
                                                   if not math.isnan(t)}}
                                      for layer in result.layers]}, indent=1))
         return 0
-    default = next((name for name in (DEFAULT_PRIMITIVE, DEFAULT_STAND_IN) if name in result.primitives), None)
+    default = result.default
     table = Table(title=f"{result.network}: predicted primitive times ({result.kind}, system {result.system_id})",
                   title_justify="left")
     for column, justify in (("layer", "left"), ("configuration", "left"), ("fastest", "left"), ("ms", "right"),
@@ -454,8 +410,8 @@ def run_transfer(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from nnperf.api import transfer_primitive_model
-    from nnperf.primitives import config_label, get_primitive
     from nnperf.report import console
+    from nnperf.report.primitives import config_label, family
 
     with Progress(not args.json, "profiling the sample") as progress:
         result = transfer_primitive_model(args.source, system_from_args(args), args.db, samples=args.samples,
@@ -483,8 +439,7 @@ def run_transfer(args: argparse.Namespace) -> int:
         for column, justify in (("primitive", "left"), ("family", "left"), ("factor", "right")):
             table.add_column(column, justify=justify)  # type: ignore[arg-type]
         for name, factor in result.factors.items():
-            family = "layout" if "->" in name else get_primitive(name).family.value
-            table.add_row(name, family, f"{factor:.3g}")
+            table.add_row(name, family(name), f"{factor:.3g}")
         out.print(table)
     for name, label, error in result.failures:
         out.print(f"{name} failed on {label}: {error}", style="yellow")

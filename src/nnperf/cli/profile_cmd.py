@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 
-from nnperf.cli._backend_args import Progress, add_backend_arguments, backend_from_args, positive_int
+from nnperf.cli._backend_args import add_backend_arguments, positive_int, system_from_args
 from nnperf.cli._shapes import parse_input_shape
-from nnperf.cli._store_arg import add_db_argument, open_store
+from nnperf.cli._store_arg import add_db_argument, open_store, store_path
 from nnperf.cli.fleet_cmd import add_fleet_argument, measuring
 
 
@@ -61,14 +62,15 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 TRACE_RUNS = 5
-"""Whole-network runs in a framework trace by default: enough to see run-to-run variation, small to open."""
+"""Whole-network runs in a framework trace by default (:data:`nnperf.api`'s, named in the help without importing
+it)."""
 
 
 def trace_source(args: argparse.Namespace) -> str | None:
-    """'framework' or 'layers' (what --trace writes, see its help), None without --trace; refuses a framework
-    trace from a backend that has none, and trace options without --trace."""
+    """'framework' or 'layers' (what --trace writes, see its help, :func:`nnperf.api.profile_trace_source`), None
+    without --trace; refuses trace options without --trace."""
+    from nnperf.api import profile_trace_source
     from nnperf.errors import NnperfError
-    from nnperf.measure.backends import BACKENDS
 
     if args.trace is None:
         given = [name for name, value in (("--trace-source", args.trace_source), ("--trace-runs", args.trace_runs))
@@ -79,49 +81,32 @@ def trace_source(args: argparse.Namespace) -> str | None:
     if args.energy and args.energy.lower().endswith(".csv"):
         raise NnperfError("--trace writes a profile's trace, and --energy TRACE.csv profiles nothing: run them "
                           "separately")
-    has_trace = BACKENDS.create(args.backend).has_trace
-    source = args.trace_source or "auto"
-    if source == "framework" and not has_trace:
-        raise NnperfError(f"backend {args.backend!r} writes no trace of its own; use --trace-source layers")
-    if source == "auto":
-        source = "framework" if has_trace and args.per_layer != "isolated" else "layers"
-    return source
+    return profile_trace_source(system_from_args(args), args.per_layer, args.trace_source or "auto")
 
 
 def run(args: argparse.Namespace) -> int:
-    from nnperf.api import load_model
-    from nnperf.campaign import ProfileConfig, profile_network
-    from nnperf.measure import HarnessConfig
-    from nnperf.measure.power import get_meter
+    from nnperf.api import HarnessConfig, profile
     from nnperf.report import console
     from nnperf.report.measurements import op_type_table, profile_document, profile_summary, profile_table
 
     if args.backend == "fake":
         print("nnperf: warning: the fake backend's times come from a cost model, not a measurement", file=sys.stderr)
-    network = load_model(args.model, dict(args.input_shape) or None, strict=args.strict)
-    config = ProfileConfig(per_layer=args.per_layer, profiler_runs=args.profiler_runs, gap_s=args.gap_s,
-                           harness=HarnessConfig(target_ci=args.target_ci, budget_s=args.budget_s))
     trace = Path(args.energy) if args.energy and args.energy.lower().endswith(".csv") else None
     source = trace_source(args)
     if args.fleet and (args.energy or source is not None):
         from nnperf.errors import NnperfError
 
         raise NnperfError("--energy and --trace measure in this process: run them without --fleet")
-    store = open_store(args)  # only once every setting is valid: a refused command writes nothing
-    if args.fleet:
-        with store, measuring(args, store) as (runner, progress):
-            report = profile_network(network, runner, store, config, progress=progress, model=args.model)
-    else:
-        with store, backend_from_args(args) as backend:
-            if trace is not None:
-                return _attach_trace(args, network, backend, store, trace)
-            meter = get_meter(args.energy) if args.energy else None
-            with Progress(not args.json) as progress:
-                report = profile_network(network, backend, store, config, meter=meter, progress=progress,
-                                         model=args.model)
-            if source is not None:
-                _write_trace(args, source, network, backend, report)
-
+    if trace is not None:
+        return _attach_trace(args, trace)
+    network = _network(args)
+    harness = HarnessConfig(target_ci=args.target_ci, budget_s=args.budget_s)
+    with ExitStack() as stack:  # the store is opened once every setting is valid: a refused command writes nothing
+        store = stack.enter_context(open_store(args)) if args.fleet else args.db  # where the fleet's runner records
+        system, progress = stack.enter_context(measuring(args, store))
+        report = profile(network, system, store, per_layer=args.per_layer, energy=args.energy, harness=harness,
+                         profiler_runs=args.profiler_runs, gap_s=args.gap_s, progress=progress, model_name=args.model,
+                         trace=args.trace, trace_source=source or "auto", trace_runs=args.trace_runs or TRACE_RUNS)
     if args.json:
         print(json.dumps(profile_document(network, report), indent=1))
     else:
@@ -131,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
             out.print(op_type_table(network, report))
         for line in profile_summary(report):
             out.print(line)
-        out.print(f"stored as run {report.run_id} of system {report.system_key[:8]} in {store.path}")
+        out.print(f"stored as run {report.run_id} of system {report.system_key[:8]} in {store_path(args)}")
         if source is not None:
             out.print(f"trace ({source}) written to {args.trace}: open it in ui.perfetto.dev or chrome://tracing")
     for warning in report.warnings:
@@ -139,26 +124,23 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _attach_trace(args: argparse.Namespace, network, backend, store, trace: Path) -> int:  # type: ignore[no-untyped-def]
-    from nnperf.campaign import attach_trace
-    from nnperf.measure.power import read_trace_csv
+def _network(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    """MODEL loaded with ``--input-shape`` and ``--strict``."""
+    from nnperf.api import load_model
+
+    return load_model(args.model, dict(args.input_shape) or None, strict=args.strict)
+
+
+def _attach_trace(args: argparse.Namespace, trace: Path) -> int:
+    """``--energy TRACE.csv``: the power analyser's trace of the last isolated run of MODEL, as per-layer energies."""
+    from nnperf.api import attach_power_trace
     from nnperf.report import console
 
-    energies = attach_trace(store, backend.system(), args.model, read_trace_csv(trace), args.trace_offset_s,
-                            source=trace.name)
+    _network(args)  # a MODEL that does not load is refused as for a profile
+    energies = attach_power_trace(args.model, trace, system_from_args(args), args.db,
+                                  offset_s=args.trace_offset_s)
     out = console()
     for e in energies:
         out.print(f"{e.label}: {e.energy_per_execution_j * 1e3:.4g} mJ per execution, "
                   f"mean {e.mean_power_w:.3g} W over {e.samples} samples")
     return 0
-
-
-def _write_trace(args: argparse.Namespace, source: str, network, backend, report) -> None:  # type: ignore[no-untyped-def]
-    from nnperf.report.trace import framework_trace, measured_trace, write_trace
-
-    if source == "framework":
-        document = framework_trace(backend.trace(network, args.trace_runs or TRACE_RUNS), network,
-                                   report.system_label, backend.name)
-    else:
-        document = measured_trace(network, report)
-    write_trace(document, args.trace)

@@ -108,8 +108,8 @@ def run(args: argparse.Namespace) -> int:
 
     from nnperf.api import select
     from nnperf.cli._backend_args import Progress
-    from nnperf.primitives import get_primitive
     from nnperf.report import console, write_bytes
+    from nnperf.report.primitives import primitive_columns
 
     with Progress(not args.json, "selecting") as progress:
         if progress is not None:
@@ -130,8 +130,7 @@ def run(args: argparse.Namespace) -> int:
     for column in ("layer", "primitive", "family", "in", "out"):
         table.add_column(column)
     for layer in result.convolutions:
-        p = get_primitive(chosen[layer])
-        table.add_row(layer, p.name, p.family.value, p.input_layout.name, p.output_layout.name)
+        table.add_row(layer, *primitive_columns(chosen[layer]))
     out = console()
     out.print(table)
     others = [name for name in chosen if name not in set(result.convolutions)]

@@ -42,13 +42,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     predict.add_argument("kind", metavar="KIND", help="conv2d, depthwise or fc")
     predict.add_argument("--config", default="", metavar="NAME=VALUE,...",
                          help="the layer's parameters (defaults as for `nnperf sweep`)")
-    predict.add_argument("--param", help="predict along this parameter ...")
+    predict.add_argument("--param", dest="parameter", metavar="PARAM", help="predict along this parameter ...")
     predict.add_argument("--range", dest="values", metavar="START:STOP[:STEP]", help="... over these values")
     predict.add_argument("--characterise", action="store_true",
                          help="measure four points and fit this configuration's lines (needs the backend)")
     predict.add_argument("--verify", action="store_true", help="measure the whole range and report the error")
     add_backend_arguments(predict)
-    predict.add_argument("--system", metavar="ID|KEY",
+    predict.add_argument("--system", dest="models_of", metavar="ID|KEY",
                          help="use this stored system's models (default: the system of the backend options)")
     predict.add_argument("--plot", metavar="FILE.png", help="plot the prediction (with measurements, like Fig. 3.5)")
     predict.add_argument("--json", action="store_true", help="print JSON")
@@ -84,9 +84,9 @@ def run_predict(args: argparse.Namespace) -> int:
 
     system = system_from_args(args)
     with _FirstReportProgress(not args.json and (args.characterise or args.verify), "measuring") as progress:
-        predicted = predict_steps(args.kind, system, args.db, config=args.config, parameter=args.param,
+        predicted = predict_steps(args.kind, system, args.db, config=args.config, parameter=args.parameter,
                                   values=args.values, characterise=args.characterise, verify=args.verify,
-                                  models_of=args.system, plot=args.plot, progress=progress)
+                                  models_of=args.models_of, plot=args.plot, progress=progress)
     if args.json:
         print(json.dumps(predicted.to_dict(), indent=1))
         return 0
