@@ -131,6 +131,50 @@ def test_the_source_tree_keeps_its_layers() -> None:
     assert not found, "layering violations:\n" + "\n".join(map(str, found))
 
 
+CLI_IMPORTS = frozenset({"cli", "api", "report", "errors", ""})
+"""What the command line may import (``""``: the package itself, for ``__version__``): it parses, calls
+:mod:`nnperf.api` and prints; the library's work is behind the API."""
+
+
+def check_cli_imports(root: Path, package: str = "nnperf") -> list[str]:
+    """Every import in ``root/package/cli`` of a top-level package outside :data:`CLI_IMPORTS`."""
+    files = sorted((root / package).rglob("*.py"))
+    modules = {_module_name(f, root) for f in files}
+    found = []
+    for path in files:
+        module = _module_name(path, root)
+        if _top(module) != "cli":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for line, name in sorted(_imports(tree, module, path.name == "__init__.py", modules)):
+            if name.split(".")[0] == package and _top(name) not in CLI_IMPORTS:
+                found.append(f"{path.relative_to(root).as_posix()}:{line}: {module} imports {name}")
+    return found
+
+
+def test_the_command_line_imports_only_the_api_the_reports_and_the_errors() -> None:
+    found = check_cli_imports(SRC)
+    assert not found, "the CLI does library work:\n" + "\n".join(found)
+
+
+def test_the_cli_rule_reports_what_the_cli_reaches_past_the_api(tmp_path: Path) -> None:
+    for name in ("nnperf/__init__.py", "nnperf/errors.py", "nnperf/api/__init__.py", "nnperf/report/__init__.py",
+                 "nnperf/report/tables.py", "nnperf/store/__init__.py", "nnperf/measure/__init__.py"):
+        _write(tmp_path, name)
+    _write(tmp_path, "nnperf/cli/run_cmd.py", "from nnperf import __version__\nfrom nnperf.api import predict\n"
+                                              "from nnperf.errors import NnperfError\n"
+                                              "from nnperf.report.tables import metrics_table\n"
+                                              "from nnperf.cli import _parser\n\n\n"
+                                              "def run():\n    from nnperf.store import Store\n"
+                                              "    import nnperf.measure\n")
+    _write(tmp_path, "nnperf/cli/_parser.py")
+    _write(tmp_path, "nnperf/report/summary.py", "from nnperf.store import Store\n")  # not the CLI: allowed
+    assert check_cli_imports(tmp_path) == [
+        "nnperf/cli/run_cmd.py:9: nnperf.cli.run_cmd imports nnperf.store",
+        "nnperf/cli/run_cmd.py:10: nnperf.cli.run_cmd imports nnperf.measure",
+    ]
+
+
 def _write(root: Path, name: str, text: str = "") -> None:
     path = root / name
     path.parent.mkdir(parents=True, exist_ok=True)
