@@ -7,8 +7,8 @@ import json
 from contextlib import ExitStack
 from pathlib import Path
 
-from nnperf.api import ComparisonProtocol
 from nnperf.cli._backend_args import Progress, add_backend_arguments, system_from_args
+from nnperf.cli._choices import protocol_choices
 from nnperf.cli._store_arg import add_db_argument, open_store
 from nnperf.cli.fleet_cmd import add_fleet_argument, measuring
 
@@ -31,7 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--csv", metavar="FILE.csv", type=Path,
                    help="also write every layer's measured (isolated) and predicted time as CSV: one row per "
                         "layer with its network, run id and system, in seconds")
-    p.add_argument("--protocol", choices=["auto", *(p.value for p in ComparisonProtocol), "none"], default="auto",
+    p.add_argument("--protocol", choices=protocol_choices("none"), metavar="PROTOCOL",
+                   default="auto",
                    help="also time each network whole beside the machine-speed reference (interleaved, duet, "
                         "sequential; auto, the default, takes what a quick machine check recommends) and report every method's error against the measurement scaled to the "
                         "calibration's speed; none skips it (and a fleet always does)")

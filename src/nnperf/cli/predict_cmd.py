@@ -6,8 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
-from nnperf.api import ComparisonProtocol
 from nnperf.cli._backend_args import Progress, add_backend_arguments, system_from_args
+from nnperf.cli._choices import protocol_choices
 from nnperf.cli._shapes import parse_input_shape
 from nnperf.cli._store_arg import add_db_argument
 
@@ -25,7 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         "no backend is needed unless --verify")
     p.add_argument("--verify", action="store_true",
                    help="also measure the network on the same system (layers in isolation and whole) and compare")
-    p.add_argument("--protocol", choices=["auto", *(p.value for p in ComparisonProtocol)], default="auto",
+    p.add_argument("--protocol", choices=protocol_choices(), metavar="PROTOCOL",
+                   default="auto",
                    help="with --verify, how the whole network is timed beside the machine-speed reference: "
                         "interleaved (both in every round, in random order, on one core), duet (both at once on "
                         "two cores) or sequential (one after the other, as before); auto (default) takes what a "
