@@ -131,6 +131,21 @@ def test_a_slow_workload_is_calibrated_from_its_first_call_and_a_fast_one_as_bef
     assert warm_block(borderline, harness, machine.clock) == 2 and borderline.blocks == [1, 1, 1, 1, 1]
 
 
+def test_a_warm_up_says_how_slow_a_workload_is() -> None:
+    harness = HarnessConfig(warmup_s=0.02, min_block_s=2e-3)
+    machine = Machine()
+    # a 30 ms call lasts the whole 20 ms warm-up: that one call is all it runs before the rounds
+    slow = ScriptedTimer(machine, 30e-3)
+    assert warm_block(slow, harness, machine.clock) == 1 and slow.blocks == [1]
+    # 6 ms calls: four warm-up calls (at 0, 6, 12 and 18 ms), the last of them 3 blocks long
+    medium = ScriptedTimer(machine, 6e-3)
+    assert warm_block(medium, harness, machine.clock) == 1 and medium.blocks == [1] * 4
+    # 0.7 ms calls: 29 warm-up calls (20.3 ms), then the calibration (1 call, then ceil(2.4 / 0.7) = 4) and three
+    # estimates of 4
+    fast = ScriptedTimer(machine, 0.7e-3)
+    assert warm_block(fast, harness, machine.clock) == 4 and fast.blocks == [1] * 30 + [4] * 4
+
+
 def test_a_workload_that_left_early_is_paired_with_the_reference_s_first_rounds() -> None:
     # the reference takes 1 ms in five rounds, then 2 ms (the machine slowed down); the workload left after the
     # fifth, at 3 ms: its ratio is 3, its time 3 x the reference's median, 1.5 ms (its own median, 3 ms, would not

@@ -7,13 +7,15 @@ transformation of the configuration's input activation is one layer measurement 
 'transform', method 'isolated').
 
 How a configuration is timed is its ``protocol``. The default, interleaved, times every primitive and
-transformation of the configuration once per round, in a fresh random order each round
-(``nnperf.measure.measure_interleaved``), and stores them all at once, in one transaction, when the rounds end.
+transformation of the configuration once per round, in a fresh random order each round, each until the standard
+error of its ratio to the reference is 1% (``nnperf.campaign._ratio_rounds``; earlier datasets ran all of them until
+all were known: ``nnperf.measure.measure_interleaved``), and stores them all at once, in one transaction, when the
+rounds end.
 The cost models learn the primitives' relative times, and timing the primitives one after the other on a shared VM
 whose speed moves by tens of percent within minutes puts that drift into their ratios (bench/primitive_noise.py: a
 primitive's time over oneDNN chw's moved 14.0% between repeats timed one after the other, 3.2% interleaved). Each
 stored timing then holds the primitive's per-round times, round ``r`` of every primitive of the configuration taken
-in the same round. The sequential
+in the same round (a workload that left the rounds early has the first rounds only). The sequential
 protocol measures each primitive to the harness's stopping rule, one after the other, and stores each as soon
 as it is timed.
 
@@ -93,7 +95,8 @@ DATASET_HARNESS = HarnessConfig(warmup_s=0.02, warmup_runs=1, min_block_s=0.002,
 """Lighter than the default harness: a dataset has thousands of samples (Mulder et al. took the median of 25
 runs; here at most 25 blocks, stopping at a 2% confidence interval or after 0.4 s of timing, and at least 5
 blocks, which is what a primitive taking seconds per call gets). The interleaved protocol takes its rounds from
-the same settings (:func:`dataset_rounds`)."""
+the same settings (:func:`dataset_rounds`); under a ``RatioStopping`` (the default) a workload leaves them at its
+ratio's standard error instead of the interval."""
 
 DATASET_REFERENCE = "torch-conv2d"
 """The primitive that a configuration's rounds are judged against (the stopping rule, :func:`ratio_spread`) and
