@@ -221,9 +221,9 @@ def profile_primitives(store: Store, configs: Sequence[ConvConfig], threads: int
     :func:`dataset_rounds` of ``harness``) or 'sequential' (each measured with ``harness``, one after the other).
     ``seed`` (default 0) is mixed with each configuration's key to seed the random order of its rounds. Under
     ``stopping`` (default :data:`DATASET_STOPPING`) each workload leaves the interleaved rounds once its ratio to
-    the reference is known to the rule's standard error, and a slow one runs one call per block from its first call
-    (``nnperf.campaign._ratio_rounds``); the configuration's run then records its rounds and those standard errors
-    (``rounds``, ``ratio_se``). With ``stopping`` None every workload runs until every ratio is within the
+    the reference is known to the rule's standard error, and a slow one runs one call per block as soon as its
+    warm-up shows it (``nnperf.campaign._ratio_rounds``); the configuration's run then records its rounds and
+    those standard errors (``rounds``, ``ratio_se``). With ``stopping`` None every workload runs until every ratio is within the
     harness's ``target_ci`` (``nnperf.measure.measure_interleaved``, how datasets were timed before). With
     ``speed_reference`` (default) the interleaved rounds also time :data:`SPEED_REFERENCE`, which levels the
     configuration's times to the machine's usual speed when the dataset is read (:func:`load_primitive_dataset`).
@@ -856,9 +856,10 @@ def paired_times(measurements: Sequence[LayerMeasurement], speed_standard_s: flo
     ``r`` of each was taken in the same round) are paired: each is the reference's median
     (:data:`DATASET_REFERENCE`, else :data:`EARLIER_REFERENCE`, else the first of those with the most rounds) times
     the median of its per-round ratios to the reference. A workload that left the rounds early
-    (``nnperf.campaign._ratio_rounds``) has the first rounds only, and is paired with the reference's first ones. The median of each alone would not keep their ratios: when the machine's
-    speed changes during the rounds, each workload's median falls on either side of the change, depending on where
-    the change fell in the round that straddles it. Any other measurement (timed alone) is its median.
+    (``nnperf.campaign._ratio_rounds``) has the first rounds only, and is paired with the reference's first ones.
+    The median of each alone would not keep their ratios: when the machine's speed changes during the rounds, each
+    workload's median falls on either side of the change, depending on where the change fell in the round that
+    straddles it. Any other measurement (timed alone) is its median.
 
     With ``speed_standard_s``, a window that holds the machine-speed reference (op 'reference') is levelled: the
     reference's median becomes ``speed_standard_s`` times its median per-round ratio to the machine-speed

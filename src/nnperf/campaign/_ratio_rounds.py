@@ -126,8 +126,8 @@ def measure_ratio_rounds(timers: Mapping[str, Timer], rounds: RoundsConfig, stop
                          clock: Callable[[], float] = time.perf_counter) -> RatioRounds:
     """Times ``timers`` (the first is the reference) in rounds, each workload once per round in a fresh random
     order (seeded by ``rounds.seed``), until every other workload has left (:class:`RatioStopping`), ``max_rounds``
-    or ``budget_s`` seconds of rounds (past ``min_rounds``). Warm-up and block sizes as :func:`warm_block`; a timer that raises
-    stops the rounds (the caller times the others again without it)."""
+    or ``budget_s`` seconds of rounds (past ``min_rounds``). Warm-up and block sizes as :func:`warm_block`; a timer
+    that raises stops the rounds (the caller times the others again without it)."""
     names = tuple(timers)
     if len(names) < 2:
         raise MeasurementError(f"rounds of ratios need two or more workloads, got {len(names)}")
