@@ -223,9 +223,9 @@ def profile_primitives(store: Store, configs: Sequence[ConvConfig], threads: int
     ``stopping`` (default :data:`DATASET_STOPPING`) each workload leaves the interleaved rounds once its ratio to
     the reference is known to the rule's standard error, and a slow one runs one call per block as soon as its
     warm-up shows it (``nnperf.campaign._ratio_rounds``); the configuration's run then records its rounds and
-    those standard errors (``rounds``, ``ratio_se``). With ``stopping`` None every workload runs until every ratio is within the
-    harness's ``target_ci`` (``nnperf.measure.measure_interleaved``, how datasets were timed before). With
-    ``speed_reference`` (default) the interleaved rounds also time :data:`SPEED_REFERENCE`, which levels the
+    those standard errors (``rounds``, ``ratio_se``). With ``stopping`` None every workload runs until every ratio
+    is within the harness's ``target_ci`` (``nnperf.measure.measure_interleaved``, how datasets were timed before).
+    With ``speed_reference`` (default) the interleaved rounds also time :data:`SPEED_REFERENCE`, which levels the
     configuration's times to the machine's usual speed when the dataset is read (:func:`load_primitive_dataset`).
     With ``retime_over`` (a factor, e.g. :data:`SLOW_FACTOR`), once every configuration is stored, each of
     ``configs`` whose reading is over that many times the system's median (:meth:`ProfileSpeed.slow`) is timed
