@@ -93,15 +93,14 @@ class _Client:
     latency_s: Mapping[str, float]
 
 
-def partition(model: ModelLike | None = None, system: StoredSystem | None = None,
-              store: StoreLike = None, *, spec: SpecLike = None, network: str | None = None,
-              table: PathLike | None = None, bits: int | None = None, control: bool = True,
-              sparsity: str | None = None, images: Sequence[PathLike] | None = None, bitrate: float | str = "60Mbps",
-              tx_power: float | str = "0.5W", input_sparsity: float | None = None, jpeg_bytes: float | None = None,
-              send: str = "both", cloud_tops: float = 92.0, client_power: float | str | None = None,
-              out: PathLike | None = None, sweep_bitrates_bps: Sequence[float] = SWEEP_BITRATES_BPS,
-              sweep_powers_w: Sequence[float | str] | None = None, progress: Progress | None = None
-              ) -> NetworkPartition:
+def partition(model: ModelLike | None = None, system: StoredSystem | None = None, store: StoreLike = None, *,
+              spec: SpecLike = None, network: str | None = None, table: PathLike | None = None,
+              bits: int | None = None, control: bool = True, sparsity: str | None = None,
+              images: Sequence[PathLike] | None = None, bitrate: float | str = "60Mbps", tx_power: float | str = "0.5W",
+              input_sparsity: float | None = None, jpeg_bytes: float | None = None, send: str = "both",
+              cloud_tops: float = 92.0, client_power: float | str | None = None, out: PathLike | None = None,
+              sweep_bitrates_bps: Sequence[float] = SWEEP_BITRATES_BPS,
+              sweep_powers_w: Sequence[float | str] | None = None, progress: Progress | None = None) -> NetworkPartition:
     """The energy-optimal split of a network between the client and the cloud (NeuPart).
 
     The client's cost at a split point is its compute up to there plus sending the rest (RLC-coded); the result
@@ -120,8 +119,7 @@ def partition(model: ModelLike | None = None, system: StoredSystem | None = None
     bitrate, tx_power : float or str, default '60Mbps', '0.5W'
         The uplink's effective bit rate (bit/s, or text: '1.5Gbps') and transmit power (W, or text: '500mW').
     input_sparsity, jpeg_bytes : float, optional
-        Send the image RLC-coded with this zero fraction (default 0.608, NeuPart's median), or as a JPEG of this
-        many bytes; not both.
+        The image sent RLC-coded at this zero fraction (default 0.608, NeuPart median) or as a JPEG of this many bytes.
     send : {'both', 'ofmap', 'next-input'}, default 'both'
         For layer tables: split after a layer's ofmap before pooling, after the next layer's input, or both.
     cloud_tops : float, default 92
@@ -130,8 +128,7 @@ def partition(model: ModelLike | None = None, system: StoredSystem | None = None
         A ``system`` calibrated without a power meter: its power while computing (energy = power x latency).
     out : path, optional
         Write fig10_energy_cost.png, fig12_savings.png, fig13a_delay.png and pareto.png here; Fig. 12 and 13(a)
-        sweep ``sweep_bitrates_bps`` (bit/s) at ``tx_power`` and, as context, ``sweep_powers_w`` (W, or text:
-        '500mW'; default none).
+        sweep ``sweep_bitrates_bps`` (bit/s) at ``tx_power`` and, as context, ``sweep_powers_w`` (W, or '500mW').
 
     Returns
     -------
@@ -151,12 +148,16 @@ def partition(model: ModelLike | None = None, system: StoredSystem | None = None
     points_for = partial(_points, source, energy, client, send, cloud)
     points = points_for(coding)
     result = split_points(points, channel)
-    quartiles = (quartile_table(lambda s: points_for(InputCoding(sparsity=s)), NEUPART_INPUT_SPARSITIES, channel)
-                 if jpeg_bytes is None else [])
+    quartiles = _quartiles(points_for, channel) if jpeg_bytes is None else []
     files = _figures(Path(out), points, result, sweep_bitrates_bps, powers_w,
                      (source.name, client.label, coding.label, f"{cloud_tops:g} TOPS")) if out is not None else ()
     return NetworkPartition(source.name, client.label, coding.label, result, tuple(quartiles),
                             tuple(result.points[i].name for i in pareto_front(result)), source.sparsity_note, files)
+
+
+def _quartiles(points_for: Callable[[InputCoding], list[SplitPoint]], channel: Channel) -> list[Any]:
+    """The savings at NeuPart's input-sparsity quartile delimiters (its Table IV)."""
+    return quartile_table(lambda s: points_for(InputCoding(sparsity=s)), NEUPART_INPUT_SPARSITIES, channel)
 
 
 def _points(source: AccelSource, energy: NetworkEnergy | None, client: _Client, send: str, cloud_rate: float,

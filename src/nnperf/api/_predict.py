@@ -41,7 +41,7 @@ from nnperf.prediction.kernel import zoo_prior
 from nnperf.store import Store, default_store_path
 
 if TYPE_CHECKING:
-    from nnperf.campaign import ReferencedTiming
+    from nnperf.campaign import Measurer, ReferencedTiming
     from nnperf.measure import HarnessConfig
 
 Progress = Callable[[str, int, int], None]
@@ -75,10 +75,8 @@ def calibrate(system: MeasuringSystem = DEFAULT_SYSTEM, store: StoreLike = None,
     Parameters
     ----------
     system : System, str, backend or runner, default System()
-        The system on this host: :class:`nnperf.System` settings (backend 'torch', 'onnxruntime' or 'opencv',
-        see ``nnperf backends``; device, threads, backend options), or a backend name with the default settings;
-        or a backend or runner already open (see :data:`MeasuringSystem`), e.g. the runner of a fleet's nodes of
-        one system (:func:`fleet_runners`).
+        :class:`nnperf.System` settings on this host (backend, device, threads, options; ``nnperf backends``), a
+        backend name with the default settings, or a backend or runner already open (:data:`MeasuringSystem`).
     store : Store, path or None, default None
         The measurement store (None: ``$NNPERF_DB``, else ``./nnperf.db``).
     if_needed : bool, default False
@@ -101,9 +99,8 @@ def calibrate(system: MeasuringSystem = DEFAULT_SYSTEM, store: StoreLike = None,
     progress : callable, optional
         Called with (what, done, total) as the calibration goes.
     check : bool, default True
-        Check the machine first (``nnperf check``, with ``check_noise_s`` seconds of noise measurement) and store
-        the findings; a busy machine is calibrated all the same, and ``calibration['machine_check']`` says so.
-        Only a system opened here is checked (not a backend or runner given open).
+        Check the machine first (``nnperf check``, ``check_noise_s`` seconds of noise) unless the system is given
+        open, and store the findings; a busy machine is calibrated all the same (``calibration['machine_check']``).
 
     Returns
     -------
@@ -121,9 +118,7 @@ def calibrate(system: MeasuringSystem = DEFAULT_SYSTEM, store: StoreLike = None,
         existing = _readable_calibration(opened, runner) if if_needed else None
         if existing is not None and _reusable(existing, prior.held_out if prior is not None else (), blocks):
             return existing
-        found = None
-        if check and here is not None and isinstance(runner, Backend):
-            found = _machine_check(runner, here.threads, check_noise_s, progress)
+        found = _machine_check(runner, here, check_noise_s, progress) if check else None
         config = ProfileConfig(per_layer="isolated", harness=_harness(budget_s, target_ci))
         return calibrate_system(runner, opened, networks_to_calibrate(blocks), config=config, meter=meter,
                                 progress=progress, sample_budget_s=budget, machine_check=found, prior=prior)
@@ -155,13 +150,17 @@ def _harness(budget_s: float | None, target_ci: float | None) -> HarnessConfig:
     return harness
 
 
-def _machine_check(runner: Backend, threads: int, noise_s: float, progress: Progress | None) -> dict[str, object]:
-    """The machine check stored with a calibration (``nnperf check``, timing the reference on ``runner``)."""
+def _machine_check(runner: Measurer, opened: System | None, noise_s: float,
+                   progress: Progress | None) -> dict[str, object] | None:
+    """The machine check stored with a calibration (``nnperf check``, timing the reference on ``runner``), when
+    ``runner`` is the backend of the settings ``opened`` here (None: a backend or runner given open)."""
     from nnperf.measure import check_document, check_machine, reference_workload
 
+    if opened is None or not isinstance(runner, Backend):
+        return None
     if progress is not None:
         progress("checking the machine", 0, 1)
-    return check_document(check_machine(reference_workload().timer(runner), noise_s=noise_s), threads)
+    return check_document(check_machine(reference_workload().timer(runner), noise_s=noise_s), opened.threads)
 
 
 def _readable_calibration(store: Store, runner: Backend) -> SystemModel | None:

@@ -234,14 +234,11 @@ def profile_primitives(models: Sequence[ModelLike] = (), system: System = PRIMIT
     from nnperf.campaign import SLOW_FACTOR, profile_transforms
     from nnperf.campaign import profile_primitives as profile
     from nnperf.measure import IN_PROCESS_PROTOCOLS, resolve_protocol
-    from nnperf.primitives import device_availability, unread_outputs
+    from nnperf.primitives import unread_outputs
 
     threads, device = primitive_settings(system, "profile_primitives")
-    _check_profile_arguments(random, primitives, output_activations)
-    if runner is None and not (here := device_availability(device)).ok:  # before the models are read
-        raise ParameterError(f"{{device}} {device}: {here.reason}", "device")
-    if retime_over is True:
-        retime_over = SLOW_FACTOR
+    _check_profile_arguments(random, primitives, output_activations, device if runner is None else None)
+    retime_over = SLOW_FACTOR if retime_over is True else retime_over
     timing = resolve_protocol(protocol, IN_PROCESS_PROTOCOLS, "the primitive dataset", threads=threads).protocol
     chosen = named_primitives(primitives, device)
     configs = dataset_configs(models, random, seed, grid, max_macs)
@@ -253,14 +250,20 @@ def profile_primitives(models: Sequence[ModelLike] = (), system: System = PRIMIT
                        runner=runner, protocol=timing, device=device, retime_over=retime_over)
 
 
-def _check_profile_arguments(random: int, primitives: Sequence[str], output_activations: bool) -> None:
-    """:func:`profile_primitives`' ``random`` is not negative, and no primitive is named for ``output_activations``
-    (which times the transformations alone)."""
+def _check_profile_arguments(random: int, primitives: Sequence[str], output_activations: bool,
+                             device: str | None) -> None:
+    """:func:`profile_primitives`' ``random`` is not negative, no primitive is named for ``output_activations``
+    (which times the transformations alone), and ``device``, where measured here, can compute here."""
+    from nnperf.primitives import device_availability
+
     if random < 0:
-        raise NnperfError(f"random must be 0 or more, got {random}")
+        raise ParameterError(f"{{random}} must be 0 or more, got {random}", "random")
     if output_activations and primitives:
-        raise NnperfError(f"output_activations times the layout transformations alone, no primitive; the primitives "
-                          f"named ({', '.join(primitives)}) would not be timed: leave them out")
+        raise ParameterError(f"{{output_activations}} times the layout transformations alone, no primitive; the "
+                             f"primitives named ({', '.join(primitives)}) would not be timed: leave them out",
+                             "output_activations")
+    if device is not None and not (here := device_availability(device)).ok:  # before the models are read
+        raise ParameterError(f"{{device}} {device}: {here.reason}", "device")
 
 
 MODEL_KIND = "primitive-cost"
