@@ -23,7 +23,13 @@ from nnperf.ir._network import Layer, Network, TensorSpec
 from nnperf.ir._ops import Attributes, OpType
 from nnperf.ir._shapes import Shape, numel
 from nnperf.ir.importers._common import NameTable, Unsupported, one_value
-from nnperf.ir.importers._onnx_generic import FLOAT_TYPES, GenericRefusal, generic_attrs, outer_names
+from nnperf.ir.importers._onnx_generic import (
+    FLOAT_TYPES,
+    GenericRefusal,
+    generic_attrs,
+    outer_names,
+    shape_only_operands,
+)
 from nnperf.ir.importers._onnx_quantized import QUANTIZED_FORMS, float_form
 from nnperf.ir.importers._onnx_read import elem_type_name, literal_list, static_shapes
 from nnperf.ir.importers._onnx_run_shapes import element_types
@@ -82,6 +88,8 @@ class Converter:
     source: str
     rules: Mapping[str, ImportRule[OnnxHandler]]
     strict: bool = False
+    not_run: str = ""
+    """why ONNX Runtime could not run the file to find the sizes shape inference left unknown (none: it ran)"""
 
     def __post_init__(self) -> None:
         graph = self.model.graph
@@ -104,6 +112,7 @@ class Converter:
         self.dequantized: set[str] = set()  # outputs of a DequantizeLinear of an activation
         self.int8_layers: set[str] = set()
         self.swapped: dict[str, str] = {}  # output of a deferred Transpose of the last two axes -> its input
+        self.shape_only: dict[str, list[str]] = {}  # a generic layer's output -> its operands carried as shapes
 
     def convert(self) -> Network:
         """The network of the model's nodes that compute on activations."""
@@ -280,10 +289,12 @@ class Converter:
         try:
             for k in used:
                 if self.shapes.get(node.output[k]) is None:
-                    raise GenericRefusal(f"{node.op_type} (its output shape cannot be inferred)")
+                    why = f", and ONNX Runtime cannot run the file to find it: {self.not_run}" if self.not_run else ""
+                    raise GenericRefusal(f"{node.op_type} (its output shape cannot be inferred{why})")
                 attrs = generic_attrs(node, activations, k, self.value_of, self.shapes.get, self.types, self.opset,
                                       self.initializers.keys() | self.constants.keys())
                 results.append((OpType.GENERIC, attrs, activations, node.output[k]))
+                self.shape_only[node.output[k]] = shape_only_operands(node, activations, self.value_of)
         except GenericRefusal as exc:
             self.unsupported.add(str(exc), node_name)
             return None

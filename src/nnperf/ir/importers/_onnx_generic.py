@@ -102,7 +102,7 @@ def _operands(node: onnx.NodeProto, outer: Sequence[str], activations: Sequence[
             names.append(name)
         else:
             value = value_of(tensor)
-            if value is not None and value.size <= MAX_STORED_ELEMENTS:
+            if _carried(value):
                 name = f"c{len(initializers)}"
                 value = np.asarray(value)
                 if value.dtype.kind == "f":
@@ -121,6 +121,18 @@ def _operands(node: onnx.NodeProto, outer: Sequence[str], activations: Sequence[
                 stored += numel(shape)
             names.append(name)
     return _Operands(names, initializers, graph_inputs, stored)
+
+
+def _carried(value: np.ndarray | None) -> bool:
+    """Whether a stored operand of this value travels with its values (else as a shape only)."""
+    return value is not None and value.size <= MAX_STORED_ELEMENTS
+
+
+def shape_only_operands(node: onnx.NodeProto, activations: Sequence[str],
+                        value_of: Callable[[str], np.ndarray | None]) -> list[str]:
+    """The stored operands of ``node`` (its subgraphs' outer reads included) that its generic layer carries as
+    shapes only, in the order they are named ``w0``, ``w1``, ..."""
+    return [t for t in [*node.input, *outer_names(node)] if t and t not in activations and not _carried(value_of(t))]
 
 
 def _one_node_graph(node: onnx.NodeProto, outer: Sequence[str], activations: Sequence[str], output_index: int,

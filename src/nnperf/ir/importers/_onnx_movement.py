@@ -41,7 +41,30 @@ def map_pad(c: Converter, n: Node) -> Result | None:
     fill = 0.0 if value is None else one_value(value)
     if fill is None:
         return None  # a fill of more than one value: not ONNX's Pad
+    if not _split_as_the_ir_splits(c, n):
+        return None  # kept as the node it is (a generic layer): the PAD layer would pad elsewhere
     return n.single((OpType.PAD, PadAttrs(mode=mode, value=f32(fill))))
+
+
+def _split_as_the_ir_splits(c: Converter, n: Node) -> bool:
+    """Whether the Pad's stored amounts split each axis's growth as a PAD layer does (half before, the odd one
+    after: the IR keeps only the padded shape); Swin V2 pads its windows at the end only. Amounts that are not
+    stored constants are taken to split so."""
+    if c.opset < 11:
+        pads = n.attrs.get("pads")
+    else:
+        value = c.value_of(n.proto.input[1]) if len(n.proto.input) > 1 else None
+        pads = None if value is None else [int(v) for v in value.reshape(-1)]
+    axes_value = c.value_of(n.proto.input[3]) if c.opset >= 18 and len(n.proto.input) > 3 else None
+    rank = len(n.x_shape)
+    axes = list(range(rank)) if axes_value is None else [int(a) % rank for a in axes_value.reshape(-1)]
+    if pads is None or len(pads) != 2 * len(axes):
+        return True
+    for k in range(len(axes)):
+        total = pads[k] + pads[len(axes) + k]
+        if (pads[k], pads[len(axes) + k]) != (total // 2, total - total // 2):
+            return False
+    return True
 
 
 def map_split(c: Converter, n: Node) -> list[Result] | None:

@@ -153,7 +153,7 @@ def fix_input_shapes(model: onnx.ModelProto, wanted: dict[str, Shape], path: Pat
                 wanted[value.name] = hinted
                 warnings.warn(f"{path}: input {value.name!r} has dynamic sizes; nnperf uses "
                               f"{'x'.join(map(str, hinted))} from the file's metadata ({hint[0]}={hint[2]}); give "
-                              "--input-shape to choose another", NnperfWarning, stacklevel=3)
+                              "--input-shape to choose another", NnperfWarning, stacklevel=4)
         if value.name in wanted:
             shape = wanted[value.name]
             if len(shape) != len(dims):
@@ -173,6 +173,16 @@ def fix_input_shapes(model: onnx.ModelProto, wanted: dict[str, Shape], path: Pat
                 f"{path}: input {value.name!r} has a dynamic dimension {index} "
                 f"({dim.dim_param or 'unknown'}); give its shape, e.g. --input-shape {value.name}=1x3x224x224"
             )
+
+
+def forget_negative_sizes(model: onnx.ModelProto) -> None:
+    """Makes each size the file states as negative for an intermediate tensor or an output (some exporters
+    write -1 for a dynamic size) unknown, as a symbolic size is: strict shape inference would otherwise read it
+    as a contradiction once the input's sizes are fixed."""
+    for value in (*model.graph.value_info, *model.graph.output):
+        for dim in value.type.tensor_type.shape.dim:
+            if dim.HasField("dim_value") and dim.dim_value < 0:
+                dim.Clear()
 
 
 SIZE_HINT_KEYS = ("imgsz", "img_size", "image_size", "input_size", "input_shape")

@@ -21,10 +21,20 @@ from nnperf.ir._shapes import Shape
 
 
 def shapes_by_running(model: onnx.ModelProto, tensors: Sequence[str],
-                      source: Path | None = None) -> dict[str, tuple[Shape, int]]:
+                      source: Path | None = None) -> tuple[dict[str, tuple[Shape, int]], str]:
     """The shape and ONNX element type of each of ``tensors`` after one run of ``model`` (whose graph inputs
     have static shapes), its stored values that nnperf did not load read again from the file at ``source``;
-    empty when ONNX Runtime cannot build or run the model."""
+    empty, with ONNX Runtime's error in one line, when ONNX Runtime cannot build or run the model."""
+    values, error = values_by_running(model, tensors, source)
+    return {name: (tuple(int(d) for d in np.shape(value)), helper.np_dtype_to_tensor_dtype(np.asarray(value).dtype))
+            for name, value in values.items()}, error
+
+
+def values_by_running(model: onnx.ModelProto, tensors: Sequence[str],
+                      source: Path | None = None) -> tuple[dict[str, np.ndarray], str]:
+    """The values of ``tensors`` after one run of ``model`` as :func:`shapes_by_running` runs it (the values of
+    tensors computed from stored ones alone do not depend on the inputs); empty, with ONNX Runtime's error in
+    one line, when ONNX Runtime cannot build or run the model."""
     import onnxruntime as ort
 
     try:
@@ -35,10 +45,10 @@ def shapes_by_running(model: onnx.ModelProto, tensors: Sequence[str],
         rng = np.random.default_rng(0)
         feeds = {i.name: _random_input(i, rng) for i in session.get_inputs()}
         results = session.run(list(tensors), feeds)
-    except Exception:  # noqa: BLE001 - ONNX Runtime raises its own types; the importer then names the node
-        return {}
-    return {name: (tuple(int(d) for d in np.shape(value)), helper.np_dtype_to_tensor_dtype(np.asarray(value).dtype))
-            for name, value in zip(tensors, results)}
+    except Exception as exc:  # noqa: BLE001 - ONNX Runtime raises its own types; the importer then names the node
+        text = " ".join(str(exc).split()) or type(exc).__name__
+        return {}, text if len(text) <= 200 else text[:197] + "..."
+    return {name: np.asarray(value) for name, value in zip(tensors, results)}, ""
 
 
 def element_types(model: onnx.ModelProto) -> dict[str, int]:
@@ -98,7 +108,7 @@ def _random_input(value: object, rng: np.random.Generator) -> np.ndarray:
     shape = tuple(int(d) for d in value.shape)  # type: ignore[attr-defined]
     element = value.type.removeprefix("tensor(").removesuffix(")")  # type: ignore[attr-defined]
     if element == "bool":
-        return rng.random(shape) < 0.5
+        return np.asarray(rng.random(shape) < 0.5)  # of a scalar, a 0-d array: ONNX Runtime refuses numpy's bool_
     if element in ("float", "double", "float16"):
         return rng.random(shape, dtype=np.float32).astype({"float": np.float32, "double": np.float64,
                                                            "float16": np.float16}[element])
