@@ -24,10 +24,14 @@ from nnperf.measure.backends._timers import LoopTimer, SyncedLoopTimer
 from nnperf.registry import Availability, Registry
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    import numpy as np
     import onnx
     from torch import nn
 
-    from nnperf.ir import Layer, Network
+    from nnperf.ir import Layer, Network, Shape
+    from nnperf.measure.backends._rebuild_check import RebuildCheck
     from nnperf.measure.backends._torch_graph import GraphModule
 
 
@@ -96,11 +100,14 @@ def backend_report(device: str = "cpu") -> list[tuple[str, Availability]]:
     return [(name, BACKENDS.create(name).availability(device)) for name in BACKENDS.names()]
 
 
-def build_torch(network: Network, seed: int = 0) -> GraphModule:
-    """``network`` as an eval-mode torch module with the torch backend's weights (``seed``); imports torch."""
+def build_torch(network: Network, seed: int = 0,
+                weights: Mapping[str, Mapping[str, np.ndarray]] | None = None) -> GraphModule:
+    """``network`` as an eval-mode torch module with the torch backend's weights (``seed``), but for the layers
+    ``weights`` gives the parameters of (a file's own: ``nnperf.ir.importers.from_onnx_with_weights``); imports
+    torch."""
     from nnperf.measure.backends._torch_graph import build_torch as build
 
-    return build(network, seed)
+    return build(network, seed, weights)
 
 
 def layer_module(layer: Layer, seed: int = 0) -> nn.Module:
@@ -110,12 +117,22 @@ def layer_module(layer: Layer, seed: int = 0) -> nn.Module:
     return build(layer, seed)
 
 
-def build_onnx(network: Network, seed: int = 0, opset: int = 17) -> onnx.ModelProto:
-    """``network`` as an ONNX model with the ONNX Runtime backend's weights (``seed``) at ``opset``; imports
-    onnx."""
+def build_onnx(network: Network, seed: int = 0, opset: int = 17,
+               weights: Mapping[str, Mapping[str, np.ndarray]] | None = None) -> onnx.ModelProto:
+    """``network`` as an ONNX model with the ONNX Runtime backend's weights (``seed``) at ``opset``, but for the
+    layers ``weights`` gives the parameters of (as :func:`build_torch`); imports onnx."""
     from nnperf.measure.backends._onnx_graph import build_onnx as build
 
-    return build(network, seed, opset)
+    return build(network, seed, opset, weights)
+
+
+def check_rebuild(path: str, backends: Sequence[str] = ("torch", "onnxruntime"),
+                  input_shapes: Mapping[str, Shape] | None = None) -> RebuildCheck:
+    """Whether the networks torch and ONNX Runtime rebuild from the IR of the ONNX file at ``path`` (with the
+    file's own parameters) compute what ONNX Runtime computes on the file (``_rebuild_check``); imports onnx."""
+    from nnperf.measure.backends._rebuild_check import check_rebuild as check
+
+    return check(path, backends, input_shapes)
 
 
 def ort_numpy_type(ort_type: str) -> str:
@@ -127,6 +144,6 @@ def ort_numpy_type(ort_type: str) -> str:
 
 __all__ = [
     "BACKENDS", "DEFAULT_OPTIONS", "REAL_BACKENDS", "Backend", "BackendOptionError", "BackendOptions", "LoopTimer",
-    "ProfileResult", "SyncedLoopTimer", "backend_report", "build_onnx", "build_torch", "create_backend",
-    "layer_module", "ort_numpy_type", "random_inputs",
+    "ProfileResult", "SyncedLoopTimer", "backend_report", "build_onnx", "build_torch", "check_rebuild",
+    "create_backend", "layer_module", "ort_numpy_type", "random_inputs",
 ]

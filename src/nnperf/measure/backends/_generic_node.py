@@ -2,8 +2,9 @@
 
 Both builders run the node as the file wrote it: the ONNX builder copies its nodes into the graph, the torch
 builder computes it with the torch function of its operator. Stored operands whose values the file kept come
-back as they were; those it kept as shapes only (graph inputs ``w0``, ``w1``, ...) are filled with
-deterministic random values (:func:`~nnperf.measure.backends._weights.layer_rng`), zeros for integers.
+back as they were; those it kept as shapes only (graph inputs ``w0``, ``w1``, ...) take the values given for
+them (``given_weights``: a file's own), else deterministic random values
+(:func:`~nnperf.measure.backends._weights.layer_rng`), zeros for integers.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from google.protobuf.message import DecodeError
 from onnx import helper, numpy_helper, version_converter
 
 from nnperf.ir import GenericAttrs, Layer
+from nnperf.measure.backends._given_weights import given_operands
 from nnperf.measure.backends._weights import layer_rng
 
 ELEMENT_DTYPES = {onnx.TensorProto.FLOAT: np.float32, onnx.TensorProto.BOOL: np.bool_}
@@ -72,11 +74,15 @@ def generic_node(layer: Layer, seed: int = 0, opset: int | None = None) -> Gener
         graph = _restated(graph, attrs.opset, opset)
     stored = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
     rng = layer_rng(layer, seed)
+    given = given_operands(layer)
     for value in graph.input:
         if value.name.startswith("w"):
             elem = value.type.tensor_type.elem_type
             shape = tuple(d.dim_value for d in value.type.tensor_type.shape.dim)
             dtype = helper.tensor_dtype_to_np_dtype(elem)
+            if value.name in given:
+                stored[value.name] = np.asarray(given[value.name]).astype(dtype).reshape(shape)
+                continue
             stored[value.name] = (rng.random(shape, dtype=np.float32).astype(dtype) if np.issubdtype(dtype, np.floating)
                                   else np.zeros(shape, dtype))
     return GenericNode(graph, stored, attrs.output_index)

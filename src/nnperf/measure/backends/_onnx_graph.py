@@ -53,7 +53,8 @@ from nnperf.ir import (
 from nnperf.ir.importers import rename_outer
 from nnperf.measure._memory import require_memory
 from nnperf.measure.backends._generic_node import GenericNodeError, generic_node
-from nnperf.measure.backends._weights import layer_weights, pad_amounts
+from nnperf.measure.backends._given_weights import LayerWeights, given_weights, weights_of
+from nnperf.measure.backends._weights import pad_amounts
 
 IR_VERSION = 8
 """ONNX IR version written: ONNX Runtime 1.31 refuses versions above 13, and onnx 1.23 writes 14 by default."""
@@ -68,9 +69,11 @@ class _Unsupported(Exception):
     """A layer this builder cannot express; the message says why."""
 
 
-def build_onnx(network: Network, seed: int = 0, opset: int = 17) -> onnx.ModelProto:
+def build_onnx(network: Network, seed: int = 0, opset: int = 17,
+               weights: LayerWeights | None = None) -> onnx.ModelProto:
     """``network`` as an ONNX model (IR version 8, default domain at ``opset``, or the newer opset a generic
-    layer's node is stated at).
+    layer's node is stated at), with weights from :func:`layer_weights` (``seed``), but for the layers
+    ``weights`` gives the parameters of (a file's own: ``from_onnx_with_weights``).
 
     Raises UnsupportedOperatorError listing every layer that cannot be
     expressed, ValueError for an opset below 14, and InsufficientMemoryError when its weights and tensors
@@ -83,7 +86,8 @@ def build_onnx(network: Network, seed: int = 0, opset: int = 17) -> onnx.ModelPr
     problems: dict[str, list[str]] = {}
     for layer in network.layers:
         try:
-            _emit(graph, layer, list(layer.inputs), seed)
+            with given_weights(weights):
+                _emit(graph, layer, list(layer.inputs), seed)
         except _Unsupported as exc:
             problems.setdefault(f"{layer.op.value} ({exc})", []).append(layer.name)
     if problems:
@@ -214,7 +218,7 @@ class _Graph:
         return name
 
     def const(self, name: str, value: np.ndarray) -> str:
-        self.initializers.append(numpy_helper.from_array(np.ascontiguousarray(value), name))
+        self.initializers.append(numpy_helper.from_array(np.asarray(value, order="C"), name))  # a scalar stays rank 0
         return name
 
 
@@ -234,7 +238,7 @@ def _emit(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
 def _conv(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
     attrs, p = layer.attrs, layer.name + "/"
     assert isinstance(attrs, ConvAttrs)
-    w = layer_weights(layer, seed)
+    w = weights_of(layer, seed)
     operands = [ins[0], g.const(p + "weight", w["weight"])] + ([g.const(p + "bias", w["bias"])] if attrs.bias else [])
     g.node("Conv", operands, layer.name, kernel_shape=list(attrs.kernel), strides=list(attrs.stride),
            pads=list(attrs.padding), dilations=list(attrs.dilation), group=attrs.groups)
@@ -244,7 +248,7 @@ def _linear(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
     """Gemm for NxC input; MatMul (and Add) for more leading axes, which Gemm does not take."""
     attrs, x, out, p = layer.attrs, ins[0], layer.name, layer.name + "/"
     assert isinstance(attrs, LinearAttrs)
-    w = layer_weights(layer, seed)
+    w = weights_of(layer, seed)
     if len(layer.input_shape) == 2:
         operands = [x, g.const(p + "weight", w["weight"])]
         operands += [g.const(p + "bias", w["bias"])] if attrs.bias else []
@@ -278,7 +282,7 @@ def _global_pool(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
 
 def _batch_norm(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
     assert isinstance(layer.attrs, BatchNormAttrs)
-    w = layer_weights(layer, seed)
+    w = weights_of(layer, seed)
     operands = ins[:1] + [g.const(f"{layer.name}/{key}", w[key]) for key in ("weight", "bias", "mean", "var")]
     g.node("BatchNormalization", operands, layer.name, epsilon=layer.attrs.eps)
 
@@ -287,7 +291,7 @@ def _scale(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
     """Mul by the factors, broadcast over the axes after the channel (or a scalar), then Add of the bias."""
     attrs, x, out, p = layer.attrs, ins[0], layer.name, layer.name + "/"
     assert isinstance(attrs, ScaleAttrs)
-    w = layer_weights(layer, seed)
+    w = weights_of(layer, seed)
     shape = (-1,) + (1,) * (len(layer.input_shape) - 2) if attrs.per_channel else (1,)
     if "bias" in w:
         y = g.node("Mul", [x, g.const(p + "scale", w["scale"].reshape(shape))], p + "mul")
@@ -431,7 +435,7 @@ def _clip(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
 
 def _prelu(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
     """PRelu with the slopes broadcast over the axes after the channel (ONNX broadcasts from the last axis)."""
-    slope = layer_weights(layer, seed)["slope"]
+    slope = weights_of(layer, seed)["slope"]
     shape = (slope.size,) + (1,) * max(len(layer.input_shape) - 2, 0)
     g.node("PRelu", [ins[0], g.const(layer.name + "/slope", slope.reshape(shape))], layer.name)
 
@@ -484,56 +488,11 @@ def _expand(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
     g.node("Expand", [ins[0], g.const(layer.name + "/shape", np.array(layer.output_shape, np.int64))], layer.name)
 
 
-ONNX_BUILDERS: Mapping[OpType, OnnxBuilder] = MappingProxyType({
-    OpType.CONV: _conv,
-    OpType.LINEAR: _linear,
-    OpType.MAX_POOL: _pool,
-    OpType.AVG_POOL: _pool,
-    OpType.GLOBAL_AVG_POOL: _global_pool,
-    OpType.GLOBAL_MAX_POOL: _global_pool,
-    OpType.BATCH_NORM: _batch_norm,
-    OpType.SCALE: _scale,
-    OpType.RELU: _plain("Relu"),
-    OpType.RELU6: _relu6,
-    OpType.LEAKY_RELU: _leaky_relu,
-    OpType.SIGMOID: _plain("Sigmoid"),
-    OpType.TANH: _plain("Tanh"),
-    OpType.HARDSWISH: _plain("HardSwish"),
-    OpType.SILU: _silu,
-    OpType.ADD: _add,
-    OpType.MUL: _mul,
-    OpType.MAX: _max,
-    OpType.CONCAT: _axis_op("Concat"),
-    OpType.SOFTMAX: _axis_op("Softmax"),
-    OpType.LRN: _lrn,
-    OpType.FLATTEN: _flatten,
-    OpType.RESHAPE: _reshape,
-    OpType.UPSAMPLE: _resize,
-    OpType.PAD: _pad,
-    OpType.IDENTITY: _plain("Identity"),
-    OpType.DROPOUT: _plain("Dropout"),
-    # activations and data movement
-    OpType.HARD_SIGMOID: _hard_sigmoid,
-    OpType.CLIP: _clip,
-    OpType.PRELU: _prelu,
-    OpType.GELU: _gelu,
-    OpType.SOFTPLUS: _plain("Softplus"),
-    OpType.MISH: _mish,
-    OpType.EXP: _plain("Exp"),
-    OpType.LOG: _plain("Log"),
-    OpType.SLICE: _slice,
-    OpType.TRANSPOSE: _transpose,
-    OpType.CHANNEL_SHUFFLE: _channel_shuffle,
-    OpType.GATHER: _gather,
-    OpType.EXPAND: _expand,
-})
-"""IR op -> the builder of its ONNX nodes (adding an op type means adding its entry here)."""
-
-# resizing, normalisation and attention
+# ---------------------------------------------------------------------- resizing, normalisation and attention
 def _conv_transpose(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
     attrs, p = layer.attrs, layer.name + "/"
     assert isinstance(attrs, ConvTransposeAttrs)
-    w = layer_weights(layer, seed)
+    w = weights_of(layer, seed)
     operands = [ins[0], g.const(p + "weight", w["weight"])] + ([g.const(p + "bias", w["bias"])] if attrs.bias else [])
     g.node("ConvTranspose", operands, layer.name, kernel_shape=list(attrs.kernel), strides=list(attrs.stride),
            pads=list(attrs.padding), output_padding=list(attrs.output_padding), dilations=list(attrs.dilation),
@@ -552,7 +511,7 @@ def _layer_norm(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
     ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add arithmetic that exporters write (and the importer fuses)."""
     attrs, x, p = layer.attrs, ins[0], layer.name + "/"
     assert isinstance(attrs, NormAttrs)
-    w = layer_weights(layer, seed)
+    w = weights_of(layer, seed)
     rank = len(layer.input_shape)
     if attrs.axis == -1 and g.opset >= 17:
         g.node("LayerNormalization", [x, g.const(p + "weight", w["weight"]), g.const(p + "bias", w["bias"])],
@@ -573,7 +532,7 @@ def _group_norm(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
     """InstanceNormalization for one channel per group; otherwise over (N, G, -1), then the per-channel affine."""
     attrs, x, p, shape = layer.attrs, ins[0], layer.name + "/", layer.input_shape
     assert isinstance(attrs, GroupNormAttrs)
-    w = layer_weights(layer, seed)
+    w = weights_of(layer, seed)
     if attrs.groups == shape[1]:
         g.node("InstanceNormalization", [x, g.const(p + "weight", w["weight"]), g.const(p + "bias", w["bias"])],
                layer.name, epsilon=attrs.eps)
@@ -625,11 +584,53 @@ def _matmul(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
 
 
 def _constant(g: _Graph, layer: Layer, ins: list[str], seed: int) -> None:
-    g.node("Identity", [g.const(layer.name + "/value", layer_weights(layer, seed)["value"])], layer.name)
+    g.node("Identity", [g.const(layer.name + "/value", weights_of(layer, seed)["value"])], layer.name)
 
 
-ONNX_BUILDERS = MappingProxyType({
-    **ONNX_BUILDERS,
+
+ONNX_BUILDERS: Mapping[OpType, OnnxBuilder] = MappingProxyType({
+    OpType.CONV: _conv,
+    OpType.LINEAR: _linear,
+    OpType.MAX_POOL: _pool,
+    OpType.AVG_POOL: _pool,
+    OpType.GLOBAL_AVG_POOL: _global_pool,
+    OpType.GLOBAL_MAX_POOL: _global_pool,
+    OpType.BATCH_NORM: _batch_norm,
+    OpType.SCALE: _scale,
+    OpType.RELU: _plain("Relu"),
+    OpType.RELU6: _relu6,
+    OpType.LEAKY_RELU: _leaky_relu,
+    OpType.SIGMOID: _plain("Sigmoid"),
+    OpType.TANH: _plain("Tanh"),
+    OpType.HARDSWISH: _plain("HardSwish"),
+    OpType.SILU: _silu,
+    OpType.ADD: _add,
+    OpType.MUL: _mul,
+    OpType.MAX: _max,
+    OpType.CONCAT: _axis_op("Concat"),
+    OpType.SOFTMAX: _axis_op("Softmax"),
+    OpType.LRN: _lrn,
+    OpType.FLATTEN: _flatten,
+    OpType.RESHAPE: _reshape,
+    OpType.UPSAMPLE: _resize,
+    OpType.PAD: _pad,
+    OpType.IDENTITY: _plain("Identity"),
+    OpType.DROPOUT: _plain("Dropout"),
+    # activations and data movement
+    OpType.HARD_SIGMOID: _hard_sigmoid,
+    OpType.CLIP: _clip,
+    OpType.PRELU: _prelu,
+    OpType.GELU: _gelu,
+    OpType.SOFTPLUS: _plain("Softplus"),
+    OpType.MISH: _mish,
+    OpType.EXP: _plain("Exp"),
+    OpType.LOG: _plain("Log"),
+    OpType.SLICE: _slice,
+    OpType.TRANSPOSE: _transpose,
+    OpType.CHANNEL_SHUFFLE: _channel_shuffle,
+    OpType.GATHER: _gather,
+    OpType.EXPAND: _expand,
+    # resizing, normalisation and attention
     OpType.CONV_TRANSPOSE: _conv_transpose,
     OpType.LAYER_NORM: _layer_norm,
     OpType.GROUP_NORM: _group_norm,
@@ -640,8 +641,9 @@ ONNX_BUILDERS = MappingProxyType({
     OpType.DIV: _binary("Div"),
     OpType.POW: _binary("Pow"),
     OpType.CONSTANT: _constant,
-    OpType.GENERIC: lambda g, layer, ins, seed: _generic(g, layer, ins, seed),
+    OpType.GENERIC: _generic,
 })
+"""IR op -> the builder of its ONNX nodes (adding an op type means adding its entry here)."""
 
 ONNX_NOT_BUILT: frozenset[OpType] = frozenset()
 """IR ops the ONNX builder cannot express at all: none (some settings of an op still raise)."""

@@ -2,7 +2,9 @@
 
 ``TORCH_GENERIC_OPS`` maps an ONNX ``op_type`` to a function of the node's operands (tensors in the node's input
 order, None for an omitted optional one) and attributes, following the ONNX operator's definition at opset 17.
-An operator without an entry cannot run on the torch backend; ONNX Runtime runs every generic layer.
+A generic layer's nodes (the Identity nodes that name what its subgraphs read, then the node) run in order; an
+If runs the branch its condition picks, node by node. An operator without an entry cannot run on the torch
+backend; ONNX Runtime runs every generic layer.
 """
 
 from __future__ import annotations
@@ -10,11 +12,14 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+import onnx
 import torch
 import torch.nn.functional as F
+from onnx import helper, numpy_helper
 from torch import nn
 
 from nnperf.ir import Layer, same_padding
@@ -29,29 +34,88 @@ _ONNX_TO_TORCH_DTYPE = {1: torch.float32, 2: torch.uint8, 3: torch.int8, 5: torc
 
 
 class GenericModule(nn.Module):
-    """Runs a generic layer's ONNX node with its torch function; stored operands are buffers."""
+    """Runs a generic layer's ONNX nodes with their torch functions (an If's branches too, the one its condition
+    picks); stored operands are buffers."""
 
     def __init__(self, layer: Layer, seed: int = 0) -> None:
         super().__init__()
         kept = generic_node(layer, seed)
-        node = kept.node
-        if len(kept.graph.node) != 1 or node.domain not in ("", "ai.onnx") or node.op_type not in TORCH_GENERIC_OPS:
-            raise NotImplementedError(f"ONNX {node.op_type} has no PyTorch form here; measure it with "
+        missing = sorted(_without_torch_form(kept.graph))
+        if missing:
+            raise NotImplementedError(f"ONNX {', '.join(missing)} has no PyTorch form here; measure it with "
                                       "--backend onnxruntime")
-        self.op_type, self.attributes, self.output_index = node.op_type, kept.attributes, kept.output_index
+        self.op_type, self.output_index = kept.node.op_type, kept.output_index
         self.scalar_inputs, self.scalar_output = kept.scalar_inputs, kept.scalar_output
-        self.fn = TORCH_GENERIC_OPS[node.op_type]
-        self.operands = list(node.input)
+        self.steps = _steps(kept.graph)
+        self.output = kept.graph.output[0].name
+        self.stored_names = tuple(kept.stored)
         for name, value in kept.stored.items():
             self.register_buffer(name, torch.from_numpy(value.copy()))
 
     def forward(self, *xs: torch.Tensor) -> torch.Tensor:
-        xs = tuple(x.reshape(()) if i in self.scalar_inputs else x for i, x in enumerate(xs))
-        operands = [None if not name else xs[int(name[2:])] if name.startswith("in") else getattr(self, name)
-                    for name in self.operands]
-        result = self.fn(operands, self.attributes)
-        out = result[self.output_index] if isinstance(result, tuple) else result
+        values: dict[str, torch.Tensor] = {name: getattr(self, name) for name in self.stored_names}
+        values.update((f"in{i}", x.reshape(()) if i in self.scalar_inputs else x) for i, x in enumerate(xs))
+        _run(self.steps, values)
+        out = values[self.output]
         return out.reshape(1) if self.scalar_output else out
+
+
+@dataclass(frozen=True)
+class _Step:
+    """One node as the torch form runs it: its function, operand and result names, attributes, and for an If
+    its two branches (each its steps and the names of its results)."""
+
+    op_type: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    attributes: Mapping[str, Any]
+    branches: tuple[tuple[tuple[_Step, ...], tuple[str, ...]], ...] = ()
+
+
+def _steps(graph: onnx.GraphProto) -> tuple[_Step, ...]:
+    steps = []
+    for node in graph.node:
+        attributes = {a.name: helper.get_attribute_value(a) for a in node.attribute
+                      if a.type not in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)}
+        branches = tuple((_steps(g), tuple(o.name for o in g.output))
+                         for g in (_branch(node, "then_branch"), _branch(node, "else_branch")) if g is not None)
+        steps.append(_Step(node.op_type, tuple(node.input), tuple(node.output), attributes, branches))
+    return tuple(steps)
+
+
+def _branch(node: onnx.NodeProto, name: str) -> onnx.GraphProto | None:
+    return next((a.g for a in node.attribute if a.name == name and a.type == onnx.AttributeProto.GRAPH), None)
+
+
+def _run(steps: Sequence[_Step], values: dict[str, torch.Tensor]) -> None:
+    """Runs ``steps`` in order, each reading and writing ``values`` by name (an If's branch sees every value
+    computed before it)."""
+    for step in steps:
+        if step.op_type == "If":
+            taken, results = step.branches[0 if bool(values[step.inputs[0]]) else 1]
+            inner = dict(values)
+            _run(taken, inner)
+            outputs: tuple[torch.Tensor, ...] = tuple(inner[name] for name in results)
+        else:
+            result = TORCH_GENERIC_OPS[step.op_type]([values[t] if t else None for t in step.inputs], step.attributes)
+            outputs = result if isinstance(result, tuple) else (result,)
+        values.update((name, value) for name, value in zip(step.outputs, outputs) if name)
+
+
+def _without_torch_form(graph: onnx.GraphProto) -> set[str]:
+    """The operators of ``graph`` (its branches included) that have no torch function here."""
+    missing = set()
+    for node in graph.node:
+        if node.domain not in ("", "ai.onnx"):
+            missing.add(f"{node.domain}.{node.op_type}")
+        elif node.op_type == "If":
+            for name in ("then_branch", "else_branch"):
+                branch = _branch(node, name)
+                missing |= {"If"} if branch is None else _without_torch_form(branch)
+        elif node.op_type not in TORCH_GENERIC_OPS or any(
+                a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
+            missing.add(node.op_type)
+    return missing
 
 
 def _ints(t: torch.Tensor | None) -> list[int]:
@@ -310,6 +374,26 @@ def _pool(is_max: bool) -> TorchOp:
     return pool
 
 
+def _shape(xs: Operands, a: Mapping[str, Any]) -> torch.Tensor:
+    """Shape, from ``start`` to ``end`` (clamped to the rank as Python slices are, as ONNX says)."""
+    x = xs[0]
+    assert x is not None
+    end = a.get("end")
+    return torch.tensor(x.shape[int(a.get("start", 0)):None if end is None else int(end)], dtype=torch.int64)
+
+
+def _constant_of_shape(xs: Operands, a: Mapping[str, Any]) -> torch.Tensor:
+    value = a.get("value")
+    fill = torch.from_numpy(numpy_helper.to_array(value).copy()).reshape(()) if value is not None else torch.tensor(0.0)
+    return torch.full(_ints(xs[0]), fill.item(), dtype=fill.dtype)
+
+
+def _range(xs: Operands, a: Mapping[str, Any]) -> torch.Tensor:
+    start, limit, delta = xs
+    assert start is not None and limit is not None and delta is not None
+    return torch.arange(start.item(), limit.item(), delta.item(), dtype=start.dtype)
+
+
 def _prod(x: torch.Tensor, dim: tuple[int, ...], keepdim: bool) -> torch.Tensor:
     for axis in sorted((d % x.dim() for d in dim), reverse=True):  # the last first: the others keep their index
         x = x.prod(axis, keepdim=keepdim)
@@ -354,4 +438,6 @@ TORCH_GENERIC_OPS: Mapping[str, TorchOp] = MappingProxyType({
     "HardSwish": _unary(F.hardswish), "Softplus": _unary(F.softplus), "Mish": _unary(F.mish),
     "Gelu": lambda xs, a: F.gelu(xs[0], approximate="tanh" if a.get("approximate") in (b"tanh", "tanh") else "none"),  # type: ignore[arg-type]
     "Expand": lambda xs, a: xs[0] * torch.ones(_ints(xs[1]), dtype=xs[0].dtype),  # type: ignore[union-attr]
+    "Shape": _shape, "Size": lambda xs, a: torch.tensor(xs[0].numel(), dtype=torch.int64),  # type: ignore[union-attr]
+    "ConstantOfShape": _constant_of_shape, "Range": _range,
 })

@@ -55,8 +55,9 @@ from nnperf.ir import Layer as IRLayer
 from nnperf.ir.modules import LayerNorm2d
 from nnperf.measure._memory import require_memory
 from nnperf.measure.backends._generic_node import GenericNodeError
+from nnperf.measure.backends._given_weights import LayerWeights, given_weights, weights_of
 from nnperf.measure.backends._torch_generic import GenericModule
-from nnperf.measure.backends._weights import layer_weights, pad_amounts
+from nnperf.measure.backends._weights import pad_amounts
 
 LayerHook = Callable[[str], AbstractContextManager[Any]]
 
@@ -75,7 +76,7 @@ class GraphModule(nn.Module):
     layer_hook(layer.name):`` (a profiler range, a timer, ...).
     """
 
-    def __init__(self, network: Network, seed: int = 0) -> None:
+    def __init__(self, network: Network, seed: int = 0, weights: LayerWeights | None = None) -> None:
         super().__init__()
         self.network = network
         self.layer_hook: LayerHook | None = None
@@ -84,7 +85,8 @@ class GraphModule(nn.Module):
         problems: dict[str, list[str]] = {}
         for layer in network.layers:
             try:
-                module = _build(layer, seed)
+                with given_weights(weights):
+                    module = _build(layer, seed)
             except _Unsupported as exc:
                 problems.setdefault(f"{layer.op.value} ({exc})", []).append(layer.name)
                 continue
@@ -135,14 +137,15 @@ class GraphModule(nn.Module):
         return outputs[0] if len(outputs) == 1 else outputs
 
 
-def build_torch(network: Network, seed: int = 0) -> GraphModule:
-    """``network`` as an eval-mode :class:`GraphModule` with weights from :func:`layer_weights`.
+def build_torch(network: Network, seed: int = 0, weights: LayerWeights | None = None) -> GraphModule:
+    """``network`` as an eval-mode :class:`GraphModule` with weights from :func:`layer_weights` (``seed``), but
+    for the layers ``weights`` gives the parameters of (a file's own: ``from_onnx_with_weights``).
 
     Raises UnsupportedOperatorError listing every layer that cannot be built, and InsufficientMemoryError
     when its weights and tensors would not fit in the free memory.
     """
     require_memory(network.layers, [s.shape for s in network.inputs], f"network {network.name!r}")
-    return GraphModule(network, seed)
+    return GraphModule(network, seed, weights)
 
 
 def layer_module(layer: IRLayer, seed: int = 0) -> nn.Module:
@@ -292,7 +295,7 @@ def _plain(factory: Callable[[], nn.Module]) -> TorchBuilder:
 def _linear(layer: IRLayer, seed: int) -> nn.Module:
     assert isinstance(layer.attrs, LinearAttrs)
     linear = nn.Linear(layer.input_shape[-1], layer.output_shape[-1], bias=layer.attrs.bias)
-    _load(linear, layer_weights(layer, seed))
+    _load(linear, weights_of(layer, seed))
     return linear
 
 
@@ -302,7 +305,7 @@ def _global_pool(layer: IRLayer, seed: int) -> nn.Module:
 
 def _scale(layer: IRLayer, seed: int) -> nn.Module:
     assert isinstance(layer.attrs, ScaleAttrs)
-    w = layer_weights(layer, seed)
+    w = weights_of(layer, seed)
     return _Scale(w["scale"], w.get("bias"), len(layer.input_shape) if layer.attrs.per_channel else 0)
 
 
@@ -361,7 +364,7 @@ def _conv(layer: IRLayer, seed: int) -> nn.Module:
     conv = nn.Conv2d(layer.input_shape[1], layer.output_shape[1], attrs.kernel, attrs.stride,
                      padding=(top, left) if symmetric else 0, dilation=attrs.dilation, groups=attrs.groups,
                      bias=attrs.bias)
-    _load(conv, layer_weights(layer, seed))
+    _load(conv, weights_of(layer, seed))
     if symmetric:
         return conv
     return nn.Sequential(_Pad((left, right, top, bottom)), conv)
@@ -390,7 +393,7 @@ def _batch_norm(layer: IRLayer, seed: int) -> nn.Module:
     if rank not in classes:
         raise _Unsupported(f"batch normalisation of a {rank}-D tensor")
     bn = classes[rank](layer.input_shape[1], eps=attrs.eps, affine=attrs.affine)
-    w = layer_weights(layer, seed)
+    w = weights_of(layer, seed)
     assert bn.running_mean is not None and bn.running_var is not None
     bn.running_mean.copy_(torch.from_numpy(w["mean"]))
     bn.running_var.copy_(torch.from_numpy(w["var"]))
@@ -518,7 +521,7 @@ def _clip(layer: IRLayer, seed: int) -> nn.Module:
 
 def _prelu(layer: IRLayer, seed: int) -> nn.Module:
     assert isinstance(layer.attrs, PReluAttrs)
-    slope = layer_weights(layer, seed)["slope"]
+    slope = weights_of(layer, seed)["slope"]
     prelu = nn.PReLU(slope.size)
     prelu.weight.data.copy_(torch.from_numpy(slope))
     return prelu
@@ -552,52 +555,7 @@ def _expand(layer: IRLayer, seed: int) -> nn.Module:
     return _Expand(layer.output_shape)
 
 
-TORCH_BUILDERS: Mapping[OpType, TorchBuilder] = MappingProxyType({
-    OpType.CONV: _conv,
-    OpType.LINEAR: _linear,
-    OpType.MAX_POOL: _pool,
-    OpType.AVG_POOL: _pool,
-    OpType.GLOBAL_AVG_POOL: _global_pool,
-    OpType.GLOBAL_MAX_POOL: _global_pool,
-    OpType.BATCH_NORM: _batch_norm,
-    OpType.SCALE: _scale,
-    OpType.RELU: _plain(nn.ReLU),
-    OpType.RELU6: _plain(nn.ReLU6),
-    OpType.LEAKY_RELU: _leaky_relu,
-    OpType.SIGMOID: _plain(nn.Sigmoid),
-    OpType.TANH: _plain(nn.Tanh),
-    OpType.HARDSWISH: _plain(nn.Hardswish),
-    OpType.SILU: _plain(nn.SiLU),
-    OpType.ADD: _eltwise,
-    OpType.MUL: _eltwise,
-    OpType.MAX: _eltwise,
-    OpType.CONCAT: _concat,
-    OpType.SOFTMAX: _softmax,
-    OpType.LRN: _lrn,
-    OpType.FLATTEN: _flatten,
-    OpType.RESHAPE: _reshape,
-    OpType.UPSAMPLE: _upsample,
-    OpType.PAD: _pad,
-    OpType.IDENTITY: _plain(nn.Identity),
-    OpType.DROPOUT: _plain(nn.Dropout),
-    # activations and data movement
-    OpType.HARD_SIGMOID: _hard_sigmoid,
-    OpType.CLIP: _clip,
-    OpType.PRELU: _prelu,
-    OpType.GELU: _plain(nn.GELU),
-    OpType.SOFTPLUS: _plain(nn.Softplus),
-    OpType.MISH: _plain(nn.Mish),
-    OpType.EXP: _unary(torch.exp),
-    OpType.LOG: _unary(torch.log),
-    OpType.SLICE: _slice,
-    OpType.TRANSPOSE: _transpose,
-    OpType.CHANNEL_SHUFFLE: _channel_shuffle,
-    OpType.GATHER: _gather,
-    OpType.EXPAND: _expand,
-})
-"""IR op -> the builder of its module (adding an op type means adding its entry here)."""
-
-# resizing, normalisation and attention
+# ---------------------------------------------------------------------- resizing, normalisation and attention
 class _Binary(nn.Module):
     def __init__(self, op: OpType) -> None:
         super().__init__()
@@ -647,7 +605,7 @@ def _conv_transpose(layer: IRLayer, seed: int) -> nn.Module:
     conv = nn.ConvTranspose2d(layer.input_shape[1], layer.output_shape[1], attrs.kernel, attrs.stride,
                               padding=(top, left) if symmetric else 0, output_padding=attrs.output_padding,
                               groups=attrs.groups, bias=attrs.bias, dilation=attrs.dilation)
-    _load(conv, layer_weights(layer, seed))
+    _load(conv, weights_of(layer, seed))
     if symmetric:
         return conv
     return nn.Sequential(conv, _Pad((-left, -right, -top, -bottom)))
@@ -656,7 +614,7 @@ def _conv_transpose(layer: IRLayer, seed: int) -> nn.Module:
 def _layer_norm(layer: IRLayer, seed: int) -> nn.Module:
     attrs = layer.attrs
     assert isinstance(attrs, NormAttrs)
-    w = layer_weights(layer, seed)
+    w = weights_of(layer, seed)
     if attrs.axis == 1:
         if len(layer.input_shape) != 4:
             raise _Unsupported("layer normalisation over the channels of a tensor that is not NCHW")
@@ -674,7 +632,7 @@ def _group_norm(layer: IRLayer, seed: int) -> nn.Module:
     assert isinstance(attrs, GroupNormAttrs)
     norm = nn.GroupNorm(attrs.groups, layer.input_shape[1], eps=attrs.eps, affine=attrs.affine)
     if attrs.affine:
-        _load(norm, layer_weights(layer, seed))
+        _load(norm, weights_of(layer, seed))
     return norm
 
 
@@ -685,7 +643,7 @@ def _reduce(layer: IRLayer, seed: int) -> nn.Module:
 
 
 def _constant(layer: IRLayer, seed: int) -> nn.Module:
-    return _Constant(layer_weights(layer, seed)["value"])
+    return _Constant(weights_of(layer, seed)["value"])
 
 
 def _generic(layer: IRLayer, seed: int) -> nn.Module:
@@ -695,8 +653,49 @@ def _generic(layer: IRLayer, seed: int) -> nn.Module:
         raise _Unsupported(str(exc)) from None
 
 
-TORCH_BUILDERS = MappingProxyType({
-    **TORCH_BUILDERS,
+TORCH_BUILDERS: Mapping[OpType, TorchBuilder] = MappingProxyType({
+    OpType.CONV: _conv,
+    OpType.LINEAR: _linear,
+    OpType.MAX_POOL: _pool,
+    OpType.AVG_POOL: _pool,
+    OpType.GLOBAL_AVG_POOL: _global_pool,
+    OpType.GLOBAL_MAX_POOL: _global_pool,
+    OpType.BATCH_NORM: _batch_norm,
+    OpType.SCALE: _scale,
+    OpType.RELU: _plain(nn.ReLU),
+    OpType.RELU6: _plain(nn.ReLU6),
+    OpType.LEAKY_RELU: _leaky_relu,
+    OpType.SIGMOID: _plain(nn.Sigmoid),
+    OpType.TANH: _plain(nn.Tanh),
+    OpType.HARDSWISH: _plain(nn.Hardswish),
+    OpType.SILU: _plain(nn.SiLU),
+    OpType.ADD: _eltwise,
+    OpType.MUL: _eltwise,
+    OpType.MAX: _eltwise,
+    OpType.CONCAT: _concat,
+    OpType.SOFTMAX: _softmax,
+    OpType.LRN: _lrn,
+    OpType.FLATTEN: _flatten,
+    OpType.RESHAPE: _reshape,
+    OpType.UPSAMPLE: _upsample,
+    OpType.PAD: _pad,
+    OpType.IDENTITY: _plain(nn.Identity),
+    OpType.DROPOUT: _plain(nn.Dropout),
+    # activations and data movement
+    OpType.HARD_SIGMOID: _hard_sigmoid,
+    OpType.CLIP: _clip,
+    OpType.PRELU: _prelu,
+    OpType.GELU: _plain(nn.GELU),
+    OpType.SOFTPLUS: _plain(nn.Softplus),
+    OpType.MISH: _plain(nn.Mish),
+    OpType.EXP: _unary(torch.exp),
+    OpType.LOG: _unary(torch.log),
+    OpType.SLICE: _slice,
+    OpType.TRANSPOSE: _transpose,
+    OpType.CHANNEL_SHUFFLE: _channel_shuffle,
+    OpType.GATHER: _gather,
+    OpType.EXPAND: _expand,
+    # resizing, normalisation and attention
     OpType.CONV_TRANSPOSE: _conv_transpose,
     OpType.LAYER_NORM: _layer_norm,
     OpType.GROUP_NORM: _group_norm,
@@ -709,6 +708,7 @@ TORCH_BUILDERS = MappingProxyType({
     OpType.CONSTANT: _constant,
     OpType.GENERIC: _generic,
 })
+"""IR op -> the builder of its module (adding an op type means adding its entry here)."""
 
 TORCH_NOT_BUILT: frozenset[OpType] = frozenset()
 """IR ops the torch builder cannot express at all: none (some settings of an op still raise)."""
