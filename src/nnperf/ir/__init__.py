@@ -7,13 +7,20 @@ imported here.
 from nnperf.ir._json import load_network_json, network_from_dict, network_to_dict, save_network
 from nnperf.ir._limits import DEFAULT_SIZE_LIMITS, SIZE_LIMITS_ENV, SizeLimits, current_size_limits, size_limits
 from nnperf.ir._network import Layer, Network, SourceFile, TensorSpec
-from nnperf.ir._ops import (
+from nnperf.ir._op_specs import (
     ACTIVATIONS,
     ATTRIBUTES_OF,
     DATA_MOVEMENT,
     ELTWISE,
     NO_ATTRIBUTES,
     NOOPS,
+    OP_SPECS,
+    SHAPE_RULES,
+    OpCategory,
+    OpSpec,
+    spec_of,
+)
+from nnperf.ir._ops import (
     Attributes,
     AxisAttrs,
     BatchNormAttrs,
@@ -57,6 +64,8 @@ __all__ = [
     "ELTWISE",
     "NOOPS",
     "NO_ATTRIBUTES",
+    "OP_SPECS",
+    "SHAPE_RULES",
     "SIZE_LIMITS_ENV",
     "Attributes",
     "AxisAttrs",
@@ -78,6 +87,8 @@ __all__ = [
     "Network",
     "NoAttrs",
     "NormAttrs",
+    "OpCategory",
+    "OpSpec",
     "OpType",
     "PReluAttrs",
     "PadAttrs",
@@ -104,5 +115,6 @@ __all__ = [
     "save_network",
     "shape_text",
     "size_limits",
+    "spec_of",
     "uncovered_ops",
 ]

@@ -10,7 +10,8 @@ from typing import Any
 
 from nnperf.errors import FormatVersionError, InvalidNetworkError, ModelFileError
 from nnperf.ir._network import Layer, Network, SourceFile, TensorSpec
-from nnperf.ir._ops import OpType, attributes_class
+from nnperf.ir._op_specs import attributes_class
+from nnperf.ir._ops import OpType
 
 FORMAT = "nnperf-network"
 VERSION = 1

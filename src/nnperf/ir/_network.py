@@ -2,7 +2,7 @@
 
 A layer has one output tensor, named after the layer; its ``inputs`` name the layers (or the network inputs)
 that produce what it reads, in operand order. Layers and networks are checked when they are built: their shapes
-against the op's rule (:mod:`nnperf.ir._shape_rules`), their sizes against the plausibility bounds
+against the op's rule (its spec, :mod:`nnperf.ir._op_specs`), their sizes against the plausibility bounds
 (:mod:`nnperf.ir._limits`).
 """
 
@@ -13,8 +13,8 @@ from functools import cached_property
 
 from nnperf.errors import InvalidNetworkError
 from nnperf.ir._limits import check_layer_size, check_network_size, check_tensor_size
-from nnperf.ir._ops import Attributes, ConvAttrs, ConvKind, NoAttrs, OpType, attributes_class
-from nnperf.ir._shape_rules import check_layer_shapes
+from nnperf.ir._op_specs import attributes_class, check_layer_shapes
+from nnperf.ir._ops import Attributes, ConvAttrs, ConvKind, NoAttrs, OpType
 from nnperf.ir._shapes import Shape, shape_text
 
 

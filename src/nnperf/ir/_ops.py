@@ -1,11 +1,10 @@
-"""Operator types of the IR and their typed attributes.
+"""Operator types of the IR and their typed attribute classes.
 
-Each op type has one attribute class; ``ATTRIBUTES_OF`` maps the op to it so a
-layer can never carry attributes of another op, and ``NO_ATTRIBUTES`` lists
-the ops that carry none. :func:`uncovered_ops` is the check every per-op table
-of the package (metrics, importers, builders) is held to. Spatial tuples are
-(height, width); padding is (top, left, bottom, right), as ONNX orders begins
-then ends.
+Each op type's spec (:mod:`nnperf.ir._op_specs`) names its attribute class, so a
+layer can never carry attributes of another op. :func:`uncovered_ops` is the
+check the per-op tables kept outside the specs (the backends' builders) are held
+to. Spatial tuples are (height, width); padding is (top, left, bottom, right), as
+ONNX orders begins then ends.
 """
 
 from __future__ import annotations
@@ -73,17 +72,6 @@ class OpType(str, enum.Enum):
     GENERIC = "generic"
     """An ONNX operator with no dedicated op type: kept as it is, measured by running it and predicted by the
     memory-bound model of the calibration (:class:`GenericAttrs`)."""
-
-
-ACTIVATIONS = frozenset({
-    OpType.RELU, OpType.RELU6, OpType.LEAKY_RELU, OpType.SIGMOID, OpType.TANH, OpType.HARDSWISH, OpType.SILU,
-    OpType.HARD_SIGMOID, OpType.CLIP, OpType.PRELU, OpType.GELU, OpType.SOFTPLUS, OpType.MISH, OpType.EXP, OpType.LOG,
-})
-ELTWISE = frozenset({OpType.ADD, OpType.MUL, OpType.MAX, OpType.SUB, OpType.DIV, OpType.POW})
-NOOPS = frozenset({OpType.IDENTITY, OpType.DROPOUT})
-"""Layers that do nothing at inference; importers drop them unless asked to keep them."""
-DATA_MOVEMENT = frozenset({OpType.SLICE, OpType.TRANSPOSE, OpType.CHANNEL_SHUFFLE, OpType.GATHER, OpType.EXPAND})
-"""Layers that only move or copy elements (no arithmetic): #OPs 0."""
 
 
 class ConvKind(str, enum.Enum):
@@ -327,63 +315,13 @@ Attributes = (
     | GenericAttrs
 )
 
-ATTRIBUTES_OF: dict[OpType, type] = {
-    OpType.CONV: ConvAttrs,
-    OpType.LINEAR: LinearAttrs,
-    OpType.MAX_POOL: PoolAttrs,
-    OpType.AVG_POOL: PoolAttrs,
-    OpType.BATCH_NORM: BatchNormAttrs,
-    OpType.SCALE: ScaleAttrs,
-    OpType.LEAKY_RELU: LeakyReluAttrs,
-    OpType.CONCAT: AxisAttrs,
-    OpType.SOFTMAX: AxisAttrs,
-    OpType.FLATTEN: AxisAttrs,
-    OpType.LRN: LrnAttrs,
-    OpType.UPSAMPLE: UpsampleAttrs,
-    OpType.PAD: PadAttrs,
-    # activations and data movement
-    OpType.HARD_SIGMOID: HardSigmoidAttrs,
-    OpType.CLIP: ClipAttrs,
-    OpType.PRELU: PReluAttrs,
-    OpType.SLICE: SliceAttrs,
-    OpType.TRANSPOSE: TransposeAttrs,
-    OpType.CHANNEL_SHUFFLE: ChannelShuffleAttrs,
-    OpType.GATHER: GatherAttrs,
-    # resizing, normalisation and attention
-    OpType.CONV_TRANSPOSE: ConvTransposeAttrs,
-    OpType.LAYER_NORM: NormAttrs,
-    OpType.GROUP_NORM: GroupNormAttrs,
-    OpType.REDUCE_MEAN: ReduceAttrs,
-    OpType.REDUCE_MAX: ReduceAttrs,
-    OpType.MATMUL: MatmulAttrs,
-    OpType.GENERIC: GenericAttrs,
-}
-
-
-NO_ATTRIBUTES = frozenset({
-    OpType.GLOBAL_AVG_POOL, OpType.GLOBAL_MAX_POOL, OpType.RELU, OpType.RELU6, OpType.SIGMOID, OpType.TANH,
-    OpType.HARDSWISH, OpType.SILU, OpType.ADD, OpType.MUL, OpType.MAX, OpType.RESHAPE, OpType.IDENTITY,
-    OpType.DROPOUT,
-    # activations and data movement
-    OpType.GELU, OpType.SOFTPLUS, OpType.MISH, OpType.EXP, OpType.LOG, OpType.EXPAND,
-    # resizing, normalisation and attention
-    OpType.SUB, OpType.DIV, OpType.POW, OpType.CONSTANT,
-})
-"""Ops whose layers carry :class:`NoAttrs`: their shapes say everything (a reshape's or an expand's target is its
-output shape)."""
-
-
-def attributes_class(op: OpType) -> type:
-    """The attribute class a layer of type ``op`` must carry."""
-    return NoAttrs if op in NO_ATTRIBUTES else ATTRIBUTES_OF[op]
-
 
 def uncovered_ops(handled: Iterable[OpType], not_applicable: Iterable[OpType] = ()) -> list[OpType]:
     """The op types, in declaration order, that have neither a handler nor a place in ``not_applicable``.
 
-    Each concern (metrics, importers, graph builders, ...) keeps one table of
-    per-op handlers and, where an op does not apply to it, a named frozenset
-    saying so; this is the check that every op is one or the other.
+    Each concern outside the op specs (importers, graph builders, weights, ...)
+    keeps one table of per-op handlers and, where an op does not apply to it, a
+    named frozenset saying so; this is the check that every op is one or the other.
     """
     covered = set(handled) | set(not_applicable)
     return [op for op in OpType if op not in covered]

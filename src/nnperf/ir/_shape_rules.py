@@ -1,21 +1,16 @@
-"""The shape rule of each op type: the output shape a layer's inputs and attributes give.
+"""The shape rules: what output shape a layer's inputs and attributes give.
 
-``SHAPE_RULES`` holds one rule per op type, each returning what is wrong with a layer's shapes ('' when
-nothing); :func:`check_layer_shapes` applies the layer's rule, after checking that an op that reads one
-operand has one.
+Each rule returns what is wrong with a layer's shapes ('' when nothing). The op specs
+(:mod:`nnperf.ir._op_specs`) give each op type its rule, and :func:`~nnperf.ir._op_specs.check_layer_shapes`
+applies it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from types import MappingProxyType
+from collections.abc import Callable
 
-from nnperf.errors import InvalidNetworkError
 from nnperf.ir._layer_like import LayerLike
 from nnperf.ir._ops import (
-    ACTIVATIONS,
-    ELTWISE,
-    NOOPS,
     AxisAttrs,
     ChannelShuffleAttrs,
     ConvAttrs,
@@ -24,7 +19,6 @@ from nnperf.ir._ops import (
     GroupNormAttrs,
     MatmulAttrs,
     NormAttrs,
-    OpType,
     PoolAttrs,
     ReduceAttrs,
     SliceAttrs,
@@ -44,24 +38,8 @@ ShapeRule = Callable[[LayerLike], str]
 """What is wrong with a layer's shapes under its op's rule ('' when nothing)."""
 
 
-def check_layer_shapes(layer: LayerLike, where: str) -> None:
-    """Checks that the output shape follows from the inputs and attributes (a generic layer's shapes are ONNX
-    shape inference's: there is no rule of nnperf's to check them against)."""
-    ins, out = layer.input_shapes, layer.output_shape
-    if layer.op not in _ANY_NUMBER_OF_OPERANDS and len(ins) != 1:
-        raise InvalidNetworkError(f"{where}: takes one input, got {len(ins)}")
-    problem = SHAPE_RULES[layer.op](layer)
-    if problem:
-        raise InvalidNetworkError(
-            f"{where}: {problem} (input {', '.join(map(shape_text, ins))}, output {shape_text(out)})")
-
-
-_ANY_NUMBER_OF_OPERANDS = ELTWISE | {OpType.CONCAT, OpType.MATMUL, OpType.GENERIC}
-"""Ops that may read more than one operand; every other op reads exactly one."""
-
-
 # ---------------------------------------------------------------------- windows: convolution and pooling
-def _window_problem(layer: LayerLike) -> str:
+def window_problem(layer: LayerLike) -> str:
     """A convolution's or a pool's 4-D shapes, window attributes and spatial output size."""
     x, out, attrs = layer.input_shape, layer.output_shape, layer.attrs
     assert isinstance(attrs, (ConvAttrs, PoolAttrs))
@@ -96,7 +74,7 @@ def _pool_spatial_output(x: Shape, attrs: PoolAttrs) -> Shape:
                                   attrs.ceil_mode) for i in range(2))
 
 
-def _conv_transpose_problem(layer: LayerLike) -> str:
+def conv_transpose_problem(layer: LayerLike) -> str:
     x, out, a = layer.input_shape, layer.output_shape, layer.attrs
     assert isinstance(a, ConvTransposeAttrs)
     if len(x) != 4 or len(out) != 4 or x[0] != out[0]:
@@ -110,7 +88,7 @@ def _conv_transpose_problem(layer: LayerLike) -> str:
     return "" if expected == out[2:] else f"spatial output should be {shape_text(expected)} for {a}"
 
 
-def _global_pool_problem(layer: LayerLike) -> str:
+def global_pool_problem(layer: LayerLike) -> str:
     x, out = layer.input_shape, layer.output_shape
     if len(x) != 4 or out not in ((x[0], x[1], 1, 1), (x[0], x[1])):
         return "global pooling maps NxCxHxW to NxCx1x1 (or NxC)"
@@ -118,13 +96,13 @@ def _global_pool_problem(layer: LayerLike) -> str:
 
 
 # ---------------------------------------------------------------------- products
-def _linear_problem(layer: LayerLike) -> str:
+def linear_problem(layer: LayerLike) -> str:
     if layer.input_shape[:-1] != layer.output_shape[:-1]:
         return "a fully connected layer keeps every dimension but the last"
     return ""
 
 
-def _matmul_problem(layer: LayerLike) -> str:
+def matmul_problem(layer: LayerLike) -> str:
     ins, out = layer.input_shapes, layer.output_shape
     if len(ins) != 2 or min(len(s) for s in ins) < 2:
         return "a matrix product takes two operands of rank 2 or more"
@@ -146,19 +124,19 @@ def _matmul_problem(layer: LayerLike) -> str:
 
 
 # ---------------------------------------------------------------------- shape-keeping ops and normalisation
-def _same_shape_problem(layer: LayerLike) -> str:
+def same_shape_problem(layer: LayerLike) -> str:
     return "" if layer.input_shape == layer.output_shape else "must keep the input shape"
 
 
-def _same_shape_with_channels_problem(layer: LayerLike) -> str:
+def same_shape_with_channels_problem(layer: LayerLike) -> str:
     """Batch normalisation and LRN: the input shape kept, with a channel dimension."""
-    problem = _same_shape_problem(layer)
+    problem = same_shape_problem(layer)
     if not problem and len(layer.input_shape) < 2:
         return "needs a channel dimension"
     return problem
 
 
-def _normalisation_problem(layer: LayerLike) -> str:
+def normalisation_problem(layer: LayerLike) -> str:
     """Layer and group normalisation: the input shape kept, over an axis (or groups of channels) it has."""
     x, a = layer.input_shape, layer.attrs
     if x != layer.output_shape:
@@ -172,7 +150,7 @@ def _normalisation_problem(layer: LayerLike) -> str:
     return ""
 
 
-def _reduce_problem(layer: LayerLike) -> str:
+def reduce_problem(layer: LayerLike) -> str:
     x, out, a = layer.input_shape, layer.output_shape, layer.attrs
     assert isinstance(a, ReduceAttrs)
     if not a.axes or list(a.axes) != sorted(set(a.axes)) or a.axes[0] < 0 or a.axes[-1] >= len(x):
@@ -183,7 +161,7 @@ def _reduce_problem(layer: LayerLike) -> str:
 
 
 # ---------------------------------------------------------------------- element-wise and joining ops
-def _eltwise_problem(layer: LayerLike) -> str:
+def eltwise_problem(layer: LayerLike) -> str:
     ins = layer.input_shapes
     if len(ins) < 2:
         return "an element-wise layer needs at least two inputs"
@@ -196,7 +174,7 @@ def _eltwise_problem(layer: LayerLike) -> str:
     return ""
 
 
-def _concat_problem(layer: LayerLike) -> str:
+def concat_problem(layer: LayerLike) -> str:
     ins, out, attrs = layer.input_shapes, layer.output_shape, layer.attrs
     assert isinstance(attrs, AxisAttrs)
     axis = attrs.axis % len(out) if -len(out) <= attrs.axis < len(out) else None
@@ -210,23 +188,23 @@ def _concat_problem(layer: LayerLike) -> str:
 
 
 # ---------------------------------------------------------------------- data movement
-def _reshape_problem(layer: LayerLike) -> str:
+def reshape_problem(layer: LayerLike) -> str:
     return "" if numel(layer.input_shape) == numel(layer.output_shape) else "must keep the number of elements"
 
 
-def _upsample_problem(layer: LayerLike) -> str:
+def upsample_problem(layer: LayerLike) -> str:
     x, out = layer.input_shape, layer.output_shape
     return "" if len(x) == len(out) and x[:2] == out[:2] else "must keep batch and channels"
 
 
-def _pad_problem(layer: LayerLike) -> str:
+def pad_problem(layer: LayerLike) -> str:
     x, out = layer.input_shape, layer.output_shape
     if len(x) != len(out) or any(o < i for i, o in zip(x, out)):
         return "padding cannot shrink a dimension"
     return ""
 
 
-def _expand_problem(layer: LayerLike) -> str:
+def expand_problem(layer: LayerLike) -> str:
     x, out = layer.input_shape, layer.output_shape
     try:
         broadcast_shape = broadcast((x, out))
@@ -237,7 +215,7 @@ def _expand_problem(layer: LayerLike) -> str:
     return ""
 
 
-def _transpose_problem(layer: LayerLike) -> str:
+def transpose_problem(layer: LayerLike) -> str:
     x, out, attrs = layer.input_shape, layer.output_shape, layer.attrs
     assert isinstance(attrs, TransposeAttrs)
     if sorted(attrs.perm) != list(range(len(x))) or out != tuple(x[p] for p in attrs.perm):
@@ -245,7 +223,7 @@ def _transpose_problem(layer: LayerLike) -> str:
     return ""
 
 
-def _channel_shuffle_problem(layer: LayerLike) -> str:
+def channel_shuffle_problem(layer: LayerLike) -> str:
     x, attrs = layer.input_shape, layer.attrs
     assert isinstance(attrs, ChannelShuffleAttrs)
     if x != layer.output_shape or len(x) < 2 or attrs.groups < 1 or x[1] % attrs.groups:
@@ -253,7 +231,7 @@ def _channel_shuffle_problem(layer: LayerLike) -> str:
     return ""
 
 
-def _selection_problem(layer: LayerLike) -> str:
+def selection_problem(layer: LayerLike) -> str:
     """Slice and gather: the output keeps the input but for the elements they select along one axis."""
     x, out, attrs = layer.input_shape, layer.output_shape, layer.attrs
     assert isinstance(attrs, (SliceAttrs, GatherAttrs))
@@ -271,40 +249,7 @@ def _selection_problem(layer: LayerLike) -> str:
     return ""
 
 
-def _any_shapes(layer: LayerLike) -> str:
+def any_shapes(layer: LayerLike) -> str:
     """No rule: a constant's input only places it in the graph (its output is the stored tensor, of any shape),
     and a generic layer's shapes are ONNX shape inference's."""
     return ""
-
-
-SHAPE_RULES: Mapping[OpType, ShapeRule] = MappingProxyType({
-    OpType.CONV: _window_problem,
-    OpType.MAX_POOL: _window_problem,
-    OpType.AVG_POOL: _window_problem,
-    OpType.CONV_TRANSPOSE: _conv_transpose_problem,
-    OpType.GLOBAL_AVG_POOL: _global_pool_problem,
-    OpType.GLOBAL_MAX_POOL: _global_pool_problem,
-    OpType.LINEAR: _linear_problem,
-    OpType.MATMUL: _matmul_problem,
-    **{op: _same_shape_problem for op in ACTIVATIONS | NOOPS | {OpType.SCALE, OpType.SOFTMAX}},
-    OpType.BATCH_NORM: _same_shape_with_channels_problem,
-    OpType.LRN: _same_shape_with_channels_problem,
-    OpType.LAYER_NORM: _normalisation_problem,
-    OpType.GROUP_NORM: _normalisation_problem,
-    OpType.REDUCE_MEAN: _reduce_problem,
-    OpType.REDUCE_MAX: _reduce_problem,
-    **{op: _eltwise_problem for op in ELTWISE},
-    OpType.CONCAT: _concat_problem,
-    OpType.FLATTEN: _reshape_problem,
-    OpType.RESHAPE: _reshape_problem,
-    OpType.UPSAMPLE: _upsample_problem,
-    OpType.PAD: _pad_problem,
-    OpType.EXPAND: _expand_problem,
-    OpType.TRANSPOSE: _transpose_problem,
-    OpType.CHANNEL_SHUFFLE: _channel_shuffle_problem,
-    OpType.SLICE: _selection_problem,
-    OpType.GATHER: _selection_problem,
-    OpType.CONSTANT: _any_shapes,
-    OpType.GENERIC: _any_shapes,
-})
-"""Op type -> its shape rule; every op has one (constants and generic layers the rule that allows any shapes)."""

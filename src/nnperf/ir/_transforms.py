@@ -5,7 +5,8 @@ from __future__ import annotations
 import dataclasses
 
 from nnperf.ir._network import Layer, Network
-from nnperf.ir._ops import NOOPS, ChannelShuffleAttrs, OpType, TransposeAttrs
+from nnperf.ir._op_specs import NOOPS
+from nnperf.ir._ops import ChannelShuffleAttrs, OpType, TransposeAttrs
 
 
 def remove_noops(network: Network) -> Network:

@@ -6,7 +6,8 @@ layers, and a fused node is named after one of its members: ONNX Runtime
 often after the last (the tensor the group outputs), OpenCV after the first.
 A fused group is a compute layer (convolution, fully connected) followed by
 a chain of element-wise successors (BN, scale, activations, eltwise; each
-op's part is in ``FUSION_ROLES``), each the only consumer of the one before. So a node claims the layer it is named
+op's part is in ``FUSION_ROLES``, from its spec's ``fuses_into_producer``),
+each the only consumer of the one before. So a node claims the layer it is named
 after and, when that is an element-wise layer, walks upstream through
 producers no node is named after and that feed only the group; it claims
 them only if the walk ends at a compute layer no node is named after (so a
@@ -26,7 +27,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from nnperf.ir import Layer, Network, OpType
+from nnperf.ir import OP_SPECS, Layer, Network, OpType
 from nnperf.measure._stats import fixed_timing
 from nnperf.measure._types import LayerMeasurement, Method
 
@@ -40,63 +41,9 @@ class FusionRole(str, enum.Enum):
     """folded into the layer before it: batch norm, scale, activations, element-wise"""
 
 
-_HEAD, _SUCCESSOR = FusionRole.HEAD, FusionRole.SUCCESSOR
 FUSION_ROLES: Mapping[OpType, FusionRole] = MappingProxyType({
-    OpType.CONV: _HEAD,
-    OpType.LINEAR: _HEAD,
-    OpType.MAX_POOL: _HEAD,
-    OpType.AVG_POOL: _HEAD,
-    OpType.GLOBAL_AVG_POOL: _HEAD,
-    OpType.GLOBAL_MAX_POOL: _HEAD,
-    OpType.BATCH_NORM: _SUCCESSOR,
-    OpType.SCALE: _SUCCESSOR,
-    OpType.RELU: _SUCCESSOR,
-    OpType.RELU6: _SUCCESSOR,
-    OpType.LEAKY_RELU: _SUCCESSOR,
-    OpType.SIGMOID: _SUCCESSOR,
-    OpType.TANH: _SUCCESSOR,
-    OpType.HARDSWISH: _SUCCESSOR,
-    OpType.SILU: _SUCCESSOR,
-    OpType.ADD: _SUCCESSOR,
-    OpType.MUL: _SUCCESSOR,
-    OpType.MAX: _SUCCESSOR,
-    OpType.CONCAT: _HEAD,
-    OpType.SOFTMAX: _HEAD,
-    OpType.LRN: _HEAD,
-    OpType.FLATTEN: _HEAD,
-    OpType.RESHAPE: _HEAD,
-    OpType.UPSAMPLE: _HEAD,
-    OpType.PAD: _HEAD,
-    OpType.IDENTITY: _HEAD,
-    OpType.DROPOUT: _HEAD,
-    # activations and data movement: activations fold into the layer before, data movement runs alone
-    OpType.HARD_SIGMOID: _SUCCESSOR,
-    OpType.CLIP: _SUCCESSOR,
-    OpType.PRELU: _SUCCESSOR,
-    OpType.GELU: _SUCCESSOR,
-    OpType.SOFTPLUS: _SUCCESSOR,
-    OpType.MISH: _SUCCESSOR,
-    OpType.EXP: _SUCCESSOR,
-    OpType.LOG: _SUCCESSOR,
-    OpType.SLICE: _HEAD,
-    OpType.TRANSPOSE: _HEAD,
-    OpType.CHANNEL_SHUFFLE: _HEAD,
-    OpType.GATHER: _HEAD,
-    OpType.EXPAND: _HEAD,
-    # resizing, normalisation and attention
-    OpType.CONV_TRANSPOSE: _HEAD,
-    OpType.LAYER_NORM: _HEAD,
-    OpType.GROUP_NORM: _HEAD,
-    OpType.REDUCE_MEAN: _HEAD,
-    OpType.REDUCE_MAX: _HEAD,
-    OpType.MATMUL: _HEAD,
-    OpType.SUB: _SUCCESSOR,
-    OpType.DIV: _SUCCESSOR,
-    OpType.POW: _SUCCESSOR,
-    OpType.CONSTANT: _HEAD,
-    OpType.GENERIC: _HEAD,
-})
-"""Each op's role in a fused group (adding an op type means adding its entry here)."""
+    spec.op: FusionRole.SUCCESSOR if spec.fuses_into_producer else FusionRole.HEAD for spec in OP_SPECS})
+"""Each op's role in a fused group, from its spec (``fuses_into_producer``)."""
 
 FUSED_SUCCESSORS = frozenset(op for op, role in FUSION_ROLES.items() if role is FusionRole.SUCCESSOR)
 """Layer types that frameworks fold into the compute layer before them."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from nnperf.ir._op_specs import OP_SPECS
 from nnperf.ir._ops import OpType
 from nnperf.ir.importers._onnx_converter import OnnxHandler
 from nnperf.ir.importers._onnx_elementwise import (
@@ -61,15 +62,10 @@ ONNX_IMPORTERS: Mapping[str, ImportRule[OnnxHandler]] = MappingProxyType({
     "Gemm": rule({OpType.LINEAR}, map_gemm),
     "MaxPool": rule({OpType.MAX_POOL}, map_pool, "MaxPool (only 2-D)"),
     "AveragePool": rule({OpType.AVG_POOL}, map_pool, "AveragePool (only 2-D)"),
-    "GlobalAveragePool": plain_rule(OpType.GLOBAL_AVG_POOL),
-    "GlobalMaxPool": plain_rule(OpType.GLOBAL_MAX_POOL),
     "BatchNormalization": rule({OpType.BATCH_NORM}, map_batch_norm),
-    "Relu": plain_rule(OpType.RELU),
     "Clip": rule({OpType.RELU, OpType.RELU6, OpType.CLIP}, map_clip, "Clip (bounds that are not constants)"),
     "LeakyRelu": rule({OpType.LEAKY_RELU}, map_leaky_relu),
     "Sigmoid": rule({OpType.SIGMOID, OpType.SILU}, map_sigmoid),
-    "Tanh": plain_rule(OpType.TANH),
-    "HardSwish": plain_rule(OpType.HARDSWISH),
     "Add": rule({OpType.ADD}, map_eltwise(OpType.ADD)),
     "Sum": rule({OpType.ADD}, map_eltwise(OpType.ADD)),
     "Max": rule({OpType.MAX}, map_eltwise(OpType.MAX)),
@@ -83,16 +79,10 @@ ONNX_IMPORTERS: Mapping[str, ImportRule[OnnxHandler]] = MappingProxyType({
     "Resize": rule({OpType.UPSAMPLE}, map_resize),
     "Upsample": rule({OpType.UPSAMPLE}, map_resize),
     "Pad": rule({OpType.PAD}, map_pad),
-    "Identity": plain_rule(OpType.IDENTITY),
-    "Dropout": plain_rule(OpType.DROPOUT),
     # activations and data movement
     "HardSigmoid": rule({OpType.HARD_SIGMOID}, map_hard_sigmoid),
     "PRelu": rule({OpType.PRELU}, map_prelu, "PRelu (slope neither per-channel nor a constant scalar)"),
     "Gelu": rule({OpType.GELU}, map_gelu, "Gelu (only approximate='none')"),
-    "Softplus": plain_rule(OpType.SOFTPLUS),
-    "Mish": plain_rule(OpType.MISH),
-    "Exp": plain_rule(OpType.EXP),
-    "Log": plain_rule(OpType.LOG),
     "Split": rule({OpType.SLICE}, map_split),
     "Slice": rule({OpType.SLICE}, map_slice, "Slice (only constant bounds selecting along one axis)"),
     "Transpose": rule({OpType.TRANSPOSE, OpType.CHANNEL_SHUFFLE}, map_transpose),  # shuffle: fuse_channel_shuffle
@@ -110,6 +100,8 @@ ONNX_IMPORTERS: Mapping[str, ImportRule[OnnxHandler]] = MappingProxyType({
     "Div": rule({OpType.DIV, OpType.SCALE, OpType.GELU}, map_div, "Div by a constant that is not per-channel"),
     "Pow": rule({OpType.POW}, map_binary(OpType.POW), "Pow with a constant (only of two activations)"),
     "Reshape": rule({*_RESHAPES, OpType.GROUP_NORM}, map_reshape),
+    # the operators each op type's spec maps to it whatever their attributes (Relu, Identity, ...)
+    **{name: plain_rule(spec.op) for spec in OP_SPECS for name in spec.onnx},
 })
 """ONNX ``op_type`` -> the rule that maps its nodes (some only for some attributes and operands)."""
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
+from nnperf.ir._op_specs import OP_SPECS
 from nnperf.ir._ops import (
     AxisAttrs,
     ClipAttrs,
@@ -486,8 +487,8 @@ _ACTIVATIONS = {OpType.RELU, OpType.RELU6, OpType.TANH, OpType.CLIP}
 """What a fused activation adds after an operator."""
 _BINARY = {"ADD": OpType.ADD, "SUB": OpType.SUB, "MUL": OpType.MUL, "DIV": OpType.DIV, "MAXIMUM": OpType.MAX,
            "POW": OpType.POW, "ADD_N": OpType.ADD}
-_PLAIN = {"RELU": OpType.RELU, "RELU6": OpType.RELU6, "TANH": OpType.TANH, "HARD_SWISH": OpType.HARDSWISH,
-          "EXP": OpType.EXP, "LOG": OpType.LOG}
+_PLAIN = {name: spec.op for spec in OP_SPECS for name in spec.tflite}
+"""The builtin operators each op type's spec maps to it whatever their options (RELU, TANH, ...)."""
 
 TFLITE_IMPORTERS: Mapping[str, ImportRule[TfliteHandler]] = MappingProxyType({
     "CONV_2D": rule({OpType.CONV, *_ACTIVATIONS}, map_conv, "CONV_2D (filters computed at run time)"),

@@ -9,6 +9,7 @@ skipped. Every unsupported call is collected and reported in one error.
 
 from __future__ import annotations
 
+import importlib
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from torch.fx.passes.shape_prop import ShapeProp, TensorMetadata
 
 from nnperf.errors import InvalidNetworkError, NnperfError, ShapeInferenceError, UnsupportedOperatorError
 from nnperf.ir._network import Layer, Network, TensorSpec
+from nnperf.ir._op_specs import OP_SPECS
 from nnperf.ir._ops import (
     Attributes,
     AxisAttrs,
@@ -528,14 +530,6 @@ TORCH_MODULE_IMPORTERS: Mapping[type[nn.Module], ImportRule[ModuleHandler]] = Ma
     nn.ReLU6: rule({OpType.RELU6, OpType.CLIP}, _hardtanh),
     nn.Hardtanh: rule({OpType.RELU6, OpType.CLIP}, _hardtanh),
     nn.LeakyReLU: rule({OpType.LEAKY_RELU}, _leaky_relu),
-    nn.ReLU: _exactly(nn.ReLU, OpType.RELU),
-    nn.Sigmoid: _exactly(nn.Sigmoid, OpType.SIGMOID),
-    nn.Tanh: _exactly(nn.Tanh, OpType.TANH),
-    nn.Hardswish: _exactly(nn.Hardswish, OpType.HARDSWISH),
-    nn.SiLU: _exactly(nn.SiLU, OpType.SILU),
-    nn.Identity: _exactly(nn.Identity, OpType.IDENTITY),
-    nn.Dropout: _exactly(nn.Dropout, OpType.DROPOUT),
-    nn.Dropout2d: _exactly(nn.Dropout2d, OpType.DROPOUT),
     nn.Softmax: rule({OpType.SOFTMAX}, _softmax),
     nn.LocalResponseNorm: rule({OpType.LRN}, _lrn),
     nn.Flatten: rule(_RESHAPES, _flatten),
@@ -549,7 +543,6 @@ TORCH_MODULE_IMPORTERS: Mapping[type[nn.Module], ImportRule[ModuleHandler]] = Ma
     nn.PReLU: rule({OpType.PRELU}, _prelu),
     nn.GELU: rule({OpType.GELU}, _gelu),
     nn.Softplus: rule({OpType.SOFTPLUS}, _softplus),
-    nn.Mish: _exactly(nn.Mish, OpType.MISH),
     nn.ChannelShuffle: rule({OpType.CHANNEL_SHUFFLE}, _channel_shuffle),
     # resizing, normalisation and attention
     nn.ConvTranspose2d: rule({OpType.CONV_TRANSPOSE}, _conv_transpose2d),
@@ -557,6 +550,8 @@ TORCH_MODULE_IMPORTERS: Mapping[type[nn.Module], ImportRule[ModuleHandler]] = Ma
     LayerNorm2d: rule({OpType.LAYER_NORM}, _layer_norm2d),
     nn.GroupNorm: rule({OpType.GROUP_NORM}, _group_norm),
     nn.InstanceNorm2d: rule({OpType.GROUP_NORM}, _instance_norm),
+    # the classes each op type's spec maps to it (ReLU, Identity, ...)
+    **{getattr(nn, name): _exactly(getattr(nn, name), spec.op) for spec in OP_SPECS for name in spec.torch_modules},
 })
 """Leaf module class -> its rule; a module takes the rule of the first class of its MRO found here."""
 
@@ -569,6 +564,13 @@ def _call_plain(op: OpType) -> ImportRule[CallHandler]:
         return op, NoAttrs()
 
     return rule({op}, handle)
+
+
+def _torch_target(name: str) -> Any:
+    """A call an op spec names: a function by its dotted path (``torch.nn.functional.relu``), a Tensor method by
+    its bare name (``relu``)."""
+    module, _, attribute = name.rpartition(".")
+    return getattr(importlib.import_module(module), attribute) if module else name
 
 
 def _leaky_relu_call(node: fx.Node, ins: tuple[Shape, ...], out: Shape, constants: list[Any]) -> Mapped | None:
@@ -799,18 +801,11 @@ _SUB, _DIV, _POW = _binary_call(OpType.SUB), _binary_call(OpType.DIV), _binary_c
 _MATMUL = rule({OpType.MATMUL, OpType.LINEAR}, _matmul_call)
 _MEAN = rule({OpType.GLOBAL_AVG_POOL, OpType.REDUCE_MEAN}, _reduce_call(OpType.REDUCE_MEAN))
 _AMAX = rule({OpType.REDUCE_MAX, OpType.GLOBAL_MAX_POOL}, _reduce_call(OpType.REDUCE_MAX))
-_RELU, _SIGMOID, _TANH = _call_plain(OpType.RELU), _call_plain(OpType.SIGMOID), _call_plain(OpType.TANH)
 _ADD, _MUL, _MAX = _eltwise_call(OpType.ADD), _eltwise_call(OpType.MUL), _eltwise_call(OpType.MAX)
 _RESHAPE_CALL = rule(_RESHAPES, _reshape_call)
 _SOFTMAX_CALL = rule({OpType.SOFTMAX}, _softmax_call)
 TORCH_CALL_IMPORTERS: Mapping[Any, ImportRule[CallHandler]] = MappingProxyType({
-    F.relu: _RELU, torch.relu: _RELU, torch.relu_: _RELU, "relu": _RELU, "relu_": _RELU,
-    F.relu6: _call_plain(OpType.RELU6),
     F.leaky_relu: rule({OpType.LEAKY_RELU}, _leaky_relu_call),
-    torch.sigmoid: _SIGMOID, F.sigmoid: _SIGMOID, "sigmoid": _SIGMOID,
-    torch.tanh: _TANH, F.tanh: _TANH, "tanh": _TANH,
-    F.hardswish: _call_plain(OpType.HARDSWISH),
-    F.silu: _call_plain(OpType.SILU),
     operator.add: _ADD, operator.iadd: _ADD, torch.add: _ADD, "add": _ADD, "add_": _ADD,
     operator.mul: _MUL, operator.imul: _MUL, torch.mul: _MUL, "mul": _MUL, "mul_": _MUL,
     torch.maximum: _MAX, torch.max: _MAX,
@@ -826,8 +821,6 @@ TORCH_CALL_IMPORTERS: Mapping[Any, ImportRule[CallHandler]] = MappingProxyType({
     F.pad: rule({OpType.PAD}, _pad_call),
     F.interpolate: rule({OpType.UPSAMPLE}, _interpolate_call),
     F.local_response_norm: rule({OpType.LRN}, _lrn_call),
-    F.dropout: _call_plain(OpType.DROPOUT),
-    "contiguous": _call_plain(OpType.IDENTITY), "clone": _call_plain(OpType.IDENTITY),
     # activations and data movement
     F.hardsigmoid: rule({OpType.HARD_SIGMOID}, lambda node, ins, out, constants: _hard_sigmoid()),
     torch.clamp: rule({OpType.CLIP, OpType.RELU, OpType.RELU6}, _clamp_call),
@@ -837,9 +830,6 @@ TORCH_CALL_IMPORTERS: Mapping[Any, ImportRule[CallHandler]] = MappingProxyType({
     F.hardtanh: rule({OpType.CLIP, OpType.RELU6}, _clamp_call),
     F.gelu: rule({OpType.GELU}, _gelu_call),
     F.softplus: rule({OpType.SOFTPLUS}, _softplus_call),
-    F.mish: _call_plain(OpType.MISH),
-    torch.exp: _call_plain(OpType.EXP), "exp": _call_plain(OpType.EXP),
-    torch.log: _call_plain(OpType.LOG), "log": _call_plain(OpType.LOG),
     torch.transpose: rule({OpType.TRANSPOSE}, _transpose_call), "transpose": rule({OpType.TRANSPOSE}, _transpose_call),
     torch.permute: rule({OpType.TRANSPOSE}, _transpose_call), "permute": rule({OpType.TRANSPOSE}, _transpose_call),
     operator.getitem: rule({OpType.SLICE, OpType.GATHER}, _getitem_call),
@@ -855,6 +845,8 @@ TORCH_CALL_IMPORTERS: Mapping[Any, ImportRule[CallHandler]] = MappingProxyType({
     operator.matmul: _MATMUL, torch.matmul: _MATMUL, torch.bmm: _MATMUL, "matmul": _MATMUL, "bmm": _MATMUL,
     torch.mean: _MEAN, "mean": _MEAN,
     torch.amax: _AMAX, "amax": _AMAX,
+    # the functions and methods each op type's spec maps to it (torch.relu, "relu", ...)
+    **{_torch_target(name): _call_plain(spec.op) for spec in OP_SPECS for name in spec.torch_calls},
 })
 """``call_function`` target or ``call_method`` name (a Tensor method) -> its rule."""
 
