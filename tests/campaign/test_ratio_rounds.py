@@ -21,7 +21,7 @@ from nnperf.campaign import (
     ratio_standard_error,
 )
 from nnperf.campaign._primitives import DATASET_REFERENCE, _jobs, paired_times
-from nnperf.campaign._ratio_rounds import warm_block
+from nnperf.campaign._ratio_rounds import JUDGED_CALLS, warm_block
 from nnperf.errors import NnperfError
 from nnperf.measure import HarnessConfig, LayerMeasurement, Method, RoundsConfig, fixed_timing
 from nnperf.primitives import Bound, ConvConfig, Primitive, get_primitive
@@ -37,8 +37,8 @@ NOISY = tuple(math.exp(v) for v in (0.3, -0.3, 0.15, -0.15, 0.0) * 3)
 
 @dataclass
 class ScriptedTimer:
-    """A workload of ``cost_s`` per call on ``machine`` whose k-th timed block after the first (the warm-up call)
-    takes ``factors[k]`` times as long (1 once the script ends)."""
+    """A workload of ``cost_s`` per call on ``machine`` whose k-th timed block after the first two (the warm-up's
+    calls, when there is no warm-up time) takes ``factors[k]`` times as long (1 once the script ends)."""
 
     machine: Machine
     cost_s: float
@@ -46,7 +46,7 @@ class ScriptedTimer:
     blocks: list[int] = field(default_factory=list)
 
     def time_block(self, n: int) -> float:
-        k = len(self.blocks) - 1
+        k = len(self.blocks) - JUDGED_CALLS
         self.blocks.append(n)
         factor = self.factors[k] if 0 <= k < len(self.factors) else 1.0
         return self.machine.run(self.cost_s * factor, n)
@@ -121,22 +121,36 @@ def test_a_slow_workload_is_calibrated_from_its_first_call_and_a_fast_one_as_bef
     machine = Machine()
     slow, fast = ScriptedTimer(machine, 3e-3), ScriptedTimer(machine, 0.5e-3)
     assert warm_block(slow, harness, machine.clock) == 1
-    assert slow.blocks == [1]  # one call, which lasts 1.5 blocks: no calibration, no estimates
-    # a fast one: its first call, the calibration (1 call, then 2.4 / 0.5 = 5) and three estimates of 5 calls; the
-    # block aims 20% past 2 ms: 5 calls
+    assert slow.blocks == [1, 1]  # two calls, each 1.5 blocks long: no calibration, no estimates
+    # a fast one: two calls, the calibration (1 call, then 2.4 / 0.5 = 5) and three estimates of 5 calls; the block
+    # aims 20% past 2 ms: 5 calls
     assert warm_block(fast, harness, machine.clock) == 5
-    assert fast.blocks == [1, 1, 5, 5, 5, 5]
+    assert fast.blocks == [1, 1, 1, 5, 5, 5, 5]
     # a call that lasts the block but not 20% past it is calibrated (the estimates say 2 calls per block)
     borderline = ScriptedTimer(machine, 2.1e-3)
-    assert warm_block(borderline, harness, machine.clock) == 2 and borderline.blocks == [1, 1, 1, 1, 1]
+    assert warm_block(borderline, harness, machine.clock) == 2 and borderline.blocks == [1] * 6
+    # a fast workload whose first call waited 5 ms for the core is judged by its second
+    waited = ScriptedTimer(machine, 0.5e-3)
+    waited.time_block = _first_call_waits(waited, 5e-3)  # type: ignore[method-assign]
+    assert warm_block(waited, harness, machine.clock) == 5
+
+
+def _first_call_waits(timer: ScriptedTimer, wait_s: float):  # type: ignore[no-untyped-def]
+    """``timer``'s blocks, the first one ``wait_s`` longer (the core was busy with another process)."""
+    plain = timer.time_block
+
+    def time_block(n: int) -> float:
+        return plain(n) + (wait_s if len(timer.blocks) == 1 else 0.0)
+
+    return time_block
 
 
 def test_a_warm_up_says_how_slow_a_workload_is() -> None:
     harness = HarnessConfig(warmup_s=0.02, min_block_s=2e-3)
     machine = Machine()
-    # a 30 ms call lasts the whole 20 ms warm-up: that one call is all it runs before the rounds
+    # a 30 ms call lasts the whole 20 ms warm-up: it and one more are all it runs before the rounds
     slow = ScriptedTimer(machine, 30e-3)
-    assert warm_block(slow, harness, machine.clock) == 1 and slow.blocks == [1]
+    assert warm_block(slow, harness, machine.clock) == 1 and slow.blocks == [1, 1]
     # 6 ms calls: four warm-up calls (at 0, 6, 12 and 18 ms), the last of them 3 blocks long
     medium = ScriptedTimer(machine, 6e-3)
     assert warm_block(medium, harness, machine.clock) == 1 and medium.blocks == [1] * 4
