@@ -150,7 +150,8 @@ def _records(db: Path) -> dict[str, dict[str, Any]]:
 
 def _differences(a: dict[str, dict[str, float]], b: dict[str, dict[str, float]],
                  keys: list[str]) -> list[float]:
-    return [abs(b[k][name] / a[k][name] - 1) for k in keys if k in a and k in b
+    """b / a - 1 of every ratio of the configurations ``keys`` that both hold."""
+    return [b[k][name] / a[k][name] - 1 for k in keys if k in a and k in b
             for name in a[k] if name in b[k] and a[k][name] > 0]
 
 
@@ -205,7 +206,8 @@ def _summary(args: argparse.Namespace, configs: list[ConvConfig], seconds: dict[
         for part, transform in (("primitives", False), ("transformations", True)):
             mine = {k: {n: v for n, v in row.items() if ("->" in n) == transform} for k, row in labels[a].items()}
             values = _differences(mine, labels[b], subset)
-            found[part] = statistics.median(values) if values else float("nan")
+            found[part] = statistics.median(map(abs, values)) if values else float("nan")
+            found[f"{part}_shift"] = statistics.median(values) if values else float("nan")
             found[f"{part}_pairs"] = len(values)
         return found
 
@@ -230,7 +232,8 @@ def _markdown(summary: dict[str, Any]) -> str:
         return f"{fmt.format(values[1])} [{fmt.format(values[0])}, {fmt.format(values[2])}]"
 
     cost, labels = summary["cost"], summary["labels"]
-    lines = [(f"Machine: {summary['machine']}; load average (1, 5, 15 min) {summary['load_average']['start']} at the "
+    lines = [f"Command: `nice -n 5 env PYTHONPATH=src .venv/bin/python bench/primitive_cost.py {summary['argv']}`", "",
+             (f"Machine: {summary['machine']}; load average (1, 5, 15 min) {summary['load_average']['start']} at the "
              f"start, {summary['load_average']['end']} at the end. Old code {summary['old']}, new code "
              f"{summary['new']}; {len(summary['configs'])} configurations of the paper's grid, paired "
              f"configuration by configuration; {summary['repeat']} profiled again by the old code."), "",
@@ -240,14 +243,15 @@ def _markdown(summary: dict[str, Any]) -> str:
         c = cost[what]
         lines.append(f"| {name} | {q(c['old'])} | {q(c['new'])} | {q(c['ratio'])} | {c['total_ratio']:.2f} "
                      f"({c['new_total']:.0f} s / {c['old_total']:.0f} s) |")
-    lines += ["", ("| labels: median relative difference of the ratios to torch-conv2d | primitives | "
-              "transformations |"), "|---|---|---|"]
+    lines += ["", ("| labels: median relative difference of the ratios to torch-conv2d (median signed one) | "
+                   "primitives | transformations |"), "|---|---|---|"]
     for key, name in (("old_vs_new", "old vs new, every configuration"),
                       ("old_vs_new_on_repeated", "old vs new, the repeated configurations"),
                       ("old_vs_repeat", "old vs old again (the floor), the repeated configurations")):
         row = labels[key]
-        lines.append(f"| {name} | {row['primitives'] * 100:.1f}% ({row['primitives_pairs']} pairs) | "
-                     f"{row['transformations'] * 100:.1f}% ({row['transformations_pairs']} pairs) |")
+        lines.append(f"| {name} | {row['primitives'] * 100:.1f}% ({row['primitives_shift'] * 100:+.1f}%; "
+                     f"{row['primitives_pairs']} pairs) | {row['transformations'] * 100:.1f}% "
+                     f"({row['transformations_shift'] * 100:+.1f}%; {row['transformations_pairs']} pairs) |")
     lines += ["", (f"Rounds per configuration (the reference's): old {q(summary['rounds']['old'], '{:.0f}')}, new "
               f"{q(summary['rounds']['new'], '{:.0f}')}. New code, standard error its ratios reached: "
               f"{q(summary['new_ratio_se'], '{:.4f}')}; at most the 1% target: "
@@ -266,16 +270,28 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/primitive_cost"))
     parser.add_argument("--json", type=Path, default=Path("bench/results/primitives/primitive_cost.json"))
     parser.add_argument("--md", type=Path, default=Path("bench/results/primitives/primitive_cost.md"))
+    parser.add_argument("--rejudge", type=Path, default=None, metavar="JSON",
+                        help="profile nothing: judge again the stores under --work and the seconds of this JSON")
     args = parser.parse_args()
     if args.configs < 1 or not 0 <= args.repeat <= args.configs:
         parser.error(f"need --configs >= 1 and 0 <= --repeat <= --configs, got {args.configs}, {args.repeat}")
     grid = dataset_configs(grid="paper", max_macs=int(args.max_gmacs * 1e9))
     configs = random.Random(args.seed).sample(grid, min(args.configs, len(grid)))
-    start_load = tuple(round(v, 2) for v in os.getloadavg())
-    began = time.perf_counter()
-    seconds = _run(args, configs)
-    summary = _summary(args, configs, seconds, (start_load, tuple(round(v, 2) for v in os.getloadavg())))
-    summary["elapsed_s"] = time.perf_counter() - began
+    if args.rejudge:
+        before = json.loads(args.rejudge.read_text())
+        seconds = {code: {config_key(c): before["per_config"][config_label(c)][code] for c in configs
+                          if before["per_config"][config_label(c)][code]} for code in CODES}
+        load, elapsed_s = before["load_average"], before["elapsed_s"]
+        load = (tuple(load["start"]), tuple(load["end"]))
+        args.old, args.new = before["old"], before["new"]
+        argv = before.get("argv") or f"--configs {args.configs} --repeat {args.repeat} --new {before['new']}"
+    else:
+        start_load = tuple(round(v, 2) for v in os.getloadavg())
+        began = time.perf_counter()
+        seconds = _run(args, configs)
+        load, elapsed_s = (start_load, tuple(round(v, 2) for v in os.getloadavg())), time.perf_counter() - began
+        argv = " ".join(sys.argv[1:])
+    summary = _summary(args, configs, seconds, load) | {"elapsed_s": elapsed_s, "argv": argv}
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(summary, indent=1) + "\n")
     text = _markdown(summary)
