@@ -31,8 +31,8 @@ from nnperf.measure.backends._torch_graph import TORCH_BUILDERS, TORCH_NOT_BUILT
 from nnperf.measure.backends._weights import NO_WEIGHTS, WEIGHT_MAKERS
 
 CONCERNS: dict[str, tuple[Iterable[OpType], frozenset[OpType]]] = {
-    "attributes (ir._ops.ATTRIBUTES_OF)": (ATTRIBUTES_OF, NO_ATTRIBUTES),
-    "metrics (ir.metrics.METRIC_HANDLERS)": (METRIC_HANDLERS, frozenset()),
+    "attributes (ATTRIBUTES_OF, from the op specs)": (ATTRIBUTES_OF, NO_ATTRIBUTES),
+    "metrics (METRIC_HANDLERS, from the op specs)": (METRIC_HANDLERS, frozenset()),
     "torch import (TORCH_MODULE_IMPORTERS, TORCH_CALL_IMPORTERS)":
         (imported_ops(TORCH_MODULE_IMPORTERS, TORCH_CALL_IMPORTERS), TORCH_NOT_IMPORTED),
     "ONNX import (ONNX_IMPORTERS)": (imported_ops(ONNX_IMPORTERS), ONNX_NOT_IMPORTED),
