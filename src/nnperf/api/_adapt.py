@@ -12,11 +12,11 @@ import numpy as np
 
 from nnperf import zoo
 from nnperf.api._load import ModelLike, load_model
-from nnperf.api._predict import Progress, calibrate
+from nnperf.api._predict import Progress, calibrate, stored_calibration
 from nnperf.api._session import DEFAULT_SYSTEM, StoreLike, opened_store, settings
 from nnperf.campaign import CALIBRATION_HARNESS, ProfileConfig, networks_to_calibrate
 from nnperf.campaign import calibrate as calibrate_system
-from nnperf.errors import NnperfError
+from nnperf.errors import FormatVersionError, NnperfError
 from nnperf.ir import Network
 from nnperf.measure import HarnessConfig, System
 from nnperf.prediction import SystemModel
@@ -35,8 +35,9 @@ Sampler = Callable[[np.random.Generator], ModelLike]
 
 def adapt(models: Sequence[ModelLike] = (), system: System | str = DEFAULT_SYSTEM, store: StoreLike = None, *,
           sampler: Sampler | None = None, sampled: int = SAMPLED_NETWORKS, budget_s: float = DEFAULT_ADAPT_BUDGET_S,
-          held_out: Sequence[ModelLike] = (), blocks: bool = False, seed: int = 0, progress: Progress | None = None,
-          check: bool = True, sample_budget_s: float | None = None) -> SystemModel:
+          held_out: Sequence[ModelLike] = (), blocks: bool = False, seed: int = 0, if_needed: bool = False,
+          progress: Progress | None = None, check: bool = True, sample_budget_s: float | None = None
+          ) -> SystemModel:
     """Adapts a system's calibration to the search space of example networks: measures layers alone near their
     configurations for about ``budget_s``, then refits the system's models with them and stores the refit as the
     system's model. Its prediction is then the ``adapted`` predictor's (the composition, its layer predictions
@@ -66,6 +67,9 @@ def adapt(models: Sequence[ModelLike] = (), system: System | str = DEFAULT_SYSTE
         nor by the calibration's own sampling).
     blocks : bool, default False
         Adapt (or make) a calibration with PreVIousNet-06 (as for :func:`calibrate`).
+    if_needed : bool, default False
+        Return the stored calibration, without measuring or refitting, when it is already adapted to the same
+        examples (the same configurations, held out alike).
 
     Returns
     -------
@@ -83,11 +87,24 @@ def adapt(models: Sequence[ModelLike] = (), system: System | str = DEFAULT_SYSTE
     examples = [load_model(model) for model in models] + _drawn(sampler, sampled, seed)
     judged = [load_model(model) for model in held_out]
     prior = adapt_prior(examples, judged)
+    if if_needed:
+        stored = _stored(system, store, blocks)  # the fingerprint holds the judged networks' configurations
+        if stored is not None and stored.calibration.get("adapted", {}).get("fingerprint") == prior.fingerprint:
+            return stored
     base = calibrate(system, store, if_needed=True, held_out=judged, blocks=blocks, progress=progress, check=check,
                      sample_budget_s=sample_budget_s)
     with opened_store(store) as opened, settings(system, "adapt").open() as runner:
         return calibrate_system(runner, opened, networks_to_calibrate(_has_blocks(base)), **_refit(base, judged),
                                 progress=progress, adapt=prior, adapt_budget_s=budget_s)
+
+
+def _stored(system: System | str, store: StoreLike, blocks: bool) -> SystemModel | None:
+    """The system's stored calibration (with ``blocks``, made with PreVIousNet-06); None when there is none, or
+    an older nnperf stored it."""
+    try:
+        return stored_calibration(system, store, blocks=blocks)
+    except FormatVersionError:
+        return None
 
 
 def _drawn(sampler: Sampler | None, count: int, seed: int) -> list[Network]:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from nnperf import zoo
+from nnperf.campaign._adapting import sample_adapted
 from nnperf.campaign._items import Measurer, runner_for
 from nnperf.campaign._networks import RunsProgress, measure_networks
 from nnperf.campaign._profile import ProfileConfig
@@ -105,9 +106,9 @@ def calibrate(measurer: Measurer, store: Store, networks: Sequence[Network] | No
     the configurations of nnperf's reference zoo, :func:`~nnperf.prediction.kernel.zoo_prior`).
 
     With ``adapt`` (an adaptation to a search space, ``nnperf calibrate --adapt``), layers drawn near its example
-    networks are also measured alone for about ``adapt_budget_s`` (stored and resumed as the other samples), join
-    the kernel-aware models' samples, and fit :class:`~nnperf.prediction.kernel.AdaptedModel`, the prediction of
-    an adapted calibration.
+    networks are also measured alone for about ``adapt_budget_s`` (stored and resumed as the other samples) and fit
+    :class:`~nnperf.prediction.kernel.AdaptedModel`, the prediction of an adapted calibration (the other predictors
+    are fitted as without them).
 
     ``measurer`` is a backend or a runner (a fleet of one system): everything is
     measured as items through one runner, into the same runs either way.
@@ -144,22 +145,21 @@ def calibrate(measurer: Measurer, store: Store, networks: Sequence[Network] | No
                                 lambda what, done, part: progress(f"sampling: {what}", total, total),
                                 reference_s=sentinel_reference_s(r.whole.extra for r in runs))
     adapted_started = time.perf_counter()
-    adapted = [] if adapt is None else sample_layers(
-        runner, store, adapt_budget_s, config.harness, prior=adapt, reference_s=sentinel_reference_s(
-            r.whole.extra for r in runs), progress=None if progress is None else
-        lambda what, done, part: progress(f"adapting: {what}", done, part))
+    adapted, anchoring = ([], {}) if adapt is None else sample_adapted(
+        runner, store, runs, adapt, adapt_budget_s, config.harness, sentinel_reference_s(r.whole.extra for r in runs),
+        None if progress is None else lambda what, done, part: progress(f"adapting: {what}", done, part))
     system = runner.system()
     carried = _readings_of_reused(store, system, runs)
     model = fit_system_model(runs, system.key, system.label, profiled=profiled, roofline=roofline,
-                             layer_samples=[*samples, *adapted],
-                             predictor_options=predictor_options(networks, _precision(system)))
+                             layer_samples=samples, predictor_options=predictor_options(networks, _precision(system)))
     if adapt is not None:
         model = fit_adaptation(model, runs, profiled, adapted)
     calibration = dict(model.calibration)
     calibration.update({"wall_s": time.perf_counter() - started, "reused_networks": sum(r.reused for r in runs),
                         "harness": {"target_ci": config.harness.target_ci, "budget_s": config.harness.budget_s},
                         "sample_budget_s": sample_budget_s, **_prior_record(prior if sample_budget_s > 0 else None),
-                        **_adapted_record(adapt, adapt_budget_s, len(adapted), time.perf_counter() - adapted_started),
+                        **_adapted_record(adapt, adapt_budget_s, len(adapted), time.perf_counter() - adapted_started,
+                                          anchoring),
                         **({"machine_check": dict(machine_check)} if machine_check is not None else {}),
                         "reference": _reference_record(carried or reference_readings_s, carried is not None)})
     model = replace(model, calibration=calibration)
@@ -201,14 +201,16 @@ def _prior_record(prior: LayerPrior | None) -> dict[str, Any]:
                       "held_out": list(prior.held_out), "configurations": prior.counts()}}
 
 
-def _adapted_record(adapt: AdaptedPrior | None, budget_s: float, samples: int, wall_s: float) -> dict[str, Any]:
-    """What the calibration records of an adaptation (nothing without one): its prior, budget, samples measured
-    (those of an earlier run of the same adaptation included) and the wall time of its sampling and fit."""
+def _adapted_record(adapt: AdaptedPrior | None, budget_s: float, samples: int, wall_s: float,
+                    anchoring: Mapping[str, Any]) -> dict[str, Any]:
+    """What the calibration records of an adaptation (nothing without one): its prior, budget, samples of the
+    space measured (those of an earlier run of the same adaptation included), its anchors and the machine's speed
+    by kind against the calibration's, and the wall time of its sampling and fit."""
     if adapt is None:
         return {}
     return {"adapted": {"fingerprint": adapt.fingerprint, "sources": list(adapt.sources),
                         "held_out": list(adapt.held_out), "configurations": adapt.counts(), "budget_s": budget_s,
-                        "samples": samples, "wall_s": wall_s}}
+                        "samples": samples, **anchoring, "wall_s": wall_s}}
 
 
 def sentinel_reference_s(extras: Iterable[Mapping[str, float]]) -> float | None:

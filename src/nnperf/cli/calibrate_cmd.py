@@ -45,7 +45,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         "on backends that keep tensors in their own format along such chains (ONNX Runtime int8 and "
                         "NCHWc), about 4 more networks of 77 layers to measure")
     p.add_argument("--if-needed", action="store_true",
-                   help="do nothing when this system already has a stored calibration (made with --blocks, if given)")
+                   help="do nothing when this system already has a stored calibration (made with --blocks, if given; "
+                        "with --adapt, adapted to the same examples)")
     p.add_argument("--no-check", action="store_true",
                    help="skip the machine check before calibrating (busy processes, load, pressure and 5 s of noise "
                         "measurement, as `nnperf check`; stored with the calibration)")
@@ -120,8 +121,9 @@ def _adapt(args: argparse.Namespace, system: System, store_path: str, sample_bud
                         f"of {len(args.adapt)} example network(s): {budget_s:g} s of layers sampled near theirs, "
                         "then the models refitted (stored as taken: an interrupted adaptation resumes)")
     with Progress(not args.json, "adapting") as progress:
-        model = adapt(args.adapt, system, args.db, budget_s=budget_s, held_out=args.held_out,
-                      blocks=args.blocks, progress=progress, check=not args.no_check, sample_budget_s=sample_budget_s)
+        model = adapt(args.adapt, system, args.db, budget_s=budget_s, held_out=args.held_out, blocks=args.blocks,
+                      if_needed=args.if_needed, progress=progress, check=not args.no_check,
+                      sample_budget_s=sample_budget_s)
     print_calibration(model, store_path, args.json)
     return 0
 

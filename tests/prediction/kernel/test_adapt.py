@@ -16,7 +16,7 @@ from nnperf.errors import NnperfError
 from nnperf.ir import ConvAttrs, ConvKind, Layer, Network, OpType, TensorSpec
 from nnperf.ir.metrics import layer_metrics
 from nnperf.measure.backends._fake import CostModel, FakeBackend
-from nnperf.prediction import load_system_model
+from nnperf.prediction import SystemModel, load_system_model
 from nnperf.prediction.kernel import AdaptedModel, AdaptedPrior, ConvSample, adapt_prior, next_round, sample_from_name
 from nnperf.store import Store
 
@@ -61,10 +61,15 @@ def _is_depthwise_5x5(layer: Layer) -> bool:
 
 @dataclass(frozen=True)
 class PlantedBias(CostModel):
-    """The fake machine's cost model, but every 5x5 depthwise convolution takes twice its MACs' time."""
+    """The fake machine's cost model, but every 5x5 depthwise convolution takes twice its MACs' time, and every
+    depthwise and pointwise one ``slower`` times (a machine slower for them, not for the drift sentinel's dense
+    3x3 convolution, than when it was calibrated)."""
+
+    slower: float = 1.0
 
     def layer_cost_s(self, layer: Layer) -> float:
-        return (2.0 if _is_depthwise_5x5(layer) else 1.0) * super().layer_cost_s(layer)
+        slower = self.slower if layer.conv_kind in (ConvKind.DEPTHWISE, ConvKind.POINTWISE) else 1.0
+        return (2.0 if _is_depthwise_5x5(layer) else 1.0) * slower * super().layer_cost_s(layer)
 
 
 CALIBRATION = [mobile_net(f"cal{c}", side, [(2 * c, 3, c, 1), (4 * c, 3, c, 2)], c_in=c)
@@ -125,8 +130,13 @@ def test_the_api_adapts_a_calibration_without_sampling_a_judged_file(tmp_path: P
 
     monkeypatch.setattr("nnperf.campaign._calibration.calibration_networks", lambda: CALIBRATION[:3])
     judged_file = _judged_file(tmp_path)
-    model = api.adapt(EXAMPLES[:1], "fake", tmp_path / "m.db", sampler=lambda rng: EXAMPLES[1 + int(rng.integers(2))],
-                      sampled=3, budget_s=2.0, held_out=[judged_file], check=False, sample_budget_s=0.0)
+
+    def adapted(**options: object) -> SystemModel:
+        return api.adapt(EXAMPLES[:1], "fake", tmp_path / "m.db", sampler=lambda rng: EXAMPLES[1 + int(rng.integers(2))],
+                         sampled=3, budget_s=2.0, held_out=[judged_file], check=False, sample_budget_s=0.0, **options)
+
+    model = adapted()
+    assert adapted(if_needed=True).calibration == model.calibration  # adapted alike: the stored one, not refitted
     record = model.calibration["adapted"]
     assert record["held_out"] == ["judged"] and record["sources"][0] == "space-a" and len(record["sources"]) == 4
     assert record["samples"] > 0 and record["budget_s"] == 2.0 and model.predict(JUDGED).method == "adapted"
@@ -134,7 +144,8 @@ def test_the_api_adapts_a_calibration_without_sampling_a_judged_file(tmp_path: P
     with Store(tmp_path / "m.db") as store:
         stored = {sample_from_name(m.layer) for run in store.runs() if run.campaign.startswith("kernel-samples")
                   for m in store.layer_measurements(run_id=run.id) if not m.layer.startswith("sentinel@")}
-        assert len(stored) == record["samples"] and not stored & excluded
+        assert record["anchors"] > 0 and record["samples"] <= len(stored) <= record["samples"] + record["anchors"]
+        assert not stored & excluded
         again = load_system_model(store, model.system_key, model.system_label)
     assert again.predict(JUDGED).latency_s == pytest.approx(model.predict(JUDGED).latency_s)
 
@@ -145,9 +156,14 @@ def test_a_planted_per_kind_bias_is_found_and_corrected_by_the_refit(tmp_path: P
     config = ProfileConfig(harness=SHORT_HARNESS)
     with Store(tmp_path / "m.db") as store:
         before = calibrate(backend, store, CALIBRATION, config)
-        after = calibrate(backend, store, CALIBRATION, config, adapt=adapt_prior(EXAMPLES, [JUDGED]),
+        # adapted later, on the machine grown half as slow again for depthwise and pointwise kernels
+        later = FakeBackend(model=PlantedBias(noise_sigma=0.0, slower=1.5))
+        after = calibrate(later, store, CALIBRATION, config, adapt=adapt_prior(EXAMPLES, [JUDGED]),
                           adapt_budget_s=3.0)
     assert "adapted" not in before.predictors and after.predict(JUDGED).method == "adapted"
+    speed = after.calibration["adapted"]["speed"]  # the anchors (calibration layers measured again) see it
+    assert speed["conv:depthwise"] == pytest.approx(1.5, rel=0.02) and speed["conv:pointwise"] == pytest.approx(1.5,
+                                                                                                           rel=0.02)
     adapted = after.predictors["adapted"]
     assert isinstance(adapted, AdaptedModel)
     errors = adapted.errors_["conv:depthwise"]

@@ -16,9 +16,14 @@ by the user's sampler function):
   use, with probability :data:`CHOICE_SWAP`;
 - it allows only configurations within the span of the examples' (each size within the least and the largest
   of the kind, each shape choice one of theirs) and none of a held-out (judged) network's: a configuration
-  equal to a layer of a judged file is never measured, as with the zoo's prior (:class:`LayerPrior`).
+  equal to a layer of a judged file is never measured, as with the zoo's prior (:class:`LayerPrior`);
+- its ``anchors``, configurations of the calibration networks' own layers (:meth:`AdaptedPrior.with_anchors`),
+  are spread over its first round: measured again beside the samples, against the times the calibration
+  stored for them, they say how fast the machine runs each kind now (``nnperf.campaign``'s adaptation scales
+  the samples by it).
 
-Its :attr:`~AdaptedPrior.fingerprint` hashes the examples' configurations and the exclusions, so a sampling
+Its :attr:`~AdaptedPrior.fingerprint` hashes the examples' configurations, the anchors and the exclusions, so a
+sampling
 stored for one set of examples is resumed for the same set, and never reused for another.
 """
 
@@ -83,17 +88,21 @@ def _value(sample: Sample, name: str) -> int:
 @dataclass(frozen=True)
 class AdaptedPrior:
     """The configurations of example networks and their neighbourhood (see the module docstring):
-    ``samples``, the examples' distinct configurations without those of the ``held_out`` networks, and
-    ``excluded``, every configuration of the held-out networks."""
+    ``samples``, the examples' distinct configurations without those of the ``held_out`` networks,
+    ``excluded``, every configuration of the held-out networks, and ``anchors``, configurations measured in the
+    first round besides (none of them excluded)."""
 
     samples: tuple[Sample, ...]
     sources: tuple[str, ...]
     held_out: tuple[str, ...] = ()
     excluded: frozenset[Sample] = frozenset()
+    anchors: tuple[Sample, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.samples:
             raise NnperfError("an adapted prior needs at least one configuration of its example networks")
+        if set(self.anchors) & self.excluded:
+            raise NnperfError("an anchor of an adapted prior is a held-out network's configuration")
 
     @classmethod
     def from_networks(cls, examples: Sequence[Network], held_out: Sequence[Network] = ()) -> AdaptedPrior:
@@ -153,13 +162,22 @@ class AdaptedPrior:
         return (all(span[n][0] <= _value(sample, n) <= span[n][1] for n in SIZES[klass])
                 and all(_value(sample, n) in span[n] for n in _choices(sample)))
 
+    def with_anchors(self, anchors: Sequence[Sample]) -> AdaptedPrior:
+        """This prior with ``anchors`` (those no held-out network has) measured in its first round too."""
+        return replace(self, anchors=tuple(dict.fromkeys(a for a in anchors if a not in self.excluded)))
+
     def first_round(self, rng: np.random.Generator) -> list[Sample]:
-        """Every configuration of the examples once, each kind's in a random order, the kinds interleaved."""
+        """Every configuration of the examples once, each kind's in a random order, the kinds interleaved, with
+        the anchors spread evenly among them."""
         groups = [list(self.of_kind(kind)) for kind in self.kinds]
         for group in groups:
             rng.shuffle(group)  # type: ignore[arg-type]
         longest = max(len(group) for group in groups)
-        return [group[i] for i in range(longest) for group in groups if i < len(group)]
+        drawn = [group[i] for i in range(longest) for group in groups if i < len(group)]
+        every = len(drawn) / max(len(self.anchors), 1)
+        spread = [((i + 0.5) * every, 1, anchor) for i, anchor in enumerate(self.anchors)]
+        return [s for _, _, s in sorted([*((float(i), 0, s) for i, s in enumerate(drawn)), *spread],
+                                        key=lambda t: t[:2])]
 
     def draw(self, kind: str, rng: np.random.Generator) -> Sample:
         """One configuration of ``kind`` near the examples' (see the module docstring)."""
@@ -181,7 +199,8 @@ class AdaptedPrior:
     def fingerprint(self) -> str:
         """A short hash of the examples' configurations, the exclusions and the perturbation's settings."""
         text = "|".join(["adapted", f"{SIZE_STEP}:{CHOICE_SWAP}:{EXACT_SHARE}", *(s.name for s in self.samples),
-                         "excluded", *sorted(s.name for s in self.excluded)])
+                         "excluded", *sorted(s.name for s in self.excluded), "anchors",
+                         *(s.name for s in self.anchors)])
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 
     def counts(self) -> dict[str, int]:

@@ -10,7 +10,8 @@ learns, per kernel kind, the ratio of their measured time to the Ridge's predict
 
 - the ratio is fitted on the kind's kernel features (:func:`~nnperf.prediction.kernel.kernel_features`) by the
   regressor (power law, random forest, boosted trees) of least cross-validated error (:func:`choose`), and kept
-  only where that error is below the Ridge's own median error on the samples; a kind with fewer than
+  only where that error is below the Ridge's own median error on the samples by more than
+  one percentage point (``TIE``); a kind with fewer than
   :data:`~nnperf.prediction.kernel.MIN_SAMPLES_TO_CHOOSE` samples is left as the Ridge has it;
 - a layer is corrected only inside the box its kind's samples span: each of its shape features (channels,
   groups, window, stride, dilation, map sizes, padding; a layer that is no convolution, its input and output
@@ -40,7 +41,7 @@ from nnperf.prediction._composition import MIN_COMPOSITION_NETWORKS, Composition
 from nnperf.prediction._features import features, layer_signature, model_key
 from nnperf.prediction._ridge import RidgeModel
 from nnperf.prediction.kernel._kinds import kernel_features, kernel_kind
-from nnperf.prediction.kernel._regressors import MIN_SAMPLES_TO_CHOOSE, Stored, choose
+from nnperf.prediction.kernel._regressors import MIN_SAMPLES_TO_CHOOSE, TIE, Stored, choose
 from nnperf.registry import Availability
 
 if TYPE_CHECKING:
@@ -117,7 +118,7 @@ class AdaptedModel(NetworkPredictor):
             regressor, scores = choose(x, r, self.candidates, self.folds, self.seed)
             corrected_error = min(scores.values())
             self.errors_[kind] = {"ridge": base_error, "corrected": corrected_error}
-            if corrected_error >= base_error:
+            if corrected_error > base_error - TIE:
                 self.left_[kind] = "the correction errs no less than the calibration's model"
                 continue
             self.corrections_[kind] = regressor
