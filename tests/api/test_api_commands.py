@@ -435,7 +435,7 @@ def test_evaluate_measures_and_compares_with_the_calibration(capsys: pytest.Capt
 
 def test_evaluate_refuses_before_measuring(tmp_path: Path) -> None:
     db = tmp_path / "m.db"
-    with pytest.raises(NnperfError, match="--budget-s must be > 0, got 0"):
+    with pytest.raises(NnperfError, match="^budget_s must be > 0, got 0$"):
         evaluate([conv_net("n", 4, 4)], FAKE, db, budget_s=0)
     with pytest.raises(NnperfError, match="nnperf calibrate --backend fake"):
         evaluate([conv_net("n", 4, 4)], FAKE, db)

@@ -12,7 +12,7 @@ from nnperf.api._load import ModelLike, load_model
 from nnperf.api._session import DEFAULT_SYSTEM, StoreLike, opened_store
 from nnperf.api._sweep import MeasuringSystem, Progress, measuring_on
 from nnperf.campaign import Measurer
-from nnperf.errors import NnperfError
+from nnperf.errors import ParameterError
 from nnperf.ir import Network
 from nnperf.measure import ComparisonProtocol, RoundsConfig, resolve_protocol
 from nnperf.measure.backends import Backend
@@ -87,7 +87,7 @@ def evaluate(models: Sequence[ModelLike] | None = None, system: MeasuringSystem 
     from nnperf.report.provenance import provenance
 
     if budget_s is not None and not budget_s > 0:
-        raise NnperfError(f"--budget-s must be > 0, got {budget_s}")
+        raise ParameterError(f"{{budget_s}} must be > 0, got {budget_s}", "budget_s")
     networks = [load_model(model) for model in (models or zoo.names())]
     harness = CALIBRATION_HARNESS if budget_s is None else replace(CALIBRATION_HARNESS, budget_s=budget_s)
     with opened_store(store) as opened, measuring_on(system) as measurer:
