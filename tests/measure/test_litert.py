@@ -338,8 +338,11 @@ def test_the_profile_maps_every_layer_to_the_group_it_ran_in(backend) -> None:  
     assert all(groups[name] == (name, 1) for name in ("conv2", "add", "pool", "dw", "cat", "gap", "fc", "softmax"))
     assert set(result.unattributed_s) == {"x/nhwc"}  # the entry's transpose (the output is 2-D: no exit)
     assert result.run_timing.stats.n == 5
-    # each group alone pays one invocation's overhead (about a microsecond) that a whole run pays once
-    assert 0.2 < result.profiler_sum_s / result.run_timing.stats.median_s < 2.0
+    group_s = {m.group: m.timing.stats.median_s for m in result.layers}  # a fused group counted once
+    assert result.profiler_sum_s == pytest.approx(sum(group_s.values()) + result.unattributed_s["x/nhwc"])
+    # each group alone pays one invocation's overhead (about a microsecond) that a whole run of about 10 us pays
+    # once, and on a busy machine a run of a few microseconds waits for the core: only the order of magnitude
+    assert 0.2 < result.profiler_sum_s / result.run_timing.stats.median_s < 10.0
 
 
 # ---------------------------------------------------------------------- the whole zoo
