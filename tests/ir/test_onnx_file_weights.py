@@ -3,12 +3,14 @@
 Two classes of real shipped files used to be refused: stored intermediate shapes that record a dynamic size as -1
 (strict shape inference read them as a contradiction once the input's size was fixed), and an If on a scalar
 input whose branches give different shapes (one run of ONNX Runtime gives them, but a boolean scalar input was
-fed as numpy's bool_, which ONNX Runtime refuses). ``from_onnx_with_weights`` gives the builders the file's own
+fed as numpy's bool_, which ONNX Runtime refuses). ViT-H/14 was refused too: a tensor folded into a constant
+kept the symbolic shape an earlier inference gave it. ``from_onnx_with_weights`` gives the builders the file's own
 parameters, in their layout, hand-checked here against the stored tensors.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -151,3 +153,23 @@ def test_a_bias_the_file_computes_from_stored_tensors_comes_from_one_run(tmp_pat
     assert linear.op is OpType.LINEAR
     assert weights.layers[linear.name]["bias"].tolist() == [1.0, 0.0, 0.0, 4.0]
     np.testing.assert_array_equal(weights.layers[linear.name]["weight"], np.eye(3, 4, dtype=np.float32).T)
+
+
+def test_a_folded_tensor_loses_the_symbolic_shape_an_earlier_inference_gave_it(tmp_path: Path) -> None:
+    # ViT's class token expanded to the batch by a shape computed through Where: the first inference gives the
+    # expansion symbolic sizes; once it is folded into a stored (1, 1, 4) tensor, the Concat after it is (1, 6, 4)
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "zero"], ["n"], axis=0),
+             helper.make_node("Unsqueeze", ["n", "zero_axis"], ["n1"]),
+             helper.make_node("Concat", ["n1", "minus_one", "four"], ["target"], axis=0),
+             helper.make_node("Equal", ["target", "minus_ones"], ["is_free"]),
+             helper.make_node("Where", ["is_free", "ones", "target"], ["size"]),
+             helper.make_node("Expand", ["token", "size"], ["tokens"]),
+             helper.make_node("Concat", ["tokens", "x"], ["y"], name="join", axis=1)]
+    inits = [numpy_helper.from_array(np.array(v, np.int64), name) for name, v in
+             [("zero", 0), ("zero_axis", [0]), ("minus_one", [-1]), ("four", [4]), ("minus_ones", [-1, -1, -1]),
+              ("ones", [1, 1, 1])]] + [_f32("token", np.arange(4.0).reshape(1, 1, 4))]
+    path = _save(tmp_path, nodes, [_v("x", [1, 5, 4])], [_v("y", [1, "t", 4])], inits)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NnperfWarning)  # no run of ONNX Runtime needed: the shape is inferred
+        network = from_onnx(path)
+    assert network.layer("join").output_shape == (1, 6, 4)

@@ -75,7 +75,18 @@ def fold_constants(model: onnx.ModelProto, shapes: Mapping[str, tuple[int, ...] 
     del graph.node[:]
     graph.node.extend(kept)
     graph.initializer.extend(t for t in folded if t.name in used)
+    _forget_inferred(graph, {t.name for t in folded})
     return count
+
+
+def _forget_inferred(graph: onnx.GraphProto, names: set[str]) -> None:
+    """Drops the inferred shapes of ``names``, folded into initializers: an earlier inference's symbolic sizes
+    (ViT's class token expanded to ``unk__1 x unk__2 x 768``) would otherwise stand beside the stored shape, and
+    inference would read them and leave what the tensor feeds unknown."""
+    kept = [v for v in graph.value_info if v.name not in names]
+    if len(kept) != len(graph.value_info):
+        del graph.value_info[:]
+        graph.value_info.extend(kept)
 
 
 def _stored_values(graph: onnx.GraphProto) -> dict[str, np.ndarray]:
