@@ -40,6 +40,8 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
+from _shared import read_values, table_rows, write_result
+
 from nnperf.api import dataset_configs
 from nnperf.campaign import DATASET_REFERENCE, load_primitive_dataset, primitive_systems
 from nnperf.measure import host_info
@@ -278,7 +280,7 @@ def main() -> None:
     grid = dataset_configs(grid="paper", max_macs=int(args.max_gmacs * 1e9))
     configs = random.Random(args.seed).sample(grid, min(args.configs, len(grid)))
     if args.rejudge:
-        before = json.loads(args.rejudge.read_text())
+        before = read_values(args.rejudge)
         seconds = {code: {config_key(c): before["per_config"][config_label(c)][code] for c in configs
                           if before["per_config"][config_label(c)][code]} for code in CODES}
         load, elapsed_s = before["load_average"], before["elapsed_s"]
@@ -292,8 +294,14 @@ def main() -> None:
         load, elapsed_s = (start_load, tuple(round(v, 2) for v in os.getloadavg())), time.perf_counter() - began
         argv = " ".join(sys.argv[1:])
     summary = _summary(args, configs, seconds, load) | {"elapsed_s": elapsed_s, "argv": argv}
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(summary, indent=1) + "\n")
+    cost = summary["cost"]
+    headline = table_rows(("seconds per configuration", "old median", "new median", "new/old median per config",
+                           "new/old of the totals"),
+                          [(what, f"{cost[what]['old'][1]:.2f}", f"{cost[what]['new'][1]:.2f}",
+                            f"{cost[what]['ratio'][1]:.2f}", f"{cost[what]['total_ratio']:.2f}")
+                           for what in ("wall_s", "cpu_s")])
+    write_result(args.json, method="primitives", concern="profiling cost per configuration, old and new code",
+                 values=summary, headline=headline)
     text = _markdown(summary)
     args.md.write_text(text)
     print("\n" + text)
