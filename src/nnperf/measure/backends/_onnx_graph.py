@@ -1,4 +1,5 @@
-"""ONNX models built from an IR network, with the deterministic weights of :func:`layer_weights`.
+"""ONNX models built from an IR network, with the deterministic weights of :func:`layer_weights` (or those the
+caller gives: a file's own, ``_given_weights``).
 
 Naming is a contract the ONNX-based backends rely on to attribute profiler
 times to IR layers: each layer ends in one node whose name and output tensor
@@ -7,7 +8,7 @@ bias, SiLU, a global pool flattened to NxC, ...) names its earlier helper
 nodes and their outputs ``f"{layer.name}/<step>"``; initializers are named
 ``f"{layer.name}/weight"``, ``.../bias`` and so on. Graph inputs keep the
 network's input names. :func:`onnx_node_layers` maps node names back.
-Each op's nodes come from its builder in ``ONNX_BUILDERS``.
+Each op's nodes come from its builder in ``ONNX_BUILDERS``, one table.
 """
 
 from __future__ import annotations

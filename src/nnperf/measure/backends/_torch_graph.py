@@ -4,8 +4,9 @@
 topological order, one ``torch.nn`` module per layer, so a caller can time or
 profile each layer call; :func:`layer_module` builds one layer alone, to time
 it in isolation. Weights come from :func:`layer_weights`, the same as the
-ONNX builder's, so both compute the same function.
-Each op's module comes from its builder in ``TORCH_BUILDERS``.
+ONNX builder's, so both compute the same function, unless the caller gives
+them (a file's own, ``_given_weights``).
+Each op's module comes from its builder in ``TORCH_BUILDERS``, one table.
 """
 
 from __future__ import annotations
