@@ -43,10 +43,9 @@ def adapt(models: Sequence[ModelLike] = (), system: System | str = DEFAULT_SYSTE
     system's model. Its prediction is then the ``adapted`` predictor's (the composition, its layer predictions
     corrected per kernel kind inside the space: :class:`~nnperf.prediction.kernel.AdaptedModel`).
 
-    The system's stored calibration is adapted (one holding out ``held_out`` and, with ``blocks``, made with
-    PreVIousNet-06); without one, the system is calibrated first (:func:`calibrate`, with ``sample_budget_s``,
-    ``check`` and ``progress``). Every measurement is stored as it is taken: an interrupted adaptation resumes,
-    and the same examples adapted again measure nothing new.
+    The system's stored calibration is adapted (holding out ``held_out``; with ``blocks``, made with PreVIousNet-06);
+    without one, the system is calibrated first (:func:`calibrate`, with ``sample_budget_s``, ``check``,
+    ``progress``). Every measurement is stored as taken: an interrupted adaptation resumes.
 
     Parameters
     ----------
@@ -87,10 +86,8 @@ def adapt(models: Sequence[ModelLike] = (), system: System | str = DEFAULT_SYSTE
     examples = [load_model(model) for model in models] + _drawn(sampler, sampled, seed)
     judged = [load_model(model) for model in held_out]
     prior = adapt_prior(examples, judged)
-    if if_needed:
-        stored = _stored(system, store, blocks)  # the fingerprint holds the judged networks' configurations
-        if stored is not None and stored.calibration.get("adapted", {}).get("fingerprint") == prior.fingerprint:
-            return stored
+    if if_needed and (stored := _adapted_alike(system, store, blocks, prior.fingerprint)) is not None:
+        return stored
     base = calibrate(system, store, if_needed=True, held_out=judged, blocks=blocks, progress=progress, check=check,
                      sample_budget_s=sample_budget_s)
     with opened_store(store) as opened, settings(system, "adapt").open() as runner:
@@ -98,13 +95,16 @@ def adapt(models: Sequence[ModelLike] = (), system: System | str = DEFAULT_SYSTE
                                 progress=progress, adapt=prior, adapt_budget_s=budget_s)
 
 
-def _stored(system: System | str, store: StoreLike, blocks: bool) -> SystemModel | None:
-    """The system's stored calibration (with ``blocks``, made with PreVIousNet-06); None when there is none, or
-    an older nnperf stored it."""
+def _adapted_alike(system: System | str, store: StoreLike, blocks: bool, fingerprint: str) -> SystemModel | None:
+    """The system's stored calibration (with ``blocks``, made with PreVIousNet-06) when it is adapted by a prior of
+    ``fingerprint`` (which holds the judged networks' configurations too); else None, as when an older nnperf
+    stored it."""
     try:
-        return stored_calibration(system, store, blocks=blocks)
+        stored = stored_calibration(system, store, blocks=blocks)
     except FormatVersionError:
         return None
+    return stored if stored is not None and stored.calibration.get("adapted", {}).get("fingerprint") == fingerprint \
+        else None
 
 
 def _drawn(sampler: Sampler | None, count: int, seed: int) -> list[Network]:

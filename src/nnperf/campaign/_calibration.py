@@ -16,18 +16,18 @@ from typing import Any
 import numpy as np
 
 from nnperf import zoo
-from nnperf.campaign._adapting import sample_adapted
-from nnperf.campaign._items import Measurer, runner_for
+from nnperf.campaign._adapting import adapt_model
+from nnperf.campaign._items import ItemRunner, Measurer, runner_for
 from nnperf.campaign._networks import RunsProgress, measure_networks
 from nnperf.campaign._profile import ProfileConfig
 from nnperf.campaign._roofline import measure_roofline
 from nnperf.campaign._sampling import sample_layers
-from nnperf.ir import Layer, Network
+from nnperf.ir import Network
 from nnperf.measure import REFERENCE, HarnessConfig, SystemSpec, read_reference
 from nnperf.measure.backends import Backend
 from nnperf.measure.power import PowerMeter
 from nnperf.prediction import MODEL_KIND, MeasuredNetwork, RooflineModel, SystemModel, fit_system_model
-from nnperf.prediction.kernel import AdaptedPrior, LayerPrior, fit_adaptation, zoo_prior
+from nnperf.prediction.kernel import AdaptedPrior, LayerPrior, zoo_prior
 from nnperf.store import Store
 
 FUSION_PROFILER_RUNS = 10
@@ -105,10 +105,8 @@ def calibrate(measurer: Measurer, store: Store, networks: Sequence[Network] | No
     where the kernel models err most (:func:`sample_layers`; stored and resumed too), drawn from ``prior`` (default:
     the configurations of nnperf's reference zoo, :func:`~nnperf.prediction.kernel.zoo_prior`).
 
-    With ``adapt`` (an adaptation to a search space, ``nnperf calibrate --adapt``), layers drawn near its example
-    networks are also measured alone for about ``adapt_budget_s`` (stored and resumed as the other samples) and fit
-    :class:`~nnperf.prediction.kernel.AdaptedModel`, the prediction of an adapted calibration (the other predictors
-    are fitted as without them).
+    With ``adapt`` (``nnperf calibrate --adapt``), the model is then adapted to its search space for about
+    ``adapt_budget_s`` (:func:`adapt_model`).
 
     ``measurer`` is a backend or a runner (a fleet of one system): everything is
     measured as items through one runner, into the same runs either way.
@@ -131,40 +129,41 @@ def calibrate(measurer: Measurer, store: Store, networks: Sequence[Network] | No
                                                                   profiler_runs=FUSION_PROFILER_RUNS),
                                 progress=_phase(progress, "profiler: ", isolated_units,
                                                 len(networks) / isolated_units, total))
+    roofline = _peaks(runner, reference_readings_s, progress, total)
+    prior = (prior if prior is not None else zoo_prior()) if sample_budget_s > 0 else None
+    reference_s = sentinel_reference_s(r.whole.extra for r in runs)
+    samples = [] if prior is None else sample_layers(
+        runner, store, sample_budget_s, config.harness, prior=prior, reference_s=reference_s,
+        progress=None if progress is None else lambda what, done, part: progress(f"sampling: {what}", total, total))
+    system = runner.system()
+    carried = _readings_of_reused(store, system, runs)
+    model = fit_system_model(runs, system.key, system.label, profiled=profiled, roofline=roofline,
+                             layer_samples=samples, predictor_options=predictor_options(networks, _precision(system)))
+    calibration = dict(model.calibration)
+    calibration.update({"wall_s": time.perf_counter() - started, "reused_networks": sum(r.reused for r in runs),
+                        "harness": {"target_ci": config.harness.target_ci, "budget_s": config.harness.budget_s},
+                        "sample_budget_s": sample_budget_s, **_prior_record(prior),
+                        **({"machine_check": dict(machine_check)} if machine_check is not None else {}),
+                        "reference": _reference_record(carried or reference_readings_s, carried is not None)})
+    model = replace(model, calibration=calibration)
+    if adapt is not None:
+        model = adapt_model(model, runner, store, runs, profiled, adapt, adapt_budget_s, config.harness, reference_s,
+                            progress)
+    store.save_model(store.add_system(system).id, MODEL_KIND, model.to_dict())
+    return model
+
+
+def _peaks(runner: ItemRunner, reference_readings_s: list[float], progress: RunsProgress | None, total: int
+           ) -> RooflineModel:
+    """The roofline peaks measured through ``runner``, then the reference read again into
+    ``reference_readings_s``: the last unit of the calibration's ``total``."""
     if progress is not None:
         progress("roofline peaks", total - 1, total)
     roofline = runner.run_one(RooflineItem())
     reference_readings_s.append(runner.run_one(ReferenceItem()))
     if progress is not None:
         progress("roofline peaks", total, total)
-    samples: list[tuple[Layer, float]] = []
-    if sample_budget_s > 0:
-        prior = prior if prior is not None else zoo_prior()
-        samples = sample_layers(runner, store, sample_budget_s, config.harness, prior=prior,
-                                progress=None if progress is None else
-                                lambda what, done, part: progress(f"sampling: {what}", total, total),
-                                reference_s=sentinel_reference_s(r.whole.extra for r in runs))
-    adapted_started = time.perf_counter()
-    adapted, anchoring = ([], {}) if adapt is None else sample_adapted(
-        runner, store, runs, adapt, adapt_budget_s, config.harness, sentinel_reference_s(r.whole.extra for r in runs),
-        None if progress is None else lambda what, done, part: progress(f"adapting: {what}", done, part))
-    system = runner.system()
-    carried = _readings_of_reused(store, system, runs)
-    model = fit_system_model(runs, system.key, system.label, profiled=profiled, roofline=roofline,
-                             layer_samples=samples, predictor_options=predictor_options(networks, _precision(system)))
-    if adapt is not None:
-        model = fit_adaptation(model, runs, profiled, adapted)
-    calibration = dict(model.calibration)
-    calibration.update({"wall_s": time.perf_counter() - started, "reused_networks": sum(r.reused for r in runs),
-                        "harness": {"target_ci": config.harness.target_ci, "budget_s": config.harness.budget_s},
-                        "sample_budget_s": sample_budget_s, **_prior_record(prior if sample_budget_s > 0 else None),
-                        **_adapted_record(adapt, adapt_budget_s, len(adapted), time.perf_counter() - adapted_started,
-                                          anchoring),
-                        **({"machine_check": dict(machine_check)} if machine_check is not None else {}),
-                        "reference": _reference_record(carried or reference_readings_s, carried is not None)})
-    model = replace(model, calibration=calibration)
-    store.save_model(store.add_system(system).id, MODEL_KIND, model.to_dict())
-    return model
+    return roofline
 
 
 def _readings_of_reused(store: Store, system: SystemSpec, runs: Sequence[MeasuredNetwork]) -> list[float] | None:
@@ -199,18 +198,6 @@ def _prior_record(prior: LayerPrior | None) -> dict[str, Any]:
         return {}
     return {"prior": {"fingerprint": prior.fingerprint, "sources": list(prior.sources),
                       "held_out": list(prior.held_out), "configurations": prior.counts()}}
-
-
-def _adapted_record(adapt: AdaptedPrior | None, budget_s: float, samples: int, wall_s: float,
-                    anchoring: Mapping[str, Any]) -> dict[str, Any]:
-    """What the calibration records of an adaptation (nothing without one): its prior, budget, samples of the
-    space measured (those of an earlier run of the same adaptation included), its anchors and the machine's speed
-    by kind against the calibration's, and the wall time of its sampling and fit."""
-    if adapt is None:
-        return {}
-    return {"adapted": {"fingerprint": adapt.fingerprint, "sources": list(adapt.sources),
-                        "held_out": list(adapt.held_out), "configurations": adapt.counts(), "budget_s": budget_s,
-                        "samples": samples, **anchoring, "wall_s": wall_s}}
 
 
 def sentinel_reference_s(extras: Iterable[Mapping[str, float]]) -> float | None:

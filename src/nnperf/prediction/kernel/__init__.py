@@ -17,7 +17,13 @@ in-network layer times, composed the way the backend runs them.
 """
 
 from nnperf.prediction.kernel._adapt import AdaptedPrior, adapt_prior
-from nnperf.prediction.kernel._adapted import ADAPTED_SAMPLES, AdaptedModel, adapted_triples, fit_adaptation
+from nnperf.prediction.kernel._adapted import (
+    ADAPTED_NETWORKS,
+    ADAPTED_SAMPLES,
+    AdaptedModel,
+    adapted_triples,
+    fit_adaptation,
+)
 from nnperf.prediction.kernel._kinds import (
     CONV_FEATURES,
     CONV_KINDS,
@@ -50,6 +56,7 @@ from nnperf.prediction.kernel._sampling import (
 )
 
 __all__ = [
+    "ADAPTED_NETWORKS",
     "ADAPTED_SAMPLES",
     "CONV_FEATURES",
     "CONV_KINDS",

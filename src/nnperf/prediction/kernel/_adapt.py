@@ -33,7 +33,7 @@ import functools
 import hashlib
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
@@ -89,14 +89,15 @@ def _value(sample: Sample, name: str) -> int:
 class AdaptedPrior:
     """The configurations of example networks and their neighbourhood (see the module docstring):
     ``samples``, the examples' distinct configurations without those of the ``held_out`` networks,
-    ``excluded``, every configuration of the held-out networks, and ``anchors``, configurations measured in the
-    first round besides (none of them excluded)."""
+    ``excluded``, every configuration of the held-out networks, ``anchors``, configurations measured in the
+    first round besides (none of them excluded), and the ``examples`` themselves (timed whole by an adaptation)."""
 
     samples: tuple[Sample, ...]
     sources: tuple[str, ...]
     held_out: tuple[str, ...] = ()
     excluded: frozenset[Sample] = frozenset()
     anchors: tuple[Sample, ...] = ()
+    examples: tuple[Network, ...] = field(default=(), compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not self.samples:
@@ -121,7 +122,8 @@ class AdaptedPrior:
         if not kept:
             raise NnperfError("every layer configuration of the example networks is one of a held-out network's: "
                               "give examples that differ from the judged networks")
-        return cls(kept, tuple(n.name for n in examples), tuple(n.name for n in held_out), excluded)
+        return cls(kept, tuple(n.name for n in examples), tuple(n.name for n in held_out), excluded,
+                   examples=tuple(examples))
 
     @functools.cached_property
     def kinds(self) -> tuple[str, ...]:

@@ -18,7 +18,13 @@ learns, per kernel kind, the ratio of their measured time to the Ridge's predict
   sizes) within the samples' least over :data:`BOX_MARGIN` and largest times it, whatever the products of
   those (weights, operations) come to: outside the user's space the predictor is the composition;
 - the corrected times are composed as the composition composes (the same fusion rules and delta, fitted on the
-  calibration networks' measured layer times).
+  calibration networks' measured layer times);
+- what the samples cannot show, the space's whole networks can: the layer types no kind samples (a
+  MobileNetV3's hard-swish and squeeze-excitation gates), and what running in a network does to its layers. The
+  adaptation times some of its example networks whole beside the machine-speed reference; one scale, fitted on
+  their speed-adjusted times by least squares on the relative error (as the composition's delta), multiplies the
+  composed prediction, in proportion to the share of a network's predicted time that its layers inside the
+  boxes carry (all of it for a network of the space, none for one outside every box).
 
 Being the calibration's own prediction once an adaptation made it, it is the primary one (``primary_rank``
 below the composition's). A calibration without adapted samples does not fit it.
@@ -54,6 +60,10 @@ ADAPTED_SAMPLES = "adapted_samples"
 """Key of :attr:`CalibrationSet.extra` holding an adaptation's sampled layers: a sequence of (layer, seconds
 measured alone, seconds the per-layer-type Ridge predicts), as :func:`adapted_triples` makes them."""
 
+ADAPTED_NETWORKS = "adapted_networks"
+"""Key of :attr:`CalibrationSet.extra` holding the example networks timed whole: a sequence of (network, its
+layers' per-layer-type predictions in seconds by name, its speed-adjusted time in seconds)."""
+
 BOX_MARGIN = 1.25
 """A layer is inside its kind's box when each of its shape features lies within the samples' least / this and
 largest x this."""
@@ -70,9 +80,10 @@ class AdaptedModel(NetworkPredictor):
     """The composition with per-kind corrections learnt from an adaptation's samples (see the module docstring).
 
     After ``fit``: ``composition_``, ``corrections_`` (kind -> fitted ratio regressor), ``boxes_`` (kind -> the
-    least and largest of each shape feature over its samples), ``errors_`` (kind -> the Ridge's median error on the
-    samples and the correction's cross-validated one), ``samples_`` (kind -> samples) and ``left_`` (kind ->
-    why it is not corrected).
+    least and largest of each shape feature over its samples, for every kind with enough), ``errors_`` (kind ->
+    the Ridge's median error on the samples and the correction's cross-validated one), ``samples_`` (kind ->
+    samples), ``left_`` (kind -> why it is not corrected), ``scale_`` (the whole networks' scale, 1 without
+    any) and ``scale_errors_`` (the examples' median error before and after the scale, and their count).
     """
 
     name = "adapted"
@@ -111,29 +122,62 @@ class AdaptedModel(NetworkPredictor):
         self.left_: dict[str, str] = {}
         for kind in self.samples_:
             x, r = np.array(rows[kind]), np.array(ratios[kind])
-            base_error = float(np.median(np.abs(1.0 / r - 1.0)))
             if len(r) < MIN_SAMPLES_TO_CHOOSE:
                 self.left_[kind] = f"{len(r)} samples, fewer than {MIN_SAMPLES_TO_CHOOSE}"
                 continue
-            regressor, scores = choose(x, r, self.candidates, self.folds, self.seed)
-            corrected_error = min(scores.values())
-            self.errors_[kind] = {"ridge": base_error, "corrected": corrected_error}
-            if corrected_error > base_error - TIE:
-                self.left_[kind] = "the correction errs no less than the calibration's model"
-                continue
-            self.corrections_[kind] = regressor
             self.boxes_[kind] = (x[:, BOX_FROM:].min(axis=0).tolist(), x[:, BOX_FROM:].max(axis=0).tolist())
+            regressor, scores = choose(x, r, self.candidates, self.folds, self.seed)
+            self.errors_[kind] = {"ridge": float(np.median(np.abs(1.0 / r - 1.0))), "corrected": min(scores.values())}
+            if self.errors_[kind]["corrected"] > self.errors_[kind]["ridge"] - TIE:
+                self.left_[kind] = "the correction errs no less than the calibration's model"
+            else:
+                self.corrections_[kind] = regressor
+        self.scale_, self.scale_errors_ = 1.0, {}
+        self._fit_scale(calibration.extra.get(ADAPTED_NETWORKS, ()))
         return self
+
+    def _fit_scale(self, networks: Sequence[tuple[Network, Mapping[str, float], float]]) -> None:
+        """The whole networks' scale (see the module docstring) from the examples timed whole, and their median
+        error before and after it."""
+        timed = [(self._composed_s(network, base), share, seconds) for network, base, seconds in networks
+                 if seconds > 0 and (share := self.share(network, base)) > 0]
+        if not timed:
+            return
+        composed, share, measured = (np.array(v, dtype=float) for v in zip(*timed, strict=True))
+        ratio = composed * share / measured  # the scale multiplies the shared part: (1 + (k - 1) share) p
+        rest = composed * (1 - share) / measured
+        self.scale_ = float(np.sum(ratio * (1 - rest)) / np.sum(ratio ** 2))
+        scaled = composed * (1 + (self.scale_ - 1) * share)
+        self.scale_errors_ = {"networks": float(len(timed)),
+                              "composed": float(np.median(np.abs(composed / measured - 1))),
+                              "scaled": float(np.median(np.abs(scaled / measured - 1)))}
+
+    def _composed_s(self, network: Network, base_s: Mapping[str, float]) -> float:
+        """``network``'s composed time from its corrected layer predictions, before the scale (seconds)."""
+        return self.composition_.latency_s(network, self.layer_latency_s(network, base_s))
+
+    def share(self, network: Network, base_s: Mapping[str, float]) -> float:
+        """The share of ``network``'s summed layer predictions (``base_s``) that its layers inside a kind's box
+        carry: how much of it the space's scale speaks for."""
+        total = sum(base_s.values())
+        inside = sum(float(base_s.get(layer.name, 0.0)) for layer, m in zip(network.layers,
+                                                                           network_metrics(network).layers)
+                     if self._inside(layer, kernel_features(layer, m)))
+        return inside / total if total > 0 else 0.0
+
+    def _inside(self, layer: Layer, features: np.ndarray) -> bool:
+        """Whether ``layer`` (with its kernel ``features``) lies inside its kind's box."""
+        box = self.boxes_.get(kernel_kind(layer))
+        if box is None:
+            return False
+        shape = features[BOX_FROM:]
+        return not (np.any(shape < np.asarray(box[0]) / BOX_MARGIN) or np.any(shape > np.asarray(box[1]) * BOX_MARGIN))
 
     def ratio(self, layer: Layer, features: np.ndarray) -> float:
         """What ``layer`` (with its kernel ``features``) takes over its per-layer-type prediction: its kind's
         correction inside the kind's box, else 1."""
         kind = kernel_kind(layer)
-        if kind not in self.corrections_:
-            return 1.0
-        low, high = (np.asarray(v) for v in self.boxes_[kind])
-        shape = features[BOX_FROM:]
-        if np.any(shape < low / BOX_MARGIN) or np.any(shape > high * BOX_MARGIN):
+        if kind not in self.corrections_ or not self._inside(layer, features):
             return 1.0
         return float(self.corrections_[kind].predict_s(features[None, :])[0])
 
@@ -146,23 +190,29 @@ class AdaptedModel(NetworkPredictor):
 
     def predict(self, x: NetworkInput) -> float:
         self.check_fitted()
-        return self.composition_.latency_s(x.network, self.layer_latency_s(x.network, x.layer_latency_s))
+        composed = self._composed_s(x.network, x.layer_latency_s)
+        return composed * (1 + (self.scale_ - 1) * self.share(x.network, x.layer_latency_s))
 
     def predict_many(self, inputs: Sequence[NetworkInput]) -> list[float]:
-        """:meth:`predict` of every input, each distinct layer's correction found once (its
+        """:meth:`predict` of every input, each distinct layer's correction and place in the boxes found once (its
         :func:`~nnperf.prediction.layer_signature`)."""
         self.check_fitted()
-        ratios: dict[Any, float] = {}
+        found: dict[Any, tuple[float, bool]] = {}
         totals = []
         for x in inputs:
-            latency = {}
+            latency, inside_s = {}, 0.0
             for layer in x.network.layers:
                 signature = layer_signature(layer)
-                if signature not in ratios:
-                    ratios[signature] = (self.ratio(layer, kernel_features(layer, layer_metrics(layer)))
-                                         if kernel_kind(layer) in self.corrections_ else 1.0)
-                latency[layer.name] = float(x.layer_latency_s.get(layer.name, 0.0)) * ratios[signature]
-            totals.append(self.composition_.latency_s(x.network, latency))
+                if signature not in found:
+                    row = kernel_features(layer, layer_metrics(layer))
+                    found[signature] = (self.ratio(layer, row), self._inside(layer, row))
+                ratio, inside = found[signature]
+                base = float(x.layer_latency_s.get(layer.name, 0.0))
+                latency[layer.name] = base * ratio
+                inside_s += base if inside else 0.0
+            total = sum(x.layer_latency_s.values())
+            share = inside_s / total if total > 0 else 0.0
+            totals.append(self.composition_.latency_s(x.network, latency) * (1 + (self.scale_ - 1) * share))
         return totals
 
     def summary(self) -> str:
@@ -172,7 +222,10 @@ class AdaptedModel(NetworkPredictor):
                  f"{self.errors_[kind]['corrected']:.0%}, {self.samples_[kind]} samples)"
                  for kind in sorted(self.corrections_)]
         left = f"; left as calibrated: {', '.join(sorted(self.left_))}" if self.left_ else ""
-        return f"corrected: {', '.join(parts) or 'none'}{left}"
+        errors = self.scale_errors_
+        scale = (f"; whole networks x {self.scale_:.3f} ({int(errors['networks'])} examples timed whole, median "
+                 f"error {errors['composed']:.0%} -> {errors['scaled']:.0%})" if errors else "")
+        return f"corrected: {', '.join(parts) or 'none'}{left}{scale}"
 
     def fitted_on(self) -> FittedOn:
         self.check_fitted()
@@ -189,7 +242,8 @@ class AdaptedModel(NetworkPredictor):
         return {"composition": self.composition_.to_dict(),
                 "corrections": {k: m.to_dict() for k, m in self.corrections_.items()},
                 "boxes": {k: [list(low), list(high)] for k, (low, high) in self.boxes_.items()},
-                "errors": self.errors_, "samples": self.samples_, "left": self.left_}
+                "errors": self.errors_, "samples": self.samples_, "left": self.left_, "scale": self.scale_,
+                "scale_errors": self.scale_errors_}
 
     def load_fitted_state(self, state: Mapping[str, Any]) -> None:
         composition = Composition.from_dict(state["composition"])
@@ -202,6 +256,8 @@ class AdaptedModel(NetworkPredictor):
         self.errors_ = {k: {n: float(e) for n, e in v.items()} for k, v in state["errors"].items()}
         self.samples_ = {k: int(v) for k, v in state["samples"].items()}
         self.left_ = {k: str(v) for k, v in state["left"].items()}
+        self.scale_ = float(state["scale"])
+        self.scale_errors_ = {k: float(v) for k, v in state["scale_errors"].items()}
 
 
 def adapted_triples(latency: Mapping[str, RidgeModel], samples: Sequence[tuple[Layer, float]]
@@ -213,15 +269,19 @@ def adapted_triples(latency: Mapping[str, RidgeModel], samples: Sequence[tuple[L
 
 
 def fit_adaptation(model: SystemModel, runs: Sequence[MeasuredNetwork], profiled: Sequence[MeasuredNetwork],
-                   adapted: Sequence[tuple[Layer, float]]) -> SystemModel:
+                   adapted: Sequence[tuple[Layer, float]], networks: Sequence[tuple[Network, float]] = ()
+                   ) -> SystemModel:
     """``model`` (fitted on the calibration networks ``runs`` and ``profiled``) with an :class:`AdaptedModel`
-    fitted on the ``adapted`` samples (layers and their seconds alone) added to its predictors."""
+    fitted on the ``adapted`` samples (layers and their seconds alone) and the example ``networks`` timed whole
+    (with their speed-adjusted seconds) added to its predictors."""
     if not adapted:
         raise NnperfError("the adaptation measured no layer within its budget (the first reading of the drift "
                           "sentinel alone takes about half a second): give it a longer budget")
     predicted = [{p.layer: p.latency_s for p in model.predict_layers(run.network)} for run in runs]
-    calibration = CalibrationSet(runs, predicted, profiled,
-                                 extra={ADAPTED_SAMPLES: adapted_triples(model.latency, adapted)})
+    whole = tuple((network, {p.layer: p.latency_s for p in model.predict_layers(network)}, seconds)
+                  for network, seconds in networks)
+    calibration = CalibrationSet(runs, predicted, profiled, extra={
+        ADAPTED_SAMPLES: adapted_triples(model.latency, adapted), ADAPTED_NETWORKS: whole})
     available = AdaptedModel.availability(calibration)
     if not available.ok:
         raise NnperfError(f"the adaptation cannot be fitted: {available.reason}")
