@@ -256,8 +256,8 @@ class AdaptedModel(NetworkPredictor):
         self.errors_ = {k: {n: float(e) for n, e in v.items()} for k, v in state["errors"].items()}
         self.samples_ = {k: int(v) for k, v in state["samples"].items()}
         self.left_ = {k: str(v) for k, v in state["left"].items()}
-        self.scale_ = float(state["scale"])
-        self.scale_errors_ = {k: float(v) for k, v in state["scale_errors"].items()}
+        self.scale_ = float(state.get("scale", 1.0))  # absent: stored before whole networks were timed
+        self.scale_errors_ = {k: float(v) for k, v in state.get("scale_errors", {}).items()}
 
 
 def adapted_triples(latency: Mapping[str, RidgeModel], samples: Sequence[tuple[Layer, float]]
