@@ -30,6 +30,7 @@ from nnperf.api._predict import Progress
 from nnperf.api._session import StoredId, StoreLike, opened_store, stored_id
 from nnperf.errors import NnperfError, ParameterError
 from nnperf.measure import System
+from nnperf.registry import UnavailableError
 
 if TYPE_CHECKING:
     from nnperf.campaign import DatasetImport, ItemRunner, PrimitiveProfileReport
@@ -263,7 +264,7 @@ def _check_profile_arguments(random: int, primitives: Sequence[str], output_acti
                              f"primitives named ({', '.join(primitives)}) would not be timed: leave them out",
                              "output_activations")
     if device is not None and not (here := device_availability(device)).ok:  # before the models are read
-        raise ParameterError(f"{{device}} {device}: {here.reason}", "device")
+        raise UnavailableError(f"device {device}: {here.reason}")  # the machine lacks it, not a bad value
 
 
 MODEL_KIND = "primitive-cost"
