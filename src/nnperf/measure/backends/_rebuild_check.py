@@ -97,7 +97,7 @@ def check_rebuild(path: str | Path, backends: Sequence[str] = CHECKED_BACKENDS,
     found = RebuildCheck(str(path), True, layers=len(network.layers), compared=compared,
                          weights_missing=weights.missing)
     try:
-        expected = _run_file(path, compared, inputs)
+        expected = _run_file(path, compared, dict(zip([s.name for s in network.inputs], inputs)))
     except Exception as exc:  # noqa: BLE001 - ONNX Runtime raises its own types: the file itself does not run
         return dataclasses.replace(found, error=f"ONNX Runtime cannot run the file itself: {_one_line(exc)}")
     scales = tuple(float(np.max(np.abs(e))) if e.size else 0.0 for e in expected)
@@ -169,8 +169,9 @@ def _rebuilt_runner(backend: str, network: Network, weights: FileWeights) -> Run
     raise NnperfError(f"no rebuild check for backend {backend!r} (checked: {', '.join(CHECKED_BACKENDS)})")
 
 
-def _run_file(path: Path, tensors: Sequence[str], inputs: list[np.ndarray]) -> list[np.ndarray]:
-    """ONNX Runtime's values of ``tensors`` in one run of the file at ``path`` on ``inputs``."""
+def _run_file(path: Path, tensors: Sequence[str], inputs: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+    """ONNX Runtime's values of ``tensors`` in one run of the file at ``path`` on ``inputs`` (by the network's
+    input names, which are the file's; in the file's order where one differs)."""
     model = onnx.load(str(path), load_external_data=False)
     declared = {o.name for o in model.graph.output}
     types = {v.name: v.type.tensor_type.elem_type for v in model.graph.value_info}
@@ -187,8 +188,9 @@ def _run_file(path: Path, tensors: Sequence[str], inputs: list[np.ndarray]) -> l
         onnx.save_model(model, str(copy))
         session = _ort_session(str(copy))
         feeds = {}
-        for spec, x in zip(session.get_inputs(), inputs):
-            feeds[spec.name] = x.reshape(()) if len(spec.shape) == 0 else x
+        for spec, x in zip(session.get_inputs(), inputs.values()):
+            x = inputs.get(spec.name, x)
+            feeds[spec.name] = x.reshape(()) if len(spec.shape) == 0 else x  # the IR holds a scalar as one element
         return [np.asarray(r) for r in session.run(list(tensors), feeds)]
 
 
