@@ -95,7 +95,9 @@ def test_inexact_precision_times_and_profiles_every_layer(backend: str, precisio
             assert b.layer_timer(layer).time_block(2) > 0, layer.name
         result = b.profile(net, runs=5)
     assert [m.layer for m in result.layers] == [layer.name for layer in net.layers]
-    assert 0.2 < result.profiler_sum_s / result.run_timing.stats.median_s < 1.5
+    # against the least disturbed of the 5 runs: on a busy machine the median of 5 can be a run that waited for
+    # the core (1.5 ms and 10.5 ms runs alternated in one)
+    assert 0.2 < result.profiler_sum_s / min(result.run_timing.times_s) < 3.0
 
 
 def test_bf16_runs_local_response_norm_which_has_no_bf16_kernel_in_fp32() -> None:
