@@ -126,7 +126,25 @@ def run_sets(args: argparse.Namespace, data: dict[str, Any]) -> None:
 
 def save(path: Path, data: dict[str, Any]) -> dict[str, Any]:
     return write_result(path, method="prediction", concern="how well each machine-speed reference tracks each kind "
-                        "of network", values=data)
+                        "of network", values=data, headline=headline(data) if len(data["sets"]) > 1 else None)
+
+
+HEADLINE_WAYS = ("raw", "resnet18@112", "resembling", "several")
+
+
+def headline(data: Mapping[str, Any]) -> dict[str, Any]:
+    """Per kind, the median over its networks of the largest injector shift and of the spread, for the ways
+    RESULTS.md shows."""
+    found = tracking(data)
+    rows = []
+    for kind, names in data["networks"].items():
+        row: dict[str, str] = {"kind": kind, "networks": ", ".join(names)}
+        for way in HEADLINE_WAYS:
+            worst = [max((found[n][way][c] for c in CONDITIONS if c != "none"), key=abs) for n in names]
+            spread = [found[n][way]["spread"] for n in names]
+            row[way] = f"{pct(statistics.median(worst))} / {100 * statistics.median(spread):.1f}%"
+        rows.append(row)
+    return {"rows": rows, "sets": len(data["sets"]), "rounds": data["rounds"]}
 
 
 def median_ratio(a: Sequence[float], b: Sequence[float]) -> float:
