@@ -140,8 +140,9 @@ def measure_set(system: api.System, networks: dict[str, Network], judged: dict[s
             timing = time_with_reference(networks[name], runner, ComparisonProtocol.INTERLEAVED, ROUNDS, reference)
             judged[name].raw_s += timing.round_times_s
             judged[name].adjusted_s.append(timing.at_reference_speed_s(calibration_s))
+            drift = timing.reference_s / calibration_s - 1
             log(f"set {seed + 1} {k + 1}/{len(order)} {name}: {timing.latency_s * 1e3:.2f} ms raw, "
-                f"{judged[name].adjusted_s[-1] * 1e3:.2f} ms adjusted, drift {timing.reference_s / calibration_s - 1:+.1%}")
+                f"{judged[name].adjusted_s[-1] * 1e3:.2f} ms adjusted, drift {drift:+.1%}")
 
 
 def scores(judged: list[Judged], phase: str, predictor: str) -> dict[str, float]:
@@ -235,8 +236,8 @@ def main() -> None:
     reference, reference_s = before.reference_s
     measure_set(system, networks, judged, reference, reference_s, 0)
     started = time.perf_counter()
-    after = api.adapt((), system, args.db, sampler=sampler(args.space), sampled=args.examples, seed=args.seed + 1, budget_s=args.budget,
-                      held_out=list(networks.values()))
+    after = api.adapt((), system, args.db, sampler=sampler(args.space), sampled=args.examples, seed=args.seed + 1,
+                      budget_s=args.budget, held_out=list(networks.values()))
     adaptation_s = time.perf_counter() - started
     log(f"adaptation: {adaptation_s:.0f} s, {after.calibration['adapted']['samples']} samples")
     for s in range(1, args.sets):

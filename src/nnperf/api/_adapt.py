@@ -132,8 +132,8 @@ def _refit(base: SystemModel, judged: Sequence[Network]) -> dict[str, Any]:
     sample_budget_s = float(recorded.get("sample_budget_s", 0.0))
     held = recorded.get("prior", {}).get("held_out", []) if isinstance(recorded.get("prior"), dict) else []
     if sample_budget_s > 0 and set(held) != {n.name for n in judged}:
-        raise NnperfError(f"the calibration of {base.system_label} held out {', '.join(held) or 'no network'}: adapt it with the "
-                          "same --held-out networks")
+        raise NnperfError(f"the calibration of {base.system_label} held out {', '.join(held) or 'no network'}: "
+                          "adapt it with the same --held-out networks")
     harness: HarnessConfig = CALIBRATION_HARNESS
     for name in ("budget_s", "target_ci"):
         if name in recorded.get("harness", {}):

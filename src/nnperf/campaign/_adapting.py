@@ -17,8 +17,9 @@ Up to :data:`TIMED_EXAMPLES` of the example networks (spread over their MACs) ar
 machine-speed reference (:data:`EXAMPLE_ROUNDS`, interleaved rounds), each at the calibration's speed (its median
 per-round ratio to the reference times the reference's time at calibration), divided by the anchors' speed of
 its kinds weighted by its layers' predicted times (:func:`network_speed`: what the reference, a dense network,
-does not see of a kind): what the adapted predictor's scale of the space's whole networks is fitted on. They are timed anew by every adaptation (a few seconds each),
-on one machine only (a fleet's nodes have no one reference time).
+does not see of a kind): what the adapted predictor's scale of the space's whole networks is fitted on. They
+are timed anew by every adaptation (a few seconds each), on one machine only (a fleet's nodes have no one
+reference time); an adaptation that resumes a finished sampling reuses its anchors' speeds, read then.
 """
 
 from __future__ import annotations

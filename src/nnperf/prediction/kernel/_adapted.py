@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -53,7 +53,6 @@ from nnperf.registry import Availability
 if TYPE_CHECKING:
     from typing import Self
 
-    from nnperf.prediction._model import SystemModel
     from nnperf.prediction._runs import MeasuredNetwork
 
 ADAPTED_SAMPLES = "adapted_samples"
@@ -268,12 +267,25 @@ def adapted_triples(latency: Mapping[str, RidgeModel], samples: Sequence[tuple[L
                  for layer, seconds in samples if model_key(layer) in latency)
 
 
-def fit_adaptation(model: SystemModel, runs: Sequence[MeasuredNetwork], profiled: Sequence[MeasuredNetwork],
-                   adapted: Sequence[tuple[Layer, float]], networks: Sequence[tuple[Network, float]] = ()
-                   ) -> SystemModel:
-    """``model`` (fitted on the calibration networks ``runs`` and ``profiled``) with an :class:`AdaptedModel`
-    fitted on the ``adapted`` samples (layers and their seconds alone) and the example ``networks`` timed whole
-    (with their speed-adjusted seconds) added to its predictors."""
+class Calibrated(Protocol):
+    """What :func:`fit_adaptation` reads of a system's model (a :class:`~nnperf.prediction.SystemModel`, which this
+    module cannot import: that one imports this package)."""
+
+    latency: Mapping[str, RidgeModel]
+    predictors: Mapping[str, NetworkPredictor]
+    calibration: Mapping[str, Any]
+
+    def predict_layers(self, network: Network) -> tuple[Any, ...]: ...
+
+
+M = TypeVar("M", bound=Calibrated)
+
+
+def fit_adaptation(model: M, runs: Sequence[MeasuredNetwork], profiled: Sequence[MeasuredNetwork],
+                   adapted: Sequence[tuple[Layer, float]], networks: Sequence[tuple[Network, float]] = ()) -> M:
+    """``model`` (a system's model, fitted on the calibration networks ``runs`` and ``profiled``) with an
+    :class:`AdaptedModel` fitted on the ``adapted`` samples (layers and their seconds alone) and the example
+    ``networks`` timed whole (with their speed-adjusted seconds) added to its predictors."""
     if not adapted:
         raise NnperfError("the adaptation measured no layer within its budget (the first reading of the drift "
                           "sentinel alone takes about half a second): give it a longer budget")
@@ -286,5 +298,6 @@ def fit_adaptation(model: SystemModel, runs: Sequence[MeasuredNetwork], profiled
     if not available.ok:
         raise NnperfError(f"the adaptation cannot be fitted: {available.reason}")
     not_fitted = {k: v for k, v in model.calibration.get("not_fitted", {}).items() if k != AdaptedModel.name}
-    return replace(model, predictors={**model.predictors, AdaptedModel.name: AdaptedModel().fit(calibration)},
-                   calibration={**model.calibration, "not_fitted": not_fitted})
+    fitted = {**model.predictors, AdaptedModel.name: AdaptedModel().fit(calibration)}
+    record = {**model.calibration, "not_fitted": not_fitted}
+    return replace(model, predictors=fitted, calibration=record)  # type: ignore[type-var]
