@@ -154,7 +154,7 @@ def test_profile_on_cuda_without_a_gpu_says_so_and_fails(capsys: pytest.CaptureF
     save_network(tiny_network(), net)
     code, _, err = run_cli(capsys, "primitives", "profile", str(net), "--random", "0", "--device", "cuda", "--db",
                            str(db))
-    assert_error(code, err, "--device cuda: torch.cuda.is_available() is False on this machine (torch ")
+    assert_error(code, err, "nnperf: error: device cuda: torch.cuda.is_available() is False on this machine (torch ")
 
 
 def test_train_takes_a_gpus_dataset_by_its_stored_system_not_by_device(capsys: pytest.CaptureFixture[str],
