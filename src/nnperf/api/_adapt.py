@@ -16,7 +16,7 @@ from nnperf.api._predict import Progress, calibrate, stored_calibration
 from nnperf.api._session import DEFAULT_SYSTEM, StoreLike, opened_store, settings
 from nnperf.campaign import CALIBRATION_HARNESS, ProfileConfig, networks_to_calibrate
 from nnperf.campaign import calibrate as calibrate_system
-from nnperf.errors import FormatVersionError, NnperfError
+from nnperf.errors import FormatVersionError, NnperfError, ParameterError
 from nnperf.ir import Network
 from nnperf.measure import HarnessConfig, System
 from nnperf.prediction import SystemModel
@@ -132,8 +132,8 @@ def _refit(base: SystemModel, judged: Sequence[Network]) -> dict[str, Any]:
     sample_budget_s = float(recorded.get("sample_budget_s", 0.0))
     held = recorded.get("prior", {}).get("held_out", []) if isinstance(recorded.get("prior"), dict) else []
     if sample_budget_s > 0 and set(held) != {n.name for n in judged}:
-        raise NnperfError(f"the calibration of {base.system_label} held out {', '.join(held) or 'no network'}: "
-                          "adapt it with the same --held-out networks")
+        raise ParameterError(f"the calibration of {base.system_label} held out {', '.join(held) or 'no network'}: "
+                             "adapt it with the same {held_out} networks", "held_out")
     harness: HarnessConfig = CALIBRATION_HARNESS
     for name in ("budget_s", "target_ci"):
         if name in recorded.get("harness", {}):
