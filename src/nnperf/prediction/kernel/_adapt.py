@@ -40,7 +40,7 @@ import numpy as np
 from nnperf.errors import NnperfError
 from nnperf.ir import Network
 from nnperf.ir.metrics import layer_metrics
-from nnperf.prediction.kernel._prior import layer_sample, network_samples
+from nnperf.prediction.kernel._prior import layer_sample, network_samples, samples_by_kind
 from nnperf.prediction.kernel._sampling import (
     MAX_MACS,
     SAMPLED_KINDS,
@@ -137,10 +137,7 @@ class AdaptedPrior:
 
     @functools.cached_property
     def _by_kind(self) -> dict[str, tuple[Sample, ...]]:
-        groups: dict[str, list[Sample]] = {}
-        for sample in self.samples:
-            groups.setdefault(sample.kind, []).append(sample)
-        return {kind: tuple(group) for kind, group in groups.items()}
+        return samples_by_kind(self.samples)
 
     @functools.cached_property
     def _spans(self) -> dict[str, dict[str, tuple[int, ...]]]:

@@ -109,6 +109,15 @@ def _pointwise_as_linear(layer: Layer) -> LinearSample | None:
     return linear if layer_metrics(linear.layer()).macs <= MAX_MACS else None
 
 
+def samples_by_kind(samples: Sequence[Sample]) -> dict[str, tuple[Sample, ...]]:
+    """``samples`` grouped by kernel kind, in their order (a sample's kind takes some work to find: a prior keeps
+    the grouping)."""
+    groups: dict[str, list[Sample]] = {}
+    for sample in samples:
+        groups.setdefault(sample.kind, []).append(sample)
+    return {kind: tuple(group) for kind, group in groups.items()}
+
+
 @dataclass(frozen=True)
 class LayerPrior:
     """The configurations sampling draws from: ``samples``, the distinct configurations of the ``sources``
@@ -133,11 +142,7 @@ class LayerPrior:
 
     @functools.cached_property
     def _by_kind(self) -> dict[str, tuple[Sample, ...]]:
-        """The configurations grouped by kind, once (a sample's kind takes some work to find)."""
-        groups: dict[str, list[Sample]] = {}
-        for sample in self.samples:
-            groups.setdefault(sample.kind, []).append(sample)
-        return {kind: tuple(group) for kind, group in groups.items()}
+        return samples_by_kind(self.samples)
 
     kinds = SAMPLED_KINDS
     """Every sampled kind: one the sources lack is drawn from the synthetic grid."""
