@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from nnperf.errors import NnperfError
-from nnperf.measure import HarnessConfig, MeasurementError, RoundsConfig, Timer, calibrate_block_size
+from nnperf.measure import HarnessConfig, MeasurementError, RoundsConfig, Timer, calibrate_block_size, time_round
 
 MAD_TO_SD = 1.4826
 """The median absolute deviation of normal data times this is its standard deviation."""
@@ -145,11 +145,7 @@ def measure_ratio_rounds(timers: Mapping[str, Timer], rounds: RoundsConfig, stop
     active = list(names)
     began = clock()
     for done in range(1, rounds.max_rounds + 1):
-        for name in rng.sample(active, len(active)):
-            elapsed = timers[name].time_block(blocks[name])
-            if not elapsed > 0:
-                raise MeasurementError(f"the timer of {name!r} reported {elapsed!r} s for {blocks[name]} executions")
-            times[name].append(elapsed / blocks[name])
+        time_round(timers, blocks, active, rng, times)
         if done < rounds.min_rounds:
             continue
         active = _still_needed(active, times, errors, reasons, stopping.target_se)

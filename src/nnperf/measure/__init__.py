@@ -48,6 +48,7 @@ from nnperf.measure._interleave import (
     measure_interleaved,
     measure_sequential,
     parse_protocol,
+    time_round,
 )
 from nnperf.measure._reference import (
     REFERENCE,
@@ -142,4 +143,5 @@ __all__ = [
     "relative_change",
     "resolve_protocol",
     "summarize",
+    "time_round",
 ]

@@ -219,11 +219,7 @@ def measure_interleaved(timers: Mapping[str, Timer], config: RoundsConfig = Roun
     times: dict[str, list[float]] = {name: [] for name in names}
     began = clock()
     for done in range(1, config.max_rounds + 1):
-        for name in rng.sample(names, len(names)):
-            elapsed = timers[name].time_block(blocks[name])
-            if not elapsed > 0:
-                raise MeasurementError(f"the timer of {name!r} reported {elapsed!r} s for {blocks[name]} executions")
-            times[name].append(elapsed / blocks[name])
+        time_round(timers, blocks, names, rng, times)
         if progress is not None:
             progress(done, config.max_rounds)
         if _enough(times, names, config, clock() - began):
@@ -260,6 +256,17 @@ def measure_comparison(timers: Mapping[str, Timer], protocol: str | ComparisonPr
     if chosen is ComparisonProtocol.INTERLEAVED:
         return measure_interleaved(timers, rounds, clock=clock)
     return measure_sequential(timers, harness, clock=clock)
+
+
+def time_round(timers: Mapping[str, Timer], blocks: Mapping[str, int], names: Sequence[str], rng: random.Random,
+               times: Mapping[str, list[float]]) -> None:
+    """One round: each of ``names`` timed once for its block, in an order ``rng`` shuffles, its per-execution
+    seconds appended to ``times``; a :class:`MeasurementError` for a timer that reports no time."""
+    for name in rng.sample(list(names), len(names)):
+        elapsed = timers[name].time_block(blocks[name])
+        if not elapsed > 0:
+            raise MeasurementError(f"the timer of {name!r} reported {elapsed!r} s for {blocks[name]} executions")
+        times[name].append(elapsed / blocks[name])
 
 
 def _warm(timer: Timer, harness: HarnessConfig, clock: Clock) -> int:
