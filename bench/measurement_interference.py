@@ -31,6 +31,7 @@ Tables (Markdown on stdout; every raw time in --json):
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import statistics
@@ -226,14 +227,8 @@ def main() -> None:
         one_set: dict[str, Any] = {"started_s": time.monotonic() - began}
         for condition in conditions:
             log(f"set {len(data['sets']) + 1}: {condition}")
-            hog = hogs[condition]
-            if hog is not None:
-                hog.start()
-            try:
+            with hogs[condition] or contextlib.nullcontext():  # an injector starts and stops as a context
                 one_set[condition] = one_condition(condition, nets, backend, rng, seed=len(data["sets"]))
-            finally:
-                if hog is not None:
-                    hog.stop()
         data["sets"].append(one_set)
         save(args.json, data)  # every finished set is kept
     data["wall_s"] = time.monotonic() - began

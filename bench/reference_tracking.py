@@ -32,6 +32,7 @@ bench/export_model_families.py writes (--corpus); a network the corpus lacks is 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -112,14 +113,8 @@ def run_sets(args: argparse.Namespace, data: dict[str, Any]) -> None:
         one_set: dict[str, Any] = {}
         for condition in conditions:
             log(f"set {len(data['sets']) + 1} of {args.sets}: {condition}")
-            hog = hogs[condition]
-            if hog is not None:
-                hog.start()
-            try:
+            with hogs[condition] or contextlib.nullcontext():  # an injector starts and stops as a context
                 one_set[condition] = one_condition(timers, args.rounds, seed=rng.randrange(2**31))
-            finally:
-                if hog is not None:
-                    hog.stop()
         data["sets"].append(one_set)
         save(args.json, data)
 
