@@ -120,21 +120,26 @@ def calibrate(measurer: Measurer, store: Store, networks: Sequence[Network] | No
     # the roofline peaks one unit
     isolated_units = sum(len(n.layers) + 1 for n in networks)
     total = isolated_units + len(networks) + 1
-    # the machine's speed, read before and after: a later run scales what it measures to this speed by
-    # timing the same reference beside it
+    # the machine's speed, read five times (before, between and after the phases): a later run scales what it
+    # measures to the median by timing the same reference beside it. One reading taken in a passing slowdown
+    # must not set it (on a shared VM one of two readings once ran 39% slow while every layer ran at the usual
+    # speed, and every speed-adjusted error moved by -16%)
     reference_readings_s = [runner.run_one(ReferenceItem())]
     runs = measure_networks(runner, store, networks, config, meter,
                             _phase(progress, "isolated: ", 0, 1.0, total))
+    reference_readings_s.append(runner.run_one(ReferenceItem()))
     profiled = measure_networks(runner, store, networks, replace(config, per_layer="profiler",
                                                                   profiler_runs=FUSION_PROFILER_RUNS),
                                 progress=_phase(progress, "profiler: ", isolated_units,
                                                 len(networks) / isolated_units, total))
+    reference_readings_s.append(runner.run_one(ReferenceItem()))
     roofline = _peaks(runner, reference_readings_s, progress, total)
     prior = (prior if prior is not None else zoo_prior()) if sample_budget_s > 0 else None
     reference_s = sentinel_reference_s(r.whole.extra for r in runs)
     samples = [] if prior is None else sample_layers(
         runner, store, sample_budget_s, config.harness, prior=prior, reference_s=reference_s,
         progress=None if progress is None else lambda what, done, part: progress(f"sampling: {what}", total, total))
+    reference_readings_s.append(runner.run_one(ReferenceItem()))
     system = runner.system()
     carried = _readings_of_reused(store, system, runs)
     model = fit_system_model(runs, system.key, system.label, profiled=profiled, roofline=roofline,
