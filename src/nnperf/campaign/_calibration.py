@@ -115,25 +115,14 @@ def calibrate(measurer: Measurer, store: Store, networks: Sequence[Network] | No
     runner = runner_for(measurer)
     networks = list(networks) if networks is not None else calibration_networks()
     config = config or ProfileConfig(per_layer="isolated", harness=CALIBRATION_HARNESS)
-    # one progress scale over all three phases, so a bar's ETA covers the whole calibration: the isolated
-    # phase counts each layer and whole network, the (much shorter) profiler phase one unit per network,
-    # the roofline peaks one unit
-    isolated_units = sum(len(n.layers) + 1 for n in networks)
-    total = isolated_units + len(networks) + 1
+    total = sum(len(n.layers) + 1 for n in networks) + len(networks) + 1
     # the machine's speed, read five times (before, between and after the phases): a later run scales what it
     # measures to the median by timing the same reference beside it. One reading taken in a passing slowdown
     # must not set it (on a shared VM one of two readings once ran 39% slow while every layer ran at the usual
     # speed, and every speed-adjusted error moved by -16%)
-    reference_readings_s = [runner.run_one(ReferenceItem())]
-    runs = measure_networks(runner, store, networks, config, meter,
-                            _phase(progress, "isolated: ", 0, 1.0, total))
-    reference_readings_s.append(runner.run_one(ReferenceItem()))
-    profiled = measure_networks(runner, store, networks, replace(config, per_layer="profiler",
-                                                                  profiler_runs=FUSION_PROFILER_RUNS),
-                                progress=_phase(progress, "profiler: ", isolated_units,
-                                                len(networks) / isolated_units, total))
-    reference_readings_s.append(runner.run_one(ReferenceItem()))
-    roofline = _peaks(runner, reference_readings_s, progress, total)
+    reference_readings_s: list[float] = []
+    runs, profiled, roofline = _measured_phases(runner, store, networks, config, meter, progress,
+                                                reference_readings_s)
     prior = (prior if prior is not None else zoo_prior()) if sample_budget_s > 0 else None
     reference_s = sentinel_reference_s(r.whole.extra for r in runs)
     samples = [] if prior is None else sample_layers(
@@ -158,17 +147,31 @@ def calibrate(measurer: Measurer, store: Store, networks: Sequence[Network] | No
     return model
 
 
-def _peaks(runner: ItemRunner, reference_readings_s: list[float], progress: RunsProgress | None, total: int
-           ) -> RooflineModel:
-    """The roofline peaks measured through ``runner``, then the reference read again into
-    ``reference_readings_s``: the last unit of the calibration's ``total``."""
+def _measured_phases(runner: ItemRunner, store: Store, networks: Sequence[Network], config: ProfileConfig,
+                     meter: PowerMeter | None, progress: RunsProgress | None, reference_readings_s: list[float]
+                     ) -> tuple[list[MeasuredNetwork], list[MeasuredNetwork], RooflineModel]:
+    """The calibration networks measured layer by layer and with the profiler, and the roofline peaks, the
+    machine-speed reference read into ``reference_readings_s`` before each phase and after the last.
+
+    One progress scale covers the phases, so a bar's ETA covers the whole calibration: the isolated phase counts
+    each layer and whole network, the (much shorter) profiler phase one unit per network, the peaks one unit."""
+    isolated_units = sum(len(n.layers) + 1 for n in networks)
+    total = isolated_units + len(networks) + 1
+    reference_readings_s.append(runner.run_one(ReferenceItem()))
+    runs = measure_networks(runner, store, networks, config, meter, _phase(progress, "isolated: ", 0, 1.0, total))
+    reference_readings_s.append(runner.run_one(ReferenceItem()))
+    profiled = measure_networks(runner, store, networks, replace(config, per_layer="profiler",
+                                                                  profiler_runs=FUSION_PROFILER_RUNS),
+                                progress=_phase(progress, "profiler: ", isolated_units,
+                                                len(networks) / isolated_units, total))
+    reference_readings_s.append(runner.run_one(ReferenceItem()))
     if progress is not None:
         progress("roofline peaks", total - 1, total)
     roofline = runner.run_one(RooflineItem())
     reference_readings_s.append(runner.run_one(ReferenceItem()))
     if progress is not None:
         progress("roofline peaks", total, total)
-    return roofline
+    return runs, profiled, roofline
 
 
 def _readings_of_reused(store: Store, system: SystemSpec, runs: Sequence[MeasuredNetwork]) -> list[float] | None:
