@@ -87,6 +87,8 @@ def _write(path: Path, document: object) -> Path:
     (lambda d: {**d, "system": {**d["system"], "device_name": "edited"}}, "was it edited"),
     (lambda d: {**d, "conv": [{**d["conv"][0], "times_s": {"no-such-primitive": 1e-3}}]},
      r"conv\[0\]: unknown primitive or transformation 'no-such-primitive'"),
+    (lambda d: {**d, "layout": [{**d["layout"][0], "times_s": {"chw->chw-ish": 1e-3}}]},
+     r"layout\[0\]: unknown primitive or transformation 'chw->chw-ish'"),
     (lambda d: {**d, "conv": [{**d["conv"][0], "times_s": {"torch-conv2d": -1}}]}, "positive number of seconds"),
     (lambda d: {**d, "conv": [{"config": {"c": 8}, "times_s": {}}]}, r"conv\[0\]: not a convolution configuration"),
     (lambda d: {**d, "conv": [{**d["conv"][0], "times_s": [1e-3]}]}, r"conv\[0\]: an entry needs a times_s object"),
@@ -125,3 +127,15 @@ def test_export_and_import_from_the_command_line(exported: tuple[Path, Path], tm
 
 def _document_plain(path: Path) -> dict:  # type: ignore[type-arg]
     return json.loads(path.read_text())
+
+
+def test_a_dataset_from_a_machine_of_another_vector_width_keeps_its_blocked_layout(
+        exported: tuple[Path, Path], tmp_path: Path) -> None:
+    """AVX-512's oneDNN blocks channels by 16, AVX2's by 8: a chw16c transformation is stored on an AVX2 machine."""
+    document = _document(exported[1])
+    document["layout"][0]["times_s"]["chw->chw16c"] = 2e-4
+    with Store(tmp_path / "target.db") as store:
+        stored = import_primitive_dataset(store, _write(tmp_path / "avx512.json", document))
+        copy = load_primitive_dataset(store, stored.system.id)
+    assert "chw->chw16c" in copy.transforms
+    assert [t.times_s["chw->chw16c"] for t in copy.layout if "chw->chw16c" in t.times_s] == [pytest.approx(2e-4)]

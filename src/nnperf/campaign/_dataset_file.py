@@ -46,6 +46,7 @@ from nnperf.primitives import (
     config_key,
     config_label,
     get_primitive,
+    parse_layout,
 )
 from nnperf.store import Store, SystemRecord
 
@@ -124,10 +125,19 @@ def _group(name: str) -> str:
 
 
 def _known(name: str, where: str, known: frozenset[str]) -> str:
-    """``name`` if it is one of the ``known`` primitives and transformations."""
-    if name not in known:
-        raise DatasetFileError(f"{where}: unknown primitive or transformation {name!r}")
-    return name
+    """``name`` if it is one of the ``known`` primitives, or a transformation between two layouts nnperf knows:
+    the blocked layout's width follows the profiling machine's vector width (chw16c with AVX-512, chw8c with
+    AVX2), so a dataset from another machine names transformations this one does not make."""
+    source, arrow, target = name.partition("->")
+    if name in known:
+        return name
+    if arrow:
+        try:
+            parse_layout(source), parse_layout(target)
+            return name
+        except NnperfError:
+            pass
+    raise DatasetFileError(f"{where}: unknown primitive or transformation {name!r}")
 
 
 def _entries(document: Mapping[str, Any], path: Path) -> list[tuple[ConvConfig, dict[str, Timing]]]:
