@@ -17,7 +17,7 @@ import torch
 from onnx import TensorProto, helper, numpy_helper
 
 from nnperf.errors import InvalidNetworkError, NnperfWarning, UnsupportedOperatorError
-from nnperf.ir import GenericAttrs, Network, OpType, network_from_dict, network_to_dict
+from nnperf.ir import GenericAttrs, Layer, Network, OpType, network_from_dict, network_to_dict
 from nnperf.ir.importers import from_onnx
 from nnperf.ir.metrics import layer_metrics
 from nnperf.measure.backends import build_torch, layer_module, random_inputs
@@ -192,6 +192,16 @@ def test_generic_metrics_count_the_larger_side_and_the_stored_operands(
     m = layer_metrics(tile)
     assert (m.macs, m.ops, m.params, m.n_input, m.n_output) == (0, 720, 4, 120, 720)
     assert m.mem_ops == 120 + 4 + 720
+
+
+@pytest.mark.parametrize(("operator", "reads"), [("Gather", 30), ("Slice", 30), ("Tile", 120)])
+def test_a_selecting_generic_layer_reads_only_what_it_keeps(operator: str, reads: int) -> None:
+    # Swin's q = qkv[0]: a scalar-index Gather keeps one of the leading axis's entries, 30 of 120 here
+    attrs = GenericAttrs(operator, "", (1,), 1, 0, stored_elements=1, opset=17)
+    layer = Layer("g", OpType.GENERIC, ("x",), ((4, 6, 5),), (6, 5), attrs)
+    m = layer_metrics(layer)
+    assert (m.macs, m.params, m.n_input, m.n_output) == (0, 1, reads, 30)
+    assert m.ops == max(reads, 30) and m.mem_ops == reads + 1 + 30
 
 
 def test_strict_refuses_what_would_be_generic(tmp_path: Path) -> None:

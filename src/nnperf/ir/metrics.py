@@ -43,7 +43,8 @@ position embedding) has its elements as n(W), reads nothing and counts no #OPs.
 
 A generic layer (an ONNX operator with no dedicated op type) counts one #OP per
 element of its larger side, what it reads or what it writes, no MACs, and the
-elements of its stored operands as n(W).
+elements of its stored operands as n(W); a selecting one (Gather, Slice) reads
+only the elements it keeps.
 """
 
 from __future__ import annotations
