@@ -298,6 +298,36 @@ def summary(judged: list[Judged]) -> dict[str, Any]:
     return out
 
 
+SYSTEM_NAMES = {"torch": "torch", "onnxruntime": "ONNX Runtime"}
+
+
+def headline(systems: list[dict[str, Any]]) -> dict[str, Any]:
+    """What RESULTS.md shows of a run: per backend (by its id) the primary predictor's adjusted MAPE, shares within +/-5% and
+    +/-10%, the median noise floor; and one row per predictor, raw beside adjusted."""
+    by = {s["system"].partition(":")[0]: s for s in systems}
+    out: dict[str, Any] = {"primary": {}, "rows": []}
+    for backend, system in by.items():
+        figures, n = system["summary"][system["primary"]], len(system["networks"])
+        out["primary"][backend] = {
+            "networks": n, "mape": figures["mape"], "adjusted_mape": figures["adjusted_mape"],
+            "adjusted_within_5pct": round(figures["adjusted_within_5pct"] * n),
+            "adjusted_within_10pct": round(figures["adjusted_within_10pct"] * n),
+            "noise_floor_median": statistics.median(j["noise_floor"] for j in system["networks"]),
+            "error_to_read": system["summary"]["error_to_read"]}
+    for predictor in (systems[0]["summary"] if systems else {}):
+        if predictor.startswith("error_to_read"):
+            continue
+        row = {"predictor": predictor + (" (primary)" if predictor == systems[0]["primary"] else "")}
+        for backend, system in by.items():
+            name = SYSTEM_NAMES.get(backend, backend)
+            f, n = system["summary"][predictor], len(system["networks"])
+            row[f"{name}: MAPE raw / adjusted"] = f"{f['mape']:.1%} / {f['adjusted_mape']:.1%}"
+            row[f"{name}: within +/-5% / +/-10% (adjusted)"] = (
+                f"{round(f['adjusted_within_5pct'] * n)}/{n} / {round(f['adjusted_within_10pct'] * n)}/{n}")
+        out["rows"].append(row)
+    return out
+
+
 def rejudge(args: argparse.Namespace) -> None:
     """Judges a finished run's measurements (its --json) again with the system's calibration as the DB holds it now
     (made again first with --refit): every prediction anew, every speed-adjusted time and drift moved to the new
@@ -319,7 +349,8 @@ def rejudge(args: argparse.Namespace) -> None:
                        "networks": [j.as_dict() for j in judged], "summary": summary(judged)})
         print(markdown(system, judged), flush=True)
     if args.json:
-        write_result(args.json, method="prediction", concern=CONCERN, values=done, rejudged_from=str(args.rejudge))
+        write_result(args.json, method="prediction", concern=CONCERN, values=done, rejudged_from=str(args.rejudge),
+                     headline=headline(done["systems"]))
 
 
 def trace_finished(args: argparse.Namespace) -> None:
@@ -381,7 +412,7 @@ def main() -> None:
         out["systems"].append({**meta, "networks": [j.as_dict() for j in judged], "summary": summary(judged),
                                "traces": traces})
         if args.json:
-            write_result(args.json, method="prediction", concern=CONCERN, values=out)
+            write_result(args.json, method="prediction", concern=CONCERN, values=out, headline=headline(out["systems"]))
 
 
 if __name__ == "__main__":
