@@ -197,7 +197,7 @@ def print_curves(points: list[Point]) -> dict[str, list[dict[str, float | None]]
 def plot(curves: dict[str, list[dict[str, float | None]]], goals: tuple[float, float], path: Path) -> Path:
     """Test MdRAE against training configurations (left) and estimated profiling hours (right), log-log: the
     primitives' ratios (solid) and the transformations' ratios (dashed), random and chosen."""
-    from matplotlib.ticker import NullFormatter, PercentFormatter
+    from matplotlib.ticker import FuncFormatter, NullFormatter, PercentFormatter
 
     plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(9.6, 4.0), sharey=True)
@@ -213,6 +213,9 @@ def plot(curves: dict[str, list[dict[str, float | None]]], goals: tuple[float, f
             ax.axhline(goal, color="grey", linewidth=1, linestyle=":")
         ax.set_xscale("log")
         ax.set_yscale("log")
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 10 else f"{v:.1f}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_xticks([row[x_field] for row in curves["random"]])
         ax.set_xlabel(x_label)
         ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
         ax.yaxis.set_minor_formatter(NullFormatter())
@@ -221,6 +224,16 @@ def plot(curves: dict[str, list[dict[str, float | None]]], goals: tuple[float, f
     axes[0].legend(fontsize=8)
     fig.suptitle("Primitive cost model: configurations chosen by committee spread against random")
     return write_png(fig, path)
+
+
+def headline(curves: dict[str, list[dict[str, float | None]]]) -> dict[str, Any]:
+    """The sizes between the first and the last (where both curves share their rows), random beside chosen."""
+    rows = []
+    for r, c in list(zip(curves["random"], curves["chosen"], strict=True))[1:-1]:
+        rows.append({"configurations": r["n_configs"], "hours": [r["hours"], c["hours"]],
+                     "ratio_mdrae": [r["ratio_mdrae"], c["ratio_mdrae"]],
+                     "transform_ratio_mdrae": [r["transform_ratio_mdrae"], c["transform_ratio_mdrae"]]})
+    return {"between": rows, "full": curves["random"][-1]}
 
 
 def main() -> None:
@@ -232,7 +245,14 @@ def main() -> None:
     parser.add_argument("--cost-from", type=Path, default=Path("bench/results/primitives/primitive_cost.json"))
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--plot", type=Path, default=None)
+    parser.add_argument("--replot", type=Path, default=None, metavar="JSON",
+                        help="draw --plot from a finished run's result file instead of fitting")
     args = parser.parse_args()
+    if args.replot:
+        if not args.plot:
+            parser.error("--replot needs --plot")
+        print(f"figure: {plot(read_values(args.replot)['curves'], (0.03, 0.02), args.plot)}")
+        return
     if not args.sizes or sorted(args.sizes) != args.sizes or not all(0 < f <= 1 for f in args.sizes):
         parser.error(f"--sizes must be ascending fractions in (0, 1], got {args.sizes}")
     dataset = load_file(args.dataset)
@@ -255,7 +275,7 @@ def main() -> None:
                              "sizes": args.sizes, "network": args.network,
                              "cost_estimate": {"a_s": a, "b": b, "timed": n_timed},
                              "points": [vars(p) for p in points], "curves": curves,
-                             "elapsed_s": time.perf_counter() - start})
+                             "elapsed_s": time.perf_counter() - start}, headline=headline(curves))
 
 
 if __name__ == "__main__":
