@@ -5,7 +5,7 @@ Run (on the idle core, at low priority; stop it any time and run it again to res
 
     nice -n 10 .venv/bin/python bench/primitive_grow.py --db /work/data/grow.db \\
         --start bench/results/primitives/datasets/grid-amd-epyc-1thread.json.gz \\
-        --export bench/results/primitives/datasets/grown-amd-epyc-1thread.json.gz [--pool 20000] [--batch 40]
+        --export bench/results/primitives/datasets/grown-amd-epyc-1thread.json.gz [--pool 5000] [--batch 40]
         [--max-gmacs 8] [--hours 2] [--network small]
 
 Each round:
@@ -15,7 +15,8 @@ Each round:
 2. a pool of ``--pool`` configurations is drawn, seeded by the round: random configurations around the zoo's
    convolutions and the paper's grid (``nnperf.primitives.sample_configs``), and the grid's own configurations,
    all up to ``--max-gmacs`` billion MACs, less those already profiled;
-3. the ``--batch`` with the largest committee spread per estimated profiling second
+3. the ``--batch`` with the largest committee spread per estimated profiling second (over every primitive's
+   column: asking each whether it applies builds a graph per configuration, too slow for the pool)
    (``nnperf.prediction.primitives.config_spread``, ``most_uncertain`` with crowding; the cost estimate as
    ``bench/primitive_active.py`` makes it, from the model's predicted times) are profiled with
    ``nnperf.campaign.profile_primitives`` (its default stopping rule), each stored as it is taken, so a kill
@@ -74,11 +75,11 @@ def one_round(store: Store, args: argparse.Namespace, cost: tuple[float, float])
     started = time.perf_counter()
     model = variant_model(VARIANT, k, NETWORKS[args.network], reference_of(dataset), 1).fit(dataset)
     candidates = pool(args.pool, args.max_gmacs * 1e9, k, {s.config for s in dataset.conv})
-    predicted = np.nansum(model.predict(candidates), axis=1)
+    predicted = np.nansum(model.predict(candidates, only_applicable=False), axis=1)
     cost_s = cost[0] + cost[1] * predicted
     fitted = model.conv_model_
     features = fitted.features.transform(conv_features(candidates, fitted.feature_set))
-    spread = config_spread(model, candidates)
+    spread = config_spread(model, candidates, only_applicable=False)
     picked = most_uncertain(spread, args.batch, features=features, cost_s=cost_s)
     batch = [candidates[i] for i in picked]
     log(f"fitted on {k} configurations in {time.perf_counter() - started:.0f} s; pool {len(candidates)}, spread "
@@ -95,7 +96,7 @@ def main() -> None:
     parser.add_argument("--db", type=Path, required=True)
     parser.add_argument("--start", type=Path, default=None, help="a dataset file to import on the first round")
     parser.add_argument("--export", type=Path, required=True, help="the dataset file the profiled system is written to")
-    parser.add_argument("--pool", type=int, default=20000)
+    parser.add_argument("--pool", type=int, default=5000)
     parser.add_argument("--batch", type=int, default=40)
     parser.add_argument("--max-gmacs", type=float, default=8.0)
     parser.add_argument("--hours", type=float, default=2.0)

@@ -49,13 +49,17 @@ def committee_spread(model: ColumnModel, x: np.ndarray, applies: np.ndarray | No
     return np.where(kept > 0, (spread * applies).sum(axis=1) / np.maximum(kept, 1), 0.0)
 
 
-def config_spread(model: PrimitiveCostModel, configs: Sequence[ConvConfig]) -> np.ndarray:
+def config_spread(model: PrimitiveCostModel, configs: Sequence[ConvConfig], only_applicable: bool = True
+                  ) -> np.ndarray:
     """(len(configs),) the primitives' committee spread on each configuration, over the primitives that apply
-    to it."""
+    to it (over every primitive with ``only_applicable=False``: asking some primitives whether they apply builds
+    a graph, too slow for a pool of thousands)."""
     model.check_fitted()
     configs = list(configs)
-    found = [get_primitive(name) for name in model.primitives_]
-    applies = np.array([[p.applies(c) for p in found] for c in configs], dtype=bool).reshape(len(configs), -1)
+    applies = None
+    if only_applicable:
+        found = [get_primitive(name) for name in model.primitives_]
+        applies = np.array([[p.applies(c) for p in found] for c in configs], dtype=bool).reshape(len(configs), -1)
     return committee_spread(model.conv_model_, conv_features(configs, model.conv_model_.feature_set), applies)
 
 
