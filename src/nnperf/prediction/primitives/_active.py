@@ -21,7 +21,7 @@ import numpy as np
 from nnperf.errors import NnperfError
 from nnperf.prediction.primitives._columns import ColumnModel
 from nnperf.prediction.primitives._features import ActivationShape, conv_features, transform_features
-from nnperf.prediction.primitives._model import PrimitiveCostModel
+from nnperf.prediction.primitives._model import NoTransformModelError, PrimitiveCostModel
 from nnperf.primitives import ConvConfig, get_primitive
 
 CROWDING_RADIUS = 0.5
@@ -67,7 +67,7 @@ def shape_spread(model: PrimitiveCostModel, shapes: Sequence[ActivationShape]) -
     """(len(shapes),) the layout transformations' committee spread on each activation (batch, c, (h, w))."""
     model.check_fitted()
     if model.transform_model_ is None:
-        raise NotAnEnsembleError("this cost model has no transformation model")
+        raise NoTransformModelError("this primitive cost model has no transformation model to ask")
     layout = model.transform_model_
     return committee_spread(layout, transform_features(list(shapes), layout.feature_set))
 
