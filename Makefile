@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # The main job on the embedded default (this CPU, torch backend, ./nnperf.db): calibrate once
-# (about 1-2 minutes; skipped when done), then predict ResNet-18 and verify against a measurement.
+# (about 3-4 minutes on 2 cores; skipped when done), then predict ResNet-18 and verify against a measurement.
 demo: $(STAMP)
 	$(VENV)/bin/nnperf calibrate --backend torch --if-needed
 	$(VENV)/bin/nnperf predict resnet18 --backend torch --verify
