@@ -302,8 +302,8 @@ SYSTEM_NAMES = {"torch": "torch", "onnxruntime": "ONNX Runtime"}
 
 
 def headline(systems: list[dict[str, Any]]) -> dict[str, Any]:
-    """What RESULTS.md shows of a run: per backend (by its id) the primary predictor's adjusted MAPE, shares within +/-5% and
-    +/-10%, the median noise floor; and one row per predictor, raw beside adjusted."""
+    """What RESULTS.md shows of a run: per backend (by its id) the primary predictor's adjusted MAPE, shares within
+    +/-5% and +/-10%, the median noise floor; and one row per predictor, raw beside adjusted."""
     by = {s["system"].partition(":")[0]: s for s in systems}
     out: dict[str, Any] = {"primary": {}, "rows": []}
     for backend, system in by.items():

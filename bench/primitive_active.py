@@ -8,7 +8,7 @@ Run: .venv/bin/python bench/primitive_active.py --dataset bench/results/primitiv
 
 Pool-based, on a profiled dataset (a dataset file, ``nnperf primitives export``): each seed splits it 80/10/10 as
 ``bench/primitive_models.py`` does; the training part is the pool whose labels are revealed only when a
-configuration is "profiled". Both curves start from the same random eighth of the pool. At every size, the random
+configuration is "profiled". Both curves start from the same random rows (the first of --sizes). At every size, the random
 curve draws the next configurations at random; the chosen curve fits the ensemble on relative targets
 (``ens/relative``) on what it has and takes the next ones by committee spread
 (``nnperf.prediction.primitives.config_spread``, ``most_uncertain`` with crowding), activations likewise by
