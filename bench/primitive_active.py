@@ -96,21 +96,14 @@ def cost_model(result: Path, dataset: PrimitiveDataset) -> tuple[float, float, i
     return float(a), float(b), len(pairs)
 
 
-def subset(pool: PrimitiveDataset, conv: list[int], layout: list[int]) -> PrimitiveDataset:
-    rows = [pool.conv[i] for i in conv]
-    shapes = [pool.layout[i] for i in layout]
-    return PrimitiveDataset(pool.system_key, tuple(p for p in pool.primitives if any(p in s.times_s for s in rows)),
-                            tuple(t for t in pool.transforms if any(t in s.times_s for s in shapes)),
-                            tuple(rows), tuple(shapes))
-
-
 def chosen_next(model: Any, pool: PrimitiveDataset, have: tuple[list[int], list[int]],
                 want: tuple[int, int]) -> tuple[list[int], list[int]]:
     """The indices ``have`` grown to ``want`` rows by committee spread (configurations, then activations)."""
     out = []
     for rows, n, spread, features, layout in ((have[0], want[0], config_spread, conv_features, False),
                                               (have[1], want[1], shape_spread, transform_features, True)):
-        left = [i for i in range(len(pool.layout if layout else pool.conv)) if i not in set(rows)]
+        taken = set(rows)
+        left = [i for i in range(len(pool.layout if layout else pool.conv)) if i not in taken]
         keys = [(pool.layout[i].batch, pool.layout[i].c, pool.layout[i].im) if layout else pool.conv[i].config
                 for i in left]
         fitted = model.transform_model_ if layout else model.conv_model_
@@ -127,7 +120,7 @@ def fitted_point(curve: str, seed: int, pool: PrimitiveDataset, rows: tuple[list
                  parts: tuple[PrimitiveDataset, PrimitiveDataset], network: dict[str, Any], hours: float,
                  log_start: float) -> tuple[Point, Any]:
     """The model of one curve fitted on ``rows`` of the pool, and its point."""
-    part = subset(pool, *rows)
+    part = pool.of_rows([pool.conv[i] for i in rows[0]], [pool.layout[i] for i in rows[1]])
     model, fitted = fit_variant(VARIANT, (part, *parts), seed, network, reference_of(pool), 1)
     evaluation = fitted.evaluation
     primitives = [n for n in evaluation.columns if "->" not in n]

@@ -473,15 +473,10 @@ class PrimitiveTransfer:
 
 def _sample_of(dataset: PrimitiveDataset, configs: Sequence[ConvConfig]) -> PrimitiveDataset:
     """``dataset``'s times of these configurations and of their input activations (the transformations)."""
-    from nnperf.primitives import PrimitiveDataset
-
     wanted = set(configs)
     activations = {(c.batch, c.c, c.im) for c in configs}
-    conv = tuple(s for s in dataset.conv if s.config in wanted)
-    layout = tuple(s for s in dataset.layout if (s.batch, s.c, s.im) in activations)
-    return PrimitiveDataset(dataset.system_key,
-                            tuple(p for p in dataset.primitives if any(p in s.times_s for s in conv)),
-                            tuple(t for t in dataset.transforms if any(t in s.times_s for s in layout)), conv, layout)
+    return dataset.of_rows([s for s in dataset.conv if s.config in wanted],
+                           [s for s in dataset.layout if (s.batch, s.c, s.im) in activations])
 
 
 def transfer_primitive_model(source: StoredId, system: System = PRIMITIVES, store: StoreLike = None, *,

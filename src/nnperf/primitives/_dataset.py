@@ -227,6 +227,14 @@ class PrimitiveDataset:
     conv: tuple[ConvSample, ...]
     layout: tuple[TransformSample, ...]
 
+    def of_rows(self, conv: Sequence[ConvSample], layout: Sequence[TransformSample]) -> PrimitiveDataset:
+        """The dataset of these rows (of this one's system); its columns are this one's that keep at least one
+        time, in their order."""
+        conv_names = {name for s in conv for name in s.times_s}
+        layout_names = {name for s in layout for name in s.times_s}
+        return PrimitiveDataset(self.system_key, tuple(p for p in self.primitives if p in conv_names),
+                                tuple(t for t in self.transforms if t in layout_names), tuple(conv), tuple(layout))
+
     @property
     def n_samples(self) -> int:
         """Every stored time: (configuration, primitive) and (activation, transformation) pairs."""

@@ -15,7 +15,7 @@ import numpy as np
 
 from nnperf.errors import NnperfError
 from nnperf.prediction.primitives._model import PrimitiveCostModel
-from nnperf.primitives import ConvSample, PrimitiveDataset, TransformSample
+from nnperf.primitives import PrimitiveDataset
 
 T = TypeVar("T")
 
@@ -30,14 +30,6 @@ def _cut(items: Sequence[T], fractions: tuple[float, float, float], rng: random.
     return [order[:first], order[first:second], order[second:]]
 
 
-def _subset(dataset: PrimitiveDataset, conv: list[ConvSample], layout: list[TransformSample]) -> PrimitiveDataset:
-    """The dataset of these rows; its columns are the original's that keep at least one time, in their order."""
-    conv_names = {name for s in conv for name in s.times_s}
-    layout_names = {name for s in layout for name in s.times_s}
-    return PrimitiveDataset(dataset.system_key, tuple(p for p in dataset.primitives if p in conv_names),
-                            tuple(t for t in dataset.transforms if t in layout_names), tuple(conv), tuple(layout))
-
-
 def split_dataset(dataset: PrimitiveDataset, fractions: tuple[float, float, float] = (0.8, 0.1, 0.1),
                   seed: int = 0) -> tuple[PrimitiveDataset, PrimitiveDataset, PrimitiveDataset]:
     """(train, validation, test): the configurations and the activations each shuffled (seeded, separately) and
@@ -48,7 +40,7 @@ def split_dataset(dataset: PrimitiveDataset, fractions: tuple[float, float, floa
     rng = random.Random(seed)
     conv = _cut(dataset.conv, parts, rng)  # type: ignore[arg-type]
     layout = _cut(dataset.layout, parts, rng)  # type: ignore[arg-type]
-    train, validation, test = (_subset(dataset, c, t) for c, t in zip(conv, layout))
+    train, validation, test = (dataset.of_rows(c, t) for c, t in zip(conv, layout))
     return train, validation, test
 
 

@@ -39,7 +39,6 @@ from nnperf.prediction.primitives._features import conv_features, transform_feat
 from nnperf.prediction.primitives._mlp import TrainingSettings
 from nnperf.prediction.primitives._model import DatasetTooSmallError, PrimitiveCostModel, _holdout, _table
 from nnperf.prediction.primitives._ridge import DEFAULT_RESIDUALS, ResidualSettings
-from nnperf.prediction.primitives._split import _subset
 from nnperf.prediction.primitives._targets import encode
 from nnperf.primitives import Family, PrimitiveDataset, get_primitive
 
@@ -74,7 +73,7 @@ def subsample(dataset: PrimitiveDataset, fraction: float, seed: int = 0) -> Prim
     rng = np.random.default_rng(seed)
     conv = [dataset.conv[i] for i in _draw(len(dataset.conv), fraction, rng)]
     layout = [dataset.layout[i] for i in _draw(len(dataset.layout), fraction, rng)]
-    return _subset(dataset, conv, layout)
+    return dataset.of_rows(conv, layout)
 
 
 def family_subset(dataset: PrimitiveDataset, family: Family | str) -> PrimitiveDataset:
@@ -84,7 +83,7 @@ def family_subset(dataset: PrimitiveDataset, family: Family | str) -> PrimitiveD
     family = Family(family)
     names = {p for p in dataset.primitives if get_primitive(p).family is family}
     conv = [replace(s, times_s={n: t for n, t in s.times_s.items() if n in names}) for s in dataset.conv]
-    return _subset(dataset, [s for s in conv if s.times_s], [])
+    return dataset.of_rows([s for s in conv if s.times_s], [])
 
 
 # ------------------------------------------------------------------------------------------------ helpers
