@@ -115,7 +115,7 @@ def calibrate(measurer: Measurer, store: Store, networks: Sequence[Network] | No
     runner = runner_for(measurer)
     networks = list(networks) if networks is not None else calibration_networks()
     config = config or ProfileConfig(per_layer="isolated", harness=CALIBRATION_HARNESS)
-    total = sum(len(n.layers) + 1 for n in networks) + len(networks) + 1
+    total = _progress_units(networks)[1]
     # the machine's speed, read five times (before, between and after the phases): a later run scales what it
     # measures to the median by timing the same reference beside it. One reading taken in a passing slowdown
     # must not set it (on a shared VM one of two readings once ran 39% slow while every layer ran at the usual
@@ -147,16 +147,21 @@ def calibrate(measurer: Measurer, store: Store, networks: Sequence[Network] | No
     return model
 
 
+def _progress_units(networks: Sequence[Network]) -> tuple[int, int]:
+    """(the isolated phase's units, the calibration's): each layer and whole network alone, then one unit per
+    network's profiler pass and one for the roofline peaks."""
+    isolated = sum(len(n.layers) + 1 for n in networks)
+    return isolated, isolated + len(networks) + 1
+
+
 def _measured_phases(runner: ItemRunner, store: Store, networks: Sequence[Network], config: ProfileConfig,
                      meter: PowerMeter | None, progress: RunsProgress | None, reference_readings_s: list[float]
                      ) -> tuple[list[MeasuredNetwork], list[MeasuredNetwork], RooflineModel]:
     """The calibration networks measured layer by layer and with the profiler, and the roofline peaks, the
     machine-speed reference read into ``reference_readings_s`` before each phase and after the last.
 
-    One progress scale covers the phases, so a bar's ETA covers the whole calibration: the isolated phase counts
-    each layer and whole network, the (much shorter) profiler phase one unit per network, the peaks one unit."""
-    isolated_units = sum(len(n.layers) + 1 for n in networks)
-    total = isolated_units + len(networks) + 1
+    One progress scale (:func:`_progress_units`) covers the phases, so a bar's ETA covers the whole calibration."""
+    isolated_units, total = _progress_units(networks)
     reference_readings_s.append(runner.run_one(ReferenceItem()))
     runs = measure_networks(runner, store, networks, config, meter, _phase(progress, "isolated: ", 0, 1.0, total))
     reference_readings_s.append(runner.run_one(ReferenceItem()))
