@@ -58,23 +58,22 @@ def merged(store: Store) -> PrimitiveDataset:
     return PrimitiveDataset(parts[0].system_key, primitives, transforms, tuple(conv), tuple(layout))
 
 
-def pool(size: int, max_macs: float, seed: int, known: set[ConvConfig]) -> list[ConvConfig]:
-    """``size`` configurations drawn around the zoo's convolutions and the grid, and the grid's own, all at most
+def pool(size: int, max_macs: float, seed: int, zoo: list[ConvConfig], known: set[ConvConfig]) -> list[ConvConfig]:
+    """``size`` configurations drawn around the ``zoo``'s convolutions and the grid, and the grid's own, all at most
     ``max_macs`` MACs, none in ``known``."""
     grid = paper_grid(max_macs=int(max_macs), seed=seed)
-    seeds = dataset_configs() + grid
-    drawn = [c for c in sample_configs(seeds, size, seed=seed) if c.macs <= max_macs]
+    drawn = [c for c in sample_configs(zoo + grid, size, seed=seed) if c.macs <= max_macs]
     return [c for c in dict.fromkeys(drawn + grid) if c not in known][:size]
 
 
-def one_round(store: Store, args: argparse.Namespace, cost: tuple[float, float]) -> int:
+def one_round(store: Store, args: argparse.Namespace, cost: tuple[float, float], zoo: list[ConvConfig]) -> int:
     """Fits, chooses and profiles one batch; returns how many configurations it stored. The round is seeded by the
     configurations the store holds, so a resumed run draws another pool."""
     dataset = merged(store)
     k = len(dataset.conv)
     started = time.perf_counter()
     model = variant_model(VARIANT, k, NETWORKS[args.network], reference_of(dataset), 1).fit(dataset)
-    candidates = pool(args.pool, args.max_gmacs * 1e9, k, {s.config for s in dataset.conv})
+    candidates = pool(args.pool, args.max_gmacs * 1e9, k, zoo, {s.config for s in dataset.conv})
     predicted = np.nansum(model.predict(candidates, only_applicable=False), axis=1)
     cost_s = cost[0] + cost[1] * predicted
     fitted = model.conv_model_
@@ -111,9 +110,9 @@ def main() -> None:
         if args.start is not None and not primitive_systems(store):
             import_primitive_dataset(args.start, store)
         cost = cost_model(args.cost_from, merged(store))[:2]
-        begin, rounds = time.monotonic(), 0
+        zoo, begin, rounds = dataset_configs(), time.monotonic(), 0
         while time.monotonic() - begin < args.hours * 3600 and (args.rounds is None or rounds < args.rounds):
-            one_round(store, args, cost)
+            one_round(store, args, cost, zoo)
             rounds += 1
 
 
