@@ -113,6 +113,22 @@ def test_an_uncovered_layer_type_is_named_never_zero(tmp_path) -> None:  # type:
     assert model_key(tiny_network().layer("add")) == "eltwise"
 
 
+def test_layer_normalisation_over_a_strided_axis_has_its_own_model() -> None:
+    from nnperf.ir import Layer, NormAttrs, OpType
+
+    def norm(shape: tuple[int, ...], axis: int) -> Layer:
+        return Layer("ln", OpType.LAYER_NORM, ("x",), (shape,), shape, NormAttrs(axis=axis))
+
+    # a transformer's over its features (the last axis, named -1, or 1 of a matrix) and ConvNeXt's over NCHW channels
+    assert model_key(norm((1, 3136, 96), -1)) == model_key(norm((1, 768), 1)) == "layer_norm"
+    assert model_key(norm((1, 96, 56, 56), 1)) == "layer_norm:strided"
+    # a model stored before the split predicts both with its one layer normalisation model
+    ridge = fit_ridge("layer_norm", "latency_s", [[1, 2, 3], [2, 3, 5]], [1, 2])
+    doc = SystemModel("k", "label", {"layer_norm": ridge}, {"previous": PreviousModel.of(1.1)}).to_dict()
+    older = SystemModel.from_dict(doc)
+    assert older.latency["layer_norm:strided"] is older.latency["layer_norm"]
+
+
 def test_generic_layers_are_predicted_by_the_memory_bound_model(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from nnperf.ir import GenericAttrs, Layer, Network, OpType, TensorSpec
     from nnperf.prediction._features import features
