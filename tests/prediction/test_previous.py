@@ -129,6 +129,25 @@ def test_layer_normalisation_over_a_strided_axis_has_its_own_model() -> None:
     assert older.latency["layer_norm:strided"] is older.latency["layer_norm"]
 
 
+def test_a_calibration_without_strided_normalisation_predicts_it_with_the_other(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from nnperf.ir import Layer, Network, NormAttrs, OpType, TensorSpec
+    from nnperf.prediction._features import features
+
+    def normalised(name: str, shape: tuple[int, ...], axis: int) -> Network:
+        layer = Layer("ln", OpType.LAYER_NORM, ("x",), (shape,), shape, NormAttrs(axis=axis))
+        return Network(name, (TensorSpec("x", shape),), (layer,), ("ln",))
+
+    backend = FakeBackend(model=CostModel(noise_sigma=0.0))
+    with Store(tmp_path / "m.db") as store:
+        tokens = [normalised(f"tokens{t}", (1, t, 64), -1) for t in (16, 49, 196)]  # no channel normalisation
+        model = calibrate(backend, store, [residual_conv_net("cal", 8, 8), *tokens], FAST)
+    channels = normalised("channels", (1, 64, 7, 7), 1)
+    (prediction,) = model.predict(channels).layers
+    assert prediction.key == "layer_norm:strided"
+    assert prediction.latency_s == pytest.approx(float(model.latency["layer_norm"].predict(
+        features(channels.layers[0])[None])[0]))
+
+
 def test_generic_layers_are_predicted_by_the_memory_bound_model(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from nnperf.ir import GenericAttrs, Layer, Network, OpType, TensorSpec
     from nnperf.prediction._features import features

@@ -40,7 +40,8 @@ STRIDED_LAYER_NORM_KEY = f"{OpType.LAYER_NORM.value}:strided"
 """The model key of a layer normalisation over an axis other than the last (ConvNeXt's over NCHW channels), whose
 normalised elements lie a map apart. On both backends it ran 3-4 times as long as one over the last axis of the
 same elements (a transformer's over its features), and one model of the two predicted the transformer's 2-3 times
-its time. A model stored before the split predicts both with its one ``layer_norm`` model."""
+its time. A model without one (stored before the split) predicts both with its ``layer_norm`` model."""
+
 MEMORY_BOUND_OPS = ACTIVATIONS | ELTWISE | DATA_MOVEMENT | {
     OpType.BATCH_NORM, OpType.CONCAT, OpType.SOFTMAX, OpType.PAD, OpType.UPSAMPLE, OpType.REDUCE_MEAN,
     OpType.REDUCE_MAX,

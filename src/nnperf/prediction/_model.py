@@ -347,16 +347,17 @@ class SystemModel:
             predictors[name] = NetworkPredictor.from_dict(document)
         return cls(
             str(d["system_key"]), str(d["system_label"]),
-            _with_strided_layer_norm({k: RidgeModel.from_dict(v) for k, v in d["latency"].items()}), predictors,
-            _with_strided_layer_norm({k: RidgeModel.from_dict(v) for k, v in d.get("energy", {}).items()}),
+            with_strided_layer_norm({k: RidgeModel.from_dict(v) for k, v in d["latency"].items()}), predictors,
+            with_strided_layer_norm({k: RidgeModel.from_dict(v) for k, v in d.get("energy", {}).items()}),
             None if d.get("energy_coefficient_c") is None else float(d["energy_coefficient_c"]),
             dict(d.get("calibration", {})),
         )
 
 
-def _with_strided_layer_norm(models: dict[str, RidgeModel]) -> dict[str, RidgeModel]:
-    """A stored model's per-type models; one without a model of layer normalisation over a strided axis (fitted
-    before that had its own) predicts it with its ``layer_norm`` model, as it did then."""
+def with_strided_layer_norm(models: dict[str, RidgeModel]) -> dict[str, RidgeModel]:
+    """Per-type models where a missing model of layer normalisation over a strided axis is the ``layer_norm`` one: a
+    model stored before that had its own predicts it as it did then, and a calibration without such a layer still
+    predicts one."""
     layer_norm = OpType.LAYER_NORM.value
     if layer_norm in models and STRIDED_LAYER_NORM_KEY not in models:
         models[STRIDED_LAYER_NORM_KEY] = models[layer_norm]
