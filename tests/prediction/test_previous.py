@@ -9,6 +9,7 @@ from harness_presets import SHORT_HARNESS
 from networks import residual_conv_net, tiny_network
 from nnperf.campaign import ProfileConfig, calibrate
 from nnperf.errors import FormatVersionError
+from nnperf.ir import Layer, NormAttrs, OpType
 from nnperf.measure.backends._fake import CostModel, FakeBackend
 from nnperf.prediction import (
     Composition,
@@ -113,15 +114,14 @@ def test_an_uncovered_layer_type_is_named_never_zero(tmp_path) -> None:  # type:
     assert model_key(tiny_network().layer("add")) == "eltwise"
 
 
+def _layer_norm(shape: tuple[int, ...], axis: int) -> Layer:
+    return Layer("ln", OpType.LAYER_NORM, ("x",), (shape,), shape, NormAttrs(axis=axis))
+
+
 def test_layer_normalisation_over_a_strided_axis_has_its_own_model() -> None:
-    from nnperf.ir import Layer, NormAttrs, OpType
-
-    def norm(shape: tuple[int, ...], axis: int) -> Layer:
-        return Layer("ln", OpType.LAYER_NORM, ("x",), (shape,), shape, NormAttrs(axis=axis))
-
     # a transformer's over its features (the last axis, named -1, or 1 of a matrix) and ConvNeXt's over NCHW channels
-    assert model_key(norm((1, 3136, 96), -1)) == model_key(norm((1, 768), 1)) == "layer_norm"
-    assert model_key(norm((1, 96, 56, 56), 1)) == "layer_norm:strided"
+    assert model_key(_layer_norm((1, 3136, 96), -1)) == model_key(_layer_norm((1, 768), 1)) == "layer_norm"
+    assert model_key(_layer_norm((1, 96, 56, 56), 1)) == "layer_norm:strided"
     # a model stored before the split predicts both with its one layer normalisation model
     ridge = fit_ridge("layer_norm", "latency_s", [[1, 2, 3], [2, 3, 5]], [1, 2])
     doc = SystemModel("k", "label", {"layer_norm": ridge}, {"previous": PreviousModel.of(1.1)}).to_dict()
@@ -130,12 +130,11 @@ def test_layer_normalisation_over_a_strided_axis_has_its_own_model() -> None:
 
 
 def test_a_calibration_without_strided_normalisation_predicts_it_with_the_other(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from nnperf.ir import Layer, Network, NormAttrs, OpType, TensorSpec
+    from nnperf.ir import Network, TensorSpec
     from nnperf.prediction._features import features
 
     def normalised(name: str, shape: tuple[int, ...], axis: int) -> Network:
-        layer = Layer("ln", OpType.LAYER_NORM, ("x",), (shape,), shape, NormAttrs(axis=axis))
-        return Network(name, (TensorSpec("x", shape),), (layer,), ("ln",))
+        return Network(name, (TensorSpec("x", shape),), (_layer_norm(shape, axis),), ("ln",))
 
     backend = FakeBackend(model=CostModel(noise_sigma=0.0))
     with Store(tmp_path / "m.db") as store:
