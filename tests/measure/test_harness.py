@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from nnperf.ir import ConvAttrs, Layer, OpType
-from nnperf.measure._harness import HarnessConfig, MeasurementError, calibrate_block_size, measure
+from nnperf.measure._harness import HarnessConfig, MeasurementError, calibrate_block_size, measure, warm_up
 from nnperf.measure._stats import median_ci_ranks, summarize
 from nnperf.measure.backends._fake import CostModel, FakeBackend, FakeClock
 
@@ -172,12 +172,21 @@ def test_outliers_are_counted_and_kept_but_do_not_move_the_median() -> None:
     assert timing.stats.mean_s > 1.3 * CONV_COST_S
 
 
-def test_warmup_runs_before_timing() -> None:
+def test_warmup_runs_before_timing_in_doubling_blocks_that_stop_near_its_time() -> None:
     backend, clock = fake(CostModel(noise_sigma=0.0))
     timer = backend.layer_timer(CONV)
-    measure(timer, HarnessConfig(warmup_s=0.01, min_samples=10, target_ci=1.0), clock=clock)
-    warmups = 0.01 / CONV_COST_S
-    assert timer.calls >= warmups  # at least 501 warm-up executions before calibration and timing
+    runs = warm_up(timer, HarnessConfig(warmup_s=0.01), clock)
+    warmups = 0.01 / CONV_COST_S  # 500 executions of 20 us
+    assert runs == timer.runs and warmups <= runs <= warmups + 1
+    assert timer.calls == 9  # blocks of 1, 2, 4, ..., 128, then the 247 left
+    assert clock() == pytest.approx(runs * CONV_COST_S)
+
+
+def test_warmup_runs_at_least_its_executions() -> None:
+    backend, clock = fake(CostModel(noise_sigma=0.0))
+    timer = backend.layer_timer(CONV)
+    assert warm_up(timer, HarnessConfig(warmup_s=0.0, warmup_runs=5), clock) == 5
+    assert timer.calls == 3  # blocks of 1, 2 and 2
 
 
 class ZeroTimer:

@@ -87,14 +87,35 @@ def calibrate_block_size(timer: Timer, config: HarnessConfig) -> int:
         n = min(config.max_block_size, max(n + 1, math.ceil(n * min(wanted, 10.0))))
 
 
-def measure(timer: Timer, config: HarnessConfig = HarnessConfig(), clock: Clock = time.perf_counter,
-            wall_clock: Clock = time.time) -> Timing:
-    """One adaptive measurement of ``timer``: warm-up, block-size calibration, repetition to the stopping rule."""
-    start = clock()
-    runs = 0
+def timer_clock(timer: Timer) -> Clock:
+    """The clock that ``timer``'s seconds pass on: its own ``clock`` where it has one (a fake backend's modelled
+    time), else ``time.perf_counter``."""
+    clock = getattr(timer, "clock", None)
+    return clock if callable(clock) else time.perf_counter
+
+
+def warm_up(timer: Timer, config: HarnessConfig, clock: Clock | None = None) -> int:
+    """Runs ``timer`` for at least ``warmup_runs`` executions and ``warmup_s`` seconds (on ``clock``, by default
+    the timer's) and returns the executions run: in blocks that double, never much past the time left, so that a
+    layer of microseconds warms up without a Python call per execution."""
+    clock = clock or timer_clock(timer)
+    start, runs, n = clock(), 0, 1
     while runs < config.warmup_runs or clock() - start < config.warmup_s:
-        timer.time_block(1)
-        runs += 1
+        per_run_s = timer.time_block(n) / n
+        runs += n
+        left_s = config.warmup_s - (clock() - start)
+        fits = math.ceil(left_s / per_run_s) if per_run_s > 0 and left_s > 0 else 1
+        n = max(1, min(2 * n, max(fits, config.warmup_runs - runs), config.max_block_size))
+    return runs
+
+
+def measure(timer: Timer, config: HarnessConfig = HarnessConfig(), clock: Clock | None = None,
+            wall_clock: Clock = time.time) -> Timing:
+    """One adaptive measurement of ``timer``: warm-up, block-size calibration, repetition to the stopping rule.
+    Budgets count on ``clock``, by default the timer's (:func:`timer_clock`)."""
+    clock = clock or timer_clock(timer)
+    start = clock()
+    warm_up(timer, config, clock)
     block = calibrate_block_size(timer, config)
     times: list[float] = []
     began, began_wall = clock(), wall_clock()  # the wall-clock window is for power traces: keep it tight

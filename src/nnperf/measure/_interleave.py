@@ -25,7 +25,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from nnperf.errors import NnperfError
-from nnperf.measure._harness import Clock, HarnessConfig, MeasurementError, Timer, calibrate_block_size, measure
+from nnperf.measure._harness import (
+    Clock,
+    HarnessConfig,
+    MeasurementError,
+    Timer,
+    calibrate_block_size,
+    measure,
+    warm_up,
+)
 from nnperf.measure._stats import fixed_timing, median_ci_rel
 from nnperf.measure._types import Timing
 
@@ -277,9 +285,7 @@ def _warm(timer: Timer, harness: HarnessConfig, clock: Clock) -> int:
     whatever the machine did during the calibration: a busy process sharing the core takes the CPU in slices
     of a few milliseconds, and blocks of unequal length catch unequal shares of them.
     """
-    start = clock()
-    while clock() - start < harness.warmup_s:
-        timer.time_block(1)
+    warm_up(timer, harness, clock)
     block = calibrate_block_size(timer, harness)
     least_s = min(timer.time_block(block) / block for _ in range(WARM_ESTIMATES))
     return max(1, math.ceil(harness.min_block_s * 1.2 / least_s)) if least_s > 0 else block

@@ -62,9 +62,12 @@ class _FakeTimer:
     def __init__(self, cost_s: float, model: CostModel, rng: np.random.Generator, clock: FakeClock) -> None:
         self.cost_s, self.model, self.rng, self.clock = cost_s, model, rng, clock
         self.calls = 0
+        self.runs = 0
+        """Executions modelled, over every call."""
 
     def time_block(self, n: int) -> float:
         self.calls += 1
+        self.runs += n
         noise = self.rng.lognormal(0.0, self.model.noise_sigma, size=n)
         outliers = self.rng.random(n) < self.model.outlier_p
         per_run = self.cost_s * noise * np.where(outliers, self.model.outlier_factor, 1.0)
