@@ -63,13 +63,15 @@ class RuntimeRanking:
 
     @property
     def kendall_tau(self) -> float | None:
-        """Kendall's tau between the predicted and the measured order (None unless two or more were measured)."""
+        """Kendall's tau between the predicted and the measured order (None unless two or more were measured, or
+        where either order is one tie: no order to compare)."""
         measured = [r for r in self.runtimes if r.measured_s is not None]
         if len(measured) < 2:
             return None
         from scipy.stats import kendalltau
 
-        return float(kendalltau([r.predicted_s for r in measured], [r.measured_s for r in measured]).statistic)
+        tau = float(kendalltau([r.predicted_s for r in measured], [r.measured_s for r in measured]).statistic)
+        return None if math.isnan(tau) else tau
 
     def to_dict(self) -> dict[str, object]:
         fastest = self.measured_fastest
