@@ -78,7 +78,8 @@ def run_planted(trained: TrainedDigits, tmp_path: Path, budget: float, **kwargs)
     calibration, evaluation = trained.validation.split(0.1, seed=0)
     sources = make_sources(planted(trained), None, calibration, tmp_path / "work")
     return synthesize_sources(sources, evaluation.take(150), budget, tmp_path / "program", network="planted",
-                              harness=QUICK, rounds=QUICK_ROUNDS, **{"max_threads": 1, "aot": False, **kwargs})
+                              harness=QUICK, rounds=QUICK_ROUNDS, check_rounds=QUICK_ROUNDS,
+                              **{"max_threads": 1, "aot": False, **kwargs})
 
 
 def test_the_stages_are_measured_and_the_budget_kept_around_a_planted_sensitive_layer(

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from nnperf.measure import HarnessConfig
+from nnperf.measure import HarnessConfig, RoundsConfig
+from nnperf.optimize.synthesize._compare import CHECK_ROUNDS
 from nnperf.optimize.synthesize._data import ValidationSet
 from nnperf.optimize.synthesize._errors import BudgetError, SynthesisError
 from nnperf.optimize.synthesize._program import Accuracy, ProgramSpec, Sources, accuracy_of, measure_program
@@ -47,18 +48,20 @@ class Evaluator:
 class Candidates:
     """Every program one synthesis measured, by spec, in the order measured; each measured once (``harness``, one
     sample), judged against the reference (the first runtime's plain fp32 program, ``reference_spec``) and
-    predicted first with ``predict``. With ``measure_best``, a stage whose candidates are all predicted measures
+    predicted first with ``predict``; the searches decide between programs in paired rounds under ``check_rounds``
+(:data:`CHECK_ROUNDS` by default). With ``measure_best``, a stage whose candidates are all predicted measures
     only the ``measure_best`` predicted fastest of each runtime and records the others as :attr:`skipped`;
     ``measure_s`` keeps the seconds each measured candidate took (timing and accuracy), to say what skipping
     saved."""
 
     def __init__(self, sources: Sources, data: ValidationSet, harness: HarnessConfig, predict: Predict | None,
-                 report: Progress, measure_best: int | None = None) -> None:
+                 report: Progress, measure_best: int | None = None,
+                 check_rounds: RoundsConfig = CHECK_ROUNDS) -> None:
         if measure_best is not None and measure_best < 1:
             raise SynthesisError(f"measure_best must be at least 1 (or None: measure every candidate), "
                                  f"got {measure_best}")
         self.sources, self.harness, self.predict, self.report = sources, harness, predict, report
-        self.measure_best = measure_best
+        self.measure_best, self.check_rounds = measure_best, check_rounds
         self.skipped: dict[ProgramSpec, Skipped] = {}
         self.measure_s: list[float] = []
         self.sample = data.inputs[:1]

@@ -18,7 +18,7 @@ import numpy as np
 
 from nnperf.optimize.synthesize._boundaries import MixedCost, fit_mixed_cost, int8_edges
 from nnperf.optimize.synthesize._candidates import Candidates, macs_share
-from nnperf.optimize.synthesize._compare import CHECK_ROUNDS, compare_programs
+from nnperf.optimize.synthesize._compare import compare_programs
 from nnperf.optimize.synthesize._program import INEXACT_MODE, ProgramSpec, Sources, program_timer
 from nnperf.optimize.synthesize._result import (
     GranularityCheck,
@@ -100,7 +100,7 @@ def search_runtime(candidates: Candidates, base: Measured, budget: float) -> Ine
 def check_granularity(candidates: Candidates, per_channel: ProgramSpec, budget: float) -> GranularityCheck:
     """The int8 program ``per_channel`` again with its weights scaled per tensor: its accuracy drop on the
     evaluation samples and, within ``budget``, its time over the per-channel program's in paired rounds
-    (:data:`CHECK_ROUNDS`). Per tensor is kept (measured, and the per-channel program set aside) where it ran
+    (``candidates.check_rounds``). Per tensor is kept (measured, and the per-channel program set aside) where it ran
     faster there. One scale per weight tensor instead of one per output channel ran the all-int8 glyph networks 1-9%
     faster on an AMD EPYC (Zen 4, AVX-512 with VNNI) and cost MobileNet v2 0.46 points of top-1
     (bench/int8_granularity.py, bench/synthesize_networks.py)."""
@@ -111,7 +111,7 @@ def check_granularity(candidates: Candidates, per_channel: ProgramSpec, budget: 
     sources, sample = candidates.sources, candidates.sample
     comparison = compare_programs({"per channel": program_timer(sources, per_channel, sample),
                                    "per tensor": program_timer(sources, per_tensor, sample)},
-                                  "interleaved", rounds=CHECK_ROUNDS)
+                                  "interleaved", rounds=candidates.check_rounds)
     measured = comparison.ratio("per tensor", "per channel")
     faster = measured.median < 1.0
     if faster:
@@ -123,7 +123,7 @@ def check_granularity(candidates: Candidates, per_channel: ProgramSpec, budget: 
 def check_predictions(candidates: Candidates, base: ProgramSpec, cost: MixedCost,
                       programs: Mapping[str, Sequence[str]], budget: float) -> tuple[tuple[PredictionCheck, ...], str]:
     """The distinct non-empty ``programs`` (a name to its int8 layers) timed with the fp32 program ``base`` in
-    paired rounds (:data:`CHECK_ROUNDS`), each against the border model's predicted ratio to fp32. The search's
+    paired rounds (``candidates.check_rounds``), each against the border model's predicted ratio to fp32. The search's
     own timings are single sequential medians taken minutes apart, so they cannot say how far off the model is;
     these can. The fastest of them within ``budget`` there, fp32 included (:func:`paired_winner`), is kept and
     every other one is set aside (:meth:`Candidates.set_aside`): their single search timings are not to overrule
@@ -141,7 +141,7 @@ def check_predictions(candidates: Candidates, base: ProgramSpec, cost: MixedCost
              for chosen, label in labels.items()}
     for label, spec in specs.items():
         timers[label] = program_timer(sources, spec, sample)
-    comparison = compare_programs(timers, "interleaved", rounds=CHECK_ROUNDS)
+    comparison = compare_programs(timers, "interleaved", rounds=candidates.check_rounds)
     checks = tuple(PredictionCheck(label, specs[label], candidates.evaluate(specs[label]).drop, cost.ratio(chosen),
                                    comparison.ratio(label, "fp32"), cost.fitted(chosen))
                    for chosen, label in labels.items())
@@ -165,7 +165,7 @@ def mixed_cost(candidates: Candidates, base: Measured, all_inexact: Measured, se
     timers = {"fp32": program_timer(sources, base.spec, candidates.sample)}
     for i, chosen in enumerate(probes):
         timers[f"probe {i}"] = program_timer(sources, base.spec.with_(inexact=chosen), candidates.sample)
-    comparison = compare_programs(timers, "interleaved", rounds=CHECK_ROUNDS)
+    comparison = compare_programs(timers, "interleaved", rounds=candidates.check_rounds)
     ratios = [1.0 / comparison.speedup(f"probe {i}").median for i in range(len(probes))]
     gains = shared_by_macs(sources, base.spec.runtime, layers, candidates.sample,
                            base.latency_s * (1.0 - ratios[0]))  # probe 0: all int8

@@ -82,7 +82,8 @@ def synthesize(sources: Sources, data: ValidationSet, budget: float, out: Path, 
                max_threads: int | None = None, harness: HarnessConfig = SYNTHESIS_HARNESS, aot: bool = True,
                inexact: bool = True, predict: Predict | None = None, progress: Progress | None = None,
                protocol: str | ComparisonProtocol = ComparisonProtocol.INTERLEAVED,
-               rounds: RoundsConfig = SYNTHESIS_ROUNDS, measure_best: int | None = None) -> SynthesisResult:
+               rounds: RoundsConfig = SYNTHESIS_ROUNDS, measure_best: int | None = None,
+               check_rounds: RoundsConfig = CHECK_ROUNDS) -> SynthesisResult:
     """Synthesises the fastest program within ``budget`` (a fraction: 0.01 = 1% accuracy drop) on this device and
     writes it to ``out`` (see the module docstring). ``data`` is the evaluation part of the validation set (the
     calibration part is already in ``sources``). ``max_threads`` defaults to this machine's cores. With
@@ -92,14 +93,15 @@ def synthesize(sources: Sources, data: ValidationSet, budget: float, out: Path, 
     others (``skipped``) and about the time that saved. ``harness`` times each
     candidate (about a second by default). ``protocol`` says where the reported speed-ups come from:
     ``interleaved`` (default) times the stages' programs again in the same rounds under ``rounds``
-    (:data:`SYNTHESIS_ROUNDS`: up to 20 s); ``sequential`` takes the ratios of the candidates' own medians."""
+    (:data:`SYNTHESIS_ROUNDS`: up to 20 s); ``sequential`` takes the ratios of the candidates' own medians. The
+    searches decide between programs in paired rounds under ``check_rounds`` (:data:`CHECK_ROUNDS`: up to 8 s)."""
     budget = check_budget(budget)
     chosen_protocol = check_protocol(protocol)
     check_sample_shape(data, sources.sample_shape(), network)
     report = progress or _no_progress
     start = time.perf_counter()
     threads = _thread_count(max_threads)
-    candidates = Candidates(sources, data, harness, predict, report, measure_best)
+    candidates = Candidates(sources, data, harness, predict, report, measure_best, check_rounds)
     stages = _fp32_stages(candidates, threads)
     searches = _inexact_searches(candidates, budget) if inexact else []
     within = candidates.within(budget)
@@ -152,7 +154,7 @@ def _fp32_stages(candidates: Candidates, threads: int) -> list[Stage]:
 
 
 def paired_fastest_fp32(candidates: Candidates, programs: Sequence[Measured]) -> Measured:
-    """The fastest of the fp32 ``programs`` timed again in the same interleaved rounds (:data:`CHECK_ROUNDS`); every
+    """The fastest of the fp32 ``programs`` timed again in the same interleaved rounds (``candidates.check_rounds``); every
     other one of each runtime is set aside (:meth:`Candidates.set_aside`), so that the inexact search starts from,
     and the final choice sees, each runtime's fastest there. Their single search timings, about a second each and
     minutes apart, rank close programs either way on a shared machine: ONNX Runtime's NCHWc program once measured
@@ -161,7 +163,7 @@ def paired_fastest_fp32(candidates: Candidates, programs: Sequence[Measured]) ->
     if len(distinct) == 1:
         return distinct[0]
     timers = {m.spec.label(): program_timer(candidates.sources, m.spec, candidates.sample) for m in distinct}
-    comparison = compare_programs(timers, "interleaved", rounds=CHECK_ROUNDS)
+    comparison = compare_programs(timers, "interleaved", rounds=candidates.check_rounds)
     ranked = sorted(distinct, key=lambda m: comparison.median_s(m.spec.label()))
     for runtime in {m.spec.runtime for m in ranked}:
         for slower in [m for m in ranked if m.spec.runtime == runtime][1:]:
