@@ -155,7 +155,7 @@ def test_json_with_zero_dimension_names_the_layer():
 
 
 # activations and data movement
-def test_json_round_trip_of_issue17_attributes(tmp_path):
+def test_json_round_trip_of_the_newer_ops_attributes(tmp_path):
     from nnperf.ir import ClipAttrs, GatherAttrs, TensorSpec, TransposeAttrs
 
     layers = (

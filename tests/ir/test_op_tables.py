@@ -108,14 +108,14 @@ def test_ops_with_parameters_have_weights() -> None:
     # Conv, linear, batch norm and scale count n(W) in the metrics; exactly those get weights.
     # PReLU's slopes, and the weights of transposed convolutions, norms and constants
     assert set(WEIGHT_MAKERS) == {OpType.CONV, OpType.LINEAR, OpType.BATCH_NORM, OpType.SCALE,
-                                  OpType.PRELU} | ISSUE17_WEIGHTS
+                                  OpType.PRELU} | NEWER_WEIGHTED_OPS
     assert set(ROW_GEOMETRY) == {OpType.CONV, OpType.LINEAR, OpType.CONV_TRANSPOSE}
 
 
 # resizing, normalisation and attention
-ISSUE17_WEIGHTS = {OpType.CONV_TRANSPOSE, OpType.LAYER_NORM, OpType.GROUP_NORM, OpType.CONSTANT}
+NEWER_WEIGHTED_OPS = {OpType.CONV_TRANSPOSE, OpType.LAYER_NORM, OpType.GROUP_NORM, OpType.CONSTANT}
 
 
-def test_issue17_ops_with_parameters_have_weights() -> None:
-    assert ISSUE17_WEIGHTS <= set(WEIGHT_MAKERS)
+def test_the_newer_ops_with_parameters_have_weights() -> None:
+    assert NEWER_WEIGHTED_OPS <= set(WEIGHT_MAKERS)
     assert OpType.CONV_TRANSPOSE in ROW_GEOMETRY

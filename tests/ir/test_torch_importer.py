@@ -175,7 +175,7 @@ def test_concat_of_one_tensor_with_itself():
 
 
 # activations and data movement
-class Issue17Activations(nn.Module):
+class NewerActivations(nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.hsig = nn.Hardsigmoid()
@@ -192,10 +192,10 @@ class Issue17Activations(nn.Module):
         return torch.clamp(F.hardsigmoid(y), min=0.1), torch.clamp(y, 0.0, 6.0), F.gelu(F.mish(y))
 
 
-def test_issue17_activation_modules_and_calls():
+def test_newer_activation_modules_and_calls():
     from nnperf.ir import ClipAttrs, HardSigmoidAttrs, NoAttrs, PReluAttrs
 
-    net = from_torch(Issue17Activations(), torch.randn(1, 4, 5, 5))
+    net = from_torch(NewerActivations(), torch.randn(1, 4, 5, 5))
     hard_sigmoid = HardSigmoidAttrs(alpha=0.1666667, beta=0.5)
     assert [(layer.op, layer.attrs) for layer in net.layers] == [
         (OpType.HARD_SIGMOID, hard_sigmoid), (OpType.CLIP, ClipAttrs(low=-1.0, high=2.0)),
@@ -206,7 +206,7 @@ def test_issue17_activation_modules_and_calls():
     assert network_metrics(net).params == 4 + 1  # the PReLU slopes
 
 
-class Issue17DataMovement(nn.Module):
+class NewerDataMovement(nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.pool = nn.AdaptiveAvgPool2d(1)
@@ -222,10 +222,10 @@ class Issue17DataMovement(nn.Module):
         return a, b, p, q, r, shuffled, picked, rows.permute(0, 2, 3, 1), gate
 
 
-def test_issue17_data_movement_calls():
+def test_newer_data_movement_calls():
     from nnperf.ir import ChannelShuffleAttrs, GatherAttrs, NoAttrs, SliceAttrs, TransposeAttrs
 
-    net = from_torch(Issue17DataMovement(), torch.randn(1, 8, 5, 6))
+    net = from_torch(NewerDataMovement(), torch.randn(1, 8, 5, 6))
     assert [(layer.op, layer.attrs, layer.output_shape) for layer in net.layers] == [
         (OpType.SLICE, SliceAttrs(axis=1, start=0, end=4), (1, 4, 5, 6)),
         (OpType.SLICE, SliceAttrs(axis=1, start=4, end=8), (1, 4, 5, 6)),
@@ -241,7 +241,7 @@ def test_issue17_data_movement_calls():
         (OpType.EXPAND, NoAttrs(), (1, 8, 5, 6)),
         (OpType.TRANSPOSE, TransposeAttrs(perm=(0, 2, 3, 1)), (1, 2, 6, 8))]
 # resizing, normalisation and attention
-class Issue17(nn.Module):
+class NewerOps(nn.Module):
     """One of each issue-17 op, as modules and calls."""
 
     def __init__(self) -> None:
@@ -268,10 +268,10 @@ class Issue17(nn.Module):
         return torch.cat([self.cls, a], dim=2), e.mean(1, keepdim=True), torch.amax(e, dim=-1), F.gelu(e)
 
 
-def test_issue17_ops_from_modules_and_calls() -> None:
+def test_newer_ops_from_modules_and_calls() -> None:
     from nnperf.ir import ConvTransposeAttrs, GroupNormAttrs, MatmulAttrs, NormAttrs, ReduceAttrs
 
-    net = from_torch(Issue17(), torch.randn(1, 8, 4, 4))
+    net = from_torch(NewerOps(), torch.randn(1, 8, 4, 4))
     got = [(layer.op, layer.attrs) for layer in net]
     assert got == [
         (OpType.CONV_TRANSPOSE, ConvTransposeAttrs(kernel=(3, 3), stride=(2, 2), padding=(1, 1, 1, 1),

@@ -152,8 +152,8 @@ SMALL = {"convpool": _conv_pool_net, "activations": _activation_net, "resizepad"
 
 
 # activations and data movement
-def _issue17_activation_net() -> Network:
-    b = _Builder("issue17", x=(1, 6, 5, 4))
+def _newer_activation_net() -> Network:
+    b = _Builder("newer-ops", x=(1, 6, 5, 4))
     y = b.add("hsig", OpType.HARD_SIGMOID, "x", attrs=HardSigmoidAttrs(alpha=1 / 6, beta=0.5))
     c = b.add("clip", OpType.CLIP, "x", attrs=ClipAttrs(low=-0.5, high=1.5))
     c = b.add("clip_high", OpType.CLIP, c, attrs=ClipAttrs(high=1.0))
@@ -175,7 +175,7 @@ def _issue17_activation_net() -> Network:
     return b.network("expand", "transpose")
 
 
-SMALL["issue17-activations"] = _issue17_activation_net
+SMALL["newer-activations"] = _newer_activation_net
 
 
 def _generic_net() -> Network:
@@ -267,7 +267,7 @@ def test_torch_and_onnxruntime_agree_on_zoo_networks(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", ["shufflenet_v2_x1_0", "mobilenet_v3_large"])
-def test_torch_and_onnxruntime_agree_on_issue17_zoo_networks(name: str) -> None:
+def test_torch_and_onnxruntime_agree_on_the_newer_zoo_networks(name: str) -> None:
     # without residual scaling the builders' random weights grow ShuffleNet's outputs to ~1e4: agreement only
     torch.set_num_threads(1)
     (out,) = _check_torch_vs_onnx(_zoo(name))
@@ -293,7 +293,7 @@ def _check_opencv_vs_torch(network: Network, tmp_path: Path) -> None:
         _assert_close(np.asarray(got).reshape(expected.shape), expected, f"{name} (OpenCV)")
 
 
-def test_opencv_agrees_on_issue17_ops(tmp_path: Path) -> None:
+def test_opencv_agrees_on_the_newer_ops(tmp_path: Path) -> None:
     _check_opencv_vs_torch(_zoo("previousnet04_7x7x64"), tmp_path)
 
 
@@ -402,10 +402,10 @@ def test_unsupported_layer_is_reported() -> None:
 
 
 # resizing, normalisation and attention
-def _issue17_spatial_net() -> Network:
+def _newer_spatial_net() -> Network:
     from nnperf.ir import ConvTransposeAttrs, GroupNormAttrs, MatmulAttrs, NormAttrs, ReduceAttrs
 
-    b = _Builder("issue17", x=(1, 8, 6, 6))
+    b = _Builder("newer-ops", x=(1, 8, 6, 6))
     up = (1, 4, 12, 12)
     t1 = b.add("ct_2x2", OpType.CONV_TRANSPOSE, "x", up, ConvTransposeAttrs(kernel=(2, 2), stride=(2, 2)))
     t2 = b.add("ct_grouped", OpType.CONV_TRANSPOSE, "x", up,
@@ -439,12 +439,12 @@ def _issue17_spatial_net() -> Network:
                      "down_nearest", "up_linear_9")
 
 
-SMALL["issue17-spatial"] = _issue17_spatial_net
+SMALL["newer-spatial"] = _newer_spatial_net
 
 
 @pytest.mark.parametrize("opset", [17, 18, 20])
-def test_torch_and_onnxruntime_agree_on_issue17_layers(opset: int) -> None:
-    network = _issue17_spatial_net()
+def test_torch_and_onnxruntime_agree_on_the_newer_layers(opset: int) -> None:
+    network = _newer_spatial_net()
     model = build_onnx(network, opset=opset)
     onnx.checker.check_model(model)
     inputs = _inputs(network)
@@ -454,5 +454,5 @@ def test_torch_and_onnxruntime_agree_on_issue17_layers(opset: int) -> None:
         _assert_close(o, t, name)
 
 
-def test_opencv_runs_the_issue17_layers(tmp_path: Path) -> None:
-    _check_opencv_vs_torch(_issue17_spatial_net(), tmp_path)
+def test_opencv_runs_the_newer_layers(tmp_path: Path) -> None:
+    _check_opencv_vs_torch(_newer_spatial_net(), tmp_path)
