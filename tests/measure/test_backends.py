@@ -17,7 +17,9 @@ from nnperf.measure.backends import BackendOptionError, BackendOptions, backend_
 from nnperf.registry import UnavailableError, UnknownPluginError
 from nnperf.store import Store
 
-REAL = ["torch", "onnxruntime", "opencv", "openvino", "litert", "executorch"]
+REAL = ["torch", "onnxruntime", "opencv", "openvino", "litert",
+        pytest.param("executorch", marks=pytest.mark.slow)]  # a program lowered per layer: a minute here
+"""Every real backend; ExecuTorch's own tests (test_executorch.py) run its layers in ``make test``."""
 
 
 @pytest.fixture(params=REAL)
