@@ -35,7 +35,7 @@ def test_zoo_lists_every_network(capsys):
     doc = json.loads(capsys.readouterr().out)
     by_name = {n["name"]: n for n in doc["networks"]}
     assert len(by_name) == 14 + 2 + 3 + 1  # + shufflenet, mobilenet v3; unet, convnext_tiny, vit_tiny; yolov8n
-    assert [n["layers"] for n in doc["calibration_networks"]] == [52] * 4 + [44] + [55] * 4 + [62] * 4 + [55] * 4
+    assert [n["layers"] for n in doc["calibration_networks"]] == [52] * 4 + [44] + [55] * 4 + [62] * 4 + [69] * 4
     assert [n["layers"] for n in doc["block_calibration_networks"]] == [77] * 4
     assert not {n["name"] for n in doc["block_calibration_networks"]} & {n["name"] for n in doc["calibration_networks"]}
     assert by_name["vgg16"]["params"] == 138_357_544

@@ -9,7 +9,7 @@ from harness_presets import SHORT_HARNESS
 from networks import residual_conv_net, tiny_network
 from nnperf.campaign import ProfileConfig, calibrate
 from nnperf.errors import FormatVersionError
-from nnperf.ir import Layer, NormAttrs, OpType
+from nnperf.ir import Layer, NormAttrs, OpType, TransposeAttrs
 from nnperf.measure.backends._fake import CostModel, FakeBackend
 from nnperf.prediction import (
     Composition,
@@ -127,6 +127,29 @@ def test_layer_normalisation_over_a_strided_axis_has_its_own_model() -> None:
     doc = SystemModel("k", "label", {"layer_norm": ridge}, {"previous": PreviousModel.of(1.1)}).to_dict()
     older = SystemModel.from_dict(doc)
     assert older.latency["layer_norm:strided"] is older.latency["layer_norm"]
+
+
+def _transpose(shape: tuple[int, ...], perm: tuple[int, ...]) -> Layer:
+    return Layer("t", OpType.TRANSPOSE, ("x",), (shape,), tuple(shape[p] for p in perm), TransposeAttrs(perm))
+
+
+def test_a_transpose_that_keeps_the_innermost_axis_has_its_own_model() -> None:
+    # rows copied whole: a vision transformer's split into heads, MaxViT's window and grid partitions
+    assert model_key(_transpose((1, 50, 12, 64), (0, 2, 1, 3))) == "transpose:rows"
+    assert model_key(_transpose((1, 8, 7, 8, 7, 64), (0, 1, 3, 2, 4, 5))) == "transpose:rows"
+    assert model_key(_transpose((1, 7, 8, 7, 8, 64), (0, 2, 4, 1, 3, 5))) == "transpose:rows"
+    # single elements gathered: height and width swapped, tokens made channels, the innermost axis moved
+    assert model_key(_transpose((1, 32, 56, 56), (0, 1, 3, 2))) == "transpose"
+    assert model_key(_transpose((1, 96, 3136), (0, 2, 1))) == "transpose"
+    # axes of one element move no data: the innermost of more than one element decides
+    assert model_key(_transpose((1, 64, 1), (0, 2, 1))) == "transpose:rows"
+    assert model_key(_transpose((1, 1, 7, 1, 7, 64), (0, 1, 3, 2, 4, 5))) == "transpose:rows"
+    assert model_key(_transpose((4, 64, 1), (1, 0, 2))) == "transpose"
+    # a model without one predicts these with its transpose model
+    ridge = fit_ridge("transpose", "latency_s", [[0, 2, 3], [0, 3, 5]], [1, 2])
+    doc = SystemModel("k", "label", {"transpose": ridge}, {"previous": PreviousModel.of(1.1)}).to_dict()
+    older = SystemModel.from_dict(doc)
+    assert older.latency["transpose:rows"] is older.latency["transpose"]
 
 
 def test_a_calibration_without_strided_normalisation_predicts_it_with_the_other(tmp_path) -> None:  # type: ignore[no-untyped-def]

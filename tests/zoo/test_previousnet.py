@@ -10,6 +10,7 @@ import torch
 from nnperf import zoo
 from nnperf.ir import ConvAttrs, ConvKind, Network, OpType, UpsampleAttrs
 from nnperf.ir.metrics import network_metrics
+from nnperf.prediction import model_key
 from nnperf.zoo import zoo_network
 
 CONFIGS = ["56x56x32", "28x28x64", "14x14x64", "7x7x64"]
@@ -165,16 +166,16 @@ def test_runs_for_real_and_matches_the_imported_shapes(networks, name):
 
 
 # activations and data movement
-ISSUE17_OPS_04 = [OpType.HARD_SIGMOID, OpType.CLIP, OpType.PRELU, OpType.GELU, OpType.SOFTPLUS, OpType.MISH, OpType.EXP,
-               OpType.LOG, OpType.TRANSPOSE, OpType.CHANNEL_SHUFFLE, OpType.GATHER, OpType.EXPAND]
+OPS_04 = [OpType.HARD_SIGMOID, OpType.CLIP, OpType.PRELU, OpType.GELU, OpType.SOFTPLUS, OpType.MISH, OpType.EXP,
+          OpType.LOG, OpType.TRANSPOSE, OpType.CHANNEL_SHUFFLE, OpType.GATHER, OpType.EXPAND]
 
 
 @pytest.mark.parametrize("name", NET04)
-def test_previousnet04_runs_each_issue17_op_on_three_shapes(networks, name):
+def test_previousnet04_runs_each_of_its_ops_on_three_shapes(networks, name):
     net = networks[name]
     counts = _counts(net)
     assert len(net.layers) == 62 and not _dead_layers(net)
-    for op in ISSUE17_OPS_04:
+    for op in OPS_04:
         assert counts[op] == 3, op
         assert len({layer.input_shapes for layer in net.layers if layer.op is op}) == 3, op
     assert counts[OpType.SLICE] == 9  # two halves of a chunk and a strided slice per level
@@ -189,18 +190,18 @@ def test_previousnet04_runs_for_real_and_matches_the_imported_shapes(networks):
     assert [tuple(y.shape) for y in outputs] == [shape_of[o] for o in net.outputs]
     assert all(torch.isfinite(y).all() for y in outputs)
 # resizing, normalisation and attention
-ISSUE17_OPS_05 = {OpType.CONV_TRANSPOSE, OpType.LAYER_NORM, OpType.GROUP_NORM, OpType.REDUCE_MEAN, OpType.REDUCE_MAX,
-               OpType.MATMUL, OpType.SUB, OpType.DIV, OpType.POW, OpType.GELU, OpType.CONSTANT}
+OPS_05 = {OpType.CONV_TRANSPOSE, OpType.LAYER_NORM, OpType.GROUP_NORM, OpType.REDUCE_MEAN, OpType.REDUCE_MAX,
+          OpType.MATMUL, OpType.SUB, OpType.DIV, OpType.POW, OpType.GELU, OpType.CONSTANT}
 
 
 @pytest.mark.parametrize("name", NET05)
-def test_previousnet05_holds_every_issue17_op_in_several_configurations(networks, name):
+def test_previousnet05_holds_each_of_its_ops_in_several_configurations(networks, name):
     net = networks[name]
     counts = _counts(net)
-    assert ISSUE17_OPS_05 <= set(counts)
+    assert OPS_05 <= set(counts)
     # two levels, each: 2 transposed convs, 2 layer norms (channels, last axis), a group and an instance norm,
     # 4 matrix products (3-D with a transposed operand and plain, 4-D likewise), 2 constants
-    assert {op: counts[op] for op in ISSUE17_OPS_05} == {
+    assert {op: counts[op] for op in OPS_05} == {
         OpType.CONV_TRANSPOSE: 4, OpType.LAYER_NORM: 4, OpType.GROUP_NORM: 4, OpType.REDUCE_MEAN: 2,
         OpType.REDUCE_MAX: 2, OpType.MATMUL: 8, OpType.SUB: 2, OpType.DIV: 2, OpType.POW: 2, OpType.GELU: 2,
         OpType.CONSTANT: 4}
@@ -208,6 +209,11 @@ def test_previousnet05_holds_every_issue17_op_in_several_configurations(networks
     assert len(dilated) == 2
     shapes = {layer.input_shape for layer in net.layers if layer.op is OpType.MATMUL}
     assert {len(s) for s in shapes} == {3, 4}
+    # per level, the map made tokens (the innermost axis moved), and three rearrangements that copy rows: heads,
+    # windows and a grid (3-D, 4-D and twice 6-D)
+    transposes = [layer for layer in net.layers if layer.op is OpType.TRANSPOSE]
+    assert sorted(model_key(layer) for layer in transposes) == ["transpose"] * 2 + ["transpose:rows"] * 6
+    assert sorted(len(layer.input_shape) for layer in transposes) == [3, 3, 4, 4, 6, 6, 6, 6]
 
 
 def test_previousnet05_runs_for_real_and_matches_the_imported_shapes(networks):

@@ -19,7 +19,7 @@ from nnperf.ir import Layer, OpType
 from nnperf.measure import SystemSpec
 from nnperf.prediction._base import CalibrationSet, fit_network_predictors
 from nnperf.prediction._features import features, model_key, model_keys
-from nnperf.prediction._model import MODEL_KIND, LayerPrediction, SystemModel, with_strided_layer_norm
+from nnperf.prediction._model import MODEL_KIND, LayerPrediction, SystemModel, with_split_models
 from nnperf.prediction._previous import fit_coefficient
 from nnperf.prediction._ridge import RidgeModel, fit_ridge
 from nnperf.prediction._runs import MeasuredNetwork
@@ -60,9 +60,9 @@ def fit_system_model(runs: Sequence[MeasuredNetwork], system_key: str, system_la
     ridge_types = RIDGE_SAMPLED_TYPES if ridge_sampled_types is None else frozenset(ridge_sampled_types)
     rows = _calibration_rows(runs)
     # energy on the calibration layers alone: the samples carry no energy
-    energy_models = with_strided_layer_norm(rows.fit_energy(alpha))
+    energy_models = with_split_models(rows.fit_energy(alpha))
     rows.add_samples(layer_samples, ridge_types)
-    latency_models = with_strided_layer_norm(rows.fit_latency(alpha))
+    latency_models = with_split_models(rows.fit_latency(alpha))
     layer_model = SystemModel(system_key, system_label, latency_models, {}, energy_models)
     layer_predictions = [layer_model.predict_layers(run.network) for run in runs]
     calibration_set = CalibrationSet(

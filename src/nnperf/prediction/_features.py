@@ -7,17 +7,18 @@ operation), except that nnperf gives each kind of pooling its own model: a
 max pool costs several times an average pool of the same #OPs in PyTorch's
 NCHW kernels, and one shared model under-predicted the zoo's pooling time by
 60% (bench/predict_accuracy.py). A layer normalisation over an axis other than
-the last (NCHW channels) has its own model too (:data:`STRIDED_LAYER_NORM_KEY`).
+the last (NCHW channels) has its own model too (:data:`STRIDED_LAYER_NORM_KEY`), and so has a transpose that
+keeps the innermost axis in place (:data:`ROW_TRANSPOSE_KEY`).
 Op types the paper does not model keep their own key.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 
 import numpy as np
 
-from nnperf.ir import ACTIVATIONS, DATA_MOVEMENT, ELTWISE, Layer, NormAttrs, OpType
+from nnperf.ir import ACTIVATIONS, DATA_MOVEMENT, ELTWISE, Layer, NormAttrs, OpType, TransposeAttrs
 from nnperf.ir.metrics import LayerMetrics, layer_metrics
 from nnperf.prediction._enums import TextEnum
 
@@ -42,6 +43,18 @@ normalised elements lie a map apart. On both backends it ran 3-4 times as long a
 same elements (a transformer's over its features), and one model of the two predicted the transformer's 2-3 times
 its time. A model without one (stored before the split) predicts both with its ``layer_norm`` model."""
 
+ROW_TRANSPOSE_KEY = f"{OpType.TRANSPOSE.value}:rows"
+"""The model key of a transpose that keeps the innermost axis (of more than one element) innermost: it copies whole
+rows (a transformer's split into heads, a window partition), where one that moves the innermost axis gathers
+single elements a row apart (an image's height and width swapped, tokens made channels). Timed alone on torch, the
+row kind of Swin-T, ViT-B/32 and MaxViT-T ran at 0.40-0.48 of what one model of the two predicted (3.8 ms against
+9.4 ms on Swin-T) and the element kind at 1.7-2.4 times it; the split models predicted both within 8-59%."""
+
+SPLIT_KEYS: Mapping[str, str] = {STRIDED_LAYER_NORM_KEY: OpType.LAYER_NORM.value,
+                                 ROW_TRANSPOSE_KEY: OpType.TRANSPOSE.value}
+"""Each model key split off an op type's own, and that key: a model without the split one (stored before the
+split, or calibrated on no such layer) predicts its layers with the op type's model, as before the split."""
+
 MEMORY_BOUND_OPS = ACTIVATIONS | ELTWISE | DATA_MOVEMENT | {
     OpType.BATCH_NORM, OpType.CONCAT, OpType.SOFTMAX, OpType.PAD, OpType.UPSAMPLE, OpType.REDUCE_MEAN,
     OpType.REDUCE_MAX,
@@ -59,13 +72,23 @@ def model_keys(layer: Layer) -> tuple[str, ...]:
 
 def model_key(layer: Layer) -> str:
     """The layer type whose model predicts ``layer``: 'eltwise' for add/mul/max, 'layer_norm:strided' for a layer
-    normalisation over an axis other than the last, otherwise the op's own name."""
+    normalisation over an axis other than the last, 'transpose:rows' for a transpose that keeps the innermost axis,
+    otherwise the op's own name."""
     if layer.op in ELTWISE:
         return SharedKey.ELTWISE.value
     if layer.op is OpType.LAYER_NORM and isinstance(layer.attrs, NormAttrs):
         axis, rank = layer.attrs.axis, len(layer.output_shape)
         return layer.op.value if axis in (-1, rank - 1) else STRIDED_LAYER_NORM_KEY
+    if layer.op is OpType.TRANSPOSE and isinstance(layer.attrs, TransposeAttrs):
+        return ROW_TRANSPOSE_KEY if keeps_innermost_axis(layer.input_shape, layer.attrs.perm) else layer.op.value
     return layer.op.value
+
+
+def keeps_innermost_axis(shape: tuple[int, ...], perm: tuple[int, ...]) -> bool:
+    """Whether permuting ``shape`` by ``perm`` (output axis i is input axis perm[i]) leaves its innermost axis of
+    more than one element innermost among those of the output (axes of one element move no data)."""
+    sized = [axis for axis in perm if shape[axis] > 1]
+    return bool(sized) and sized[-1] == max(sized)
 
 
 def features(layer: Layer) -> np.ndarray:

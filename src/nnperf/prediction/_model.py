@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from nnperf.errors import FormatVersionError, NnperfError
-from nnperf.ir import Network, OpType
+from nnperf.ir import Network
 from nnperf.ir.metrics import NetworkMetrics, network_metrics
 from nnperf.prediction._base import (
     PREDICTOR_FORMAT,
@@ -27,7 +27,7 @@ from nnperf.prediction._base import (
     predictor_class,
 )
 from nnperf.prediction._composition import Composition
-from nnperf.prediction._features import FEATURES, GENERIC_KEY, STRIDED_LAYER_NORM_KEY, metric_features, model_key
+from nnperf.prediction._features import FEATURES, GENERIC_KEY, SPLIT_KEYS, metric_features, model_key
 from nnperf.prediction._previous import PreviousModel
 from nnperf.prediction._ridge import RidgeModel
 from nnperf.prediction._roles import name_with, primary_name, provides_fusion, scales_layer_sum
@@ -347,20 +347,20 @@ class SystemModel:
             predictors[name] = NetworkPredictor.from_dict(document)
         return cls(
             str(d["system_key"]), str(d["system_label"]),
-            with_strided_layer_norm({k: RidgeModel.from_dict(v) for k, v in d["latency"].items()}), predictors,
-            with_strided_layer_norm({k: RidgeModel.from_dict(v) for k, v in d.get("energy", {}).items()}),
+            with_split_models({k: RidgeModel.from_dict(v) for k, v in d["latency"].items()}), predictors,
+            with_split_models({k: RidgeModel.from_dict(v) for k, v in d.get("energy", {}).items()}),
             None if d.get("energy_coefficient_c") is None else float(d["energy_coefficient_c"]),
             dict(d.get("calibration", {})),
         )
 
 
-def with_strided_layer_norm(models: dict[str, RidgeModel]) -> dict[str, RidgeModel]:
-    """Per-type models where a missing model of layer normalisation over a strided axis is the ``layer_norm`` one: a
-    model stored before that had its own predicts it as it did then, and a calibration without such a layer still
-    predicts one."""
-    layer_norm = OpType.LAYER_NORM.value
-    if layer_norm in models and STRIDED_LAYER_NORM_KEY not in models:
-        models[STRIDED_LAYER_NORM_KEY] = models[layer_norm]
+def with_split_models(models: dict[str, RidgeModel]) -> dict[str, RidgeModel]:
+    """Per-type models where each missing model split off an op type's (:data:`SPLIT_KEYS`) is that op type's: a
+    model stored before the split predicts those layers as it did then, and a calibration without such a layer
+    still predicts one."""
+    for split, whole in SPLIT_KEYS.items():
+        if whole in models and split not in models:
+            models[split] = models[whole]
     return models
 
 

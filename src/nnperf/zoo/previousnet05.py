@@ -14,9 +14,14 @@ each level runs:
 - attention on the map as C tokens of H*W features: x x^T (a matrix product reading its second operand
   transposed), softmax on the last axis, the product with x, layer normalisation over the last axis, a
   learnt class token concatenated and a learnt position embedding added (two constant layers); and the same
-  with 4 heads as 4-D products, softmax over axis 2.
+  with 4 heads as 4-D products, softmax over axis 2;
+- the map made tokens (H*W x C, a transpose that moves the innermost axis) and rearranged as transformers
+  rearrange them, by transposes that keep the innermost axis and copy whole rows: a split into 4 heads
+  (H*W x 4 x C/4 to 4 x H*W x C/4), MaxViT's window partition (P x P windows: H/P x P x W/P x P x C to
+  H/P x W/P x P x P x C) and its grid partition (P x H/P x P x W/P x C to H/P x W/P x P x P x C), where P is the
+  largest of 7, 4, 2 and 1 that divides H and W.
 
-Every layer reaches one of the returned outputs. 2 x 27 layers.
+Every layer reaches one of the returned outputs. 2 x 34 layers and the convolution between the levels.
 """
 
 from __future__ import annotations
@@ -29,8 +34,10 @@ from nnperf.ir.modules import LayerNorm2d
 
 
 class _Level05(nn.Module):
-    def __init__(self, c: int, tokens: int) -> None:
+    def __init__(self, c: int, height: int, width: int) -> None:
         super().__init__()
+        tokens = height * width
+        self.window = next(size for size in (7, 4, 2, 1) if height % size == 0 and width % size == 0)
         self.up2 = nn.ConvTranspose2d(c, c, 2, stride=2)
         self.up3 = nn.ConvTranspose2d(c, c, 3, stride=2, padding=1, output_padding=1, groups=4)
         self.group_norm = nn.GroupNorm(4, c)
@@ -59,7 +66,18 @@ class _Level05(nn.Module):
         tokens = torch.cat([self.cls_token, mixed], dim=2) + self.pos_embed
         q = d.reshape(n, self.heads, c // self.heads, h * w)
         heads = torch.matmul(torch.softmax(torch.matmul(q, q.transpose(-2, -1)), dim=2), q)
-        return self.group_norm(diff), resized, g / mean, peak, powered, tokens, heads
+        return self.group_norm(diff), resized, g / mean, peak, powered, tokens, heads, *self.rearranged(t, h, w)
+
+    def rearranged(self, t: torch.Tensor, h: int, w: int) -> tuple[torch.Tensor, ...]:
+        """The channels x tokens map ``t`` of an h x w grid as tokens, split into heads, and partitioned into
+        windows and into a grid."""
+        n, c, _ = t.shape
+        tokens = t.transpose(1, 2)
+        split = tokens.reshape(n, h * w, self.heads, c // self.heads).permute(0, 2, 1, 3)
+        p = self.window
+        windows = tokens.reshape(n, h // p, p, w // p, p, c).permute(0, 1, 3, 2, 4, 5)
+        grid = tokens.reshape(n, p, h // p, p, w // p, c).permute(0, 2, 4, 1, 3, 5)
+        return split, windows, grid
 
 
 class PreVIousNet05(nn.Module):
@@ -68,9 +86,9 @@ class PreVIousNet05(nn.Module):
     def __init__(self, channels: int = 32, height: int = 56, width: int = 56) -> None:
         super().__init__()
         c = channels
-        self.level1 = _Level05(c, height * width)
+        self.level1 = _Level05(c, height, width)
         self.down = nn.Conv2d(c, 2 * c, 3, stride=2, padding=1)
-        self.level2 = _Level05(2 * c, -(-height // 2) * -(-width // 2))
+        self.level2 = _Level05(2 * c, -(-height // 2), -(-width // 2))
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
         return self.level1(x) + self.level2(self.down(x))
