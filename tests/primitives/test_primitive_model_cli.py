@@ -13,6 +13,7 @@ from harness_presets import SMOKE_HARNESS
 from networks import relu_network, tiny_network
 from nnperf.campaign import layout_layers, load_layer_layouts, profile_primitives
 from nnperf.ir import save_network
+from nnperf.optimize.select._in_program import UNIFORM_CANDIDATES
 from nnperf.prediction import Predictor
 from nnperf.primitives import ConvConfig, get_primitive, sample_configs
 from nnperf.store import Store
@@ -113,11 +114,13 @@ def test_select_refines_the_selection_in_the_program(capsys: pytest.CaptureFixtu
     document = run_json(capsys, "select", str(net), "--refine", "2", "--no-layer-costs", "--db", str(profiled))
     refinement = document["refinement"]
     assert 1 <= refinement["steps"] <= 2 and len(refinement["over_default"]) == len(refinement["run"])
-    assert refinement["steps"] <= len(refinement["run"]) <= 2 * refinement["steps"]  # each step: its challenger
     assert all(r > 0 for r in refinement["over_default"]) and refinement["run"][0] == "pbqp"
     kept, runs, over_default = refinement["kept"], refinement["run"], refinement["over_default"]
-    # confirmed: those that ran faster than the default and the fastest uniform choice, however it ran
+    # each step: its solved selection and its challenger; then the best uniform choices not run already
     uniform = [i for i, solver in enumerate(runs) if solver.startswith("uniform:")]
+    assert refinement["steps"] <= len(runs) - len(uniform) <= 2 * refinement["steps"]
+    assert len(uniform) <= UNIFORM_CANDIDATES and uniform == list(range(len(runs) - len(uniform), len(runs)))
+    # confirmed: those that ran faster than the default and the fastest uniform choice, however it ran
     assert kept is None or over_default[kept] < 1.0 or kept == min(uniform, key=over_default.__getitem__)
     confirmed = refinement["confirmed_over_default"]
     assert (confirmed is None) == (min(over_default) >= 1.0 and not uniform)

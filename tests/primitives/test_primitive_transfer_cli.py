@@ -41,6 +41,17 @@ def source_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return db
 
 
+@pytest.fixture(scope="module")
+def seeds_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The three seed configurations timed with one thread: a source system, too small to transfer from."""
+    db = tmp_path_factory.mktemp("transfer") / "seeds.db"
+    with Store(db) as store:
+        report = profile_primitives(store, SEEDS, threads=1, harness=SMOKE_HARNESS,
+                                    primitives=[get_primitive("direct"), get_primitive("im2col-fhw")])
+    assert (report.system_id, report.measured) == (1, len(SEEDS))
+    return db
+
+
 @pytest.fixture
 def db(source_store: Path, tmp_path: Path) -> str:
     """A copy of the source store for one test (a transfer writes the target system into it)."""
@@ -108,8 +119,9 @@ def test_transfer_profiles_a_sample_and_stores_the_model_for_the_target(capsys: 
     (("--from", "9", "--threads", "2"), ("no system with id 9",)),
     (("--from", "1", "--threads", "2"), ("system 1 has no primitive cost model", "nnperf primitives train --system 1")),
 ])
-def test_transfer_errors_are_one_line(capsys: pytest.CaptureFixture[str], db: str, argv: tuple[str, ...],
-                                      needles: tuple[str, ...]) -> None:
+def test_transfer_errors_are_one_line(capsys: pytest.CaptureFixture[str], seeds_store: Path, tmp_path: Path,
+                                      argv: tuple[str, ...], needles: tuple[str, ...]) -> None:
+    db = str(shutil.copy(seeds_store, tmp_path / "p.db"))
     code, _, err = run_cli(capsys, "primitives", "transfer", *argv, "--db", db)
     assert_error(code, err, *needles)
     with Store(db, create=False) as store:
