@@ -113,6 +113,7 @@ def _never(*args: Any) -> Any:
     raise AssertionError("lowered again")
 
 
+@pytest.mark.slow  # lowers a program per layer: about 11 s here
 def test_layers_torch_builds_from_kernels_executorch_lacks_compute_the_same(backend) -> None:  # type: ignore[no-untyped-def]
     """Local response normalisation, global max pooling, and two batch norms without scale and shift in one
     delegate where XNNPACK cannot fold them into a convolution (it turns each into a depthwise one) run, and

@@ -104,6 +104,7 @@ def test_profile_times_under_the_protocol_asked_or_chosen(capsys: pytest.Capture
         assert {run.config["protocol"] for run in store.runs()} == {protocol}
 
 
+@pytest.mark.slow  # three real profiling runs: about 12 s here
 def test_profile_times_the_slow_configurations_again(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     net, db = tmp_path / "tiny.json", str(tmp_path / "p.db")
     save_network(tiny_network(), net)
