@@ -17,9 +17,9 @@ each level runs:
   with 4 heads as 4-D products, softmax over axis 2;
 - the map made tokens (H*W x C, a transpose that moves the innermost axis) and rearranged as transformers
   rearrange them, by transposes that keep the innermost axis and copy whole rows: a split into 4 heads
-  (H*W x 4 x C/4 to 4 x H*W x C/4), MaxViT's window partition (P x P windows: H/P x P x W/P x P x C to
-  H/P x W/P x P x P x C) and its grid partition (P x H/P x P x W/P x C to H/P x W/P x P x P x C), where P is the
-  largest of 7, 4, 2 and 1 that divides H and W.
+  (H*W x 4 x C/4 to 4 x H*W x C/4), a partition into P x P windows (H/P x P x W/P x P x C to
+  H/P x W/P x P x P x C, as Swin's) and into a P x P grid (P x H/P x P x W/P x C to H/P x W/P x P x P x C), where
+  P is the largest of 7, 4, 2 and 1 that divides H and W.
 
 Every layer reaches one of the returned outputs. 2 x 34 layers and the convolution between the levels.
 """

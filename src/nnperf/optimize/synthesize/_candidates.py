@@ -49,7 +49,7 @@ class Candidates:
     """Every program one synthesis measured, by spec, in the order measured; each measured once (``harness``, one
     sample), judged against the reference (the first runtime's plain fp32 program, ``reference_spec``) and
     predicted first with ``predict``; the searches decide between programs in paired rounds under ``check_rounds``
-(:data:`CHECK_ROUNDS` by default). With ``measure_best``, a stage whose candidates are all predicted measures
+    (:data:`CHECK_ROUNDS` by default). With ``measure_best``, a stage whose candidates are all predicted measures
     only the ``measure_best`` predicted fastest of each runtime and records the others as :attr:`skipped`;
     ``measure_s`` keeps the seconds each measured candidate took (timing and accuracy), to say what skipping
     saved."""
